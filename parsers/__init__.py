@@ -1,0 +1,52 @@
+"""The parser registry: one module per source format, listed once, in sniffing order.
+
+`find_parser(path)` returns the first parser whose suffix and content sniff both match; a file with
+an unexpected suffix is then offered to every parser's sniff. Order matters only where two formats
+share a suffix (.json, .csv): the more specific sniff comes first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profaudit.errors import InputError
+from profaudit.parsers import dataset
+from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
+
+REGISTRY: list[Parser] = [
+    dataset.PARSER,
+]
+
+
+def by_name(name: str) -> Parser:
+    for p in REGISTRY:
+        if p.name == name:
+            return p
+    raise KeyError(f"no parser named {name!r}; parsers: {[p.name for p in REGISTRY]}")
+
+
+def find_parser(path: Path, pr: Probe | None = None) -> Parser | None:
+    """The parser for `path`, or None when no parser recognises it."""
+    pr = pr or probe(Path(path))
+    suffix_matches = [p for p in REGISTRY if pr.is_dir == ("/" in p.suffixes) and _suffix_ok(p, pr)]
+    for p in suffix_matches:
+        if p.sniff(pr):
+            return p
+    for p in REGISTRY:
+        if p not in suffix_matches and (pr.is_dir == ("/" in p.suffixes)) and p.sniff(pr):
+            return p
+    return None
+
+
+def _suffix_ok(p: Parser, pr: Probe) -> bool:
+    if pr.is_dir:
+        return True
+    name = pr.path.name.lower()
+    return any(name.endswith(s) for s in p.suffixes if s != "/")
+
+
+def describe_formats() -> list[dict]:
+    return [{"parser": p.name, "source": p.source, "suffixes": " ".join(p.suffixes), "description": p.description} for p in REGISTRY]
+
+
+__all__ = ["REGISTRY", "Parser", "Probe", "ReadOptions", "by_name", "find_parser", "describe_formats", "InputError"]

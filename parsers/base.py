@@ -1,0 +1,162 @@
+"""The parser protocol and what every parser shares: probing a file, ids, building a Profile.
+
+A parser is a module-level object with `name`, `source`, `suffixes`, `sniff(probe)` and
+`read(path, options)`. `sniff` must be cheap (it sees at most the first `HEAD_BYTES`, decompressed
+when the file is gzip) and must not import heavy optional packages; `read` does the work.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from profaudit.errors import InputError
+from profaudit.profile import Profile
+
+HEAD_BYTES = 64 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a parser may look at to decide whether a path is its format."""
+
+    path: Path
+    is_dir: bool
+    suffix: str  # lower-cased compound suffix of interest, e.g. ".json.gz", ".ncu-rep"
+    raw_head: bytes  # first bytes as stored
+    head: bytes  # first bytes after gunzip where the file is gzip
+    gzipped: bool
+
+    @property
+    def text(self) -> str:
+        return self.head.decode("utf-8", errors="replace")
+
+    def name_endswith(self, *endings: str) -> bool:
+        n = self.path.name.lower()
+        return any(n.endswith(e) for e in endings)
+
+
+@dataclass
+class ReadOptions:
+    """Options the loader passes to every parser; parsers ignore what does not concern them."""
+
+    device: str | None = None  # override the device name for spec matching
+    nsys: str | None = None  # path to an nsys executable
+    neuron_profile: str | None = None  # path to neuron-profile / neuron-explorer
+    time_column: str | None = None  # timing logs: the column that holds the time
+    time_unit: str | None = None  # timing logs: unit of that column when its name has none
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Parser(Protocol):
+    name: str
+    source: str
+    suffixes: tuple[str, ...]
+    description: str
+
+    def sniff(self, probe: Probe) -> bool: ...
+
+    def read(self, path: Path, options: ReadOptions) -> Profile | list[Profile]: ...
+
+
+_COMPOUND_SUFFIXES = (".xplane.pb", ".json.gz", ".csv.gz", ".jsonl.gz")
+
+
+def compound_suffix(path: Path) -> str:
+    name = path.name.lower()
+    for s in _COMPOUND_SUFFIXES:
+        if name.endswith(s):
+            return s
+    return path.suffix.lower()
+
+
+def probe(path: Path) -> Probe:
+    path = Path(path)
+    if path.is_dir():
+        return Probe(path, True, "", b"", b"", False)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(HEAD_BYTES)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    head, gz = raw, False
+    if raw[:2] == GZIP_MAGIC:
+        gz = True
+        try:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            head = d.decompress(raw, HEAD_BYTES)
+        except zlib.error:
+            head = b""
+    return Probe(path, False, compound_suffix(path), raw, head, gz)
+
+
+def open_maybe_gzip(path: Path, probe_: Probe | None = None):
+    """Binary file object, transparently gunzipped."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+
+
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def content_hash(path: Path, chunk: int = 1 << 20) -> str:
+    """A stable content key: size plus head, middle and tail samples (full hash for small files).
+
+    Hashing whole multi-gigabyte traces would cost seconds for no gain: two different profiles
+    that agree in size and in three 1 MiB windows do not occur in practice.
+    """
+    h = hashlib.blake2b(digest_size=8)
+    size = os.path.getsize(path)
+    h.update(str(size).encode())
+    with open(path, "rb") as f:
+        if size <= 4 * chunk:
+            for block in iter(lambda: f.read(chunk), b""):
+                h.update(block)
+        else:
+            for off in (0, size // 2, size - chunk):
+                f.seek(off)
+                h.update(f.read(chunk))
+    return h.hexdigest()
+
+
+def make_profile_id(path: Path, suffix: str = "") -> str:
+    """`<file stem>-<8 hex of content hash>`: readable, stable for the same bytes, safe in paths."""
+    path = Path(path)
+    stem = path.name
+    for ext in (".gz", ".json", ".trace", ".pt", ".xplane.pb", ".pb", ".sqlite", ".csv", ".ncu-rep", ".nsys-rep", ".qdrep"):
+        if stem.lower().endswith(ext) and len(stem) > len(ext):
+            stem = stem[: -len(ext)]
+    stem = _SLUG.sub("_", stem).strip("._-")[:48] or "profile"
+    digest = content_hash(path)[:8] if path.is_file() else hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
+    return f"{stem}{('-' + _SLUG.sub('_', suffix)) if suffix else ''}-{digest}"
+
+
+def new_profile(
+    path: Path,
+    parser: Parser,
+    tables: dict[str, Any],
+    metadata: dict[str, Any] | None = None,
+    *,
+    id_suffix: str = "",
+    profile_id: str | None = None,
+) -> Profile:
+    """Build a Profile with the metadata every parser must set (source, format, path, size)."""
+    path = Path(path)
+    md = {
+        "source": parser.source,
+        "format": parser.name,
+        "path": str(path),
+        "file_bytes": path.stat().st_size if path.is_file() else None,
+    }
+    md.update({k: v for k, v in (metadata or {}).items() if v is not None})
+    pid = profile_id or make_profile_id(path, id_suffix)
+    return Profile(pid, md, {k: v for k, v in tables.items() if v is not None})

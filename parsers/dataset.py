@@ -1,0 +1,27 @@
+"""profaudit's own ingested dataset (a folder written by `profaudit ingest`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profaudit.parsers.base import Probe, ReadOptions
+
+
+class DatasetParser:
+    name = "profaudit-dataset"
+    source = "profaudit"
+    suffixes = ("/",)
+    description = "a folder written by `profaudit ingest -o DIR` (Hive-partitioned Parquet + metadata.json)"
+
+    def sniff(self, probe: Probe) -> bool:
+        from profaudit.dataset import is_dataset
+
+        return probe.is_dir and is_dataset(probe.path)
+
+    def read(self, path: Path, options: ReadOptions):
+        from profaudit.dataset import read_dataset
+
+        return list(read_dataset(path))
+
+
+PARSER = DatasetParser()

@@ -1,0 +1,25 @@
+"""profaudit: audit GPU/accelerator kernel profiles and the speedup claims built on them.
+
+    import profaudit
+    ps = profaudit.load("report.ncu-rep")      # ProfileSet of polars tables
+    ps.kernels                                   # one row per kernel execution
+    profaudit.roofline(ps)                       # achieved FLOP/s and bandwidth vs device ceilings
+"""
+
+__version__ = "0.1.0"
+
+from profaudit.errors import InputError, MissingExtraError, ProfauditError, UsageError  # noqa: E402
+from profaudit.loader import load, load_one  # noqa: E402
+from profaudit.profile import Profile, ProfileSet  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "load",
+    "load_one",
+    "Profile",
+    "ProfileSet",
+    "ProfauditError",
+    "InputError",
+    "MissingExtraError",
+    "UsageError",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from profaudit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,147 @@
+"""What every command shares: output formats, atomic writes, progress bars, loading with a bar."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import polars as pl
+import typer
+
+from profaudit.errors import UsageError
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+FORMAT_OPTION = typer.Option(Format.table, "--format", "-f", help="Output format: table, csv, json (parquet needs --output).")
+OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of standard output.")
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def stdout_console():
+    from rich.console import Console
+
+    return Console(soft_wrap=False)
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None) -> Iterator:
+    """A rich progress bar on stderr; `advance(label)` moves it. Silent when stderr is no terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = stderr_console()
+    columns = [SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[item]}")]
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as prog:
+        task = prog.add_task(description, total=total, item="")
+
+        def advance(label: str = "") -> None:
+            prog.update(task, advance=1, item=Path(label).name if label else "")
+
+        yield advance
+
+
+def load_with_progress(paths: Sequence[str], **kw):
+    """`profaudit.load` with a progress bar over the inputs."""
+    from profaudit.loader import expand, load
+
+    n = len(expand(list(paths)))
+    with progress_bar("loading", n) as advance:
+        return load(list(paths), progress=advance, **kw)
+
+
+def _fmt_cell(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if v != 0 and (abs(v) >= 1e7 or abs(v) < 1e-3):
+            return f"{v:.4g}"
+        return f"{v:,.4g}" if abs(v) >= 1000 else f"{v:.4g}"
+    return str(v)
+
+
+def frame_to_rich(df: pl.DataFrame, title: str | None = None, limit: int | None = 200):
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False, header_style="bold")
+    for c in df.columns:
+        numeric = df.schema[c].is_numeric()
+        t.add_column(c, justify="right" if numeric else "left", overflow="fold")
+    shown = df if limit is None else df.head(limit)
+    for row in shown.iter_rows():
+        t.add_row(*[_fmt_cell(v) for v in row])
+    if limit is not None and df.height > limit:
+        t.caption = f"{limit} of {df.height} rows shown; use --limit 0 or --format csv for all"
+    return t
+
+
+def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, *, title: str | None = None, limit: int | None = 200) -> None:
+    """Print or write a table in the chosen format. Files are written atomically."""
+    from profaudit.dataset import atomic_write_bytes, atomic_write_frame
+
+    fmt = Format(fmt)
+    if fmt is Format.parquet and output is None:
+        raise UsageError("--format parquet needs --output FILE")
+    if output is not None:
+        if fmt is Format.table:
+            buf = io.StringIO()
+            from rich.console import Console
+
+            Console(file=buf, width=200).print(frame_to_rich(df, title, None))
+            atomic_write_bytes(Path(output), buf.getvalue().encode())
+        else:
+            atomic_write_frame(_flatten_for(fmt, df), Path(output), fmt.value)
+        stderr_console().print(f"wrote {df.height} rows to {output}")
+        return
+    if fmt is Format.table:
+        stdout_console().print(frame_to_rich(df, title, limit if limit else None))
+    elif fmt is Format.csv:
+        sys.stdout.write(_flatten_for(fmt, df).write_csv())
+    elif fmt is Format.json:
+        sys.stdout.write(json.dumps(df.to_dicts(), default=str, indent=1) + "\n")
+
+
+def _flatten_for(fmt: Format, df: pl.DataFrame) -> pl.DataFrame:
+    if fmt is Format.csv:
+        nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Struct, pl.Array))]
+        if nested:
+            df = df.with_columns([pl.col(c).map_elements(lambda v: json.dumps(v if not hasattr(v, "to_list") else v.to_list(), default=str), return_dtype=pl.Utf8) for c in nested])
+    return df
+
+
+def emit_json(obj: Any, output: Path | None = None) -> None:
+    from profaudit.dataset import atomic_write_text
+
+    text = json.dumps(obj, indent=1, default=str, allow_nan=False) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(Path(output), text)
+        stderr_console().print(f"wrote {output}")
+
+
+def emit_text(text: str, output: Path | None = None) -> None:
+    from profaudit.dataset import atomic_write_text
+
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        atomic_write_text(Path(output), text)
+        stderr_console().print(f"wrote {output}")

@@ -1,0 +1,51 @@
+"""`profaudit kernels`: print or export the kernel table (or any other table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import polars as pl
+import typer
+
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress
+
+DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid_size", "block_size", "registers_per_thread", "dram_bytes", "flops_total", "sm_clock_hz", "device_name"]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("kernels")
+    def kernels(
+        paths: List[str] = typer.Argument(..., help="Profiles, folders, globs or an ingested dataset."),
+        fmt: Format = FORMAT_OPTION,
+        output: Optional[Path] = OUTPUT_OPTION,
+        table: str = typer.Option("kernels", "--table", "-t", help="Table to show: kernels, metrics, ranges, transfers, counters, samples, metadata."),
+        columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
+        name: Optional[str] = typer.Option(None, "--name", help="Keep kernels whose name contains this (regular expression)."),
+        sort: Optional[str] = typer.Option(None, "--sort", help="Sort by this column, descending."),
+        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        device: Optional[str] = typer.Option(None, "--device", help="Device name where the input does not say."),
+    ) -> None:
+        """Print or export the kernel table (one row per kernel execution)."""
+        from profaudit import schema
+        from profaudit.errors import UsageError
+
+        ps = load_with_progress(paths, device=device)
+        if table not in schema.ALL_TABLES:
+            raise UsageError(f"no table {table!r}; tables: {', '.join(schema.ALL_TABLES)}")
+        df = ps.table(table)
+        if name and "name" in df.columns:
+            df = df.filter(pl.col("name").str.contains(name) | pl.col("short_name").str.contains(name) if "short_name" in df.columns else pl.col("name").str.contains(name))
+        if sort:
+            if sort not in df.columns:
+                raise UsageError(f"no column {sort!r} in {table}")
+            df = df.sort(sort, descending=True, nulls_last=True)
+        if columns and columns != "all":
+            cols = [c.strip() for c in columns.split(",") if c.strip()]
+            missing = [c for c in cols if c not in df.columns]
+            if missing:
+                raise UsageError(f"no column(s) {missing} in {table}; columns: {', '.join(df.columns)}")
+            df = df.select(cols)
+        elif columns is None and table == "kernels" and fmt is Format.table:
+            df = df.select(DEFAULT_COLUMNS)
+        emit_frame(df, fmt, output, title=f"{table} ({df.height} rows)", limit=limit)

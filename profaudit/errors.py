@@ -1,0 +1,55 @@
+"""Errors a user can act on. The CLI prints each as one line and exits 2."""
+
+from __future__ import annotations
+
+import os
+
+
+class ProfauditError(Exception):
+    """Base class: a problem with what the user gave us, not a bug in profaudit."""
+
+    exit_code = 2
+
+
+class InputError(ProfauditError):
+    """A file (or folder) that cannot be read as what it claims to be."""
+
+    def __init__(self, path: str | os.PathLike | None, problem: str):
+        self.path = None if path is None else os.fspath(path)
+        self.problem = problem.strip().rstrip(".")
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}" if self.path else self.problem
+
+
+class MissingExtraError(ProfauditError):
+    """An optional dependency is needed for this feature."""
+
+    def __init__(self, module: str, extra: str, feature: str):
+        self.module, self.extra, self.feature = module, extra, feature
+        super().__init__(
+            f"{feature} needs the Python package {module!r}: pip install 'profaudit[{extra}]'"
+        )
+
+
+class UsageError(ProfauditError):
+    """Options that do not fit together or name something that does not exist."""
+
+
+def require(module: str, extra: str, feature: str):
+    """Import an optional dependency late, with an error that names the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - exercised where the extra is absent
+        raise MissingExtraError(module, extra, feature) from exc
+
+
+def _rebuild_input_error(path, problem):
+    return InputError(path, problem)
+
+
+InputError.__reduce__ = lambda self: (_rebuild_input_error, (self.path, self.problem))  # type: ignore[assignment]
+MissingExtraError.__reduce__ = lambda self: (MissingExtraError, (self.module, self.extra, self.feature))  # type: ignore[assignment]

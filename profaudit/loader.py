@@ -1,0 +1,199 @@
+"""`load(paths)`: expand files, folders and globs, pick a parser for each, stack the profiles."""
+
+from __future__ import annotations
+
+import glob
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from profaudit.errors import InputError, ProfauditError
+from profaudit.profile import Profile, ProfileSet
+
+# Parallel parsing pays for its process start-up only when there is enough to parse.
+_PARALLEL_MIN_FILES = 2
+_PARALLEL_MIN_BYTES = 8 << 20
+
+ProgressFn = Callable[[str], None]
+
+
+def _as_list(paths) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple[Path, bool]]:
+    """Files and directory-formats to read, each with whether the user named it explicitly.
+
+    Folders are walked: a folder that a directory parser claims (a profaudit dataset, a JAX log
+    directory, a Neuron Explorer profile) is one input; other files inside count only if some
+    parser recognises them (`explicit=False`), so unrelated files in a folder are skipped.
+    """
+    from profaudit.parsers import find_parser
+
+    out: list[tuple[Path, bool]] = []
+    seen: set[Path] = set()
+
+    def add(p: Path, explicit: bool) -> None:
+        rp = p.resolve()
+        if rp not in seen:
+            seen.add(rp)
+            out.append((p, explicit))
+
+    def walk(d: Path) -> None:
+        if find_parser(d) is not None:
+            add(d, False)
+            return
+        try:
+            entries = sorted(d.iterdir())
+        except OSError as exc:
+            raise InputError(d, f"cannot list folder: {exc.strerror or exc}") from None
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            if e.is_dir():
+                walk(e)
+            elif e.is_file():
+                add(e, False)
+
+    for raw in _as_list(paths):
+        if any(ch in raw for ch in "*?["):
+            matches = sorted(glob.glob(raw, recursive=True))
+            if not matches:
+                raise InputError(raw, "no file matches this pattern")
+            for m in matches:
+                mp = Path(m)
+                if mp.is_dir():
+                    walk(mp)
+                else:
+                    add(mp, True)
+            continue
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(p, "no such file or folder")
+        if p.is_dir():
+            if find_parser(p) is not None:
+                add(p, True)
+            else:
+                walk(p)
+        else:
+            add(p, True)
+    return out
+
+
+def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
+    """Parse one input. Unrecognised inputs raise when explicit, else return []."""
+    from profaudit.parsers import ReadOptions, find_parser, probe
+
+    options = options or ReadOptions()
+    pr = probe(path)
+    if not pr.is_dir and pr.raw_head == b"":
+        if explicit:
+            raise InputError(path, "empty file")
+        return []
+    parser = find_parser(path, pr)
+    if parser is None:
+        if explicit:
+            raise InputError(path, _unrecognised_reason(pr))
+        return []
+    try:
+        result = parser.read(path, options)
+    except ProfauditError:
+        raise
+    except MemoryError:
+        raise InputError(path, f"out of memory while reading as {parser.name}") from None
+    except Exception as exc:  # a parser bug or an unforeseen corruption: still one line
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(path, f"cannot read as {parser.name}: {type(exc).__name__}: {msg}") from None
+    return result if isinstance(result, list) else [result]
+
+
+def _unrecognised_reason(pr) -> str:
+    from profaudit.parsers import REGISTRY
+
+    known = sorted({s for p in REGISTRY for s in p.suffixes if s != "/"})
+    if pr.gzipped and not pr.head:
+        return "gzip data is truncated or corrupt"
+    return f"not a recognised profile or timing-log format (known suffixes: {' '.join(known)})"
+
+
+def _read_worker(args):
+    path, explicit, options = args
+    return read_one(path, explicit, options)
+
+
+def load(
+    paths,
+    *,
+    options=None,
+    parallel: bool | None = None,
+    skip_bad: bool = False,
+    progress: ProgressFn | None = None,
+    **option_kwargs,
+) -> ProfileSet:
+    """Load profiles and timing logs from files, folders and globs into one ProfileSet.
+
+    `skip_bad=True` keeps going past unreadable files and lists them in `ProfileSet.skipped`;
+    otherwise the first unreadable input raises `InputError` naming the file and the problem.
+    Keyword options (`device=`, `nsys=`, `time_column=`, ...) become `ReadOptions`.
+    """
+    from profaudit.parsers import ReadOptions
+
+    if options is None:
+        known = ReadOptions.__dataclass_fields__
+        extra = {k: v for k, v in option_kwargs.items() if k not in known}
+        options = ReadOptions(**{k: v for k, v in option_kwargs.items() if k in known}, extra=extra)
+    inputs = expand(paths)
+    if not inputs:
+        raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
+    total = sum(p.stat().st_size for p, _ in inputs if p.is_file())
+    if parallel is None:
+        parallel = len(inputs) >= _PARALLEL_MIN_FILES and total >= _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1
+    profiles: list[Profile] = []
+    skipped: list[tuple[str, str]] = []
+
+    def collect(path: Path, result_or_exc) -> None:
+        if isinstance(result_or_exc, ProfauditError):
+            if not skip_bad:
+                raise result_or_exc
+            skipped.append((str(path), str(result_or_exc)))
+        else:
+            profiles.extend(result_or_exc)
+        if progress:
+            progress(str(path))
+
+    if parallel:
+        import multiprocessing as mp
+
+        workers = min(len(inputs), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            futures = [(p, pool.submit(_read_worker, (p, ex, options))) for p, ex in inputs]
+            for p, fut in futures:
+                try:
+                    res = fut.result()
+                except ProfauditError as exc:
+                    res = exc
+                collect(p, res)
+    else:
+        for p, ex in inputs:
+            try:
+                res = read_one(p, ex, options)
+            except ProfauditError as exc:
+                res = exc
+            collect(p, res)
+    if not profiles and not skipped:
+        raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
+    return ProfileSet(profiles, skipped=skipped)
+
+
+def load_one(path, **kw) -> Profile:
+    ps = load(path, **kw)
+    if len(ps) != 1:
+        raise InputError(path, f"holds {len(ps)} profiles where one was expected")
+    return next(iter(ps))
+
+
+def iter_inputs(paths: Iterable) -> list[Path]:
+    return [p for p, _ in expand(list(paths))]

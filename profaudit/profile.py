@@ -1,0 +1,158 @@
+"""`Profile` (one input's tables + run metadata) and `ProfileSet` (many, keyed by `profile_id`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+import polars as pl
+
+from profaudit import schema
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+@dataclass
+class Profile:
+    """One profile: the normalised tables of one input plus its run metadata.
+
+    `metadata` keys declared in `schema.METADATA` become columns of `ProfileSet.metadata`; any
+    other key is kept and lands in `extra_json`.
+    """
+
+    profile_id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in schema.DATA_TABLES:
+            self.tables[name] = schema.conform(name, self.tables.get(name), self.profile_id)
+        unknown = set(self.tables) - set(schema.DATA_TABLES)
+        if unknown:
+            raise ValueError(f"unknown tables {sorted(unknown)}")
+        self.metadata.setdefault("kernel_count", self.tables["kernels"].height)
+        self.metadata.setdefault("sample_count", self.tables["samples"].height)
+
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(name)
+
+    def metadata_row(self) -> dict[str, Any]:
+        keys = schema.metadata_keys()
+        row = {"profile_id": self.profile_id}
+        extra = {}
+        for k, v in self.metadata.items():
+            if k in keys:
+                row[k] = v
+            else:
+                extra[k] = v
+        row["extra_json"] = json.dumps(_jsonable(extra), sort_keys=True) if extra else None
+        return row
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        keys = set(schema.metadata_keys())
+        return {k: v for k, v in self.metadata.items() if k not in keys}
+
+
+class ProfileSet:
+    """Profiles keyed by `profile_id`; each table is one polars frame across all of them.
+
+    `ps.kernels`, `ps.metrics`, `ps.ranges`, `ps.transfers`, `ps.counters`, `ps.samples` and
+    `ps.metadata` are polars DataFrames (empty with the declared columns where no profile has
+    rows). `ps.to_pandas("kernels")` converts at the boundary.
+    """
+
+    def __init__(self, profiles: Iterable[Profile] = (), skipped: Iterable[tuple[str, str]] = ()):
+        self._profiles: dict[str, Profile] = {}
+        self._cache: dict[str, pl.DataFrame] = {}
+        self.skipped: list[tuple[str, str]] = list(skipped)
+        for p in profiles:
+            self.add(p)
+
+    def add(self, profile: Profile) -> None:
+        pid = profile.profile_id
+        if pid in self._profiles:
+            # The same content given twice (a copy under another name) keeps both, distinguishably.
+            n = 2
+            while f"{pid}~{n}" in self._profiles:
+                n += 1
+            profile = Profile(f"{pid}~{n}", dict(profile.metadata), {k: v for k, v in profile.tables.items()})
+        self._profiles[profile.profile_id] = profile
+        self._cache.clear()
+
+    # container protocol
+    def __len__(self) -> int:
+        return len(self._profiles)
+
+    def __iter__(self) -> Iterator[Profile]:
+        return iter(self._profiles.values())
+
+    def __contains__(self, pid: object) -> bool:
+        return pid in self._profiles
+
+    def __getitem__(self, pid: str) -> Profile:
+        try:
+            return self._profiles[pid]
+        except KeyError:
+            raise KeyError(f"no profile {pid!r}; have {list(self._profiles)}") from None
+
+    def __repr__(self) -> str:
+        return f"ProfileSet({len(self)} profiles: {', '.join(list(self._profiles)[:5])}{'...' if len(self) > 5 else ''})"
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._profiles)
+
+    def profiles(self) -> list[Profile]:
+        return list(self._profiles.values())
+
+    def subset(self, ids: Iterable[str]) -> "ProfileSet":
+        return ProfileSet(self[i] for i in ids)
+
+    def table(self, name: str) -> pl.DataFrame:
+        if name == "metadata":
+            return self.metadata
+        if name not in schema.TABLES:
+            raise KeyError(f"no table {name!r}; tables are {list(schema.ALL_TABLES)}")
+        if name not in self._cache:
+            frames = [p.tables[name] for p in self._profiles.values() if p.tables[name].height]
+            self._cache[name] = pl.concat(frames, how="vertical") if frames else schema.TABLES[name].empty()
+        return self._cache[name]
+
+    @property
+    def metadata(self) -> pl.DataFrame:
+        if "metadata" not in self._cache:
+            rows = [p.metadata_row() for p in self._profiles.values()]
+            self._cache["metadata"] = schema.from_records("metadata", rows)
+        return self._cache["metadata"]
+
+    kernels = property(lambda self: self.table("kernels"))
+    metrics = property(lambda self: self.table("metrics"))
+    ranges = property(lambda self: self.table("ranges"))
+    transfers = property(lambda self: self.table("transfers"))
+    counters = property(lambda self: self.table("counters"))
+    samples = property(lambda self: self.table("samples"))
+
+    def to_pandas(self, name: str = "kernels"):
+        return self.table(name).to_pandas()
+
+    def merged(self, other: "ProfileSet") -> "ProfileSet":
+        out = ProfileSet(self, skipped=self.skipped + other.skipped)
+        for p in other:
+            out.add(p)
+        return out

@@ -1,0 +1,337 @@
+"""Every normalised table and column, declared once.
+
+Parsers rename vendor fields into these columns and nowhere else. Column names carry their unit
+(`duration_ns`, `dram_read_bytes`); the `unit` field repeats it in a form a renderer can print.
+Missing values are null, never zero: `conform()` fills absent columns with typed nulls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import polars as pl
+
+SCHEMA_VERSION = "1.0"
+
+# Precisions that FLOP columns and device peaks share. `_tensor` means the matrix/tensor-core
+# pipe; the bare names are the vector (CUDA-core / SIMD) pipes.
+PRECISIONS: tuple[str, ...] = (
+    "fp64",
+    "fp32",
+    "fp16",
+    "bf16",
+    "fp64_tensor",
+    "tf32_tensor",
+    "fp16_tensor",
+    "bf16_tensor",
+    "fp8_tensor",
+    "int8_tensor",
+    "fp4_tensor",
+)
+
+# Memory levels, outermost first. Device specs publish bandwidth per level with the same keys.
+MEMORY_LEVELS: tuple[str, ...] = ("dram", "l2", "l1")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: pl.DataType
+    unit: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    meaning: str
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def polars_schema(self) -> dict[str, pl.DataType]:
+        return {c.name: c.dtype for c in self.columns}
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(f"table {self.name!r} has no column {name!r}")
+
+    def empty(self) -> pl.DataFrame:
+        return pl.DataFrame(schema=self.polars_schema)
+
+
+S, I, F, B = pl.Utf8, pl.Int64, pl.Float64, pl.Boolean
+
+
+def _c(name: str, dtype, unit: str, meaning: str) -> Column:
+    return Column(name, dtype, unit, meaning)
+
+
+_PROFILE = _c("profile_id", S, "", "key of the profile this row belongs to (same key in every table)")
+
+KERNELS = Table(
+    "kernels",
+    (
+        _PROFILE,
+        _c("source", S, "", "tool the row came from: ncu, nsys, kineto, chrome, xla, neuron, proton, ..."),
+        _c("device_name", S, "", "device name as the tool reported it"),
+        _c("device_id", I, "", "device ordinal or id as the tool reported it"),
+        _c("kernel_id", I, "", "row key, unique within the profile, in launch order"),
+        _c("name", S, "", "full (demangled) kernel or device-op name"),
+        _c("short_name", S, "", "base name: no return type, parameters or template arguments"),
+        _c("mangled_name", S, "", "mangled name where the tool recorded it"),
+        _c("op_name", S, "", "framework or compiler op that issued the kernel (HLO op, torch op, NKI instruction)"),
+        _c("module", S, "", "program/module the kernel belongs to (HLO module, NEFF, process name)"),
+        _c("category", S, "", "tool's category for the row (XLA category, Neuron engine, workload type)"),
+        _c("process_id", I, "", "host process id"),
+        _c("context_id", I, "", "GPU context id"),
+        _c("stream", I, "", "stream id (queue id for other vendors)"),
+        _c("correlation_id", I, "", "id linking the device execution to its host launch"),
+        _c("start_ns", I, "ns", "start on the profile's time base"),
+        _c("end_ns", I, "ns", "end on the profile's time base"),
+        _c("duration_ns", F, "ns", "device execution time of this launch"),
+        _c("grid_x", I, "block", "grid dimension x"),
+        _c("grid_y", I, "block", "grid dimension y"),
+        _c("grid_z", I, "block", "grid dimension z"),
+        _c("block_x", I, "thread", "block dimension x"),
+        _c("block_y", I, "thread", "block dimension y"),
+        _c("block_z", I, "thread", "block dimension z"),
+        _c("grid_size", I, "block", "blocks per grid"),
+        _c("block_size", I, "thread", "threads per block"),
+        _c("registers_per_thread", I, "register", "registers per thread"),
+        _c("shared_mem_bytes", I, "byte", "shared memory per block, static + dynamic"),
+        _c("static_shared_mem_bytes", I, "byte", "static shared memory per block"),
+        _c("dynamic_shared_mem_bytes", I, "byte", "dynamic shared memory per block"),
+        _c("dram_read_bytes", F, "byte", "bytes read from device memory (HBM/GDDR)"),
+        _c("dram_write_bytes", F, "byte", "bytes written to device memory"),
+        _c("dram_bytes", F, "byte", "device-memory traffic, read + write"),
+        _c("dram_bytes_method", S, "", "how dram_bytes was obtained: sum, read+write, rate*duration, tool"),
+        _c("l2_bytes", F, "byte", "L2 traffic (lts__t_bytes, or sectors x 32)"),
+        _c("l1_bytes", F, "byte", "L1/TEX traffic (l1tex__t_bytes, or sectors x 32)"),
+        _c("flops_fp64", F, "flop", "FP64 vector FLOPs (FMA counted as 2)"),
+        _c("flops_fp32", F, "flop", "FP32 vector FLOPs (FMA counted as 2)"),
+        _c("flops_fp16", F, "flop", "FP16 vector FLOPs (FMA counted as 2)"),
+        _c("flops_bf16", F, "flop", "BF16 vector FLOPs (FMA counted as 2)"),
+        _c("flops_fp64_tensor", F, "flop", "FP64 tensor-core FLOPs"),
+        _c("flops_tf32_tensor", F, "flop", "TF32 tensor-core FLOPs"),
+        _c("flops_fp16_tensor", F, "flop", "FP16 tensor-core FLOPs (FP16 and BF16 where the counter cannot tell them apart)"),
+        _c("flops_bf16_tensor", F, "flop", "BF16 tensor-core FLOPs"),
+        _c("flops_fp8_tensor", F, "flop", "FP8 tensor-core FLOPs"),
+        _c("flops_int8_tensor", F, "op", "INT8 tensor-core operations"),
+        _c("flops_fp4_tensor", F, "flop", "FP4 tensor-core FLOPs"),
+        _c("flops_total", F, "flop", "all FLOPs: the sum of the per-precision columns, or a tool's untyped total (XLA, Neuron)"),
+        _c("flops_method", S, "", "where the FLOP numbers came from: sass-counters, tensor-pipe, cost-analysis, tool"),
+        _c("sm_clock_hz", F, "Hz", "SM (core) clock the kernel ran at, where measured"),
+        _c("mem_clock_hz", F, "Hz", "memory clock the kernel ran at, where measured"),
+        _c("achieved_occupancy_pct", F, "%", "achieved occupancy"),
+        _c("theoretical_occupancy_pct", F, "%", "theoretical occupancy"),
+        _c("nvtx_range", S, "", "innermost NVTX range (or annotation) enclosing the launch"),
+    ),
+    "one row per kernel or device-op execution",
+)
+
+METRICS = Table(
+    "metrics",
+    (
+        _PROFILE,
+        _c("kernel_id", I, "", "kernels.kernel_id of the row this metric belongs to"),
+        _c("metric", S, "", "the tool's metric name, unchanged"),
+        _c("unit", S, "", "the tool's unit string, unchanged"),
+        _c("value", F, "", "numeric value in `unit` (null for strings)"),
+        _c("value_str", S, "", "string value (null for numbers)"),
+        _c("instance", I, "", "instance index for instanced metrics; null for the aggregate"),
+        _c("instance_key", S, "", "the instance's correlation id (opcode, pc, block size...) where present"),
+        _c("kind", S, "", "row kind: metric, rule, device, launch, session"),
+    ),
+    "long-form metrics, rule results and attributes, keyed by kernel",
+)
+
+RANGES = Table(
+    "ranges",
+    (
+        _PROFILE,
+        _c("range_id", I, "", "row key, unique within the profile"),
+        _c("kind", S, "", "nvtx_push_pop, nvtx_start_end, cuda_runtime, cuda_driver, cpu_op, user_annotation, gpu_user_annotation, python_function, xla_module, step, host"),
+        _c("name", S, "", "range or API name (API version suffixes removed)"),
+        _c("domain", S, "", "NVTX domain or trace category"),
+        _c("process_id", I, "", "host process id"),
+        _c("thread_id", I, "", "host thread id"),
+        _c("device_id", I, "", "device for device-side ranges"),
+        _c("stream", I, "", "stream for device-side ranges"),
+        _c("start_ns", I, "ns", "start on the profile's time base"),
+        _c("end_ns", I, "ns", "end on the profile's time base (null if never closed)"),
+        _c("duration_ns", F, "ns", "end - start"),
+        _c("depth", I, "", "nesting depth on its thread, 0 = outermost"),
+        _c("parent_range_id", I, "", "enclosing range on the same thread"),
+        _c("correlation_id", I, "", "launch correlation id (API calls)"),
+        _c("external_id", I, "", "framework op id linking CPU ops to launches (Kineto External id)"),
+    ),
+    "host and device ranges: NVTX, API calls, framework ops, annotations",
+)
+
+TRANSFERS = Table(
+    "transfers",
+    (
+        _PROFILE,
+        _c("transfer_id", I, "", "row key, unique within the profile"),
+        _c("kind", S, "", "memcpy, memset, dma"),
+        _c("direction", S, "", "HtoD, DtoH, DtoD, HtoH, PtoP, or the tool's label"),
+        _c("src_kind", S, "", "source memory kind (pageable, pinned, device, ...)"),
+        _c("dst_kind", S, "", "destination memory kind"),
+        _c("name", S, "", "tool's label or DMA queue"),
+        _c("bytes", F, "byte", "bytes moved or set"),
+        _c("start_ns", I, "ns", "start on the profile's time base"),
+        _c("end_ns", I, "ns", "end on the profile's time base"),
+        _c("duration_ns", F, "ns", "duration"),
+        _c("throughput_bytes_per_s", F, "byte/s", "bytes / duration"),
+        _c("device_id", I, "", "device"),
+        _c("stream", I, "", "stream or queue"),
+        _c("correlation_id", I, "", "launch correlation id"),
+    ),
+    "memory copies, memsets and DMA transfers",
+)
+
+COUNTERS = Table(
+    "counters",
+    (
+        _PROFILE,
+        _c("counter", S, "", "canonical name where known (sm_clock_hz, mem_clock_hz, temperature_c, power_w, ...), else the tool's"),
+        _c("raw_name", S, "", "the tool's own counter name"),
+        _c("unit", S, "", "unit of `value`"),
+        _c("timestamp_ns", I, "ns", "sample time on the profile's time base"),
+        _c("value", F, "", "sample value in `unit`"),
+        _c("device_id", I, "", "device the sample belongs to"),
+    ),
+    "sampled counters over time: clocks, temperature, power, utilisation, memory usage",
+)
+
+SAMPLES = Table(
+    "samples",
+    (
+        _PROFILE,
+        _c("benchmark", S, "", "benchmark or kernel name"),
+        _c("variant", S, "", "implementation variant (baseline, candidate, ...) where the log names one"),
+        _c("params", S, "", "parameters as canonical JSON (sorted keys)"),
+        _c("run", I, "", "process-level repetition index"),
+        _c("iteration", I, "", "iteration index within the run, in execution order"),
+        _c("duration_ns", F, "ns", "time of one iteration (or the summary statistic, see `statistic`)"),
+        _c("timestamp_ns", F, "ns", "when the iteration ran, on the log's own time base"),
+        _c("statistic", S, "", "null for a raw sample; else the summary this row is (mean, median, min, max, p99, ...)"),
+        _c("sample_count", I, "", "for summary rows: how many samples the statistic summarises"),
+        _c("sm_clock_mhz", F, "MHz", "SM clock during the iteration"),
+        _c("mem_clock_mhz", F, "MHz", "memory clock during the iteration"),
+        _c("temperature_c", F, "degC", "GPU temperature"),
+        _c("power_w", F, "W", "board power"),
+        _c("throttle_reasons", S, "", "throttle reasons active (names joined by '|', or 'none')"),
+        _c("phase", S, "", "warmup or measure"),
+        _c("cache_state", S, "", "cold, hot or unknown"),
+        _c("time_source", S, "", "cuda_events, host, ncu, nsys, do_bench, nvbench_cold, nvbench_batch, ..."),
+        _c("device_name", S, "", "device the sample ran on"),
+    ),
+    "timing samples from logs and benchmark harnesses (one row per iteration, or per summary statistic)",
+)
+
+# Run metadata: one row per profile. Keys not declared here go into `extra_json`.
+METADATA = Table(
+    "metadata",
+    (
+        _PROFILE,
+        _c("source", S, "", "tool family: ncu, nsys, kineto, chrome, xla, neuron, timing, ..."),
+        _c("format", S, "", "parser that read the file"),
+        _c("path", S, "", "the input file as given"),
+        _c("file_bytes", I, "byte", "input size"),
+        _c("tool", S, "", "producing tool"),
+        _c("tool_version", S, "", "producing tool's version"),
+        _c("device_name", S, "", "primary device name"),
+        _c("device_count", I, "", "devices seen in the profile"),
+        _c("driver_version", S, "", "GPU driver version"),
+        _c("cuda_version", S, "", "CUDA (or ROCm/Neuron runtime) version"),
+        _c("host", S, "", "host name"),
+        _c("command_line", S, "", "the recorded profiler or program command line"),
+        _c("capture_time", S, "", "when the capture was made (ISO 8601 where known)"),
+        _c("clock_control", S, "", "ncu --clock-control in effect: base, none, boost, ... (or null)"),
+        _c("clock_control_origin", S, "", "recorded (command line says so) or default (tool default assumed)"),
+        _c("cache_control", S, "", "ncu --cache-control in effect: all, none (or null)"),
+        _c("cache_control_origin", S, "", "recorded or default"),
+        _c("kernel_count", I, "", "rows in kernels"),
+        _c("sample_count", I, "", "rows in samples"),
+        _c("extra_json", S, "", "everything else the source recorded, as JSON"),
+    ),
+    "run metadata, one row per profile",
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t for t in (KERNELS, METRICS, RANGES, TRANSFERS, COUNTERS, SAMPLES)
+}
+DATA_TABLES: tuple[str, ...] = tuple(TABLES)
+ALL_TABLES: dict[str, Table] = {**TABLES, "metadata": METADATA}
+
+_NUMERIC = (pl.Int64, pl.Float64)
+
+
+def conform(table: str | Table, df: pl.DataFrame | None, profile_id: str | None = None) -> pl.DataFrame:
+    """Return `df` with exactly the table's columns, in order, with the declared dtypes.
+
+    Absent columns become typed nulls. Columns the schema does not declare are an error: a parser
+    that invents a column has to declare it here first (house rule: units in names, declared once).
+    """
+    t = table if isinstance(table, Table) else ALL_TABLES[table]
+    if df is None:
+        df = t.empty()
+    extra = [c for c in df.columns if c not in t.polars_schema]
+    if extra:
+        raise ValueError(f"table {t.name!r} has no column(s) {extra}; declare them in profaudit.schema")
+    exprs = []
+    for col in t.columns:
+        if col.name == "profile_id" and profile_id is not None:
+            exprs.append(pl.lit(profile_id, dtype=pl.Utf8).alias("profile_id"))
+        elif col.name in df.columns:
+            src = df.schema[col.name]
+            if src == col.dtype:
+                exprs.append(pl.col(col.name))
+            elif col.dtype in _NUMERIC and src == pl.Utf8:
+                exprs.append(pl.col(col.name).str.strip_chars().cast(col.dtype, strict=False))
+            else:
+                exprs.append(pl.col(col.name).cast(col.dtype, strict=False))
+        else:
+            exprs.append(pl.lit(None, dtype=col.dtype).alias(col.name))
+    if not df.columns:
+        return t.empty()
+    return df.select(exprs)
+
+
+def describe(tables: Iterable[str] | None = None) -> list[dict]:
+    """Rows describing every column (for `profaudit schema` and the docs)."""
+    rows = []
+    for name in tables or ALL_TABLES:
+        t = ALL_TABLES[name]
+        for c in t.columns:
+            rows.append({"table": t.name, "column": c.name, "dtype": str(c.dtype), "unit": c.unit, "meaning": c.meaning})
+    return rows
+
+
+def metadata_keys() -> list[str]:
+    return [c.name for c in METADATA.columns if c.name not in ("profile_id", "extra_json")]
+
+
+def flops_columns() -> list[str]:
+    return [f"flops_{p}" for p in PRECISIONS]
+
+
+def from_records(table: str, records: list[Mapping] | None) -> pl.DataFrame:
+    """Build a conformed table from dict rows (small tables only; large ones build columns)."""
+    t = ALL_TABLES[table]
+    if not records:
+        return t.empty()
+    keys = set().union(*records)
+    unknown = keys.difference(t.polars_schema)
+    if unknown:
+        raise ValueError(f"table {t.name!r} has no column(s) {sorted(unknown)}; declare them in profaudit.schema")
+    schema = {k: v for k, v in t.polars_schema.items() if k in keys}
+    return conform(t, pl.DataFrame(records, schema=schema, strict=False))

@@ -1,0 +1,71 @@
+"""Shared fixtures: the third-party corpus (skipped cleanly when ../shared is absent), temp dirs,
+and a CLI runner that returns (exit code, stdout, stderr) without spawning a process."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("PROFAUDIT_CORPUS", REPO.parent / "shared" / "corpus"))
+SAMPLES = REPO / "sample_reports"
+
+
+def corpus_dir(sub: str = "") -> Path:
+    d = CORPUS / sub if sub else CORPUS
+    if not d.is_dir():
+        pytest.skip(f"corpus folder {d} not present")
+    return d
+
+
+def corpus_files(sub: str, pattern: str = "*") -> list[Path]:
+    """Corpus files for parametrisation; empty (tests then skip) when the corpus is absent."""
+    d = CORPUS / sub
+    return sorted(p for p in d.glob(pattern) if p.is_file()) if d.is_dir() else []
+
+
+def corpus_ids(paths: list[Path]) -> list[str]:
+    return [p.name for p in paths]
+
+
+@pytest.fixture
+def corpus() -> Path:
+    return corpus_dir()
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, out={self.out[:300]!r}, err={self.err[:300]!r})"
+
+
+def run_cli(*args: str) -> CliResult:
+    from profaudit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def assert_one_line_error(res: CliResult, needle: str | None = None) -> None:
+    """Bad input: exit 2, exactly one line on stderr naming the problem, no traceback."""
+    assert res.code == 2, res
+    lines = [l for l in res.err.splitlines() if l.strip()]
+    assert len(lines) == 1, res.err
+    assert "Traceback" not in res.err
+    assert lines[0].startswith("profaudit: error: ")
+    if needle:
+        assert needle in lines[0], lines[0]

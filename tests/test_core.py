@@ -1,0 +1,102 @@
+"""The schema, Profile/ProfileSet, the registry and the Parquet dataset round trip."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+import profaudit
+from profaudit import schema
+from profaudit.dataset import read_dataset, write_dataset
+from profaudit.profile import Profile, ProfileSet
+
+
+def _profile(pid: str, n: int) -> Profile:
+    k = pl.DataFrame({"kernel_id": list(range(n)), "name": [f"k{i}" for i in range(n)], "duration_ns": [float(i + 1) for i in range(n)]})
+    return Profile(pid, {"source": "test", "device_name": "NVIDIA H100 80GB HBM3", "custom": {"a": 1}}, {"kernels": k})
+
+
+def test_every_table_declares_profile_id_and_units_in_names():
+    for name, t in schema.ALL_TABLES.items():
+        assert t.names[0] == "profile_id"
+        assert len(set(t.names)) == len(t.names)
+        for c in t.columns:
+            if c.unit in ("ns",):
+                assert c.name.endswith("_ns"), c
+            if c.unit == "byte":
+                assert "bytes" in c.name, c
+
+
+def test_conform_fills_nulls_never_zero():
+    df = schema.conform("kernels", pl.DataFrame({"name": ["a"], "duration_ns": ["12.5"]}), "p")
+    assert df.columns == schema.KERNELS.names
+    row = df.row(0, named=True)
+    assert row["profile_id"] == "p" and row["duration_ns"] == 12.5
+    assert row["dram_read_bytes"] is None and row["flops_fp32"] is None
+
+
+def test_conform_rejects_undeclared_columns():
+    with pytest.raises(ValueError, match="declare"):
+        schema.conform("kernels", pl.DataFrame({"bogus": [1]}))
+
+
+def test_profileset_tables_and_metadata():
+    ps = ProfileSet([_profile("a", 3), _profile("b", 2)])
+    assert ps.kernels.height == 5
+    assert ps.kernels["profile_id"].to_list() == ["a"] * 3 + ["b"] * 2
+    assert ps.transfers.height == 0 and ps.transfers.columns == schema.TRANSFERS.names
+    md = ps.metadata
+    assert md["kernel_count"].to_list() == [3, 2]
+    assert json.loads(md["extra_json"][0]) == {"custom": {"a": 1}}
+    assert ps.to_pandas("kernels").shape == (5, len(schema.KERNELS.names))
+
+
+def test_duplicate_ids_are_kept_apart():
+    ps = ProfileSet([_profile("a", 1), _profile("a", 1)])
+    assert ps.ids == ["a", "a~2"]
+
+
+def test_dataset_round_trip_and_duckdb(tmp_path):
+    ps = ProfileSet([_profile("a", 3), _profile("b", 2)])
+    out = write_dataset(ps, tmp_path / "ds")
+    back = read_dataset(out)
+    assert back.ids == ["a", "b"]
+    assert back.kernels.equals(ps.kernels)
+    assert back.metadata.equals(ps.metadata)
+    # load() goes through the registry's dataset parser
+    again = profaudit.load(out)
+    assert again.kernels.height == 5
+    duckdb = pytest.importorskip("duckdb")
+    n = duckdb.sql(f"select profile_id, count(*) from read_parquet('{out}/kernels/*/*.parquet', hive_partitioning=1) group by 1 order by 1").fetchall()
+    assert n == [("a", 3), ("b", 2)]
+
+
+def test_dataset_merge_and_refuse_foreign_folder(tmp_path):
+    write_dataset(ProfileSet([_profile("a", 1)]), tmp_path / "ds")
+    write_dataset(ProfileSet([_profile("b", 1)]), tmp_path / "ds")
+    assert read_dataset(tmp_path / "ds").ids == ["a", "b"]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "x.txt").write_text("hi")
+    with pytest.raises(profaudit.UsageError):
+        write_dataset(ProfileSet([_profile("a", 1)]), foreign)
+    assert sorted(p.name for p in foreign.iterdir()) == ["x.txt"]
+
+
+def test_public_api():
+    for name in profaudit.__all__:
+        assert hasattr(profaudit, name), name
+
+
+def test_missing_and_empty_inputs(tmp_path, cli):
+    from conftest import assert_one_line_error
+
+    assert_one_line_error(cli("kernels", tmp_path / "nope.ncu-rep"), "no such file")
+    empty = tmp_path / "empty.ncu-rep"
+    empty.write_bytes(b"")
+    assert_one_line_error(cli("kernels", empty), "empty file")
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01garbage")
+    assert_one_line_error(cli("kernels", junk), "not a recognised")
