@@ -11,10 +11,40 @@ from pathlib import Path
 
 from profaudit.errors import InputError
 from profaudit.parsers import dataset
+from profaudit.parsers import neuron_json, neuron_ntff, neuron_parquet, xla_logdir, xplane
+from profaudit.parsers import ncu_csv, ncu_rep
+from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
+from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
+from profaudit.parsers import chrome_trace, rocprof_sdk
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
 REGISTRY: list[Parser] = [
     dataset.PARSER,
+    xla_logdir.PARSER,
+    xplane.PARSER,
+    neuron_parquet.PARSER,
+    neuron_json.PARSER,
+    neuron_ntff.PARSER,
+    ncu_rep.PARSER,
+    # before any generic CSV parser: its sniff needs ncu's own header columns
+    ncu_csv.PARSER,
+    nsys_sqlite.PARSER,
+    nsys_rep.PARSER,
+    # before any generic CSV parser: its sniff looks for nsys stats' own headers and preamble
+    nsys_stats_csv.PARSER,
+    # timing logs: the tool-specific formats before the generic table, which claims any
+    # CSV/JSON whose header has a time-like column; keep timing_table.PARSER last
+    profaudit_timing.PARSER,
+    nvbench.PARSER,
+    pytest_benchmark.PARSER,
+    google_benchmark.PARSER,
+    kernelbench.PARSER,
+    torch_benchmark.PARSER,
+    proton.PARSER,
+    # traces: after the tool-specific JSON logs (their sniffs are narrower), before the generic table
+    rocprof_sdk.PARSER,
+    chrome_trace.PARSER,
+    timing_table.PARSER,
 ]
 
 

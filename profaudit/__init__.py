@@ -11,6 +11,17 @@ __version__ = "0.1.0"
 from profaudit.errors import InputError, MissingExtraError, ProfauditError, UsageError  # noqa: E402
 from profaudit.loader import load, load_one  # noqa: E402
 from profaudit.profile import Profile, ProfileSet  # noqa: E402
+# `profaudit.compare` is the function; its package is reached as `from profaudit.compare import ...`
+from profaudit.compare import compare  # noqa: E402
+
+
+def audit_claim(*args, **kwargs):
+    """Audit a speedup claim (see `profaudit.audit.audit`). `from profaudit import audit` gives the
+    audit package, whose module object is itself callable: `audit("claim.yaml")`."""
+    from profaudit.audit import audit
+
+    return audit(*args, **kwargs)
+
 
 __all__ = [
     "__version__",
@@ -18,6 +29,8 @@ __all__ = [
     "load_one",
     "Profile",
     "ProfileSet",
+    "compare",
+    "audit_claim",
     "ProfauditError",
     "InputError",
     "MissingExtraError",

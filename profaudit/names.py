@@ -178,9 +178,33 @@ def clean_api_name(name: str) -> str:
 _TRITON_HASH = re.compile(r"_[0-9a-f]{6,}$|_\d+$")
 
 
+# Triton 2.x appends the argument specialisation to the kernel name (`_0d1d2de3c`: index plus
+# d=divisible by 16, e=equal to 1, c=constexpr). At least two chunks, so `conv_3d` stays intact.
+_TRITON_SIGNATURE = re.compile(r"_\d+[cde]+(?:\d+[cde]*)+$")
+# XLA numbers HLO instructions per compilation (`loop_add_fusion_3`, `fusion.12`): the number is
+# not the kernel's identity. Only plain HLO-style names (no C++ scope or parameter list) qualify.
+_XLA_NAME = re.compile(r"^[A-Za-z0-9_.\-]*fusion[A-Za-z0-9_.\-]*$")
+_XLA_NUMBER = re.compile(r"[._]\d+$")
+# OpenMP offload kernels are `__omp_offloading_<device id>_<file id>_<function>_l<line>`; the ids
+# (hex) change with the build and the machine, the function does not.
+_OMP_OFFLOAD = re.compile(r"^__omp_offloading_[0-9a-f]+_[0-9a-f]+_")
+
+
 def family_name(name: str) -> str:
-    """A coarser key for generated kernels: `triton_poi_fused_add_0` -> `triton_poi_fused_add`."""
-    s = short_name(name)
+    """A coarser key for generated kernels: `triton_poi_fused_add_0` -> `triton_poi_fused_add`.
+
+    Also drops Triton 2.x specialisation suffixes (`matmul_kernel_0d1d2d3c` -> `matmul_kernel`)
+    XLA instruction numbers (`loop_add_fusion_3` -> `loop_add_fusion`) and OpenMP offload ids
+    (`__omp_offloading_31_18a80a1__Z3fooPd_l12` -> `__omp_offloading__Z3fooPd_l12`).
+    """
+    full = short_name(name)
+    if _OMP_OFFLOAD.match(full):
+        return _OMP_OFFLOAD.sub("__omp_offloading_", full)
+    s = _TRITON_SIGNATURE.sub("", full)
     if s.startswith(("triton_", "triton__", "fused_", "Fused")):
         s = _TRITON_HASH.sub("", s)
-    return s
+    elif _XLA_NAME.match(s):
+        while _XLA_NUMBER.search(s):
+            s = _XLA_NUMBER.sub("", s)
+    # old inductor names are `triton__0d1d2d`: stripping would leave nothing that identifies them
+    return full if s.rstrip("_") in ("", "triton", "fused", "Fused") else s

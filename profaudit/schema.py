@@ -145,9 +145,11 @@ METRICS = Table(
         _c("unit", S, "", "the tool's unit string, unchanged"),
         _c("value", F, "", "numeric value in `unit` (null for strings)"),
         _c("value_str", S, "", "string value (null for numbers)"),
+        _c("value_int", I, "", "exact integer where the tool stored an integer (`value` is its float64 rounding); above the int64 range null, and value_str holds the exact decimal"),
         _c("instance", I, "", "instance index for instanced metrics; null for the aggregate"),
         _c("instance_key", S, "", "the instance's correlation id (opcode, pc, block size...) where present"),
-        _c("kind", S, "", "row kind: metric, rule, device, launch, session"),
+        _c("section", S, "", "report section the row belongs to (ncu section name or identifier), where the source says"),
+        _c("kind", S, "", "row kind: metric, rule, device, launch, session, nvtx"),
     ),
     "long-form metrics, rule results and attributes, keyed by kernel",
 )
@@ -224,6 +226,7 @@ SAMPLES = Table(
         _c("timestamp_ns", F, "ns", "when the iteration ran, on the log's own time base"),
         _c("statistic", S, "", "null for a raw sample; else the summary this row is (mean, median, min, max, p99, ...)"),
         _c("sample_count", I, "", "for summary rows: how many samples the statistic summarises"),
+        _c("calls_per_sample", I, "call", "back-to-back calls one row's duration averages (Google Benchmark iterations, pytest-benchmark iterations, torch.utils.benchmark number_per_run); 1 = one call, null = unknown"),
         _c("sm_clock_mhz", F, "MHz", "SM clock during the iteration"),
         _c("mem_clock_mhz", F, "MHz", "memory clock during the iteration"),
         _c("temperature_c", F, "degC", "GPU temperature"),
@@ -282,17 +285,20 @@ def conform(table: str | Table, df: pl.DataFrame | None, profile_id: str | None 
     that invents a column has to declare it here first (house rule: units in names, declared once).
     """
     t = table if isinstance(table, Table) else ALL_TABLES[table]
-    if df is None:
-        df = t.empty()
-    extra = [c for c in df.columns if c not in t.polars_schema]
+    if df is None or not df.columns:
+        return t.empty()
+    # df.schema and t.polars_schema build a new mapping on every access: read each once
+    declared = t.polars_schema
+    have = df.schema
+    extra = [c for c in have if c not in declared]
     if extra:
         raise ValueError(f"table {t.name!r} has no column(s) {extra}; declare them in profaudit.schema")
     exprs = []
     for col in t.columns:
         if col.name == "profile_id" and profile_id is not None:
             exprs.append(pl.lit(profile_id, dtype=pl.Utf8).alias("profile_id"))
-        elif col.name in df.columns:
-            src = df.schema[col.name]
+        elif col.name in have:
+            src = have[col.name]
             if src == col.dtype:
                 exprs.append(pl.col(col.name))
             elif col.dtype in _NUMERIC and src == pl.Utf8:

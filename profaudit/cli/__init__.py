@@ -19,6 +19,12 @@ COMMANDS = [
     "profaudit.cli.ingest_cmd",
     "profaudit.cli.kernels_cmd",
     "profaudit.cli.info_cmd",
+    "profaudit.cli.compare_cmd",
+    "profaudit.cli.xla_cmd",
+    "profaudit.cli.timeline_cmd",
+    "profaudit.cli.devices_cmd",
+    "profaudit.cli.roofline_cmd",
+    "profaudit.cli.audit_cmd",
 ]
 
 app = typer.Typer(

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from profaudit.cli.common import load_with_progress, stderr_console
+from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 
 def register(app: typer.Typer) -> None:
@@ -18,12 +19,14 @@ def register(app: typer.Typer) -> None:
         replace: bool = typer.Option(False, "--replace", help="Replace an existing dataset instead of merging into it."),
         skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip unreadable inputs (listed on stderr) instead of stopping at the first."),
         device: Optional[str] = typer.Option(None, "--device", help="Device name to record where the input does not say."),
+        time_column: Optional[str] = TIME_COLUMN_OPTION,
+        time_unit: Optional[str] = TIME_UNIT_OPTION,
         nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys executable for .nsys-rep/.qdrep (else PATH or $PROFAUDIT_NSYS)."),
     ) -> None:
         """Ingest PATHS into a Parquet dataset partitioned by profile (readable by DuckDB, Spark, Dask)."""
         from profaudit.dataset import write_dataset
 
-        ps = load_with_progress(paths, skip_bad=skip_bad, device=device, nsys=nsys)
+        ps = load_with_progress(paths, skip_bad=skip_bad, device=device, nsys=nsys, time_column=time_column, time_unit=time_unit)
         err = stderr_console()
         for path, why in ps.skipped:
             err.print(f"[yellow]skipped[/] {why}")

@@ -9,6 +9,7 @@ import polars as pl
 import typer
 
 from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress
+from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid_size", "block_size", "registers_per_thread", "dram_bytes", "flops_total", "sm_clock_hz", "device_name"]
 
@@ -25,12 +26,14 @@ def register(app: typer.Typer) -> None:
         sort: Optional[str] = typer.Option(None, "--sort", help="Sort by this column, descending."),
         limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
         device: Optional[str] = typer.Option(None, "--device", help="Device name where the input does not say."),
+        time_column: Optional[str] = TIME_COLUMN_OPTION,
+        time_unit: Optional[str] = TIME_UNIT_OPTION,
     ) -> None:
         """Print or export the kernel table (one row per kernel execution)."""
         from profaudit import schema
         from profaudit.errors import UsageError
 
-        ps = load_with_progress(paths, device=device)
+        ps = load_with_progress(paths, device=device, time_column=time_column, time_unit=time_unit)
         if table not in schema.ALL_TABLES:
             raise UsageError(f"no table {table!r}; tables: {', '.join(schema.ALL_TABLES)}")
         df = ps.table(table)

@@ -1,0 +1,248 @@
+"""What one dashboard serves: the profiles and claims it was given, its upload folder, its caches.
+
+One `DashboardState` per app, kept in the Flask config (`STATE_KEY`) so that callbacks of several
+apps in one process (the tests start many) each see their own. Every method that reads a file goes
+through `AccessPolicy`; pages only ever name profiles and claims by the ids this object hands out.
+Everything here calls the library's public API; no file format is parsed here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import polars as pl
+
+from profaudit.dashboards.access import AccessPolicy, looks_like_claim
+from profaudit.errors import InputError, UsageError
+from profaudit.profile import Profile, ProfileSet
+
+STATE_KEY = "PROFAUDIT_DASHBOARD_STATE"
+DEFAULT_MAX_UPLOAD_BYTES = 200 << 20
+_CACHE_ENTRIES = 32
+CLI = "command line"
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    id: str
+    path: Path
+    label: str
+    origin: str  # CLI or "upload"
+
+
+class DashboardState:
+    """Profiles and claims the dashboard shows, and the only door to the files behind them."""
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike] = (),
+        *,
+        upload_dir: str | os.PathLike | None = None,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+        specs: Sequence[str | os.PathLike] = (),
+        load_options: dict[str, Any] | None = None,
+    ):
+        if max_upload_bytes <= 0:
+            raise UsageError(f"the upload limit must be positive, got {max_upload_bytes} bytes")
+        self.paths = [os.fspath(p) for p in paths]
+        self.specs = tuple(os.fspath(s) for s in specs)
+        self.max_upload_bytes = int(max_upload_bytes)
+        self.load_options = dict(load_options or {})
+        self.lock = threading.RLock()
+        # Uploaded files are the user's data: a folder only this user can read (mkdtemp makes 0700).
+        if upload_dir is None:
+            self.upload_dir = Path(tempfile.mkdtemp(prefix="profaudit-dashboard-uploads-"))
+            atexit.register(shutil.rmtree, self.upload_dir, True)
+        else:
+            self.upload_dir = Path(upload_dir)
+            if not self.upload_dir.exists():
+                self.upload_dir.mkdir(parents=True, mode=0o700)
+            elif not self.upload_dir.is_dir():
+                raise UsageError(f"upload folder {self.upload_dir} is not a folder")
+        self.policy = AccessPolicy([*self.paths, *self.specs, self.upload_dir])
+        self._groups: "OrderedDict[str, list[Profile]]" = OrderedDict()
+        self.skipped: list[tuple[str, str]] = []
+        self.notes: list[str] = []
+        self.claims: "OrderedDict[str, ClaimEntry]" = OrderedDict()
+        self.version = 0
+        self._ps: ProfileSet | None = None
+        self._cache: "OrderedDict[tuple, Any]" = OrderedDict()
+        if self.specs:
+            from profaudit.specs import load_specs
+
+            load_specs(self.specs)  # a bad spec file is a command-line error, not a page error
+        self._load_command_line()
+
+    # -- loading ---------------------------------------------------------------------------------
+    def _load_command_line(self) -> None:
+        from profaudit.loader import expand, load
+
+        profile_args: list[str] = []
+        claim_files: list[Path] = []
+        for raw in self.paths:
+            p = Path(raw)
+            if p.is_file() and looks_like_claim(p):
+                claim_files.append(p)
+                continue
+            profile_args.append(raw)
+            if p.is_dir() or any(ch in raw for ch in "*?["):
+                claim_files += [f for f, _ in expand([raw]) if f.is_file() and looks_like_claim(f)]
+        for c in claim_files:
+            self._add_claim(c, CLI)
+        if not profile_args:
+            return
+        try:
+            ps = load(profile_args, skip_bad=True, **self.load_options)
+        except InputError as exc:
+            if exc.problem != "no profile or timing log found":
+                raise
+            self.notes.append(f"{exc.path}: {exc.problem}")
+            return
+        self._groups[CLI] = list(ps)
+        self.skipped.extend(ps.skipped)
+        self._changed()
+
+    def _add_claim(self, path: Path, origin: str) -> ClaimEntry:
+        with self.lock:
+            rp = path.resolve()
+            for e in self.claims.values():
+                if e.path.resolve() == rp:
+                    return e
+            cid = f"claim-{len(self.claims)}"
+            label = path.name if origin != CLI else os.fspath(path)
+            entry = ClaimEntry(cid, path, label if origin == CLI else f"{label} (uploaded)", origin)
+            self.claims[cid] = entry
+            self._changed()
+            return entry
+
+    def add_uploaded_profile(self, path: Path) -> list[Profile]:
+        """Load one uploaded file (already inside the upload folder); replaces an earlier upload of
+        the same name."""
+        from profaudit.loader import load
+
+        if not self.policy.allows(path):  # pragma: no cover - uploads are written inside by construction
+            raise InputError(path, "not inside the upload folder")
+        ps = load([str(path)], **self.load_options)
+        with self.lock:
+            self._groups[f"upload:{path.name}"] = list(ps)
+            self._changed()
+        return list(ps)
+
+    def add_uploaded_claim(self, path: Path) -> ClaimEntry:
+        return self._add_claim(path, "upload")
+
+    def forget_upload(self, name: str) -> None:
+        with self.lock:
+            if self._groups.pop(f"upload:{name}", None) is not None:
+                self._changed()
+
+    def _changed(self) -> None:
+        with self.lock:
+            self.version += 1
+            self._ps = None
+            self._cache.clear()
+
+    # -- what pages read ---------------------------------------------------------------------------
+    @property
+    def ps(self) -> ProfileSet:
+        with self.lock:
+            if self._ps is None:
+                self._ps = ProfileSet([p for group in self._groups.values() for p in group], skipped=list(self.skipped))
+            return self._ps
+
+    def profile(self, pid: str) -> ProfileSet:
+        ps = self.ps
+        if pid not in ps:
+            raise UsageError(f"no profile {pid!r} is loaded (it may have been replaced by an upload): reload the page")
+        return ps.subset([pid])
+
+    def subset(self, pids: Iterable[str] | None) -> ProfileSet:
+        ps = self.ps
+        if not pids:
+            return ps
+        missing = [p for p in pids if p not in ps]
+        if missing:
+            raise UsageError(f"no profile {missing[0]!r} is loaded (it may have been replaced by an upload): reload the page")
+        return ps.subset(list(pids))
+
+    def origin_of(self, pid: str) -> str:
+        for key, group in self._groups.items():
+            if any(p.profile_id == pid for p in group):
+                return "upload" if key.startswith("upload:") else CLI
+        return ""
+
+    def claim(self, cid: str) -> ClaimEntry:
+        try:
+            return self.claims[cid]
+        except KeyError:
+            raise UsageError(f"no claim {cid!r} is loaded: reload the page") from None
+
+    def cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """Memoise per data version (uploads invalidate everything)."""
+        full = (self.version, *key)
+        with self.lock:
+            if full in self._cache:
+                self._cache.move_to_end(full)
+                return self._cache[full]
+        value = compute()
+        with self.lock:
+            self._cache[full] = value
+            while len(self._cache) > _CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+        return value
+
+    # -- library calls, cached -----------------------------------------------------------------------
+    def kernels(self) -> pl.DataFrame:
+        """The kernels table of every profile, with `_row` (a stable row key for the grid)."""
+        return self.cached(("kernels",), lambda: self.ps.kernels.with_row_index("_row"))
+
+    def roofline(self, pids: Sequence[str] | None, device: str | None, sparse: bool) -> pl.DataFrame:
+        from profaudit.roofline import roofline
+
+        key = ("roofline", tuple(pids or ()), device, sparse)
+        return self.cached(key, lambda: roofline(self.subset(pids), device=device, clock="both", sparse=sparse, extra_specs=self.specs))
+
+    def audit(self, cid: str, select: str | None, ignore: str | None):
+        """Audit a claim after checking every file it names is allowed."""
+        entry = self.claim(cid)
+        try:
+            mtime = entry.path.stat().st_mtime_ns
+        except OSError as exc:
+            raise InputError(entry.path, f"cannot read: {exc.strerror or exc}") from None
+        return self.cached(("audit", cid, mtime, select or "", ignore or ""), lambda: self._audit(entry, select, ignore))
+
+    def _audit(self, entry: ClaimEntry, select: str | None, ignore: str | None):
+        from profaudit.audit import audit, load_claim
+
+        self.policy.check_claim(entry.path)
+        claim = load_claim(entry.path)
+        # Defence in depth: what the claim loader actually read must be inside the allowed set too.
+        for side in claim.sides:
+            for f in (*side.timing_paths, *side.profile_paths):
+                if not any(ch in f for ch in "*?[") and not self.policy.allows(f):
+                    raise InputError(entry.path, "names a file outside the files given to the dashboard")
+        return audit(claim, select=select or None, ignore=ignore or None)
+
+    def compare(self, baseline: str, candidate: str, match: str, intended: Sequence[str], device: str | None):
+        from profaudit.compare import compare
+
+        if baseline == candidate:
+            raise UsageError("choose two different profiles to compare")
+        key = ("compare", baseline, candidate, match, tuple(intended), device)
+        return self.cached(key, lambda: compare(self.profile(baseline), self.profile(candidate), match=match, intended=tuple(intended), device=device))
+
+    def device_keys(self) -> list[str]:
+        from profaudit.specs import load_specs
+
+        return sorted(load_specs(self.specs))
+
+
+__all__ = ["DashboardState", "ClaimEntry", "STATE_KEY", "DEFAULT_MAX_UPLOAD_BYTES"]

@@ -1,0 +1,1 @@
+"""Device specification YAML files shipped with profaudit (read through profaudit.specs)."""

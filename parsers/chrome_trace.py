@@ -1,0 +1,1350 @@
+"""Chrome Trace Event Format: PyTorch profiler (Kineto) traces, rocprof chrome traces, XLA
+trace-viewer JSON and any other valid trace (`.json`, `.json.gz`, `.pt.trace.json(.gz)`).
+
+How a file is read (memory bounded by the tables, not by the JSON document):
+
+1. `jsonstream.TraceWalker` cuts the `traceEvents` array into chunks of whole events.
+2. Each chunk becomes a small typed frame. The fast decoder is polars' JSON reader with a fixed
+   schema (it releases the GIL, so chunks decode on several threads); a chunk it cannot read
+   (string timestamps, counters with free-form args, unusual value types) goes through orjson and
+   a Python loop instead. Both produce the same columns.
+3. Timestamps become integer nanoseconds exactly. `ts`/`dur` are microseconds; a double carries
+   the Kineto `<us>.<3 digits>` form exactly below 2**43 us, and the conversion there is done in
+   exact integer arithmetic. Chunks holding absolute epoch microseconds with fractions (older
+   ns-resolution Kineto) have their `ts` quoted before parsing and are converted from the decimal
+   text. `displayTimeUnit` only changes how viewers display time and is ignored.
+4. The frames are stacked and split into kernels, transfers, ranges (with per-thread nesting, B/E
+   pairs matched as a stack) and counters; kernels are linked to their launch through the
+   correlation id (or `ac2g`/flow events), to their framework op through Kineto's External id.
+
+Time base: `start_ns` is `baseTimeNanoseconds + ts` when the trace records a base (Kineto since
+2023 writes `ts` relative to it), else `ts` as written (Unix-epoch microseconds in older Kineto,
+profile-relative in XLA). `metadata.extra["time_origin"]` says which.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import math
+import os
+import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import polars as pl
+
+from profaudit.errors import InputError
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.jsonstream import TraceWalker, merge_chunks
+
+I64, F64, STR = pl.Int64, pl.Float64, pl.String
+
+# ---------------------------------------------------------------------------------------------
+# sniffing
+
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ARRAY_OF_EVENTS = re.compile(rb'^\s*\[\s*\{[^{}]{0,2000}?"ph"\s*:\s*"[A-Za-z]"')
+_KINETO_HEADER = re.compile(rb'^\s*\{\s*"(?:schemaVersion|deviceProperties|distributedInfo)"\s*:')
+
+
+def sniff_trace(head: bytes) -> bool:
+    """A JSON object with a `traceEvents` array, or a JSON array whose first element is an event
+    (an object with a one-letter `ph`). Other JSON documents (benchmark logs, Proton's .hatchet
+    array, PyTorch ExecutionTrace, xprof tool data) have neither."""
+    h = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if h.startswith(b"{"):
+        if _TRACE_EVENTS_KEY.search(h):
+            return True
+        # a Kineto header so long (INFO logs, many devices) that traceEvents lies past the probe
+        return bool(_KINETO_HEADER.match(h)) and len(head) >= 60000
+    if h.startswith(b"["):
+        return bool(_ARRAY_OF_EVENTS.match(h))
+    return False
+
+
+_ET_HINT = re.compile(rb'^\s*\{\s*"schema"\s*:\s*"[0-9.]+[^"]*"\s*,\s*"pid"\s*:.*?"nodes"\s*:', re.S)
+
+
+def diagnose(head: bytes) -> str | None:
+    """Why a JSON file that this parser does not claim is not a trace, when that is recognisable."""
+    if _ET_HINT.match(head.lstrip(b"\xef\xbb\xbf")):
+        return ("a PyTorch ExecutionTrace (operator graph without timings), not a profiler timeline: "
+                "load the Kineto trace written by torch.profiler (*.pt.trace.json) instead")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# per-chunk decoding
+
+# args keys read from events, and the column each lands in. Every arg is read as text (polars
+# turns numbers into their text) and cast afterwards, so one odd value type does not fail a chunk.
+_ARG_COLUMNS: dict[str, str] = {
+    "External id": "ext",
+    "external id": "ext_old",
+    "correlation": "corr",
+    "correlation_id": "corr_xla",
+    "device": "device",
+    "device_id": "device_xla",
+    "context": "context",
+    "stream": "stream",
+    "registers per thread": "regs",
+    "shared memory": "smem",
+    "est. achieved occupancy %": "occ",
+    "bytes": "bytes",
+    "kind": "kind",
+    "name": "a_name",
+    "sort_index": "a_sort",
+    "hlo_op": "hlo_op",
+    "hlo_module": "hlo_module",
+    "kernel_details": "kernel_details",
+    "memcpy_details": "memcpy_details",
+    # rocprof (v1/v2) chrome traces: every value is a string
+    "KernelName": "r_kname",
+    "BeginNs": "r_begin",
+    "EndNs": "r_end",
+    "gpu-id": "r_gpu",
+    "queue-id": "r_queue",
+    "grd": "r_grd",
+    "wgr": "r_wgr",
+    "lds": "r_lds",
+    "vgpr": "r_vgpr",
+    "arch_vgpr": "r_vgpr2",
+    "sgpr": "r_sgpr",
+    "pid": "r_pid",
+    "tid": "r_tid",
+    # profile_memory instant events ("[memory]")
+    "Total Allocated": "m_alloc",
+    "Total Reserved": "m_reserved",
+    "Device Id": "m_device",
+    "Device Type": "m_devtype",
+}
+_LIST_ARGS = {"grid": "grid", "block": "block"}
+_ARG_NAME = {**_ARG_COLUMNS, **_LIST_ARGS}
+
+_ARG_RENAME = [*_ARG_COLUMNS.values(), *_LIST_ARGS.values()]
+
+# Typed args per writer. Reading numbers as text makes polars format every one of them, which
+# doubles the decode cost, so the first try declares the types each writer uses; a chunk that
+# does not fit (ROCm's `"stream": "0x0"` on HIP calls) is read again with every arg as text, and
+# from then on the whole file is.
+_KINETO_TYPED = {
+    "External id": I64, "external id": I64, "correlation": I64, "device": I64, "context": I64, "stream": I64,
+    "registers per thread": I64, "shared memory": I64, "est. achieved occupancy %": F64, "bytes": F64,
+    "kind": STR, "name": STR, "sort_index": I64,
+    "Total Allocated": F64, "Total Reserved": F64, "Device Id": I64, "Device Type": I64,
+    "grid": pl.List(I64), "block": pl.List(I64),
+}
+_XLA_TYPED = {k: STR for k in ("correlation_id", "device_id", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "name")}
+_XLA_TYPED["sort_index"] = I64
+
+
+def _schema(args: dict[str, pl.DataType], ts=F64) -> dict[str, pl.DataType]:
+    return {"ph": STR, "cat": STR, "name": STR, "pid": STR, "tid": STR, "ts": ts, "dur": F64, "id": STR, "bp": STR, "args": pl.Struct(args)}
+
+
+_TEXT_ARGS = {**{k: STR for k in _ARG_COLUMNS}, **{k: pl.List(I64) for k in _LIST_ARGS}}
+SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "kineto": _schema(_KINETO_TYPED),
+    "xla": _schema(_XLA_TYPED),
+    "generic": _schema({**_XLA_TYPED, **_KINETO_TYPED}),
+    "text": _schema(_TEXT_ARGS),
+}
+
+# Columns of the per-chunk slice frame after shaping (X, B, E events); absent ones are nulls.
+_INT_ARGS = ("ext", "ext_old", "corr", "corr_xla", "device", "device_xla", "context", "stream", "regs", "smem",
+             "r_begin", "r_end", "r_gpu", "r_queue", "r_grd", "r_wgr", "r_lds", "r_vgpr", "r_vgpr2", "r_sgpr", "r_pid", "r_tid")
+_FLOAT_ARGS = ("occ", "bytes")
+_STR_ARGS = ("kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "r_kname")
+_DIM_COLS = ("grid0", "grid1", "grid2", "block0", "block1", "block2")
+
+_NEEDS_TEXT_TS = re.compile(rb'"ts"\s*:\s*-?\d{13,}\.\d*[1-9]')
+_QUOTE_TS = re.compile(rb'("ts"\s*:\s*)(-?[0-9][0-9.eE+\-]*)')
+
+_TWO43 = float(2**43)
+
+
+def us_to_ns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Microseconds (float64) to integer nanoseconds, rounding half away from zero.
+
+    Below 2**43 us a double pins a 3-decimal value to one integer ns, and x*1000 is computed
+    exactly (mantissa times 1000 fits in 64 bits) before rounding. Larger values are exact when
+    integral; otherwise they are rounded from the double and flagged in the second array."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.zeros(x.shape, np.int64)
+    inexact = np.zeros(x.shape, bool)
+    finite = np.isfinite(x)
+    small = finite & (np.abs(x) < _TWO43)
+    if small.any():
+        xs = x[small]
+        m, e = np.frexp(xs)
+        mant = np.ldexp(m, 53).astype(np.int64)
+        prod = np.abs(mant).astype(np.uint64) * np.uint64(1000)
+        shift = (53 - e).astype(np.int64)
+        ok = shift <= 63
+        sh = np.clip(shift, 1, 63).astype(np.uint64)
+        half = np.left_shift(np.uint64(1), sh - np.uint64(1))
+        q = np.right_shift(prod + half, sh).astype(np.int64)
+        q = np.where(ok, q, 0)
+        out[small] = np.where(mant < 0, -q, q)
+    big = finite & ~small
+    if big.any():
+        xb = x[big]
+        integral = np.floor(xb) == xb
+        vals = np.where(integral, xb, np.rint(xb * 1000.0) / 1000.0)
+        out[big] = np.where(integral, xb.astype(np.int64) * 1000, np.rint(vals * 1000.0).astype(np.int64))
+        idx = np.flatnonzero(big)
+        inexact[idx[~integral]] = True
+    return out, inexact
+
+
+def text_us_to_ns(s: pl.Series) -> pl.Series:
+    """Decimal microsecond text ("1712195495519689.047", "15", "-0.5") to integer ns, exactly
+    (half away from zero beyond the third decimal). Exponent forms go through Decimal."""
+    t = s.str.strip_chars()
+    neg = t.str.starts_with("-")
+    body = t.str.strip_chars_start("+-")
+    parts = body.str.split_exact(".", 1)
+    ip = parts.struct.field("field_0")
+    fp = parts.struct.field("field_1").fill_null("")
+    plain = ip.str.contains(r"^\d*$") & fp.str.contains(r"^\d*$") & ((ip.str.len_chars() + fp.str.len_chars()) > 0) & (ip.str.len_chars() <= 15)
+    fp4 = fp.str.pad_end(4, "0")
+    whole = pl.select(
+        pl.when(ip.str.len_chars() > 0).then(ip).otherwise(pl.lit("0")).cast(I64, strict=False) * 1000
+        + fp4.str.slice(0, 3).cast(I64, strict=False)
+        + (fp4.str.slice(3, 1).cast(I64, strict=False) >= 5).cast(I64)
+    ).to_series()
+    ns = pl.select(pl.when(plain).then(pl.when(neg).then(-whole).otherwise(whole))).to_series()
+    odd = (~plain & t.is_not_null()).fill_null(False)
+    if odd.any():
+        vals = ns.to_list()
+        for i in np.flatnonzero(odd.to_numpy()):
+            vals[i] = _decimal_ns(t[int(i)])
+        ns = pl.Series(vals, dtype=I64)
+    return ns.alias(s.name)
+
+
+def _decimal_ns(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        d = Decimal(text) * 1000
+    except InvalidOperation:
+        return None
+    if not d.is_finite():
+        return None
+    return int(d.to_integral_value(rounding="ROUND_HALF_UP"))
+
+
+class BadChunk(Exception):
+    """A chunk that is not valid JSON (possibly a cut that fell inside a nested structure)."""
+
+    def __init__(self, message: str, pos: int | None):
+        super().__init__(message)
+        self.pos = pos
+
+
+class Chunk:
+    """The typed frames one chunk of events turns into."""
+
+    __slots__ = ("slices", "flows", "meta", "mem", "cevents", "cvalues", "metrics", "n_events", "phases", "missing", "inexact")
+
+    def __init__(self):
+        self.slices: pl.DataFrame | None = None  # X, B, E events
+        self.flows: pl.DataFrame | None = None  # s, t, f events
+        self.meta: pl.DataFrame | None = None  # M events
+        self.mem: pl.DataFrame | None = None  # "[memory]" instants (profile_memory)
+        self.cevents: pl.DataFrame | None = None  # C events: seq, name, pid, ts_ns
+        self.cvalues: pl.DataFrame | None = None  # their series: seq, key, value
+        self.metrics: pl.DataFrame | None = None  # cuda_profiler_range counters: seq, metric, value
+        self.n_events = 0
+        self.phases: dict[str, int] = {}
+        self.missing: list[tuple[int, str, str]] = []  # (seq, ph, field) examples; seq -1 carries a count
+        self.inexact = 0
+
+
+def decode_chunk(chunk: bytes, index: int, schema: str = "generic") -> tuple[Chunk, bool]:
+    """Decode one chunk (a JSON array of events). Returns the frames and whether the typed
+    schema `schema` failed (the caller then stops trying it). Raises BadChunk on invalid JSON."""
+    failed = False
+    for name in ((schema, "text") if schema != "text" else ("text",)):
+        try:
+            raw = pl.read_json(io.BytesIO(chunk), schema=SCHEMAS[name])
+        except Exception:
+            failed = failed or name != "text"
+            continue
+        ph, cat = raw["ph"], raw["cat"]
+        if ph.is_in(["C"]).any() or cat.is_in(["cuda_profiler_range"]).any():
+            break  # counters and range-profiler metrics carry free-form args: the Python loop reads them
+        ts = raw["ts"]
+        if ts.len() and ts.abs().max() >= _TWO43 and _NEEDS_TEXT_TS.search(chunk):
+            # absolute epoch microseconds with fractions: doubles cannot hold them, read the text
+            try:
+                raw = pl.read_json(io.BytesIO(_QUOTE_TS.sub(rb'\1"\2"', chunk)), schema={**SCHEMAS[name], "ts": STR})
+            except Exception:
+                break
+        raw = raw.with_columns(pl.col("args").struct.rename_fields([_ARG_NAME.get(f, f) for f in SCHEMAS[name]["args"].to_schema()])).unnest("args")
+        return _shape(raw, index, Chunk()), failed
+    if _NEEDS_TEXT_TS.search(chunk):
+        chunk = _QUOTE_TS.sub(rb'\1"\2"', chunk)
+    try:
+        events = orjson.loads(chunk)
+    except orjson.JSONDecodeError as exc:
+        raise BadChunk(str(exc.args[0]) if exc.args else str(exc), getattr(exc, "pos", None)) from None
+    return decode_events(events, index), failed
+
+
+def decode_events(events: list, index: int) -> Chunk:
+    """Decode parsed events (dicts) with a Python loop: handles every value type, counters
+    (`C` events, free-form args) and CUPTI range-profiler metrics."""
+    if not isinstance(events, list):
+        raise BadChunk("traceEvents is not an array", None)
+    out = Chunk()
+    n = len(events)
+    cols: dict[str, list] = {k: [None] * n for k in ("ph", "cat", "name", "pid", "tid", "ts", "ts_txt", "dur", "dur_txt", "id", "bp")}
+    arg_cols: dict[str, list] = {}
+    counters: list[tuple] = []
+    metrics: list[tuple] = []
+    ph_c, cat_c, name_c, pid_c, tid_c = cols["ph"], cols["cat"], cols["name"], cols["pid"], cols["tid"]
+    ts_c, tst_c, dur_c, durt_c, id_c, bp_c = cols["ts"], cols["ts_txt"], cols["dur"], cols["dur_txt"], cols["id"], cols["bp"]
+    argmap = _ARG_COLUMNS
+    seq0 = index << 32
+    for i, e in enumerate(events):
+        if type(e) is not dict:
+            raise BadChunk(f"traceEvents element {i} of a chunk is a {type(e).__name__}, not an object", None)
+        g = e.get
+        ph = g("ph")
+        ph_c[i] = ph if isinstance(ph, str) else None
+        v = g("cat")
+        cat_c[i] = v if isinstance(v, str) else (None if v is None else str(v))
+        v = g("name")
+        name_c[i] = v if isinstance(v, str) else (None if v is None else str(v))
+        v = g("pid")
+        pid_c[i] = v if isinstance(v, str) else (None if v is None else str(v))
+        v = g("tid")
+        tid_c[i] = v if isinstance(v, str) else (None if v is None else str(v))
+        v = g("ts")
+        if isinstance(v, str):
+            tst_c[i] = v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            ts_c[i] = float(v)
+        v = g("dur")
+        if isinstance(v, str):
+            durt_c[i] = v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            dur_c[i] = float(v)
+        v = g("id")
+        if v is not None:
+            id_c[i] = v if isinstance(v, str) else str(v)
+        v = g("bp")
+        if isinstance(v, str):
+            bp_c[i] = v
+        a = g("args")
+        if a and type(a) is dict:
+            if ph == "C":
+                for k, val in a.items():
+                    if isinstance(val, (int, float)) and not isinstance(val, bool):
+                        counters.append((seq0 | i, k, float(val)))
+                    elif isinstance(val, str):
+                        try:
+                            counters.append((seq0 | i, k, float(val)))
+                        except ValueError:
+                            pass
+                continue
+            if cat_c[i] == "cuda_profiler_range":
+                for k, val in a.items():
+                    if isinstance(val, (int, float)) and not isinstance(val, bool):
+                        metrics.append((seq0 | i, k, float(val)))
+                continue
+            for k, val in a.items():
+                col = argmap.get(k)
+                if col is not None:
+                    if isinstance(val, (str, int, float)):
+                        lst = arg_cols.get(col)
+                        if lst is None:
+                            lst = arg_cols[col] = [None] * n
+                        lst[i] = val if isinstance(val, str) else ("true" if val is True else "false" if val is False else repr(val) if isinstance(val, float) else str(val))
+                elif k in _LIST_ARGS and type(val) is list:
+                    col = _LIST_ARGS[k]
+                    for j in range(min(3, len(val))):
+                        x = val[j]
+                        if type(x) is int:
+                            lst = arg_cols.get(col + str(j))
+                            if lst is None:
+                                lst = arg_cols[col + str(j)] = [None] * n
+                            lst[i] = x
+    data = {
+        "ph": pl.Series("ph", ph_c, dtype=STR),
+        "cat": pl.Series("cat", cat_c, dtype=STR),
+        "name": pl.Series("name", name_c, dtype=STR),
+        "pid": pl.Series("pid", pid_c, dtype=STR),
+        "tid": pl.Series("tid", tid_c, dtype=STR),
+        "ts": pl.Series("ts", ts_c, dtype=F64),
+        "ts_txt": pl.Series("ts_txt", tst_c, dtype=STR),
+        "dur": pl.Series("dur", dur_c, dtype=F64),
+        "dur_txt": pl.Series("dur_txt", durt_c, dtype=STR),
+        "id": pl.Series("id", id_c, dtype=STR),
+        "bp": pl.Series("bp", bp_c, dtype=STR),
+    }
+    for col, lst in arg_cols.items():
+        data[col] = pl.Series(col, lst, dtype=I64 if col[:-1] in _LIST_ARGS.values() else STR)
+    raw = pl.DataFrame(data)
+    _shape(raw, index, out)
+    if counters:
+        out.cvalues = pl.DataFrame(counters, schema={"seq": I64, "key": STR, "value": F64}, orient="row")
+    if metrics:
+        out.metrics = pl.DataFrame(metrics, schema={"seq": I64, "metric": STR, "value": F64}, orient="row")
+    return out
+
+
+def _shape(raw: pl.DataFrame, index: int, out: Chunk) -> Chunk:
+    """Turn a raw chunk frame (strings and floats) into the typed per-chunk frames."""
+    n = raw.height
+    out.n_events = n
+    raw = raw.with_columns(seq=pl.int_range(0, n, dtype=I64) + (index << 32))
+    cols = set(raw.columns)
+    # timestamps
+    ts_ns, ts_inexact = _time_column(raw, "ts", cols)
+    dur_ns, dur_inexact = _time_column(raw, "dur", cols)
+    out.inexact += int(ts_inexact) + int(dur_inexact)
+    raw = raw.with_columns(ts_ns=ts_ns, dur_ns=dur_ns)
+    ph = raw["ph"]
+    vc = ph.value_counts()
+    out.phases = {k if k is not None else "": int(v) for k, v in zip(vc["ph"].to_list(), vc["count"].to_list())}
+    # required fields: ts for timed phases, dur for complete events; `{}` elements are skipped
+    timed = ph.is_in(["X", "B", "E", "i", "I", "C", "s", "t", "f", "b", "e", "n"]).fill_null(False)
+    no_ts = timed & raw["ts_ns"].is_null()
+    no_dur = (ph == "X").fill_null(False) & raw["dur_ns"].is_null()
+    no_ph = (ph.is_null() & (raw["name"].is_not_null() | raw["ts_ns"].is_not_null() | raw["cat"].is_not_null())).fill_null(False)
+    for mask, field in ((no_ph, "ph"), (no_ts, "ts"), (no_dur, "dur")):
+        if mask.any():
+            bad = raw.filter(mask).select("seq", "ph").head(3)
+            out.missing.extend((s, p or "", field) for s, p in bad.iter_rows())
+            out.missing.append((-1, str(int(mask.sum())), field))
+    for c in ("grid", "block"):
+        if c in cols:
+            raw = raw.with_columns([pl.col(c).list.get(j, null_on_oob=True).alias(f"{c}{j}") for j in range(3)]).drop(c)
+    cols = set(raw.columns)
+    for c in _INT_ARGS + _FLOAT_ARGS + _STR_ARGS + _DIM_COLS + ("a_name", "a_sort", "m_alloc", "m_reserved", "m_device", "m_devtype"):
+        if c not in cols:
+            raw = raw.with_columns(pl.lit(None, dtype=I64 if c in _DIM_COLS else STR).alias(c))
+    # X / B / E slices
+    sl = raw.filter(pl.col("ph").is_in(["X", "B", "E"]))
+    if sl.height:
+        exprs = [pl.col("seq"), pl.col("ph"), pl.col("cat"), pl.col("name"), pl.col("pid"), pl.col("tid"), pl.col("ts_ns"), pl.col("dur_ns")]
+        exprs += [_int_expr(sl, c).alias(c) for c in _INT_ARGS]
+        exprs += [pl.col(c).cast(F64, strict=False).alias(c) for c in _FLOAT_ARGS]
+        exprs += [pl.col(c) for c in _STR_ARGS]
+        exprs += [pl.col(c).cast(I64, strict=False) for c in _DIM_COLS]
+        sl = sl.select(exprs)
+        keep = [c for c in sl.columns if c in ("seq", "ph", "cat", "name", "pid", "tid", "ts_ns", "dur_ns") or sl[c].null_count() < sl.height]
+        out.slices = sl.select(keep)
+    # flows
+    fl = raw.filter(pl.col("ph").is_in(["s", "t", "f"]))
+    if fl.height:
+        out.flows = fl.select("seq", "ph", "cat", pl.col("id").alias("fid"), "pid", "tid", "ts_ns", "bp")
+    # metadata events
+    me = raw.filter(pl.col("ph") == "M")
+    if me.height:
+        out.meta = me.select("name", "pid", "tid", pl.col("a_name").cast(STR), _int_expr(me, "a_sort").alias("a_sort"))
+    # profile_memory instants: allocator totals over time
+    mem = raw.filter(pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]"))
+    if mem.height:
+        base = mem.select(
+            "seq", "pid", "ts_ns",
+            _int_expr(mem, "m_device").alias("m_device"), _int_expr(mem, "m_devtype").alias("m_devtype"),
+            pl.col("m_alloc").cast(F64, strict=False).alias("alloc"), pl.col("m_reserved").cast(F64, strict=False).alias("reserved"),
+        )
+        out.mem = base
+    # counter events (only the Python loop sees them; it also fills out.cvalues)
+    ctr = raw.filter(pl.col("ph") == "C")
+    if ctr.height:
+        out.cevents = ctr.select("seq", "name", "pid", "ts_ns")
+    return out
+
+
+def _int_expr(df: pl.DataFrame, col: str) -> pl.Expr:
+    return _to_int(pl.col(col)) if df.schema[col] == STR else pl.col(col).cast(I64, strict=False)
+
+
+def _to_int(expr: pl.Expr) -> pl.Expr:
+    """Text to Int64; also accepts "12.0" and hex handles ("0x1f") that some writers use."""
+    s = expr.str.strip_chars()
+    return (
+        pl.when(s.str.starts_with("0x") | s.str.starts_with("0X"))
+        .then(s.str.slice(2).str.to_integer(base=16, strict=False))
+        .otherwise(pl.coalesce(s.cast(I64, strict=False), s.cast(F64, strict=False).cast(I64, strict=False)))
+    )
+
+
+def _time_column(raw: pl.DataFrame, col: str, cols: set[str]) -> tuple[pl.Series, int]:
+    if raw[col].dtype == STR:  # fast path with quoted ts
+        return text_us_to_ns(raw[col]).alias(col + "_ns"), 0
+    num = raw[col]
+    ns_arr, inexact = us_to_ns(num.fill_null(0.0).to_numpy())
+    ns = pl.Series(col + "_ns", ns_arr, dtype=I64)
+    ns = pl.select(pl.when(num.is_not_null()).then(ns)).to_series().alias(col + "_ns")
+    if col + "_txt" in cols and raw[col + "_txt"].null_count() < raw.height:
+        txt = text_us_to_ns(raw[col + "_txt"])
+        ns = pl.select(pl.coalesce(ns, txt)).to_series().alias(col + "_ns")
+    return ns, int((inexact & num.is_not_null().to_numpy()).sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# the read pipeline
+
+
+class _Acc:
+    """Everything the chunks produced, in file order."""
+
+    def __init__(self):
+        self.slices: list[pl.DataFrame] = []
+        self.flows: list[pl.DataFrame] = []
+        self.meta: list[pl.DataFrame] = []
+        self.mem: list[pl.DataFrame] = []
+        self.cevents: list[pl.DataFrame] = []
+        self.cvalues: list[pl.DataFrame] = []
+        self.metrics: list[pl.DataFrame] = []
+        self.sizes: dict[int, int] = {}
+        self.phases: dict[str, int] = {}
+        self.missing: list[tuple[int, str, str]] = []
+        self.inexact = 0
+        self.saw_events = False
+
+    def add(self, index: int, c: Chunk) -> None:
+        self.sizes[index] = c.n_events
+        for name in ("slices", "flows", "meta", "mem", "cevents", "cvalues", "metrics"):
+            f = getattr(c, name)
+            if f is not None and f.height:
+                getattr(self, name).append(f)
+        for k, v in c.phases.items():
+            self.phases[k] = self.phases.get(k, 0) + v
+        self.missing.extend(c.missing)
+        self.inexact += c.inexact
+
+    def ordinal(self, seq: int) -> int:
+        """Position in the traceEvents array of the event with this seq."""
+        index, row = seq >> 32, seq & 0xFFFFFFFF
+        return sum(n for i, n in self.sizes.items() if i < index) + row
+
+
+def _threads() -> int:
+    return max(1, min(4, pl.thread_pool_size(), os.cpu_count() or 1))
+
+
+def _bad_json(path: Path, exc: BadChunk, offset: int) -> InputError:
+    where = f" near byte {offset + max(0, (exc.pos or 0) - 1)}" if exc.pos is not None else ""
+    return InputError(path, f"invalid JSON in traceEvents{where}: {exc}")
+
+
+def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any], _Acc, str | None]:
+    """Read the trace at `path` chunk by chunk. Returns (top-level metadata, chunk frames, form)."""
+    walker = TraceWalker(path, block)
+    meta: dict[str, Any] = {}
+    acc = _Acc()
+    pending: deque = deque()  # (future, chunk bytes, offset, index)
+    carry: tuple[bytes, int, int, BadChunk] | None = None
+    index = 0
+    nthreads = _threads()
+    schema = None
+
+    def settle(limit: int) -> None:
+        nonlocal carry, schema
+        while len(pending) > limit:
+            fut, chunk, off, idx = pending.popleft()
+            try:
+                frames, failed = fut.result()
+                if failed:
+                    schema = "text"
+                acc.add(idx, frames)
+                continue
+            except BadChunk as exc:
+                first = (chunk, off, idx, exc)
+            if pending:
+                fut2, chunk2, _, _ = pending.popleft()
+                fut2.cancel()
+                _decode_merged(path, acc, first, chunk2, schema)
+            else:
+                carry = first
+
+    with ThreadPoolExecutor(max_workers=nthreads) as pool:
+        for item in walker:
+            if item[0] == "meta":
+                meta[item[1]] = item[2]
+                continue
+            acc.saw_events = True
+            if schema is None:
+                schema = _first_schema(meta)
+            if item[0] == "events":
+                chunk, off = item[1], item[2]
+                if carry is not None:
+                    first, carry = carry, None
+                    _decode_merged(path, acc, first, chunk, schema)
+                    continue
+                pending.append((pool.submit(decode_chunk, chunk, index, schema), chunk, off, index))
+                index += 1
+                settle(nthreads + 1)
+                continue
+            # the tail: last events plus any metadata after the array, as one JSON document
+            text, off = item[1], item[2]
+            settle(0)
+            prefix = b"[" if walker.form == "array" else b'{"traceEvents":['
+            if carry is not None:
+                chunk0, off, idx0, exc0 = carry
+                text = prefix + chunk0[1:-1] + b"," + text[len(prefix):]
+            try:
+                doc = orjson.loads(text)
+            except orjson.JSONDecodeError as exc:
+                if carry is not None:
+                    raise _bad_json(path, carry[3], carry[1]) from None
+                pos = getattr(exc, "pos", None) or 0
+                if pos >= len(text) - 2:
+                    raise InputError(path, "JSON ends inside the traceEvents array (file truncated?)") from None
+                raise InputError(path, f"invalid JSON near byte {off + max(0, pos - len(prefix))}: {exc.args[0] if exc.args else exc}") from None
+            carry = None
+            if isinstance(doc, dict):
+                events = doc.pop("traceEvents", [])
+                meta.update(doc)
+            else:
+                events = doc
+            try:
+                acc.add(index, decode_events(events, index))
+            except BadChunk as exc:
+                raise InputError(path, str(exc)) from None
+            index += 1
+        settle(0)
+    if carry is not None:  # pragma: no cover - the walker always ends with a tail
+        raise _bad_json(path, carry[3], carry[1])
+    return meta, acc, walker.form
+
+
+def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str | None) -> None:
+    chunk, off, idx, exc = first
+    try:
+        acc.add(idx, decode_chunk(merge_chunks(chunk, nxt), idx, schema or "generic")[0])
+    except BadChunk:
+        raise _bad_json(path, exc, off) from None
+
+
+_KINETO_KEYS = {"schemaVersion", "deviceProperties", "computeProperties", "distributedInfo", "baseTimeNanoseconds", "traceName"}
+
+
+def _first_schema(meta: dict) -> str:
+    """The typed schema to try first, from the keys before the events array."""
+    if _KINETO_KEYS & set(meta):
+        return "kineto"
+    if isinstance(meta.get("metadata"), dict) and "highres-ticks" in meta["metadata"]:
+        return "xla"
+    return "generic"
+
+
+# ---------------------------------------------------------------------------------------------
+# assembly: frames -> kernels, transfers, ranges, counters, metrics, metadata
+
+_KINETO_CATS = {"cpu_op", "operator", "kernel", "cuda_runtime", "runtime", "user_annotation", "gpu_user_annotation",
+                "gpu_memcpy", "gpu_memset", "python_function", "cuda_driver", "mtia_runtime", "mtia_ccp_events"}
+_KERNEL_CATS = {"kernel", "mtia_ccp_events"}
+_MEMCPY_CATS = {"gpu_memcpy", "memcpy"}
+_MEMSET_CATS = {"gpu_memset", "memset"}
+_RANGE_KIND = {
+    "cpu_op": "cpu_op", "operator": "cpu_op",
+    "user_annotation": "user_annotation",
+    "gpu_user_annotation": "gpu_user_annotation",
+    "python_function": "python_function", "python": "python_function",
+    "cuda_runtime": "cuda_runtime", "runtime": "cuda_runtime",
+    "cuda_driver": "cuda_driver", "driver": "cuda_driver",
+}
+# ranges that live on a device timeline (Kineto puts them at pid = device, tid = stream)
+_DEVICE_RANGE_KINDS = {"gpu_user_annotation", "cuda_sync", "xpu_sync", "device", "xla_module", "xla_op", "step_device"}
+# host API calls whose correlation id is the one the device activity carries
+_LAUNCH_KINDS = {"cuda_runtime", "cuda_driver", "mtia_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime",
+                 "privateuse1_driver", "hsa_api", "hip_api"}
+_ANNOTATION_KINDS = {"user_annotation", "step", "nvtx_push_pop", "nvtx_start_end"}
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+_HIP_SUFFIX = re.compile(r"(?<=[a-z])R\d{4}$")
+_API_SUFFIX = re.compile(r"_v\d{4,5}$")
+_ROCPROF_PROCS = re.compile(r"^(?:CPU (?:HSA|HIP|KFD) API|COPY|GPU\d+|HIP|HSA|KFD|rocTX|ROCTX.*)$")
+
+_EV_TYPES: dict[str, pl.DataType] = {
+    "seq": I64, "ph": STR, "cat": STR, "name": STR, "pid": STR, "tid": STR, "ts_ns": I64, "dur_ns": I64,
+    **{c: I64 for c in _INT_ARGS}, **{c: F64 for c in _FLOAT_ARGS}, **{c: STR for c in _STR_ARGS},
+    **{c: I64 for c in _DIM_COLS},
+}
+
+
+def _stack(frames: list[pl.DataFrame], types: dict[str, pl.DataType]) -> pl.DataFrame:
+    if not frames:
+        return pl.DataFrame(schema=types)
+    df = pl.concat(frames, how="diagonal_relaxed")
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in types.items() if c not in df.columns]
+    return df.with_columns(missing) if missing else df
+
+
+def _int_or_none(v) -> int | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        try:
+            f = float(str(v))
+        except ValueError:
+            return None
+        return int(f) if math.isfinite(f) else None
+
+
+def _version(v, kind: str) -> str | None:
+    """CUDA versions are 1000*major + 10*minor ("12090" -> "12.9"); HIP ones
+    major*10**7 + minor*10**5 + patch ("60443483" -> "6.4.43483")."""
+    n = _int_or_none(v)
+    if n is None or n <= 0:
+        return None
+    if kind == "hip":
+        return f"{n // 10**7}.{(n // 10**5) % 100}.{n % 10**5}"
+    return f"{n // 1000}.{(n % 1000) // 10}"
+
+
+def _clean_api(name: str) -> str:
+    if not name:
+        return name
+    name = _API_SUFFIX.sub("", name)
+    return _HIP_SUFFIX.sub("", name) if name.startswith("hip") else name
+
+
+def detect_source(meta: dict, procs: dict[str, str], cats: set[str]) -> str:
+    names = [p for p in procs.values() if p]
+    if any(p.startswith(("/device:", "/host:")) for p in names) or (isinstance(meta.get("metadata"), dict) and "highres-ticks" in meta["metadata"]):
+        return "xla"
+    other = meta.get("otherData")
+    if (isinstance(other, dict) and any(str(k).startswith(("HSA", "Agent")) for k in other)) or any(_ROCPROF_PROCS.match(p) for p in names):
+        return "rocprof"
+    if {"schemaVersion", "deviceProperties", "computeProperties", "baseTimeNanoseconds", "distributedInfo"} & set(meta) or cats & _KINETO_CATS:
+        return "kineto"
+    return "chrome"
+
+
+def _names_frame(acc: _Acc) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    procs: dict[str, str] = {}
+    threads: dict[tuple[str, str], str] = {}
+    for f in acc.meta:
+        for name, pid, tid, a_name, _ in f.iter_rows():
+            if a_name is None:
+                continue
+            if name == "process_name":
+                procs[pid] = a_name
+            elif name == "thread_name":
+                threads[(pid, tid)] = a_name
+    return procs, threads
+
+
+def _classify(S: pl.DataFrame, source: str, procs: dict, threads: dict) -> pl.DataFrame:
+    """Add `cls` (kernel, memcpy, memset, prof, range, skip) and `kind` (the range kind)."""
+    cat = pl.col("cat").str.to_lowercase()
+    if source in ("kineto", "chrome"):
+        default_kind = pl.coalesce(cat, pl.lit("host")) if source == "kineto" else pl.lit("host")
+        kind = (
+            pl.when((cat == "user_annotation") & pl.col("name").str.contains(_STEP.pattern)).then(pl.lit("step"))
+            .otherwise(pl.coalesce(cat.replace_strict(_RANGE_KIND, default=default_kind), pl.lit("host")))
+        )
+        cls = (
+            pl.when(cat.is_in(list(_KERNEL_CATS))).then(pl.lit("kernel"))
+            .when(cat.is_in(list(_MEMCPY_CATS))).then(pl.lit("memcpy"))
+            .when(cat.is_in(list(_MEMSET_CATS))).then(pl.lit("memset"))
+            .when(cat == "cuda_profiler_range").then(pl.lit("prof"))
+            .when(cat == "trace").then(pl.lit("skip"))
+            .otherwise(pl.lit("range"))
+        )
+        return S.with_columns(cls=cls, kind=pl.when(cls == "range").then(kind).otherwise(None), plane=pl.lit(None, dtype=STR), line=pl.lit(None, dtype=STR))
+    P = pl.DataFrame({"pid": list(procs), "plane": list(procs.values())}, schema={"pid": STR, "plane": STR})
+    T = pl.DataFrame({"pid": [k[0] for k in threads], "tid": [k[1] for k in threads], "line": list(threads.values())}, schema={"pid": STR, "tid": STR, "line": STR})
+    S = S.join(P, on="pid", how="left").join(T, on=["pid", "tid"], how="left")
+    name = pl.col("name")
+    plane, line = pl.col("plane").fill_null(""), pl.col("line").fill_null("")
+    if source == "xla":
+        stream_planes = set(S.filter(plane.str.starts_with("/device:") & line.str.starts_with("Stream #"))["pid"].unique().to_list())
+        device = plane.str.starts_with("/device:")
+        on_stream = device & line.str.starts_with("Stream #")
+        transfer = name.str.starts_with("Memcpy") | pl.col("memcpy_details").is_not_null()
+        xla_ops_kernels = device & (line == "XLA Ops") & ~pl.col("pid").is_in(list(stream_planes))
+        cls = (
+            pl.when(on_stream & name.str.starts_with("Memset")).then(pl.lit("memset"))
+            .when(on_stream & transfer).then(pl.lit("memcpy"))
+            .when(on_stream | xla_ops_kernels).then(pl.lit("kernel"))
+            .otherwise(pl.lit("range"))
+        )
+        api = pl.col("corr_xla").is_not_null()
+        kind = (
+            pl.when(device & (line == "XLA Modules")).then(pl.lit("xla_module"))
+            .when(device & (line == "Steps")).then(pl.lit("step_device"))
+            .when(device & (line == "XLA Ops")).then(pl.lit("xla_op"))
+            .when(device).then(pl.lit("device"))
+            .when(api & name.str.starts_with("cuda")).then(pl.lit("cuda_runtime"))
+            .when(api & name.str.starts_with("cu")).then(pl.lit("cuda_driver"))
+            .when(api & name.str.starts_with("hip")).then(pl.lit("cuda_runtime"))
+            .otherwise(pl.lit("host"))
+        )
+        return S.with_columns(cls=cls, kind=pl.when(cls == "range").then(kind).otherwise(None))
+    # rocprof: processes named by what they trace
+    gpu = plane.str.contains(r"^GPU\d+$")
+    cls = pl.when(gpu).then(pl.lit("kernel")).when(plane == "COPY").then(pl.lit("memcpy")).otherwise(pl.lit("range"))
+    kind = (
+        pl.when(plane.str.contains("HSA")).then(pl.lit("hsa_api"))
+        .when(plane.str.contains("HIP")).then(pl.lit("cuda_runtime"))
+        .when(plane.str.contains("KFD")).then(pl.lit("kfd_api"))
+        .when(plane.str.to_lowercase().str.contains("roctx")).then(pl.lit("user_annotation"))
+        .otherwise(pl.lit("host"))
+    )
+    return S.with_columns(cls=cls, kind=pl.when(cls == "range").then(kind).otherwise(None))
+
+
+def _as_int(col: str) -> pl.Expr:
+    """pid/tid text to Int64 ("stream 7" -> 7; "Spans" -> null)."""
+    c = pl.col(col)
+    return pl.coalesce(c.cast(I64, strict=False), c.str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))
+
+
+def _nest(g: list, s: list, e: list, kinds: list) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Parents and depths of ranges sorted by (group, start, -end, seq).
+
+    A range's parent is the innermost earlier range of its group that contains it; a range that
+    started inside another but outlives it (clock skew between CUPTI and the host profiler makes
+    this common for API calls) is not its child. Also returns, per range, the innermost enclosing
+    annotation and cpu_op (itself included), as indices or -1."""
+    n = len(g)
+    parent = [-1] * n
+    depth = [0] * n
+    ann = [-1] * n
+    op = [-1] * n
+    stack: list[int] = []
+    ends: list[int] = []
+    cur = None
+    ann_kinds = _ANNOTATION_KINDS
+    for i in range(n):
+        gi = g[i]
+        if gi != cur:
+            stack, ends, cur = [], [], gi
+        si, ei = s[i], e[i]
+        while ends and (ends[-1] <= si or ends[-1] < ei):
+            stack.pop()
+            ends.pop()
+        if stack:
+            p = stack[-1]
+            parent[i] = p
+            depth[i] = len(stack)
+            a, o = ann[p], op[p]
+        else:
+            a = o = -1
+        k = kinds[i]
+        ann[i] = i if k in ann_kinds else a
+        op[i] = i if k == "cpu_op" else o
+        stack.append(i)
+        ends.append(ei)
+        if ei == si and ends:  # a zero-length range contains nothing
+            stack.pop()
+            ends.pop()
+    return parent, depth, ann, op
+
+
+def _match_begin_end(be: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
+    """Pair B and E events per (pid, tid) as a stack (the Trace Event Format rule). Returns the
+    B rows with `end_raw` (null when never closed), and the counts of unclosed B and stray E."""
+    be = be.sort("pid", "tid", "ts_ns", "seq", nulls_last=True)
+    phs = be["ph"].to_list()
+    keys = list(zip(be["pid"].to_list(), be["tid"].to_list()))
+    ts = be["ts_ns"].to_list()
+    end = [None] * be.height
+    is_begin = [False] * be.height
+    stacks: dict = {}
+    stray = 0
+    for i, ph in enumerate(phs):
+        st = stacks.setdefault(keys[i], [])
+        if ph == "B":
+            st.append(i)
+            is_begin[i] = True
+        elif st:
+            end[st.pop()] = ts[i]
+        else:
+            stray += 1
+    out = be.with_columns(end_raw=pl.Series(end, dtype=I64), _b=pl.Series(is_begin)).filter(pl.col("_b")).drop("_b")
+    unclosed = int(out["end_raw"].null_count())
+    return out, unclosed, stray
+
+
+def _short_names(names: pl.Series) -> pl.Series:
+    from profaudit.names import short_name
+
+    uniq = names.drop_nulls().unique().to_list()
+    return names.replace_strict({u: short_name(u) for u in uniq}, default=None, return_dtype=STR)
+
+
+_MEMCPY_NAME = re.compile(r"^Memcpy\s+(\w+)\s*(?:\((\w+)\s*->\s*(\w+)\))?")
+_DIRECTIONS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "h2h": "HtoH", "p2p": "PtoP", "htod": "HtoD", "dtoh": "DtoH",
+               "dtod": "DtoD", "htoh": "HtoH", "ptop": "PtoP", "hosttodevice": "HtoD", "devicetohost": "DtoH",
+               "devicetodevice": "DtoD", "hosttohost": "HtoH", "peertopeer": "PtoP"}
+
+
+def _direction(expr: pl.Expr) -> pl.Expr:
+    key = expr.str.to_lowercase().str.replace_all(r"[^a-z0-9]", "")
+    return key.replace_strict(_DIRECTIONS, default=None, return_dtype=STR)
+
+
+def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
+    if not acc.saw_events:
+        keys = ", ".join(list(meta)[:6])
+        raise InputError(path, f"JSON object without a traceEvents array (keys: {keys}): not a trace")
+    if acc.missing:
+        counts: dict[str, int] = {}
+        first = None
+        for seq, ph, field in acc.missing:
+            if seq == -1:
+                counts[field] = counts.get(field, 0) + int(ph)
+            elif first is None:
+                first = (seq, ph, field)
+        total = sum(counts.values())
+        what = ", ".join(f"{n} without '{f}'" for f, n in counts.items())
+        ex = f"; first: event #{acc.ordinal(first[0])} ('{first[1]}') has no '{first[2]}'" if first else ""
+        raise InputError(path, f"{total} trace events lack a required field ({what}){ex}")
+
+    S = _stack(acc.slices, _EV_TYPES)
+    if S.height == 0 and not acc.cevents and not acc.mem and sum(acc.phases.values()) - acc.phases.get("", 0) == 0:
+        raise InputError(path, "the traceEvents array holds no trace events")
+    procs, threads = _names_frame(acc)
+    cats = set(c.lower() for c in S["cat"].drop_nulls().unique().to_list())
+    source = detect_source(meta, procs, cats)
+    base = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
+
+    S = _classify(S, source, procs, threads)
+    S = S.with_columns(
+        start_ns=pl.col("ts_ns") + base,
+        end_ns=pl.col("ts_ns") + pl.col("dur_ns") + base,
+    )
+    if source == "rocprof":  # exact nanosecond times ride along in args
+        S = S.with_columns(
+            start_ns=pl.coalesce(pl.col("r_begin"), pl.col("start_ns")),
+            end_ns=pl.coalesce(pl.col("r_end"), pl.col("end_ns")),
+        )
+    starts = S["start_ns"].drop_nulls()
+    t_min = int(starts.min()) if starts.len() else None
+    time_origin = "unix_epoch" if (base or (t_min is not None and t_min > 10**18)) else "relative"
+
+    ranges, range_stats, launch, ops = _ranges(S, acc, source)
+    kernels, metrics = _kernels(S, acc, source, meta, launch, ops)
+    transfers = _transfers(S, source, launch)
+    counters = _counters(acc, S, base, kernels)
+    md = _metadata(path, meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
+    tables = {"kernels": kernels, "ranges": ranges.drop([c for c in ranges.columns if c.startswith("_")]), "transfers": transfers,
+              "counters": counters, "metrics": metrics}
+    prof = new_profile(path, parser, tables, md)
+    prof.metadata["source"] = source
+    return prof
+
+
+_OPEN_END = 1 << 62
+
+
+def _ranges(S: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict, pl.DataFrame, pl.DataFrame]:
+    R = S.filter(pl.col("cls") == "range")
+    base_cols = ["seq", "ph", "kind", "cat", "name", "pid", "tid", "start_ns", "end_ns",
+                 "corr", "corr_xla", "ext", "ext_old", "device", "stream"]
+    extra = [c for c in ("plane", "line") if c in R.columns]
+    X = R.filter(pl.col("ph") == "X").select(base_cols + extra)
+    BE = R.filter(pl.col("ph").is_in(["B", "E"]))
+    unclosed = stray = 0
+    if BE.height:
+        B, unclosed, stray = _match_begin_end(BE.select(base_cols + extra + ["ts_ns"]))
+        shift = (B["start_ns"] - B["ts_ns"]).fill_null(0)
+        B = B.with_columns(end_ns=pl.col("end_raw") + shift).drop("end_raw", "ts_ns")
+        X = pl.concat([X, B.select(X.columns)], how="vertical_relaxed")
+    flows = _stack(acc.flows, {"seq": I64, "ph": STR, "cat": STR, "fid": STR, "pid": STR, "tid": STR, "ts_ns": I64, "bp": STR})
+    rg = X.with_columns(
+        corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")),
+        ext=pl.coalesce(pl.col("ext"), pl.col("ext_old")),
+    ).drop("corr_xla", "ext_old")
+    if flows.height and rg.height:
+        starts = flows.filter((pl.col("ph") == "s") & (pl.col("cat").fill_null("") != "fwdbwd"))
+        if starts.height:
+            key = S.filter(pl.col("cls") == "range").select("seq", "pid", "tid", "ts_ns")
+            link = (key.join(starts.select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
+                             .unique(["pid", "tid", "ts_ns"], keep="first"), on=["pid", "tid", "ts_ns"], how="inner")
+                    .select("seq", "_fcorr"))
+            rg = rg.join(link, on="seq", how="left").with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr")
+    device_side = pl.col("kind").is_in(list(_DEVICE_RANGE_KINDS))
+    dev_from_plane = pl.col("plane").str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False) if "plane" in rg.columns else pl.lit(None, dtype=I64)
+    stream_from_line = pl.col("line").str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False) if "line" in rg.columns else pl.lit(None, dtype=I64)
+    # rocprof's chrome pid is a lane number ("CPU HSA API" = 3), not the OS process
+    host_pid = pl.lit(None, dtype=I64) if source == "rocprof" else _as_int("pid")
+    rg = rg.with_columns(
+        process_id=pl.when(device_side).then(None).otherwise(host_pid),
+        thread_id=pl.when(device_side).then(None).otherwise(_as_int("tid")),
+        device_id=pl.when(device_side).then(pl.coalesce(pl.col("device"), dev_from_plane, _as_int("pid"))).otherwise(pl.col("device")),
+        stream=pl.when(device_side).then(pl.coalesce(pl.col("stream"), stream_from_line, _as_int("tid"))).otherwise(None),
+        _end=pl.col("end_ns").fill_null(_OPEN_END),
+        _g=pl.concat_str([pl.col("pid").fill_null(""), pl.col("tid").fill_null("")], separator="\x1f"),
+    )
+    # API names lose their version suffixes (cudaLaunchKernel_v7000, hipGetDevicePropertiesR0600)
+    api = rg.filter(pl.col("kind").is_in(list(_LAUNCH_KINDS)))["name"].drop_nulls().unique().to_list()
+    renames = {n: _clean_api(n) for n in api if _clean_api(n) != n}
+    if renames:
+        rg = rg.with_columns(name=pl.when(pl.col("kind").is_in(list(_LAUNCH_KINDS))).then(pl.col("name").replace(renames)).otherwise(pl.col("name")))
+    rg = rg.sort(["_g", "start_ns", "_end", "seq"], descending=[False, False, True, False], nulls_last=True)
+    parent, depth, ann, op = _nest(rg["_g"].to_list(), rg["start_ns"].fill_null(0).to_list(), rg["_end"].to_list(), rg["kind"].to_list())
+    n = rg.height
+    names = rg["name"].to_list()
+    rg = rg.with_columns(
+        _nidx=pl.int_range(0, n, dtype=I64),
+        _parent=pl.Series(parent, dtype=I64),
+        depth=pl.Series(depth, dtype=I64),
+        _ann_name=pl.Series([names[a] if a >= 0 else None for a in ann], dtype=STR),
+        _op_name=pl.Series([names[o] if o >= 0 else None for o in op], dtype=STR),
+    )
+    rg = rg.sort(["start_ns", "seq"], nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
+    rid = np.empty(n, np.int64)
+    rid[rg["_nidx"].to_numpy()] = rg["range_id"].to_numpy()
+    par = rg["_parent"].to_numpy()
+    parent_rid = np.where(par >= 0, rid[np.clip(par, 0, None)], -1)
+    rg = rg.with_columns(parent_range_id=pl.Series(parent_rid, dtype=I64)).with_columns(
+        parent_range_id=pl.when(pl.col("parent_range_id") >= 0).then(pl.col("parent_range_id")),
+        duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
+    )
+    launch = (rg.filter(pl.col("kind").is_in(list(_LAUNCH_KINDS)) & pl.col("corr").is_not_null())
+              .select(pl.col("corr"), pl.col("process_id").alias("_lpid"), pl.col("ext").alias("_lext"),
+                      pl.col("_ann_name").alias("_lann"), pl.col("_op_name").alias("_lop"))
+              .unique("corr", keep="first"))
+    ranges = rg.select(
+        "range_id", "kind", "name", pl.col("cat").alias("domain"), "process_id", "thread_id", "device_id", "stream",
+        "start_ns", "end_ns", "duration_ns", "depth", "parent_range_id",
+        pl.col("corr").alias("correlation_id"), pl.col("ext").alias("external_id"),
+    )
+    # External id -> the framework op it names (cpu_op first, then annotations)
+    ops = (rg.filter(pl.col("ext").is_not_null() & pl.col("kind").is_in(["cpu_op", "user_annotation", "step"]))
+           .with_columns(_rank=pl.when(pl.col("kind") == "cpu_op").then(0).otherwise(1))
+           .sort("_rank", "start_ns").unique("ext", keep="first").select(pl.col("ext").alias("_ext"), pl.col("name").alias("_extname")))
+    stats = {"unclosed_ranges": unclosed, "stray_range_ends": stray}
+    launch = launch.join(ops.rename({"_extname": "_lextname"}), left_on="_lext", right_on="_ext", how="left")
+    return ranges, stats, launch, ops
+
+
+_XLA_DETAIL = {
+    "regs": r"(?:^|\s)regs:(\d+)",
+    "static": r"static_shared:(\d+)",
+    "dynamic": r"dynamic_shared:(\d+)",
+    "group": r"group_mem:(\d+)",
+    "grid": r"grid:(\d+),(\d+),(\d+)",
+    "block": r"block:(\d+),(\d+),(\d+)",
+    "occ": r"occ_pct:([0-9.]+)",
+}
+_SASS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
+_FLOP_GROUPS = {"fp64": "d", "fp32": "f", "fp16": "h"}
+
+
+def _device_names(meta: dict) -> dict[int, str]:
+    props = meta.get("deviceProperties") or meta.get("computeProperties") or []
+    out: dict[int, str] = {}
+    other = meta.get("otherData")
+    if isinstance(other, dict):  # rocprof: rocminfo agents; GPU agents in order are gpu-id 0, 1, ...
+        gpus = []
+        for k, v in other.items():
+            m = re.match(r"^Agent(\d+)\.DeviceType$", str(k))
+            if m and str(v).strip().upper() == "GPU":
+                n = m.group(1)
+                gpus.append((int(n), other.get(f"Agent{n}.MarketingName") or other.get(f"Agent{n}.Name")))
+        for i, (_, name) in enumerate(sorted(gpus)):
+            if name:
+                out[i] = str(name)
+    if isinstance(props, list):
+        for i, d in enumerate(props):
+            if isinstance(d, dict) and d.get("name"):
+                out[_int_or_none(d.get("id")) if d.get("id") is not None else i] = str(d["name"])
+    return out
+
+
+def _flow_corr(S: pl.DataFrame, acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
+    """Correlation ids for device rows that lack one, from the flow event that ends on them."""
+    if not acc.flows or rows.filter(pl.col("corr").is_null()).height == 0:
+        return rows
+    flows = _stack(acc.flows, {"seq": I64, "ph": STR, "cat": STR, "fid": STR, "pid": STR, "tid": STR, "ts_ns": I64, "bp": STR})
+    ends = flows.filter(pl.col("ph").is_in(["f", "t"]) & (pl.col("cat").fill_null("") != "fwdbwd"))
+    if not ends.height:
+        return rows
+    link = (ends.select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
+            .unique(["pid", "tid", "ts_ns"], keep="first"))
+    return (rows.join(link, on=["pid", "tid", "ts_ns"], how="left")
+            .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr"))
+
+
+def _kernels(S: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ops: pl.DataFrame):
+    K = S.filter(pl.col("cls").is_in(["kernel", "prof"]))
+    K = K.with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")), ext=pl.coalesce(pl.col("ext"), pl.col("ext_old")))
+    K = _flow_corr(S, acc, K)
+    det = pl.col("kernel_details")
+    plane = pl.col("plane") if "plane" in K.columns else pl.lit(None, dtype=STR)
+    line = pl.col("line") if "line" in K.columns else pl.lit(None, dtype=STR)
+    xg = [det.str.extract(_XLA_DETAIL["grid"], i).cast(I64, strict=False) for i in (1, 2, 3)]
+    xb = [det.str.extract(_XLA_DETAIL["block"], i).cast(I64, strict=False) for i in (1, 2, 3)]
+    # rocprof: grd/wgr are HSA work-item counts (grid in work-items); blocks = ceil(grd / wgr)
+    r_blocks = pl.when(pl.col("r_wgr") > 0).then((pl.col("r_grd") + pl.col("r_wgr") - 1) // pl.col("r_wgr"))
+    grid = [pl.col(f"grid{i}") for i in range(3)]
+    block = [pl.col(f"block{i}") for i in range(3)]
+    static = det.str.extract(_XLA_DETAIL["static"], 1).cast(I64, strict=False)
+    dynamic = det.str.extract(_XLA_DETAIL["dynamic"], 1).cast(I64, strict=False)
+    occ = pl.coalesce(pl.col("occ"), det.str.extract(_XLA_DETAIL["occ"], 1).cast(F64, strict=False))
+    is_prof = pl.col("cls") == "prof"
+    K = K.with_columns(
+        device_id=pl.coalesce(pl.col("device"), pl.col("r_gpu"), plane.str.extract(r"^(?:/device:[A-Za-z_]+:|GPU)(\d+)", 1).cast(I64, strict=False), _as_int("pid")),
+        stream=pl.coalesce(pl.col("stream"), pl.col("r_queue"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), _as_int("tid")),
+        grid_x=pl.coalesce(grid[0], xg[0]), grid_y=pl.coalesce(grid[1], xg[1]), grid_z=pl.coalesce(grid[2], xg[2]),
+        block_x=pl.coalesce(block[0], xb[0]), block_y=pl.coalesce(block[1], xb[1]), block_z=pl.coalesce(block[2], xb[2]),
+        registers_per_thread=pl.coalesce(pl.col("regs"), det.str.extract(_XLA_DETAIL["regs"], 1).cast(I64, strict=False), pl.col("r_vgpr"), pl.col("r_vgpr2")),
+        static_shared_mem_bytes=static,
+        dynamic_shared_mem_bytes=dynamic,
+        shared_mem_bytes=pl.coalesce(pl.col("smem"), static + dynamic, det.str.extract(_XLA_DETAIL["group"], 1).cast(I64, strict=False), pl.col("r_lds")),
+        # 0% is what writers put when they did not compute occupancy; a kernel that ran had >0
+        theoretical_occupancy_pct=pl.when(occ > 0).then(occ),
+        start_ns=pl.when(is_prof).then(None).otherwise(pl.col("start_ns")),
+        end_ns=pl.when(is_prof).then(None).otherwise(pl.col("end_ns")),
+        kname=pl.coalesce(pl.col("r_kname"), pl.col("name")),
+    )
+    K = K.with_columns(
+        grid_size=pl.coalesce(pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), r_blocks),
+        block_size=pl.coalesce(pl.col("block_x") * pl.col("block_y") * pl.col("block_z"), pl.col("r_wgr")),
+        duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
+        # AMD code-object symbols carry a ".kd" (kernel descriptor) suffix
+        kname=pl.col("kname").str.replace(r"\.kd$", ""),
+    )
+    from profaudit.names import demangle
+
+    mangled = K.filter(pl.col("kname").str.starts_with("_Z"))["kname"].unique().to_list()
+    dem = {m: demangle(m) for m in mangled}
+    K = K.with_columns(
+        mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")),
+        name=pl.col("kname").replace(dem) if dem else pl.col("kname"),
+    )
+    if launch.height:
+        K = K.join(launch, left_on="corr", right_on="corr", how="left", coalesce=True)
+    else:
+        K = K.with_columns(_lpid=pl.lit(None, dtype=I64), _lext=pl.lit(None, dtype=I64), _lann=pl.lit(None, dtype=STR),
+                           _lop=pl.lit(None, dtype=STR), _lextname=pl.lit(None, dtype=STR))
+    if ops.height:
+        K = K.join(ops, left_on="ext", right_on="_ext", how="left", coalesce=True)
+    else:
+        K = K.with_columns(_extname=pl.lit(None, dtype=STR))
+    names = _device_names(meta)
+    dev_name = pl.col("device_id").replace_strict(names, default=None, return_dtype=STR) if names else pl.lit(None, dtype=STR)
+    K = K.sort(["start_ns", "seq"], nulls_last=True).with_columns(kernel_id=pl.int_range(0, K.height, dtype=I64))
+    kernels = K.select(
+        pl.lit(source).alias("source"),
+        dev_name.alias("device_name"),
+        "device_id", "kernel_id", "name", "mangled_name",
+        (pl.col("hlo_op") if source == "xla" else pl.coalesce(pl.col("_extname"), pl.col("_lextname"), pl.col("_lop"))).alias("op_name"),
+        pl.col("hlo_module").alias("module"),
+        pl.col("cat").alias("category") if source != "xla" else pl.lit("kernel").alias("category"),
+        pl.coalesce(pl.col("r_pid"), pl.col("_lpid")).alias("process_id"),
+        pl.col("context").alias("context_id"),
+        "stream", pl.col("corr").alias("correlation_id"),
+        "start_ns", "end_ns", "duration_ns",
+        "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "grid_size", "block_size",
+        "registers_per_thread", "shared_mem_bytes", "static_shared_mem_bytes", "dynamic_shared_mem_bytes",
+        "theoretical_occupancy_pct",
+        pl.col("_lann").alias("nvtx_range"),
+        "seq",
+    )
+    kernels = kernels.with_columns(short_name=_short_names(kernels["name"]))
+    metrics = _range_profiler_metrics(acc, kernels)
+    if metrics is not None and metrics.height:
+        kernels = _sass_flops(kernels, metrics)
+    return kernels.drop("seq"), metrics
+
+
+def _range_profiler_metrics(acc: _Acc, kernels: pl.DataFrame) -> pl.DataFrame | None:
+    """CUPTI range-profiler counters (Kineto `cuda_profiler_range` events) as long-form metrics."""
+    if not acc.metrics:
+        return None
+    m = pl.concat(acc.metrics, how="vertical")
+    m = m.join(kernels.select("seq", "kernel_id"), on="seq", how="inner")
+    return m.select("kernel_id", "metric", pl.lit("").alias("unit"), "value", pl.lit("metric").alias("kind"))
+
+
+def _sass_flops(kernels: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
+    """FLOPs from SASS instruction counters, counting an FMA as two (Nsight Compute's roofline
+    convention); a precision is filled only when its add, mul and fma counters are all present."""
+    wide = metrics.pivot(on="metric", index="kernel_id", values="value", aggregate_function="first")
+    exprs = []
+    for prec, p in _FLOP_GROUPS.items():
+        cols = [_SASS.format(p + op) for op in ("add", "mul", "fma")]
+        if all(c in wide.columns for c in cols):
+            exprs.append((pl.col(cols[0]) + pl.col(cols[1]) + 2 * pl.col(cols[2])).alias(f"flops_{prec}"))
+    if not exprs:
+        return kernels
+    fl = wide.select("kernel_id", *exprs)
+    names = [c for c in fl.columns if c.startswith("flops_")]
+    fl = fl.with_columns(flops_total=pl.sum_horizontal(names), flops_method=pl.lit("sass-counters"))
+    return kernels.join(fl, on="kernel_id", how="left")
+
+
+def _transfers(S: pl.DataFrame, source: str, launch: pl.DataFrame) -> pl.DataFrame:
+    T = S.filter(pl.col("cls").is_in(["memcpy", "memset"]))
+    if not T.height:
+        return pl.DataFrame()
+    name = pl.col("name")
+    parts = name.str.extract_groups(_MEMCPY_NAME.pattern)
+    plane = pl.col("plane") if "plane" in T.columns else pl.lit(None, dtype=STR)
+    line = pl.col("line") if "line" in T.columns else pl.lit(None, dtype=STR)
+    from_name = pl.coalesce(
+        _direction(name.str.extract(r"^Memcpy\s*(\w+)", 1)),
+        _direction(name.str.extract(r"^Copy(\w+)", 1)),
+        _direction(pl.col("memcpy_details").str.extract(r"kind:(\w+)", 1)),
+        _direction(pl.col("kind")),
+    )
+    size = pl.col("memcpy_details").str.extract(r"size:(\d+)", 1).cast(F64, strict=False)
+    T = T.with_columns(
+        direction=pl.when(pl.col("cls") == "memcpy").then(from_name),
+        src_kind=pl.when(pl.col("cls") == "memcpy").then(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase()),
+        dst_kind=pl.when(pl.col("cls") == "memcpy").then(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase())
+        .otherwise(name.str.extract(r"^Memset\s*\((\w+)\)", 1).str.to_lowercase()),
+        bytes=pl.coalesce(pl.col("bytes"), size),
+        corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")),
+        device_id=pl.coalesce(pl.col("device"), plane.str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False), _as_int("pid")),
+        stream=pl.coalesce(pl.col("stream"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), _as_int("tid")),
+        duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
+    )
+    T = T.sort(["start_ns", "seq"], nulls_last=True).with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64))
+    return T.select(
+        "transfer_id", pl.col("cls").alias("kind"), "direction", "src_kind", "dst_kind", "name", "bytes",
+        "start_ns", "end_ns", "duration_ns",
+        pl.when(pl.col("duration_ns") > 0).then(pl.col("bytes") / (pl.col("duration_ns") * 1e-9)).alias("throughput_bytes_per_s"),
+        "device_id", "stream", pl.col("corr").alias("correlation_id"),
+    )
+
+
+def _counters(acc: _Acc, S: pl.DataFrame, base: int, kernels: pl.DataFrame) -> pl.DataFrame:
+    frames = []
+    dev_pids = (S.filter(pl.col("cls").is_in(["kernel", "memcpy", "memset"])).select("pid", "device_id" if "device_id" in S.columns else "device")
+                .unique("pid") if S.height else pl.DataFrame(schema={"pid": STR, "device": I64}))
+    dev_pids = dev_pids.rename({dev_pids.columns[1]: "_dev"})
+    if acc.cevents and acc.cvalues:
+        ev = pl.concat(acc.cevents, how="vertical")
+        vals = pl.concat(acc.cvalues, how="vertical")
+        nkeys = vals.group_by("seq").agg(_n=pl.len())
+        c = (vals.join(ev, on="seq", how="inner").join(nkeys, on="seq", how="left")
+             .join(dev_pids, on="pid", how="left"))
+        c = c.with_columns(raw=pl.when(pl.col("_n") > 1).then(pl.concat_str([pl.col("name"), pl.col("key")], separator=".")).otherwise(pl.col("name")))
+        frames.append(c.select(
+            pl.col("raw").alias("counter"), pl.col("raw").alias("raw_name"), pl.lit(None, dtype=STR).alias("unit"),
+            (pl.col("ts_ns") + base).alias("timestamp_ns"), "value",
+            pl.coalesce(pl.col("_dev"), pl.lit(None, dtype=I64)).alias("device_id"),
+        ))
+    if acc.mem:
+        m = pl.concat(acc.mem, how="vertical")
+        dev = pl.when((pl.col("m_devtype").fill_null(0) != 0) & (pl.col("m_device") >= 0)).then(pl.col("m_device"))
+        for col, counter, raw in (("alloc", "memory_allocated_bytes", "Total Allocated"), ("reserved", "memory_reserved_bytes", "Total Reserved")):
+            frames.append(m.filter(pl.col(col).is_not_null()).select(
+                pl.lit(counter).alias("counter"), pl.lit(raw).alias("raw_name"), pl.lit("byte").alias("unit"),
+                (pl.col("ts_ns") + base).alias("timestamp_ns"), pl.col(col).alias("value"), dev.alias("device_id"),
+            ))
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="vertical_relaxed").sort("timestamp_ns", nulls_last=True, maintain_order=True)
+
+
+def _metadata(path, meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form) -> dict:
+    props = meta.get("deviceProperties") or meta.get("computeProperties") or []
+    names = _device_names(meta)
+    dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    used = kernels["device_id"].drop_nulls().unique().to_list() if kernels.height else []
+    device_name = None
+    if kernels.height and kernels["device_name"].drop_nulls().len():
+        device_name = kernels["device_name"].drop_nulls().mode().sort()[0]
+    elif names:
+        device_name = next(iter(names.values()))
+    hip = meta.get("hip_runtime_version")
+    cuda = meta.get("cuda_runtime_version")
+    md: dict[str, Any] = {
+        "source": source,
+        "tool": {"kineto": "PyTorch profiler (Kineto)", "rocprof": "rocprof", "xla": "XLA profiler (trace viewer JSON)"}.get(source),
+        "device_name": device_name,
+        "device_count": len(props) if isinstance(props, list) and props else (len(used) or None),
+        "cuda_version": _version(hip, "hip") if hip is not None else _version(cuda, "cuda"),
+        "host": meta.get("host_name") or meta.get("hostname"),
+        "capture_time": datetime.fromtimestamp(t_min / 1e9, tz=timezone.utc).isoformat() if time_origin == "unix_epoch" and t_min else None,
+        # extra
+        "time_origin": time_origin,
+        "trace_form": form,
+        "event_counts": {k or "(none)": v for k, v in sorted(acc.phases.items())},
+        "devices_with_activity": sorted(int(d) for d in used),
+    }
+    if base:
+        md["base_time_ns"] = base
+    if meta.get("schemaVersion") is not None:
+        md["schema_version"] = meta.get("schemaVersion")
+    for k, out in (("traceName", "trace_name"), ("trace_id", "trace_id"), ("displayTimeUnit", "display_time_unit"),
+                   ("cupti_version", "cupti_version"), ("roctracer_version", "roctracer_version"),
+                   ("record_shapes", "record_shapes"), ("profile_memory", "profile_memory"), ("with_stack", "with_stack"),
+                   ("with_flops", "with_flops"), ("with_modules", "with_modules")):
+        if meta.get(k) is not None:
+            md[out] = meta[k]
+    if meta.get("cuda_driver_version") is not None:
+        md["cuda_driver_api_version"] = _version(meta["cuda_driver_version"], "cuda")
+    if meta.get("hip_driver_version") is not None:
+        md["hip_driver_version"] = _version(meta["hip_driver_version"], "hip")
+    if hip is not None:
+        md["runtime"] = "hip"
+    elif cuda is not None:
+        md["runtime"] = "cuda"
+    if dist:
+        for k in ("rank", "world_size", "backend", "nccl_version"):
+            if dist.get(k) is not None:
+                md["distributed_" + k if k in ("backend",) else k] = dist[k]
+    if isinstance(props, list) and props:
+        keep = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "major", "minor", "numSms", "warpSize",
+                "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "regsPerMultiprocessor", "sharedMemPerMultiprocessor")
+        md["device_properties"] = [{k: d.get(k) for k in keep if k in d} for d in props if isinstance(d, dict)]
+    if isinstance(meta.get("otherData"), dict):
+        md["other_data"] = {k: v for k, v in list(meta["otherData"].items())[:200]}
+    if procs:
+        md["process_names"] = dict(list(procs.items())[:200])
+    md.update({k: v for k, v in range_stats.items() if v})
+    if acc.inexact:
+        md["inexact_timestamps"] = acc.inexact
+    return md
+
+
+# ---------------------------------------------------------------------------------------------
+# the parser
+
+
+class ChromeTraceParser:
+    name = "chrome-trace"
+    source = "chrome"
+    suffixes = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz", ".trace.json.gz")
+    description = ("Chrome Trace Event Format: PyTorch profiler/Kineto traces (NVIDIA, AMD, MTIA, CPU-only), "
+                   "rocprof chrome traces, XLA trace-viewer JSON, any other trace (.json, .json.gz)")
+
+    def sniff(self, probe: Probe) -> bool:
+        return not probe.is_dir and sniff_trace(probe.head)
+
+    def diagnose(self, probe: Probe) -> str | None:
+        return None if probe.is_dir else diagnose(probe.head)
+
+    def read(self, path: Path, options: ReadOptions):
+        path = Path(path)
+        gc_was_on = gc.isenabled()
+        # chunks create millions of short-lived objects; collection passes would cost more than
+        # parsing and free nothing
+        gc.disable()
+        try:
+            meta, acc, form = stream_events(path)
+            return assemble(path, self, meta, acc, form)
+        finally:
+            if gc_was_on:
+                gc.enable()
+
+
+PARSER = ChromeTraceParser()

@@ -1,0 +1,324 @@
+"""Nsight Compute CSV exports (`ncu --csv`, live or `--import r.ncu-rep`).
+
+Two layouts (FORMATS.md 1.5):
+
+* `--page details` (the default): long, one row per metric line of a section. Fixed columns
+  `ID, Process ID, Process Name, Host Name, Kernel Name, [Kernel Time,] Context, Stream,
+  [Block Size, Grid Size, Device, CC,] Section Name, Metric Name, Metric Unit, Metric Value`, and
+  in recent versions `Rule Name, Rule Type, Rule Description, Estimated Speedup Type, Estimated
+  Speedup`. Metric rows then stop early (ragged); rule rows leave the metric cells empty.
+  `Metric Name` holds section labels ("Duration", "SM Frequency") unless `--print-metric-name name`.
+* `--page raw`: wide, one row per kernel, metric names as columns and a units row under the
+  header; the fixed columns may be absent (`--metrics` exports that keep only metric columns).
+
+Live captures put `==PROF==`/`==WARNING==` lines (and the program's own output) around the table.
+Values may carry thousands separators; `n/a` is missing. The metrics table keeps every value in the
+unit the file printed; the kernel table converts to ns, bytes and Hz (`ncu_common.to_base`).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from profaudit import schema
+from profaudit.errors import InputError
+from profaudit.names import short_name
+from profaudit.parsers import ncu_common
+from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+
+_TOOL_LINE = re.compile(r"^\s*==[A-Z]+==")
+_METRIC_NAME = re.compile(r"^[a-z0-9]+__[A-Za-z0-9_.:@\[\]]+$")
+_FIXED = {
+    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
+    "Block Size", "Grid Size", "Device", "CC",
+}
+_DETAILS_KEYS = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
+_RULE_TYPE = {"OPT": "optimization", "WRN": "warning", "INF": "info", "ERR": "error", "OK": "info"}
+_HEAD_LINES = 200
+
+
+def _cells(line: str) -> list[str]:
+    try:
+        return next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return []
+
+
+def _layout(cells: list[str]) -> str | None:
+    """'details', 'raw' or None for a candidate header row."""
+    names = [c.strip() for c in cells]
+    if all(k in names for k in _DETAILS_KEYS) and ("Kernel Name" in names or "ID" in names):
+        return "details"
+    if "Kernel Name" in names and "ID" in names:
+        return "raw"
+    metricish = [n for n in names if _METRIC_NAME.match(n)]
+    if len(metricish) >= 2 and len(metricish) >= 0.6 * len(names):
+        return "raw"
+    return None
+
+
+def find_header(lines: list[str]) -> tuple[int, str] | None:
+    """(index of the header line, layout) among the first lines of a file, skipping ncu's own
+    `==PROF==` lines and whatever the profiled program printed before the table."""
+    for i, line in enumerate(lines[:_HEAD_LINES]):
+        if not line.strip() or _TOOL_LINE.match(line) or "," not in line:
+            continue
+        lay = _layout(_cells(line))
+        if lay:
+            return i, lay
+    return None
+
+
+def _number(cell: str) -> tuple[float | None, int | None]:
+    v = ncu_common.parse_number(cell)
+    if v is None:
+        return None, None
+    s = cell.strip().replace(",", "")
+    if re.fullmatch(r"[-+]?\d+", s) and abs(int(s)) < 2**63:
+        return v, int(s)
+    return v, None
+
+
+class _Kernel:
+    __slots__ = ("info", "vals", "units")
+
+    def __init__(self, info: dict[str, str]):
+        self.info = info
+        self.vals: dict[str, Any] = {}
+        self.units: dict[str, str] = {}
+
+
+def _canonical(metric: str, unit: str) -> str | None:
+    if _METRIC_NAME.match(metric):
+        return metric
+    return ncu_common.label_to_metric(metric, unit)
+
+
+def _metric_kind(metric: str, section: str | None) -> str:
+    if metric.startswith("device__attribute_"):
+        return "device"
+    if metric.startswith("launch__") or section == "Launch Statistics":
+        return "launch"
+    return "metric"
+
+
+class _Rows:
+    def __init__(self):
+        self.cols: dict[str, list] = {c: [] for c in ("kernel_id", "metric", "unit", "value", "value_str", "value_int", "instance_key", "section", "kind")}
+
+    def add(self, **kw) -> None:
+        for c, lst in self.cols.items():
+            lst.append(kw.get(c))
+
+    def frame(self) -> pl.DataFrame:
+        sch = {c: schema.METRICS.polars_schema[c] for c in self.cols}
+        return pl.DataFrame(self.cols, schema=sch, strict=False)
+
+
+def _program_output(line_cells: list[str], raw_line: str) -> bool:
+    """A line the profiled program printed between ncu's rows (live captures interleave them):
+    ncu quotes every cell of its details rows, and a raw-page row has many cells."""
+    return len(line_cells) <= 1 or not raw_line.lstrip().startswith('"')
+
+
+def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str]) -> list[_Kernel]:
+    idx = {name.strip(): i for i, name in enumerate(header)}
+    fixed = [n for n in header if n.strip() in _FIXED or n.strip().startswith("NVTX")]
+    i_sec, i_name, i_unit, i_val = (idx[k] for k in _DETAILS_KEYS)
+    i_rule = idx.get("Rule Name")
+    kernels: dict[tuple[str, str], int] = {}
+    order: list[_Kernel] = []
+    for row, line in zip(rows, lines):
+        if len(row) <= i_name:
+            if _program_output(row, line):
+                skipped.append(line)
+                continue
+            raise InputError(path, f"ncu CSV row has {len(row)} cells where at least {i_name + 1} are needed: {line[:80]!r}")
+        cell = lambda k: row[idx[k]].strip() if k in idx and idx[k] < len(row) else ""  # noqa: E731
+        key = (cell("Process ID"), cell("ID"))
+        kid = kernels.get(key)
+        if kid is None:
+            kid = kernels[key] = len(order)
+            order.append(_Kernel({n.strip(): cell(n.strip()) for n in fixed}))
+        k = order[kid]
+        section = row[i_sec].strip() if i_sec < len(row) else ""
+        metric = row[i_name].strip()
+        rule = row[i_rule].strip() if i_rule is not None and i_rule < len(row) else ""
+        if metric:
+            unit = row[i_unit].strip() if i_unit < len(row) else ""
+            raw = row[i_val] if i_val < len(row) else ""
+            v, vi = _number(raw)
+            s = None if v is not None or raw.strip() in ("", "n/a", "N/A") else raw.strip()
+            out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, section=section or None, kind=_metric_kind(metric, section))
+            canon = _canonical(metric, unit)
+            if canon is not None and canon not in k.vals:
+                k.vals[canon] = v if v is not None else s
+                k.units[canon] = unit
+        elif rule:
+            rtype = cell("Rule Type")
+            sp_type = cell("Estimated Speedup Type")
+            sp, _ = _number(cell("Estimated Speedup"))
+            key_text = _RULE_TYPE.get(rtype, rtype.lower() or None)
+            if sp is not None:
+                key_text = f"{key_text};speedup={sp_type or 'unknown'}"
+            out.add(kernel_id=kid, metric=rule, unit="%" if sp is not None else "", value=sp, value_str=cell("Rule Description") or None, instance_key=key_text, section=section or None, kind="rule")
+    return order
+
+
+def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str]) -> list[_Kernel]:
+    names = [h.strip() for h in header]
+    units = [""] * len(names)
+    keep = []
+    for row, line in zip(rows, lines):
+        if len(row) <= 1:  # the program's own output between rows
+            skipped.append(line)
+        else:
+            keep.append(row)
+    rows = keep
+    if rows and _is_units_row(names, rows[0]):
+        units = [u.strip() for u in rows[0]] + [""] * (len(names) - len(rows[0]))
+        rows = rows[1:]
+    fixed_idx = [i for i, n in enumerate(names) if n in _FIXED or n.startswith("NVTX")]
+    metric_idx = [i for i in range(len(names)) if i not in set(fixed_idx)]
+    order: list[_Kernel] = []
+    for row in rows:
+        if len(row) != len(names):
+            raise InputError(path, f"ncu CSV raw row {len(order) + 1} has {len(row)} cells, the header has {len(names)}")
+        k = _Kernel({names[i]: row[i].strip() for i in fixed_idx})
+        kid = len(order)
+        order.append(k)
+        for i in metric_idx:
+            metric, unit, raw = names[i], ("" if units[i] == "-" else units[i]), row[i]
+            v, vi = _number(raw)
+            s = None if v is not None or raw.strip() in ("", "n/a", "N/A") else raw.strip()
+            out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, kind=_metric_kind(metric, None))
+            canon = _canonical(metric, unit)
+            if canon is not None:
+                k.vals[canon] = v if v is not None else s
+                k.units[canon] = unit
+    return order
+
+
+def _is_units_row(names: list[str], row: list[str]) -> bool:
+    """The row under a raw header holds units: no cell of a metric column is a number."""
+    metric_cells = [c.strip() for n, c in zip(names, row) if n not in _FIXED and not n.startswith("NVTX")]
+    return bool(metric_cells) and all(ncu_common.parse_number(c) is None or c.strip() == "" for c in metric_cells)
+
+
+def _kernel_rows(kernels: list[_Kernel]) -> list[dict[str, Any]]:
+    out = []
+    for kid, k in enumerate(kernels):
+        row = ncu_common.derive_kernel_columns(k.vals, k.units)
+        info = k.info
+        name = info.get("Kernel Name") or None
+        row.update(kernel_id=kid, name=name, short_name=short_name(name) if name else None)
+        for col, field in (("process_id", "Process ID"), ("context_id", "Context"), ("stream", "Stream")):
+            v = ncu_common.parse_number(info.get(field, ""))
+            if v is not None:
+                row[col] = int(v)
+        dev = ncu_common.parse_number(info.get("Device", ""))
+        if dev is not None:
+            row["device_id"] = int(dev)
+        row["module"] = info.get("Process Name") or None
+        dn = k.vals.get("device__attribute_display_name")
+        row["device_name"] = dn if isinstance(dn, str) else None
+        for prefix, dims in (("block", ncu_common.parse_dims(info.get("Block Size"))), ("grid", ncu_common.parse_dims(info.get("Grid Size")))):
+            if dims and row.get(f"{prefix}_x") is None:
+                row[f"{prefix}_x"], row[f"{prefix}_y"], row[f"{prefix}_z"] = dims
+            if dims and row.get(f"{prefix}_size") is None:
+                row[f"{prefix}_size"] = dims[0] * dims[1] * dims[2]
+        nvtx = [v for n, v in info.items() if n.startswith("NVTX") and v]
+        row["nvtx_range"] = nvtx[-1] if nvtx else None
+        out.append(row)
+    return out
+
+
+def read_csv_export(path: Path, options: ReadOptions | None = None):
+    path = Path(path)
+    try:
+        with open_maybe_gzip(path) as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    if not text.strip():
+        raise InputError(path, "empty file")
+    if not text.endswith(("\n", "\r")):
+        raise InputError(path, "truncated ncu CSV: the last line ends without a newline")
+    lines = text.splitlines()
+    found = find_header(lines)
+    if found is None:
+        raise InputError(path, "not an Nsight Compute CSV export: no ncu header row")
+    hi, layout = found
+    preamble = [l for l in lines[:hi] if l.strip()]
+    body = [l for l in lines[hi + 1 :] if l.strip() and not _TOOL_LINE.match(l)]
+    try:
+        header = next(csv.reader([lines[hi]]))
+        # one record per line: ncu never writes a newline inside a cell
+        rows = [next(csv.reader([l])) for l in body]
+    except csv.Error as exc:
+        raise InputError(path, f"malformed ncu CSV: {exc}") from None
+    out = _Rows()
+    skipped: list[str] = []
+    parse = _parse_details if layout == "details" else _parse_raw
+    kernels = parse(path, header, rows, out, body, skipped)
+    if not kernels:
+        raise InputError(path, "ncu CSV export without kernel rows")
+    krows = _kernel_rows(kernels)
+    device_from_option = False
+    if options is not None and options.device and not any(r.get("device_name") for r in krows):
+        for r in krows:  # a CSV export names no device unless device__attribute_display_name was asked for
+            r["device_name"] = options.device
+        device_from_option = True
+    cols = {c: [r.get(c) for r in krows] for c in schema.KERNELS.names if c != "profile_id" and any(r.get(c) is not None for r in krows)}
+    cols["source"] = ["ncu"] * len(krows)
+    kdf = pl.DataFrame(cols, schema={c: schema.KERNELS.polars_schema[c] for c in cols}, strict=False)
+
+    hosts = sorted({k.info.get("Host Name") for k in kernels if k.info.get("Host Name")})
+    devices = {k.info.get("Device") for k in kernels if k.info.get("Device")}
+    ccs = sorted({k.info.get("CC") for k in kernels if k.info.get("CC")})
+    names = [r["device_name"] for r in krows if r.get("device_name")]
+    md: dict[str, Any] = {
+        "tool": "Nsight Compute",
+        "device_name": names[0] if names else None,
+        "device_count": len(devices) or None,
+        "host": hosts[0] if len(hosts) == 1 else None,
+        "csv_page": layout,
+        "compute_capability": ccs[0] if len(ccs) == 1 else (ccs or None),
+        "hosts": hosts if len(hosts) > 1 else None,
+        "preamble_lines": len(preamble) or None,
+        "skipped_lines": len(skipped) or None,
+        "control_note": "an ncu CSV export does not record --clock-control/--cache-control: ncu's defaults are assumed",
+        "device_name_from": "--device option" if device_from_option else None,
+    }
+    md.update(ncu_common.controls_from(None))
+    return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
+
+
+class NcuCsvParser:
+    name = "ncu-csv"
+    source = "ncu"
+    suffixes = (".csv", ".csv.gz", ".txt", ".log")
+    description = "Nsight Compute CSV export (ncu --csv: --page details or raw, with or without ==PROF== lines)"
+
+    def sniff(self, probe: Probe) -> bool:
+        if probe.is_dir:
+            return False
+        text = probe.text
+        if "," not in text:
+            return False
+        return find_header(text.splitlines()[:_HEAD_LINES]) is not None
+
+    def read(self, path: Path, options: ReadOptions):
+        return read_csv_export(path, options)
+
+
+PARSER = NcuCsvParser()

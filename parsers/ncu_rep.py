@@ -1,0 +1,831 @@
+"""Nsight Compute reports (`.ncu-rep`, `.ncu-repz`, the 2019-era `.nsight-cuprof-report`).
+
+Values come from NVIDIA's `ncu_report` reader; this module only renames and derives. Two things
+the reader does not do are done here from the file's own framing:
+
+* Integrity. `ncu_report` loads a truncated report without complaint (keeping the kernels before
+  the cut) and "loads" random bytes as an empty report. The file is `NVR\\0`, a u32-length-prefixed
+  FileHeader, then blocks: a u32-prefixed BlockHeader (NumSources=1, NumResults=2,
+  SessionDetails=3, StringTable=4, PayloadSize=5, Process=6) followed by PayloadSize bytes holding
+  NumSources + NumResults u32-prefixed entries. Every length is checked against the file (and the
+  entries against PayloadSize) before the reader is trusted, and the number of kernels the reader
+  returns must equal the NumResults the blocks declare. Layout seen in every corpus report from
+  2019.x to 2025.2 (field names: extra-p's `ncu-report.ksy`/`ProfilerReport.proto` stubs).
+* Session facts. The reader does not expose ReportSessionDetails: creation time (2), host and
+  target SystemInfo (3, 4), DeviceAttributes (6), VersionInfo pairs (8: "CUDA Version",
+  "Display Driver Version", "Nsight Compute Target" = the capturing ncu version), ProfilerSettings
+  (10; its field 8 is the GUI's clock-control mode) and, in 2022+ reports, the ncu command line
+  (11; not in the published .proto, seen as the command line in every 2022+ corpus report). They
+  are decoded here with the shared protobuf wire reader.
+
+Limits: a cut that falls exactly on a block boundary between two later kernel results cannot be
+told from a capture that profiled fewer kernels (cuts elsewhere, and cuts that drop the session
+information written after the first kernel, are caught). `.ncu-repz` is the whole report in zstd
+frames: it is decompressed to a temporary file for the same checks (needs `zstandard`), while the
+reader opens the original.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from profaudit import schema
+from profaudit.errors import InputError, require
+from profaudit.names import short_name
+from profaudit.parsers import ncu_common
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.protowire import WireError, decode, iter_fields, text
+
+MAGIC = b"NVR\x00"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # .ncu-repz is the whole .ncu-rep in zstd frames
+SUFFIXES = (".ncu-rep", ".ncu-repz", ".nsight-cuprof-report")
+_U32 = struct.Struct("<I")
+# A result entry starts with ThreadID, APICallID, ProgramHandle, KernelID, the three names and the
+# launch dims; at most this much of it is read for them, never the metric payload behind.
+_RESULT_HEAD_BYTES = 65536
+_WORKLOAD = {0: "kernel", 1: "range", 2: "cmdlist", 3: "graph", 4: "subgrid_schedule"}
+_MSG_TYPE = {0: "none", 1: "info", 2: "optimization", 3: "warning", 4: "error"}
+_SPEEDUP_TYPE = {0: "unknown", 1: "local", 2: "global"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The container
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class ResultHead:
+    """The leading fields of one profile result, in file order."""
+
+    process_id: int | None
+    process_name: str | None
+    host: str | None
+    thread_id: int | None
+    api_call_id: int | None
+    mangled: str | None
+    function: str | None
+    global_size: tuple[int, int, int] | None = None  # GlobalWorkSize (10)
+    local_size: tuple[int, int, int] | None = None  # LocalWorkSize (11)
+
+
+@dataclass
+class Container:
+    file_version: int | None = None
+    num_results: int = 0
+    results: list[ResultHead] = field(default_factory=list)
+    session: dict[str, Any] = field(default_factory=dict)
+    devices: dict[int, str] = field(default_factory=dict)
+    process_ids: set[int] = field(default_factory=set)
+
+
+def _what_it_is(head: bytes) -> str:
+    s = head.lstrip()[:1]
+    if not head:
+        return "it is empty"
+    if s in (b"{", b"["):
+        return "it looks like JSON"
+    if head[:2] == b"\x1f\x8b":
+        return "it is gzip data"
+    if head[:4] == b"PK\x03\x04":
+        return "it is a zip archive"
+    if head.startswith(b"SQLite format 3"):
+        return "it is an SQLite database"
+    if head.startswith(b"NVIDIA"):
+        return "it looks like an Nsight Systems report"
+    return f"it starts with {head[:8]!r}"
+
+
+def _session(buf: bytes, start: int, end: int, out: dict[str, Any], devices: dict[int, str]) -> None:
+    """Decode one ReportSessionDetails message into `out` (later blocks add to earlier ones)."""
+    f = decode(buf, start, end)
+    if 2 in f and isinstance(f[2][0], int):
+        out.setdefault("creation_time_s", f[2][0])
+    for num, key in ((3, "host_system"), (4, "target_system")):
+        if num in f:
+            s = decode(buf, *f[num][0])
+            info = {}
+            for k, name in ((1, "os"), (2, "os_build"), (3, "cpu"), (4, "arch"), (5, "computer_name")):
+                if k in s and isinstance(s[k][0], tuple):
+                    info[name] = text(buf, s[k][0]).strip()
+            if info:
+                out.setdefault(key, info)
+    for span in f.get(6, []):
+        d = decode(buf, *span)
+        if 1 in d and isinstance(d[1][0], int):
+            name = text(buf, d[2][0]) if 2 in d and isinstance(d[2][0], tuple) else ""
+            devices[d[1][0]] = name
+        elif 2 in d and isinstance(d[2][0], tuple):
+            devices.setdefault(0, text(buf, d[2][0]))
+    for span in f.get(8, []):
+        d = decode(buf, *span)
+        if 1 in d and 2 in d:
+            out.setdefault("versions", {})[text(buf, d[1][0])] = text(buf, d[2][0])
+    if 9 in f:
+        d = decode(buf, *f[9][0])
+        if 1 in d and isinstance(d[1][0], tuple):
+            out.setdefault("executable", text(buf, d[1][0]))
+    if 10 in f:
+        d = decode(buf, *f[10][0])
+        if 8 in d and isinstance(d[8][0], tuple):
+            out.setdefault("settings_clock_control", text(buf, d[8][0]))
+        if 4 in d and isinstance(d[4][0], tuple):
+            out.setdefault("settings_activity", text(buf, d[4][0]))
+    if 11 in f and isinstance(f[11][0], tuple):
+        out.setdefault("command_line", text(buf, f[11][0]).strip())
+
+
+def _process(buf: bytes, span: tuple[int, int]) -> tuple[int | None, str | None, str | None]:
+    d = decode(buf, *span)
+    pid = d[1][0] if 1 in d and isinstance(d[1][0], int) else None
+    host = text(buf, d[2][0]) if 2 in d and isinstance(d[2][0], tuple) else None
+    name = text(buf, d[3][0]) if 3 in d and isinstance(d[3][0], tuple) else None
+    return pid, host, name
+
+
+def _xyz(buf: bytes, span) -> tuple[int, int, int] | None:
+    if not isinstance(span, tuple):
+        return None
+    d = decode(buf, *span)
+    vals = [d.get(k, [0])[0] for k in (1, 2, 3)]  # proto3 leaves zero fields out
+    return tuple(vals) if all(isinstance(v, int) for v in vals) else None  # type: ignore[return-value]
+
+
+def _result_head(f, pos: int, length: int, proc: tuple[int | None, str | None, str | None]) -> ResultHead:
+    """The leading fields of the result entry at `pos` (its first `length` bytes are the message).
+
+    The names come before the metric payload; a small window usually holds them, and it grows
+    only for very long (templated) names.
+    """
+    window = 1024
+    while True:
+        f.seek(pos)
+        buf = f.read(min(length, window))
+        vals: dict[int, Any] = {}
+        complete = len(buf) == length
+        try:
+            for fnum, _wt, v in iter_fields(buf):
+                if fnum > 11:
+                    complete = True
+                    break
+                vals.setdefault(fnum, v)
+        except WireError:
+            pass  # the window cut a field: widen it, or keep what was read before the cut
+        if complete or window >= _RESULT_HEAD_BYTES:
+            break
+        window *= 4
+
+    def s(k):
+        v = vals.get(k)
+        return text(buf, v) if isinstance(v, tuple) else None
+
+    def i(k):
+        v = vals.get(k)
+        return v if isinstance(v, int) else None
+
+    try:
+        gsize, lsize = _xyz(buf, vals.get(10)), _xyz(buf, vals.get(11))
+    except WireError:
+        gsize = lsize = None
+    return ResultHead(proc[0], proc[2], proc[1], i(1), i(2), s(5), s(6), gsize, lsize)
+
+
+def scan_container(path: Path, label: Path | None = None) -> Container:
+    """Validate the framing of a report and read its session facts and result heads.
+
+    Raises InputError naming the byte offset where a truncated or corrupt file goes wrong. Only
+    headers and the first bytes of each result are read, so this costs little even for large files.
+    `label` is the file to name in errors when `path` is a decompressed copy.
+    """
+    size = os.path.getsize(path)
+    c = Container()
+    src = path
+    path = label or path  # errors name the user's file, not a decompressed copy
+    with open(src, "rb") as f:
+        head = f.read(8)
+        if head[:4] != MAGIC:
+            raise InputError(path, f"not an Nsight Compute report: no NVR\\0 magic ({_what_it_is(head)})")
+        if size < 8:
+            raise InputError(path, f"truncated Nsight Compute report: {size} bytes, ends inside the file header")
+        (hlen,) = _U32.unpack(head[4:8])
+        if 8 + hlen > size:
+            raise InputError(path, f"truncated Nsight Compute report: file header at byte 4 claims {hlen} bytes, file has {size}")
+        fh = f.read(hlen)
+        try:
+            d = decode(fh)
+            c.file_version = d[1][0] if 1 in d and isinstance(d[1][0], int) else None
+        except WireError as exc:
+            raise InputError(path, f"corrupt Nsight Compute report: file header unreadable ({exc})") from None
+        off = 8 + hlen
+        block = 0
+        blocks: list[tuple[int, frozenset, int]] = []
+        while off < size:
+            if size - off < 4:
+                raise InputError(path, f"truncated Nsight Compute report: ends inside the length of block {block} at byte {off}")
+            f.seek(off)
+            (blen,) = _U32.unpack(f.read(4))
+            if off + 4 + blen > size:
+                raise InputError(path, f"truncated Nsight Compute report: block {block} header at byte {off} claims {blen} bytes, {size - off - 4} remain")
+            hb = f.read(blen)
+            try:
+                h = decode(hb)
+            except WireError as exc:
+                raise InputError(path, f"corrupt Nsight Compute report: block {block} header at byte {off} unreadable ({exc})") from None
+            def num(k):
+                v = h.get(k, [0])[0]
+                return v if isinstance(v, int) else 0
+            n_src, n_res, payload = num(1), num(2), num(5)
+            proc: tuple[int | None, str | None, str | None] = (None, None, None)
+            try:
+                if 3 in h and isinstance(h[3][0], tuple):
+                    _session(hb, *h[3][0], c.session, c.devices)
+                if 6 in h and isinstance(h[6][0], tuple):
+                    proc = _process(hb, h[6][0])
+                    if proc[0] is not None:
+                        c.process_ids.add(proc[0])
+            except (WireError, IndexError, TypeError):  # session facts are optional: note, go on
+                c.session.setdefault("unreadable_session_blocks", 0)
+                c.session["unreadable_session_blocks"] += 1
+            pstart = off + 4 + blen
+            pend = pstart + payload
+            if pend > size:
+                raise InputError(path, f"truncated Nsight Compute report: block {block} at byte {off} declares {payload} payload bytes, only {size - pstart} remain")
+            pos = pstart
+            for k in range(n_src + n_res):
+                if pend - pos < 4:
+                    raise InputError(path, f"corrupt Nsight Compute report: block {block} at byte {off}: entry {k} of {n_src + n_res} lies outside its {payload}-byte payload")
+                f.seek(pos)
+                (elen,) = _U32.unpack(f.read(4))
+                if pos + 4 + elen > pend:
+                    raise InputError(path, f"corrupt Nsight Compute report: block {block} at byte {off}: entry {k} at byte {pos} claims {elen} bytes beyond its payload")
+                if k >= n_src:
+                    c.results.append(_result_head(f, pos + 4, elen, proc))
+                pos += 4 + elen
+            if pos != pend:
+                raise InputError(path, f"corrupt Nsight Compute report: block {block} at byte {off}: entries fill {pos - pstart} of {payload} payload bytes")
+            c.num_results += n_res
+            blocks.append((n_res, frozenset(_session_fields(hb, h)), off))
+            off = pend
+            block += 1
+    _check_complete(path, c, blocks, size)
+    return c
+
+
+def _session_fields(hb: bytes, h: dict) -> set[int]:
+    if 3 not in h or not isinstance(h[3][0], tuple):
+        return set()
+    try:
+        return {fnum for fnum, _wt, _v in iter_fields(hb, *h[3][0])}
+    except WireError:
+        return set()
+
+
+def _check_complete(path: Path, c: Container, blocks: list, size: int) -> None:
+    """Cuts that fall exactly on a block boundary pass the framing check; these catch the ones
+    that leave the report visibly unfinished.
+
+    ncu writes the session block, the first result, then DeviceAttributes (6), VersionInfo (8),
+    DeviceProperties (5), TargetSystemInfo (4) and, since 2022, the command line (11), then the
+    remaining results (every corpus report, 2019.x-2025.2; GUI captures put all session fields in
+    the first block). A cut between two later results cannot be told from a shorter capture.
+    """
+    if not c.num_results:
+        raise InputError(path, f"Nsight Compute report without kernel results: truncated after byte {size}, or the capture profiled nothing")
+    seen = set().union(*(f for _n, f, _o in blocks))
+    if 6 not in seen:
+        raise InputError(path, f"truncated Nsight Compute report: ends at byte {size}, before the device information ncu writes after the first kernel")
+    n_res, fields, off = blocks[-1]
+    if not n_res and fields and fields <= {5, 6, 8}:
+        raise InputError(path, f"truncated Nsight Compute report: ends at byte {size} inside the session information (last block at byte {off})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the report
+# ---------------------------------------------------------------------------------------------
+class _Swig:
+    """The reader's SWIG entry points, bound once (each public method is a thin wrapper over one)."""
+
+    def __init__(self, nr):
+        low = getattr(nr, "_ncu_report", None)
+
+        def pick(name, fallback):
+            fn = getattr(low, name, None) if low is not None else None
+            return fn if callable(fn) else fallback
+
+        M, A = nr.IMetric, nr.IAction
+        self.kind = pick("IMetric_kind", M.kind)
+        self.as_double = pick("IMetric_as_double", M.as_double)
+        self.as_uint64 = pick("IMetric_as_uint64", M.as_uint64)
+        self.as_string = pick("IMetric_as_string", M.as_string)
+        self.num_instances = pick("IMetric_num_instances", M.num_instances)
+        self.unit = pick("IMetric_unit", M.unit)
+        self.has_corr = pick("IMetric_has_correlation_ids", M.has_correlation_ids)
+        self.corr = pick("IMetric_correlation_ids", M.correlation_ids)
+        self.by_name = pick("IAction_metric_by_name", A.metric_by_name)
+        self.names = pick("IAction_metric_names", A.metric_names)
+        self.K_STRING = M.ValueKind_STRING
+        self.K_FLOAT = M.ValueKind_FLOAT
+        self.K_DOUBLE = M.ValueKind_DOUBLE
+        self.K_UINT32 = M.ValueKind_UINT32
+        self.K_UINT64 = M.ValueKind_UINT64
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+class _MetricColumns:
+    """The long `metrics` table built as column lists, flushed to polars frames in chunks so a
+    report with thousands of kernels never holds millions of Python row objects at once."""
+
+    _COLS = ("kernel_id", "metric", "unit", "value", "value_str", "value_int", "instance", "instance_key", "section", "kind")
+    FLUSH_ROWS = 250_000
+
+    def __init__(self):
+        self.frames: list[pl.DataFrame] = []
+        self._reset()
+
+    def _reset(self):
+        self.cols: dict[str, list] = {c: [] for c in self._COLS}
+        self.rows = 0
+
+    def extend(self, n: int, **cols) -> None:
+        for c in self._COLS:
+            v = cols.get(c)
+            if isinstance(v, list):
+                self.cols[c].extend(v)
+            else:
+                self.cols[c].extend([v] * n)
+        self.rows += n
+        if self.rows >= self.FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        sch = {c: schema.METRICS.polars_schema[c] for c in self._COLS}
+        df = pl.DataFrame(self.cols, schema=sch, strict=False)
+        self.frames.append(df)
+        self._reset()
+
+    def frame(self) -> pl.DataFrame:
+        self.flush()
+        if not self.frames:
+            return schema.METRICS.empty().drop("profile_id")
+        df = pl.concat(self.frames, how="vertical")
+        # rows of the reader's own metrics get their kind from the metric name, in one pass
+        m = pl.col("metric")
+        kind = (
+            pl.when(pl.col("kind").is_not_null())
+            .then(pl.col("kind"))
+            .when(m.str.starts_with("device__attribute_"))
+            .then(pl.lit("device"))
+            .when(m.str.starts_with("launch__"))
+            .then(pl.lit("launch"))
+            .otherwise(pl.lit("metric"))
+        )
+        return df.with_columns(kind.alias("kind"))
+
+
+def _instance_values(sw: _Swig, m, cnt: int):
+    """(values, value_strs, value_ints) of a metric's instances, each read with the accessor its
+    own kind calls for (an instance kind can differ from the aggregate's: DOUBLE vs UINT64)."""
+    kind = sw.kind
+    rng = range(cnt)
+    kinds = [kind(m, i) for i in rng]
+    k0 = kinds[0]
+    none = [None] * cnt
+    if kinds.count(k0) == cnt:  # the usual case: one kind for all instances
+        if k0 == sw.K_DOUBLE or k0 == sw.K_FLOAT:
+            f = sw.as_double
+            return [f(m, i) for i in rng], none, list(none)
+        if k0 == sw.K_UINT64 or k0 == sw.K_UINT32:
+            f = sw.as_uint64
+            ints = [f(m, i) for i in rng]
+            if max(ints) <= _INT64_MAX:
+                return [float(v) for v in ints], none, ints
+            return [float(v) for v in ints], [str(v) if v > _INT64_MAX else None for v in ints], [v if v <= _INT64_MAX else None for v in ints]
+        if k0 == sw.K_STRING:
+            f = sw.as_string
+            return list(none), [f(m, i) for i in rng], list(none)
+        return none, list(none), list(none)
+    vals, strs, ints = [None] * cnt, [None] * cnt, [None] * cnt
+    for i, k in enumerate(kinds):
+        if k == sw.K_DOUBLE or k == sw.K_FLOAT:
+            vals[i] = sw.as_double(m, i)
+        elif k == sw.K_UINT64 or k == sw.K_UINT32:
+            u = sw.as_uint64(m, i)
+            vals[i] = float(u)
+            if u <= _INT64_MAX:
+                ints[i] = u
+            else:
+                strs[i] = str(u)
+        elif k == sw.K_STRING:
+            strs[i] = sw.as_string(m, i)
+    return vals, strs, ints
+
+
+def _keys(sw: _Swig, cm, cnt: int) -> list:
+    """Correlation ids (the instance values of the ids metric) as text."""
+    n = min(cnt, sw.num_instances(cm))
+    vals, strs, ints = _instance_values(sw, cm, n)
+    keys: list = []
+    for v, s, i in zip(vals, strs, ints):
+        if s is not None:
+            keys.append(s)
+        elif i is not None:
+            keys.append(str(i))
+        elif v is not None:
+            keys.append(str(int(v)) if v == v and v.is_integer() and abs(v) < 2**63 else repr(v))
+        else:
+            keys.append(None)
+    return keys + [None] * (cnt - n)
+
+
+def _read_action_metrics(sw: _Swig, action, kid: int, out: _MetricColumns, unit_cache: dict[str, str]):
+    """All metrics of one action into `out`; returns (names, values, units) of the aggregates."""
+    names = sw.names(action)
+    by_name, kind, unit = sw.by_name, sw.kind, sw.unit
+    as_double, as_uint64, as_string, num_instances = sw.as_double, sw.as_uint64, sw.as_string, sw.num_instances
+    KD, KF, KU64, KU32, KS = sw.K_DOUBLE, sw.K_FLOAT, sw.K_UINT64, sw.K_UINT32, sw.K_STRING
+    n = len(names)
+    values: list = [None] * n
+    strs: list = [None] * n
+    ints: list = [None] * n
+    units: list = [None] * n
+    instanced: list[tuple[str, Any, str]] = []
+    for j, name in enumerate(names):
+        m = by_name(action, name)
+        u = unit_cache.get(name)
+        if u is None:
+            u = unit_cache[name] = unit(m)
+        units[j] = u
+        k = kind(m)
+        if k == KD or k == KF:
+            values[j] = as_double(m)
+        elif k == KU64 or k == KU32:
+            v = as_uint64(m)
+            values[j] = float(v)
+            if v <= _INT64_MAX:
+                ints[j] = v
+            else:
+                strs[j] = str(v)
+        elif k == KS:
+            strs[j] = as_string(m)
+        if num_instances(m):
+            instanced.append((name, m, u))
+    out.extend(n, kernel_id=kid, metric=list(names), unit=units, value=values, value_str=strs, value_int=ints)
+    for name, m, u in instanced:
+        cnt = num_instances(m)
+        iv, isv, ii = _instance_values(sw, m, cnt)
+        keys = None
+        if sw.has_corr(m):
+            cm = sw.corr(m)
+            if cm is not None:
+                keys = _keys(sw, cm, cnt)
+        out.extend(cnt, kernel_id=kid, metric=name, unit=u, value=iv, value_str=isv, value_int=ii, instance=list(range(cnt)), instance_key=keys)
+    return names, values, strs, units
+
+
+def _rule_rows(action, kid: int, out: _MetricColumns) -> int:
+    try:
+        results = action.rule_results()
+    except Exception:  # older reports without rule data, or a reader without the call
+        return 0
+    metric, unit, value, vstr, key, section = [], [], [], [], [], []
+    for r in results:
+        rid = r.rule_identifier()
+        sec = r.section_identifier()
+        msg = r.rule_message() if r.has_rule_message() else None
+        mtype = _MSG_TYPE.get(int(msg["type"]), str(msg["type"])) if msg else None
+        body = None
+        if msg:
+            body = f"{msg['title']}: {msg['message']}" if msg.get("title") else msg.get("message")
+        sp = r.speedup_estimation() if r.has_speedup_estimation() else None
+        metric.append(rid)
+        section.append(sec)
+        vstr.append(body)
+        if sp:
+            unit.append("%")
+            value.append(float(sp["speedup"]))
+            key.append(f"{mtype};speedup={_SPEEDUP_TYPE.get(int(sp['type']), sp['type'])}")
+        else:
+            unit.append("")
+            value.append(None)
+            key.append(mtype)
+        for fm in r.focus_metrics() or []:
+            metric.append(f"{rid}:focus:{fm['name']}")
+            section.append(sec)
+            unit.append("")
+            value.append(float(fm["value"]) if fm.get("value") is not None else None)
+            vstr.append(fm.get("info"))
+            key.append(f"severity={int(fm['severity'])}" if fm.get("severity") is not None else None)
+    if metric:
+        out.extend(len(metric), kernel_id=kid, metric=metric, unit=unit, value=value, value_str=vstr, instance_key=key, section=section, kind="rule")
+    return len(results)
+
+
+def _nvtx(action, kid: int, out: _MetricColumns) -> str | None:
+    """NVTX ranges around the launch (only when captured with `ncu --nvtx`); returns the innermost."""
+    state = action.nvtx_state()
+    if state is None:
+        return None
+    innermost_pp = innermost_se = None
+    metric, vstr, inst, key = [], [], [], []
+    for did in state.domains():
+        dom = state.domain_by_id(did)
+        if dom is None:
+            continue
+        dname = dom.name()
+        for kind_name, count, getter in (
+            ("nvtx_push_pop", len(dom.push_pop_ranges()), dom.push_pop_range),
+            ("nvtx_start_end", len(dom.start_end_ranges()), dom.start_end_range),
+        ):
+            for i in range(count):
+                r = getter(i)
+                if r is None:
+                    continue
+                metric.append(kind_name)
+                vstr.append(r.name())
+                inst.append(i)
+                key.append(dname)
+                if kind_name == "nvtx_push_pop":
+                    innermost_pp = r.name()  # index order is the stack order: last = innermost
+                else:
+                    innermost_se = r.name()
+    if metric:
+        out.extend(len(metric), kernel_id=kid, metric=metric, value_str=vstr, instance=inst, instance_key=key, kind="nvtx")
+    return innermost_pp if innermost_pp is not None else innermost_se
+
+
+def _kernel_row(vals: dict, units: dict) -> dict[str, Any]:
+    row = ncu_common.derive_kernel_columns(vals, units)
+    dn = vals.get("device__attribute_display_name")
+    row["device_name"] = dn if isinstance(dn, str) else None
+    return row
+
+
+def _session_metadata(c: Container, first_device: str | None, device_ids: set, reader_version: str | None) -> dict[str, Any]:
+    s = c.session
+    versions = s.get("versions", {})
+    target = versions.get("Nsight Compute Target")
+    md: dict[str, Any] = {"tool": "Nsight Compute"}
+    md["tool_version"] = target.split()[0] if target else None
+    md["driver_version"] = versions.get("Display Driver Version")
+    md["cuda_version"] = versions.get("CUDA Version")
+    sysinfo = s.get("target_system") or s.get("host_system") or {}
+    md["host"] = sysinfo.get("computer_name") or None
+    md["command_line"] = s.get("command_line")
+    if "creation_time_s" in s:
+        md["capture_time"] = _dt.datetime.fromtimestamp(s["creation_time_s"], tz=_dt.timezone.utc).isoformat()
+    md.update(ncu_common.controls_from(s.get("command_line"), s.get("settings_clock_control")))
+    if md["clock_control_origin"] == "recorded":
+        md["clock_control_recorded_in"] = "command_line" if s.get("command_line") and "--clock-control" in s["command_line"] else "profiler_settings"
+    names = [n for _, n in sorted(c.devices.items())]
+    md["device_name"] = first_device or (names[0] if names else None)
+    md["device_count"] = max(len(c.devices), len(device_ids)) or None
+    extra: dict[str, Any] = {
+        "reader": "ncu_report",
+        "reader_version": reader_version,
+        "file_format_version": c.file_version,
+        "tool_version_full": target,
+        "versions": versions or None,
+        "target_system": s.get("target_system"),
+        "host_system": s.get("host_system"),
+        "session_devices": {str(k): v for k, v in sorted(c.devices.items())} or None,
+        "executable": s.get("executable"),
+        "profiler_settings_clock_control": s.get("settings_clock_control"),
+        "process_ids": sorted(c.process_ids) or None,
+        "declared_results": c.num_results,
+    }
+    if target is None:
+        extra["tool_version_note"] = "the report does not record the capturing ncu version (reports before ~2020.1 do not)"
+    if s.get("unreadable_session_blocks"):
+        extra["unreadable_session_blocks"] = s["unreadable_session_blocks"]
+    md.update({k: v for k, v in extra.items() if v is not None})
+    return md
+
+
+def _session_rows(c: Container, out: _MetricColumns) -> None:
+    s = c.session
+    metric, vstr, value, ints = [], [], [], []
+    for k, v in (s.get("versions") or {}).items():
+        metric.append(k)
+        vstr.append(v)
+        value.append(None)
+        ints.append(None)
+    for grp in ("target_system", "host_system"):
+        for k, v in (s.get(grp) or {}).items():
+            metric.append(f"{grp}.{k}")
+            vstr.append(v)
+            value.append(None)
+            ints.append(None)
+    if "creation_time_s" in s:
+        metric.append("creation_time")
+        vstr.append(None)
+        value.append(float(s["creation_time_s"]))
+        ints.append(s["creation_time_s"])
+    if s.get("command_line"):
+        metric.append("command_line")
+        vstr.append(s["command_line"])
+        value.append(None)
+        ints.append(None)
+    if metric:
+        out.extend(len(metric), kernel_id=None, metric=metric, unit=["s" if m == "creation_time" else "" for m in metric], value=value, value_str=vstr, value_int=ints, kind="session")
+
+
+def _zstd_to_temp(path: Path, tmpdir: str) -> Path:
+    """Decompress a .ncu-repz into `tmpdir` so its framing can be checked like a .ncu-rep's."""
+    zstd = require("zstandard", "zstd", "checking .ncu-repz (zstd-compressed Nsight Compute) reports")
+    out = Path(tmpdir) / "report.ncu-rep"
+    with open(path, "rb") as fin, open(out, "wb") as fout:
+        dobj = zstd.ZstdDecompressor().decompressobj()
+        pending = b""
+        while True:
+            chunk = pending or fin.read(1 << 20)
+            pending = b""
+            if not chunk:
+                break
+            try:
+                fout.write(dobj.decompress(chunk))
+            except zstd.ZstdError as exc:
+                raise InputError(path, f"corrupt .ncu-repz: zstd data unreadable ({exc})") from None
+            if dobj.eof:  # one frame done; another may follow
+                pending = dobj.unused_data
+                if not pending and not (pending := fin.read(1 << 20)):
+                    break
+                dobj = zstd.ZstdDecompressor().decompressobj()
+        if not dobj.eof:
+            raise InputError(path, "truncated .ncu-repz: the zstd stream ends before its frame does")
+    return out
+
+
+def read_report(path: Path, options: ReadOptions | None = None):
+    nr = require("ncu_report", "core", "reading Nsight Compute reports")
+    path = Path(path)
+    with open(path, "rb") as f:
+        head = f.read(4)
+    try:
+        if head == ZSTD_MAGIC:
+            with tempfile.TemporaryDirectory(prefix="profaudit-ncu-") as tmp:
+                container = scan_container(_zstd_to_temp(path, tmp), label=path)
+        else:
+            container = scan_container(path)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        ctx = nr.load_report(str(path))
+    except Exception as exc:  # the reader's own errors (unsupported version, library missing)
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(path, f"ncu_report cannot load it: {msg}") from None
+    sw = _Swig(nr)
+    out = _MetricColumns()
+    _session_rows(container, out)
+    unit_cache: dict[str, str] = {}
+    kernels: list[dict[str, Any]] = []
+    device_ids: set = set()
+    name_fn = nr.IAction.name
+    FUNCTION, DEMANGLED, MANGLED = nr.IAction.NameBase_FUNCTION, nr.IAction.NameBase_DEMANGLED, nr.IAction.NameBase_MANGLED
+    kid = 0
+    rule_count = 0
+    for ri in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(ri)
+        for ai in range(rng.num_actions()):
+            action = rng.action_by_idx(ai)
+            names, values, strs, units = _read_action_metrics(sw, action, kid, out, unit_cache)
+            if not names:
+                raise InputError(path, f"corrupt Nsight Compute report: kernel result {kid} has no readable metrics")
+            vals = dict(zip(names, values))
+            for n, s in zip(names, strs):
+                if s is not None and vals.get(n) is None:
+                    vals[n] = s
+            row = _kernel_row(vals, dict(zip(names, units)))
+            row["kernel_id"] = kid
+            full = name_fn(action, DEMANGLED)
+            func = name_fn(action, FUNCTION)
+            mangled = name_fn(action, MANGLED)
+            row["name"] = full or func or mangled
+            row["mangled_name"] = mangled or None
+            row["short_name"] = short_name(full) if full else func
+            if not row["short_name"]:
+                row["short_name"] = func or row["name"]
+            row["_function"] = func
+            row["category"] = _WORKLOAD.get(action.workload_type(), str(action.workload_type()))
+            row["nvtx_range"] = _nvtx(action, kid, out)
+            rule_count += _rule_rows(action, kid, out)
+            if row.get("device_id") is not None:
+                device_ids.add(row["device_id"])
+            kernels.append(row)
+            kid += 1
+    if kid != container.num_results:
+        raise InputError(
+            path,
+            f"corrupt Nsight Compute report: the file declares {container.num_results} kernel results "
+            f"but ncu_report could read {kid}",
+        )
+    _attach_result_heads(kernels, container)
+    kdf = _kernel_frame(kernels)
+    reader_version = None
+    try:
+        reader_version = ctx.get_version()
+    except Exception:
+        pass
+    named = kdf["device_name"].drop_nulls()
+    md = _session_metadata(container, named[0] if named.len() else None, device_ids, reader_version)
+    md["rule_results"] = rule_count
+    return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
+
+
+def _attach_result_heads(kernels: list[dict], c: Container) -> None:
+    """Process, module, correlation ids (and, for 2019-era reports, grid/block dims) from the
+    result heads, when they line up with the reader's actions.
+
+    The reader does not expose them; results are matched to its actions by order and checked by
+    name (mangled, else function name). If any pair disagrees nothing is attached: a wrong pid is
+    worse than none.
+    """
+    if len(c.results) != len(kernels):
+        return
+    for k, h in zip(kernels, c.results):
+        want = h.mangled or h.function
+        have = k.get("mangled_name") if h.mangled else k.get("_function")
+        if want is not None and have is not None and want != have:
+            return
+    for k, h in zip(kernels, c.results):
+        k["process_id"] = h.process_id
+        k["module"] = h.process_name
+        k["correlation_id"] = h.api_call_id
+        _dims_from_head(k, h)
+
+
+def _dims_from_head(k: dict, h: ResultHead) -> None:
+    """Grid/block dims for reports without launch__grid_dim_* (2019.x).
+
+    GlobalWorkSize counted threads in 2019 reports and blocks in later ones, so it is used only
+    where it agrees with the reader's own launch__grid_size / launch__block_size.
+    """
+    g, b = h.global_size, h.local_size
+    if g is None or b is None or k.get("grid_x") is not None:
+        return
+    bs, gs = k.get("block_size"), k.get("grid_size")
+    if bs is None or gs is None or b[0] * b[1] * b[2] != bs:
+        return
+    if g[0] * g[1] * g[2] == gs:
+        grid = g
+    elif all(bi and gi % bi == 0 for gi, bi in zip(g, b)) and (g[0] // b[0]) * (g[1] // b[1]) * (g[2] // b[2]) == gs:
+        grid = (g[0] // b[0], g[1] // b[1], g[2] // b[2])
+    else:
+        return
+    k["grid_x"], k["grid_y"], k["grid_z"] = grid
+    if k.get("block_x") is None:
+        k["block_x"], k["block_y"], k["block_z"] = b
+
+
+def _kernel_frame(kernels: list[dict]) -> pl.DataFrame:
+    """Kernel rows as a frame of the columns that have a value somewhere (conform adds the rest)."""
+    if not kernels:
+        return schema.KERNELS.empty().drop("profile_id")
+    declared = schema.KERNELS.polars_schema
+    cols: dict[str, list] = {}
+    for c in declared:
+        if c == "profile_id":
+            continue
+        vals = [k.get(c) for k in kernels]
+        if any(v is not None for v in vals):
+            cols[c] = vals
+    cols["source"] = ["ncu"] * len(kernels)
+    return pl.DataFrame(cols, schema={c: declared[c] for c in cols}, strict=False)
+
+
+class NcuReportParser:
+    name = "ncu-rep"
+    source = "ncu"
+    suffixes = SUFFIXES
+    description = "Nsight Compute report (.ncu-rep, .ncu-repz, 2019-era .nsight-cuprof-report) via ncu_report"
+
+    def sniff(self, probe: Probe) -> bool:
+        if probe.is_dir:
+            return False
+        # The suffix alone claims the file, so a damaged or misnamed report gets this parser's
+        # specific error instead of "not a recognised format".
+        return probe.name_endswith(*SUFFIXES) or probe.raw_head[:4] == MAGIC
+
+    def read(self, path: Path, options: ReadOptions):
+        # Reading creates millions of short-lived values and no reference cycles; the cyclic
+        # collector's repeated full scans of the growing column lists would cost more than the
+        # reading itself on large reports.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return read_report(path, options)
+        finally:
+            if enabled:
+                gc.enable()
+
+
+PARSER = NcuReportParser()

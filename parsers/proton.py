@@ -1,0 +1,139 @@
+"""Triton Proton profiles (`proton.finalize()` -> `<name>.hatchet`, a JSON array of two).
+
+[0] is the call tree (`{frame: {name, type}, metrics: {...}, children: [...]}`, root `ROOT`),
+[1] the device table (`{"CUDA"|"HIP": {"<id>": {clock_rate, memory_clock_rate (kHz), bus_width,
+arch, num_sms}}}`). A kernel node carries `time (ns)` (the sum over its launches), `count`
+(launches) and `device_id`/`device_type`; scope nodes sum their children.
+
+Proton keeps no per-launch durations, so its kernels are NOT rows of `kernels` (one row per
+execution): each kernel node becomes two summary rows in `samples` — statistic `total` (the
+summed time) and `mean` (total / count), `sample_count` = count — with `benchmark` = the kernel
+name, `params` = {"scope": "<enclosing scopes joined by '/'>"} so one kernel under two scopes
+stays two benchmarks, `time_source` = proton. Device clocks are nominal properties, not
+measurements, so they go to metadata (MHz), not `sm_clock_mhz`. Other kernel metrics (flops,
+bytes, cycles, PC-sampling counts) are kept in metadata under `kernel_metrics`.
+An empty profile (ROOT only) is an error naming the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from profaudit import schema
+from profaudit.errors import InputError
+from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.samples import canonical_params
+
+_TIME_KEYS = ("time (ns)", "time(ns)")
+
+
+def _kernel_time_ns(metrics: dict) -> float | None:
+    for k, v in metrics.items():
+        if k.lower() in _TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+class ProtonParser:
+    name = "proton"
+    source = "proton"
+    suffixes = (".hatchet", ".json", ".hatchet.json")
+    description = "Triton Proton .hatchet profiles (per-kernel total time and launch count)"
+
+    def sniff(self, probe: Probe) -> bool:
+        t = probe.text.lstrip()
+        return t.startswith("[") and '"frame"' in t and '"children"' in t and ('"ROOT"' in t or probe.name_endswith(".hatchet"))
+
+    def read(self, path: Path, options: ReadOptions):
+        path = Path(path)
+        try:
+            with open_maybe_gzip(path) as fh:
+                doc = json.load(fh)
+        except ValueError as exc:
+            raise InputError(path, f"not valid Proton JSON: {exc}") from None
+        if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict) or "frame" not in doc[0]:
+            raise InputError(path, "not a Proton hatchet profile (expected [call tree, device table])")
+        devtab = doc[1] if len(doc) > 1 and isinstance(doc[1], dict) else {}
+        devices: dict[tuple[str, str], dict] = {}
+        for dtype, by_id in devtab.items():
+            if isinstance(by_id, dict):
+                for did, props in by_id.items():
+                    if isinstance(props, dict):
+                        p = dict(props)
+                        for k in ("clock_rate", "memory_clock_rate"):
+                            if isinstance(p.get(k), (int, float)):
+                                p[k.replace("rate", "mhz")] = p[k] / 1e3
+                        devices[(str(dtype), str(did))] = p
+        cols: dict[str, list] = {k: [] for k in ("benchmark", "params", "duration_ns", "statistic", "sample_count", "device_name")}
+        extra_metrics: list[dict] = []
+        zero_count = 0
+        stack = [(doc[0], ())]
+        while stack:
+            node, scopes = stack.pop()
+            frame = node.get("frame") or {}
+            name = frame.get("name")
+            metrics = node.get("metrics") or {}
+            children = node.get("children") or []
+            is_kernel = "device_id" in metrics or "device_type" in metrics
+            if is_kernel and name != "ROOT":
+                t = _kernel_time_ns(metrics)
+                count = metrics.get("count")
+                props = devices.get((str(metrics.get("device_type")), str(metrics.get("device_id"))), {})
+                device = options.device or _device_name(metrics.get("device_type"), props)
+                pj = canonical_params({"scope": "/".join(scopes)} if scopes else {})
+                if t is not None:
+                    rows = [("total", t)]
+                    if isinstance(count, int) and count > 0:
+                        rows.append(("mean", t / count))
+                    else:
+                        zero_count += 1
+                    for stat, v in rows:
+                        cols["benchmark"].append(name)
+                        cols["params"].append(pj)
+                        cols["duration_ns"].append(v)
+                        cols["statistic"].append(stat)
+                        cols["sample_count"].append(count if isinstance(count, int) else None)
+                        cols["device_name"].append(device)
+                other = {k: v for k, v in metrics.items() if k.lower() not in _TIME_KEYS and k not in ("count", "device_id", "device_type")}
+                if other:
+                    extra_metrics.append({"kernel": name, "scope": "/".join(scopes), **other})
+            child_scopes = scopes if name == "ROOT" and not scopes else (*scopes, name)
+            for ch in reversed(children):
+                if isinstance(ch, dict):
+                    stack.append((ch, child_scopes))
+        if not cols["benchmark"]:
+            raise InputError(path, "Proton profile holds no kernel timings (an empty call tree: was the profiled code run between proton.start and proton.finalize?)")
+        sch = schema.SAMPLES.polars_schema
+        df = pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in cols.items()}).with_columns(
+            pl.lit(0, dtype=pl.Int64).alias("iteration"),
+            pl.lit("measure").alias("phase"),
+            pl.lit("unknown").alias("cache_state"),
+            pl.lit("proton").alias("time_source"),
+        )
+        names = [n for n in df.get_column("device_name").unique(maintain_order=True).to_list() if n]
+        md: dict[str, Any] = {
+            "tool": "proton",
+            "device_name": names[0] if names else None,
+            "device_count": len(devices) or None,
+            "devices": [{"type": k[0], "id": k[1], **v} for k, v in devices.items()] or None,
+            "kernel_metrics": extra_metrics or None,
+        }
+        if zero_count:
+            md["notes"] = [f"{zero_count} kernel node(s) without a launch count: totals only"]
+        return new_profile(path, self, {"samples": df}, md)
+
+
+def _device_name(dtype, props: dict) -> str | None:
+    arch = props.get("arch")
+    if not arch:
+        return None
+    if str(dtype).upper() == "CUDA" and str(arch).isdigit():
+        return f"CUDA sm_{arch}"
+    return f"{dtype} {arch}"
+
+
+PARSER = ProtonParser()

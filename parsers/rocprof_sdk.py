@@ -1,0 +1,322 @@
+"""rocprofiler-sdk JSON (`rocprofv3 --output-format json`, `results.json(.gz)`).
+
+The document is `{"rocprofiler-sdk-tool": [{metadata, agents, strings, kernel_symbols, ...,
+buffer_records: {kernel_dispatch: [...], memory_copy: [...], hip_api: [...], ...}}]}`. Records
+are streamed with ijson (yajl2_c), one record kind per pass, so memory holds the tables and the
+small lookup sections (agents, kernel symbols), never the record lists. A pass over the whole
+file is only made for a record kind that the kernel-dispatch pass saw to be non-empty.
+
+Units: timestamps are integer nanoseconds on rocprofiler's clock (not Unix time). HSA semantics
+apply to dispatch sizes: `grid_size` counts work-items, so blocks per dimension are
+ceil(grid_size / workgroup_size). Registers per thread are arch VGPRs plus accumulation VGPRs
+(both are per-lane vector registers; AGPRs exist on CDNA). Shared memory is the dispatch's LDS
+(group segment) size; the symbol's group segment size is the static part.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from profaudit.errors import InputError
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+
+I64, F64, STR = pl.Int64, pl.Float64, pl.String
+_TOOL = "rocprofiler-sdk-tool"
+_SNIFF = re.compile(rb'^\s*\{\s*"rocprofiler-sdk-tool"\s*:\s*\[')
+_RECORD_KINDS = ("hip_api", "hsa_api", "marker_api", "rccl_api", "memory_copy")
+_NONEMPTY = re.compile(rb'"(' + b"|".join(k.encode() for k in _RECORD_KINDS) + rb')"\s*:\s*\[\s*\{')
+_COPY_DIRECTION = {"HOST_TO_DEVICE": "HtoD", "DEVICE_TO_HOST": "DtoH", "DEVICE_TO_DEVICE": "DtoD", "HOST_TO_HOST": "HtoH"}
+# buffer-record kind names (strings.buffer_records[kind].kind) -> range kind
+_API_KIND = {
+    "HIP_RUNTIME_API": "cuda_runtime", "HIP_RUNTIME_API_EXT": "cuda_runtime",
+    "HIP_COMPILER_API": "hip_compiler_api", "HIP_COMPILER_API_EXT": "hip_compiler_api",
+    "HSA_CORE_API": "hsa_api", "HSA_AMD_EXT_API": "hsa_api", "HSA_IMAGE_EXT_API": "hsa_api", "HSA_FINALIZE_EXT_API": "hsa_api",
+    "MARKER_CORE_API": "user_annotation", "MARKER_CORE_RANGE_API": "user_annotation",
+    "MARKER_CONTROL_API": "marker_control", "MARKER_NAME_API": "marker_name",
+    "RCCL_API": "collective_comm",
+}
+
+
+class _Stream:
+    """File wrapper for ijson. yajl2_c rejects integers beyond int64 (agents carry uint64
+    `hive_id`s), so 19+ digit integer literals are handed over as decimals (`...395.0`). The
+    rewrite is a regex pass, so by default it stops once the kernel symbols begin (the records
+    after them hold timestamps, ids and handles only); `fix_all` keeps it on. The wrapper also
+    notes which record lists hold at least one record."""
+
+    _BIG = re.compile(rb"(?<![\d.\-])(\d{19,})(?![\d.eE])")
+
+    def __init__(self, f, fix_all: bool = False):
+        self.f = f
+        self.carry = b""
+        self.tail = b""
+        self.found: set[str] = set()
+        self.fixing = True
+        self.fix_all = fix_all
+
+    def read(self, n=-1):
+        data = self.f.read(n)
+        if not data:
+            out, self.carry = self.carry, b""
+            return self._big(out) if out else out
+        data = self.carry + data
+        # a digit run at the end may continue in the next block
+        k = len(data)
+        while k > 0 and 0x30 <= data[k - 1] <= 0x39:
+            k -= 1
+        if k == 0:
+            self.carry = data
+            return self.read(n)
+        data, self.carry = data[:k], data[k:]
+        window = self.tail + data
+        for m in _NONEMPTY.finditer(window):
+            self.found.add(m.group(1).decode())
+        self.tail = window[-64:]
+        out = self._big(data)
+        if self.fixing and not self.fix_all and b'"kernel_symbols"' in window:
+            self.fixing = False
+        return out
+
+    def _big(self, data: bytes) -> bytes:
+        return self._BIG.sub(rb"\1.0", data) if self.fixing and len(data) >= 19 else data
+
+
+def _open(path: Path):
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gz else open(path, "rb")
+
+
+def _items(path: Path, prefix: str, first_only: bool = False, watch: _Stream | None = None, fix_all: bool = False):
+    import zlib
+
+    import ijson
+
+    retry = False
+    with _open(path) as f:
+        src = watch if watch is not None else _Stream(None, fix_all)
+        src.f, src.carry, src.tail, src.fixing = f, b"", b"", True
+        src.fix_all = src.fix_all or fix_all
+        done = 0
+        try:
+            for it in ijson.items(src, prefix, use_float=True):
+                done += 1
+                yield it
+                if first_only:
+                    return
+        except ijson.IncompleteJSONError as exc:
+            if "integer overflow" in str(exc) and not src.fix_all and done == 0:
+                retry = True  # a uint64 after the kernel symbols: read again rewriting everywhere
+            else:
+                raise InputError(path, f"JSON ends early or is invalid ({str(exc).splitlines()[0]}); file truncated?") from None
+        except ijson.JSONError as exc:
+            raise InputError(path, f"invalid JSON: {str(exc).splitlines()[0]}") from None
+        except EOFError:
+            raise InputError(path, "gzip stream is truncated (file cut short)") from None
+        except (gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(path, f"corrupt gzip data: {exc}") from None
+    if retry:
+        yield from _items(path, prefix, first_only, watch, fix_all=True)
+
+
+def _first(path: Path, section: str, default):
+    for it in _items(path, f"{_TOOL}.item.{section}", first_only=True):
+        return it
+    return default
+
+
+def _h(d: Any) -> int | None:
+    """`{"handle": n}` -> n."""
+    if isinstance(d, dict):
+        d = d.get("handle")
+    return int(d) if isinstance(d, (int, float)) else None
+
+
+def _strip_kd(name: str | None) -> str | None:
+    return name[:-3] if isinstance(name, str) and name.endswith(".kd") else name
+
+
+class RocprofSdkParser:
+    name = "rocprof-sdk-json"
+    source = "rocprof"
+    suffixes = (".json", ".json.gz")
+    description = "rocprofiler-sdk JSON (rocprofv3 --output-format json): kernel dispatches, copies, HIP/HSA/marker API ranges"
+
+    def sniff(self, probe: Probe) -> bool:
+        return not probe.is_dir and bool(_SNIFF.match(probe.head))
+
+    def read(self, path: Path, options: ReadOptions):
+        from profaudit.names import demangle, short_name
+
+        path = Path(path)
+        meta = _first(path, "metadata", {}) or {}
+        agents = _first(path, "agents", []) or []
+        strings = _first(path, "strings", {}) or {}
+        symbols = {s.get("kernel_id"): s for s in (_first(path, "kernel_symbols", []) or []) if isinstance(s, dict)}
+
+        agent_by_handle: dict[int, dict] = {}
+        gpu_rank = 0
+        for a in agents:
+            h = _h(a.get("id"))
+            if h is None:
+                continue
+            info = {"type": a.get("type"), "name": a.get("product_name") or a.get("name")}
+            if a.get("type") == 2:  # GPU agent
+                info["device_id"] = int(a["gpu_index"]) if isinstance(a.get("gpu_index"), (int, float)) else gpu_rank
+                gpu_rank += 1
+            agent_by_handle[h] = info
+        kinds = strings.get("buffer_records") or []
+        kind_names = [k.get("kind") if isinstance(k, dict) else None for k in kinds]
+        ops = [k.get("operations") or [] if isinstance(k, dict) else [] for k in kinds]
+
+        def op_name(kind, op):
+            try:
+                return ops[int(kind)][int(op)]
+            except (IndexError, TypeError, ValueError):
+                return None
+
+        watch = _Stream(None)
+        cols: dict[str, list] = {c: [] for c in (
+            "kernel_sym", "device_id", "device_name", "stream", "correlation_id", "start_ns", "end_ns",
+            "gx", "gy", "gz", "bx", "by", "bz", "shared", "thread_id")}
+        for r in _items(path, f"{_TOOL}.item.buffer_records.kernel_dispatch.item", watch=watch):
+            di = r.get("dispatch_info") or {}
+            ag = agent_by_handle.get(_h(di.get("agent_id")), {})
+            wg = di.get("workgroup_size") or {}
+            gs = di.get("grid_size") or {}
+            cols["kernel_sym"].append(di.get("kernel_id"))
+            cols["device_id"].append(ag.get("device_id"))
+            cols["device_name"].append(ag.get("name"))
+            cols["stream"].append(_h(di.get("queue_id")))
+            cols["correlation_id"].append((r.get("correlation_id") or {}).get("internal"))
+            cols["start_ns"].append(r.get("start_timestamp"))
+            cols["end_ns"].append(r.get("end_timestamp"))
+            for axis in "xyz":
+                w, g = wg.get(axis), gs.get(axis)
+                cols["b" + axis].append(w)
+                cols["g" + axis].append(-(-g // w) if isinstance(g, int) and isinstance(w, int) and w > 0 else None)
+            cols["shared"].append(di.get("group_segment_size"))
+            cols["thread_id"].append(r.get("thread_id"))
+        pid = meta.get("pid")
+        K = pl.DataFrame(cols, schema={c: (STR if c == "device_name" else I64) for c in cols}, strict=False)
+        sym_rows = []
+        for kid, s in symbols.items():
+            raw = _strip_kd(s.get("kernel_name")) or ""
+            dem = _strip_kd(s.get("demangled_kernel_name")) or (demangle(raw) if raw.startswith("_Z") else raw)
+            regs = [s.get("arch_vgpr_count"), s.get("accum_vgpr_count")]
+            sym_rows.append({
+                "kernel_sym": kid, "name": dem or s.get("formatted_kernel_name"),
+                "mangled_name": raw if raw.startswith("_Z") else None,
+                "registers_per_thread": sum(v for v in regs if isinstance(v, int)) if any(isinstance(v, int) for v in regs) else None,
+                "static_shared_mem_bytes": s.get("group_segment_size"),
+            })
+        syms = pl.DataFrame(sym_rows, schema={"kernel_sym": I64, "name": STR, "mangled_name": STR, "registers_per_thread": I64, "static_shared_mem_bytes": I64})
+
+        ranges, launch = self._ranges(path, watch.found, kind_names, op_name, strings, pid)
+        K = K.join(syms, on="kernel_sym", how="left")
+        if launch is not None and launch.height:
+            K = K.join(launch, on="correlation_id", how="left")
+        else:
+            K = K.with_columns(nvtx_range=pl.lit(None, dtype=STR))
+        uniq = K["name"].drop_nulls().unique().to_list()
+        K = K.sort("start_ns", nulls_last=True).with_columns(
+            source=pl.lit("rocprof"), kernel_id=pl.int_range(0, K.height, dtype=I64),
+            short_name=pl.col("name").replace_strict({u: short_name(u) for u in uniq}, default=None, return_dtype=STR),
+            process_id=pl.lit(pid, dtype=I64), category=pl.lit("kernel_dispatch"),
+            duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
+            grid_x=pl.col("gx"), grid_y=pl.col("gy"), grid_z=pl.col("gz"),
+            block_x=pl.col("bx"), block_y=pl.col("by"), block_z=pl.col("bz"),
+            grid_size=pl.col("gx") * pl.col("gy") * pl.col("gz"), block_size=pl.col("bx") * pl.col("by") * pl.col("bz"),
+            shared_mem_bytes=pl.col("shared"),
+            dynamic_shared_mem_bytes=pl.when(pl.col("shared") >= pl.col("static_shared_mem_bytes")).then(pl.col("shared") - pl.col("static_shared_mem_bytes")),
+        ).drop("kernel_sym", "gx", "gy", "gz", "bx", "by", "bz", "shared", "thread_id")
+        transfers = self._copies(path, watch.found, op_name, agent_by_handle) if "memory_copy" in watch.found else None
+
+        gpus = [a for a in agents if a.get("type") == 2]
+        node = meta.get("node") or {}
+        cmd = meta.get("command")
+        md = {
+            "tool": "rocprofv3 (rocprofiler-sdk)",
+            "device_name": (gpus[0].get("product_name") or gpus[0].get("name")) if gpus else None,
+            "device_count": len(gpus) or None,
+            "host": node.get("hostname"),
+            "command_line": " ".join(str(c) for c in cmd) if isinstance(cmd, list) else cmd,
+            "time_origin": "relative",
+            "process_id": pid,
+            "record_kinds": sorted({"kernel_dispatch"} | watch.found),
+            "agents": [{"name": a.get("name"), "product_name": a.get("product_name"), "cu_count": a.get("cu_count"),
+                        "max_engine_clk_fcompute_mhz": a.get("max_engine_clk_fcompute"), "wave_front_size": a.get("wave_front_size")}
+                       for a in gpus],
+        }
+        return new_profile(path, self, {"kernels": K, "ranges": ranges, "transfers": transfers}, md)
+
+    def _ranges(self, path, found, kind_names, op_name, strings, pid):
+        from profaudit.parsers.chrome_trace import _clean_api, _nest
+
+        rows: dict[str, list] = {c: [] for c in ("kind", "name", "thread_id", "start_ns", "end_ns", "correlation_id")}
+        markers = {}
+        for m in strings.get("marker_api") or []:
+            if isinstance(m, dict) and "key" in m and "value" in m:
+                markers[m["key"]] = m["value"]
+        for kind in ("hip_api", "hsa_api", "marker_api", "rccl_api"):
+            if kind not in found:
+                continue
+            for r in _items(path, f"{_TOOL}.item.buffer_records.{kind}.item"):
+                k = r.get("kind")
+                kname = kind_names[k] if isinstance(k, int) and 0 <= k < len(kind_names) else None
+                corr = (r.get("correlation_id") or {}).get("internal")
+                name = op_name(k, r.get("operation"))
+                if kind == "marker_api" and corr in markers:
+                    name = markers[corr]
+                rows["kind"].append(_API_KIND.get(kname or "", (kname or kind).lower()))
+                rows["name"].append(_clean_api(name) if name else name)
+                rows["thread_id"].append(r.get("thread_id"))
+                rows["start_ns"].append(r.get("start_timestamp"))
+                rows["end_ns"].append(r.get("end_timestamp"))
+                rows["correlation_id"].append(corr)
+        R = pl.DataFrame(rows, schema={"kind": STR, "name": STR, "thread_id": I64, "start_ns": I64, "end_ns": I64, "correlation_id": I64})
+        if not R.height:
+            return None, None
+        R = R.with_columns(_end=pl.col("end_ns").fill_null(1 << 62)).sort(["thread_id", "start_ns", "_end"], descending=[False, False, True], nulls_last=True)
+        parent, depth, ann, _ = _nest(R["thread_id"].to_list(), R["start_ns"].fill_null(0).to_list(), R["_end"].to_list(), R["kind"].to_list())
+        names = R["name"].to_list()
+        n = R.height
+        R = R.with_columns(_nidx=pl.int_range(0, n, dtype=I64), _parent=pl.Series(parent, dtype=I64), depth=pl.Series(depth, dtype=I64),
+                           _ann=pl.Series([names[a] if a >= 0 else None for a in ann], dtype=STR))
+        R = R.sort("start_ns", "_nidx", nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
+        order = R.select("_nidx", "range_id").sort("_nidx")["range_id"].to_list()
+        R = R.with_columns(parent_range_id=pl.col("_parent").map_elements(lambda p: order[p] if p >= 0 else None, return_dtype=I64))
+        launch = (R.filter(pl.col("correlation_id").is_not_null() & pl.col("kind").is_in(["cuda_runtime", "hsa_api"]))
+                  .select("correlation_id", pl.col("_ann").alias("nvtx_range")).unique("correlation_id", keep="first"))
+        R = R.with_columns(process_id=pl.lit(pid, dtype=I64), duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64), domain=pl.lit("rocprofiler-sdk"))
+        return R.drop("_end", "_nidx", "_parent", "_ann"), launch
+
+    def _copies(self, path, found, op_name, agents):
+        rows = []
+        for r in _items(path, f"{_TOOL}.item.buffer_records.memory_copy.item"):
+            op = op_name(r.get("kind"), r.get("operation")) or ""
+            key = op.replace("MEMORY_COPY_", "")
+            src, dst = agents.get(_h(r.get("src_agent_id")), {}), agents.get(_h(r.get("dst_agent_id")), {})
+            gpu = dst if dst.get("type") == 2 else src
+            start, end, nbytes = r.get("start_timestamp"), r.get("end_timestamp"), r.get("bytes")
+            dur = end - start if isinstance(start, int) and isinstance(end, int) else None
+            rows.append({
+                "kind": "memcpy", "direction": _COPY_DIRECTION.get(key, key or None), "name": op or None,
+                "src_kind": {1: "host", 2: "device"}.get(src.get("type")), "dst_kind": {1: "host", 2: "device"}.get(dst.get("type")),
+                "bytes": float(nbytes) if isinstance(nbytes, (int, float)) else None,
+                "start_ns": start, "end_ns": end, "duration_ns": float(dur) if dur is not None else None,
+                "throughput_bytes_per_s": nbytes / (dur * 1e-9) if dur and isinstance(nbytes, (int, float)) else None,
+                "device_id": gpu.get("device_id"), "correlation_id": (r.get("correlation_id") or {}).get("internal"),
+            })
+        if not rows:
+            return None
+        T = pl.DataFrame(rows, infer_schema_length=None).sort("start_ns", nulls_last=True)
+        return T.with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64))
+
+
+PARSER = RocprofSdkParser()

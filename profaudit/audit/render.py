@@ -1,0 +1,346 @@
+"""Audit reports as text (rich), Markdown, HTML and JSON.
+
+All four show the same things in the same order: the verdict and why, the claimed against the
+supported speedup, the recomputed speedups per statistic, the two sides, then the findings
+(problems first, then what could not be checked, then what passed).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+from typing import Any
+
+from profaudit.audit.findings import Finding, Severity, Status
+from profaudit.audit.verdict import AuditReport
+
+FORMATS = ("text", "markdown", "html", "json")
+
+_VERDICT_STYLE = {"PASS": "bold green", "WARN": "bold yellow", "INCONCLUSIVE": "bold magenta", "FAIL": "bold red"}
+_SEV_STYLE = {Severity.FAIL: "red", Severity.INCONCLUSIVE: "magenta", Severity.WARN: "yellow", Severity.INFO: "dim"}
+_VERDICT_MEANING = {
+    "PASS": "the evidence supports the claim",
+    "WARN": "the claim may hold, with caveats",
+    "INCONCLUSIVE": "the evidence cannot decide",
+    "FAIL": "the claim is not supported or the comparison is not fair",
+}
+
+
+def render(report: AuditReport, fmt: str = "text", *, color: bool = False, width: int = 110) -> str:
+    if fmt == "text":
+        return render_text(report, color=color, width=width)
+    if fmt in ("markdown", "md"):
+        return render_markdown(report)
+    if fmt == "html":
+        return render_html(report)
+    if fmt == "json":
+        return render_json(report)
+    raise ValueError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+
+
+def render_json(report: AuditReport) -> str:
+    return json.dumps(report.as_dict(), indent=1, allow_nan=False, default=str) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# shared pieces
+# ---------------------------------------------------------------------------------------------
+
+
+def _x(v: float | None) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    return f"{v:.3g}x"
+
+
+def _time(ns: float | None) -> str:
+    from profaudit.audit.rules._common import fmt_time
+
+    return fmt_time(ns)
+
+
+def _claimed(report: AuditReport) -> str:
+    c = report.claim
+    if c.speedup is None:
+        return "none (measured speedup only)"
+    return f"{_x(c.speedup)} ({c.statistic.name if c.statistic else 'statistic not stated'})"
+
+
+def _supported(report: AuditReport) -> str:
+    s = report.supported
+    iv = s.interval
+    if iv is None or not math.isfinite(iv.estimate):
+        return f"none ({s.basis})"
+    rng = f" [{iv.low:.3g}, {iv.high:.3g}] at {iv.confidence:.0%}" if math.isfinite(iv.low) and math.isfinite(iv.high) else " (no interval)"
+    text = f"{iv.estimate:.3g}x{rng}, {s.basis}"
+    if not s.comparable:
+        text += "; the sides are not comparable, so no speedup claim holds"
+    return text
+
+
+def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
+    cmp = report.comparison
+    rows = []
+    for name, iv in cmp.intervals.items():
+        rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "n/a"
+        rows.append((name, _x(iv.estimate), rng, iv.space))
+    if cmp.space == "cycles":
+        for name, iv in cmp.time_intervals.items():
+            rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "n/a"
+            rows.append((name, _x(iv.estimate), rng, "time"))
+    return rows
+
+
+def _side_rows(report: AuditReport) -> list[tuple[str, ...]]:
+    rows = []
+    for se in report.evidence.sides:
+        dev = se.get("device") or "?"
+        ts = se.get("time_source") or "?"
+        if se.has_samples:
+            n = f"{se.n} steady of {se.times.size}" + (f" (+{se.warmup_rows} labelled warm-up)" if se.warmup_rows else "")
+        elif se.summaries:
+            n = f"summaries ({', '.join(se.summaries)})" + (f", n={se.summary_count}" if se.summary_count else "")
+        else:
+            n = "none"
+        rows.append((se.role, se.label, _time(se.typical_time_ns()), n, str(dev), str(ts)))
+    return rows
+
+
+def _stats_lines(report: AuditReport) -> list[str]:
+    cmp = report.comparison
+    if not cmp.available:
+        return [f"speedup not recomputed: {cmp.reason}"]
+    lines = []
+    if cmp.mann_whitney is not None and cmp.mann_whitney.p_value == cmp.mann_whitney.p_value:
+        mw = cmp.mann_whitney
+        lines.append(f"Mann-Whitney U: p = {mw.p_value:.3g}, P(baseline slower than candidate) = {mw.prob_greater:.3f}")
+    if cmp.noise:
+        lines.append("noise (IQR / median): " + ", ".join(f"{r} {d.rel_iqr:.2%}" for r, d in cmp.noise.items() if d.rel_iqr == d.rel_iqr))
+    lines.append(f"noise threshold: {report.evidence.noise_threshold:.1%}; {cmp.space_note}")
+    if cmp.method:
+        lines.append(f"interval: {cmp.method}")
+    return [l for l in lines if l]
+
+
+def _groups(report: AuditReport) -> tuple[list[Finding], list[Finding], list[Finding]]:
+    problems = report.problems
+    unknown = sorted((f for f in report.findings if f.status is Status.UNKNOWN and f.severity == Severity.INFO), key=lambda f: f.rule)
+    notes = sorted((f for f in report.findings if f.status is Status.FAIL and f.severity == Severity.INFO), key=lambda f: f.rule)
+    passed = sorted((f for f in report.findings if f.status is Status.PASS), key=lambda f: f.rule)
+    return problems, unknown + notes, passed
+
+
+def _finding_label(f: Finding) -> str:
+    if f.status is Status.UNKNOWN:
+        return "cannot check" if f.severity == Severity.INFO else f"{f.severity.label} (cannot check)"
+    if f.status is Status.PASS:
+        return "pass"
+    return f.severity.label if f.severity > Severity.INFO else "note"
+
+
+# ---------------------------------------------------------------------------------------------
+# text (rich)
+# ---------------------------------------------------------------------------------------------
+
+
+def render_text(report: AuditReport, *, color: bool = False, width: int = 110) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=False)
+    print_text(report, console)
+    return buf.getvalue()
+
+
+def print_text(report: AuditReport, console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    title = Text()
+    title.append(f" {report.verdict} ", style=_VERDICT_STYLE[report.verdict] + " reverse")
+    title.append(f"  {_VERDICT_MEANING[report.verdict]}")
+    console.print(title)
+    if report.claim.description:
+        console.print(Text(f"claim: {report.claim.description}"))
+    if report.claim.path:
+        console.print(Text(f"claim file: {report.claim.path}", style="dim"))
+    console.print(Text(f"claimed speedup:   {_claimed(report)}"))
+    console.print(Text(f"supported speedup: {_supported(report)}", style="bold"))
+    if report.reasons:
+        console.print(Text("why:", style="bold"))
+        for r in report.reasons:
+            console.print(Text(f"  - {r}"))
+    console.print()
+
+    sides = Table(title="sides", header_style="bold", title_justify="left", show_lines=False)
+    for col in ("side", "label", "typical time", "samples", "device", "time source"):
+        sides.add_column(col, overflow="fold")
+    for row in _side_rows(report):
+        sides.add_row(*row)
+    console.print(sides)
+
+    rows = _speedup_rows(report)
+    if rows:
+        sp = Table(title="recomputed speedup (baseline / candidate), steady-state samples", header_style="bold", title_justify="left")
+        for col, just in (("statistic", "left"), ("speedup", "right"), (f"{report.evidence.confidence:.0%} interval", "right"), ("space", "left")):
+            sp.add_column(col, justify=just)
+        for r in rows:
+            sp.add_row(*r)
+        console.print(sp)
+    for line in _stats_lines(report):
+        console.print(Text(line, style="dim"))
+    console.print()
+
+    problems, info, passed = _groups(report)
+    if problems:
+        t = Table(title="findings", header_style="bold", title_justify="left", show_lines=True)
+        t.add_column("rule", no_wrap=True)
+        t.add_column("severity", no_wrap=True)
+        t.add_column("pitfalls", no_wrap=True)
+        t.add_column("finding", overflow="fold")
+        for f in problems:
+            t.add_row(f"{f.rule}\n{f.name}", Text(_finding_label(f), style=_SEV_STYLE[f.severity]), ", ".join(f.pitfalls), f.message)
+        console.print(t)
+    if info:
+        t = Table(title="notes and checks without evidence", header_style="bold", title_justify="left")
+        t.add_column("rule", no_wrap=True)
+        t.add_column("status", no_wrap=True)
+        t.add_column("message", overflow="fold")
+        for f in info:
+            t.add_row(f"{f.rule} {f.name}", Text(_finding_label(f), style="dim"), f.message)
+        console.print(t)
+    if passed:
+        console.print(Text("passed: " + ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green"))
+    console.print(Text(f"{len(report.rules)} rules, {report.elapsed_s:.2f} s", style="dim"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------------
+
+
+def _md(s: Any) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: AuditReport) -> str:
+    out: list[str] = []
+    out.append(f"## profaudit audit: **{report.verdict}** ({_VERDICT_MEANING[report.verdict]})")
+    out.append("")
+    if report.claim.description:
+        out.append(f"- **Claim:** {_md(report.claim.description)}")
+    out.append(f"- **Claimed speedup:** {_md(_claimed(report))}")
+    out.append(f"- **Supported speedup:** {_md(_supported(report))}")
+    if report.reasons:
+        out.append("- **Why:**")
+        for r in report.reasons:
+            out.append(f"  - {_md(r)}")
+    out.append("")
+    out.append("### Sides")
+    out.append("")
+    out.append("| side | label | typical time | samples | device | time source |")
+    out.append("|---|---|---:|---|---|---|")
+    for row in _side_rows(report):
+        out.append("| " + " | ".join(_md(c) for c in row) + " |")
+    rows = _speedup_rows(report)
+    if rows:
+        out.append("")
+        out.append("### Recomputed speedup (baseline / candidate, steady-state samples)")
+        out.append("")
+        out.append(f"| statistic | speedup | {report.evidence.confidence:.0%} interval | space |")
+        out.append("|---|---:|---:|---|")
+        for r in rows:
+            out.append("| " + " | ".join(_md(c) for c in r) + " |")
+    out.append("")
+    for line in _stats_lines(report):
+        out.append(f"- {_md(line)}")
+    problems, info, passed = _groups(report)
+    if problems:
+        out.append("")
+        out.append("### Findings")
+        out.append("")
+        out.append("| rule | severity | pitfalls | finding |")
+        out.append("|---|---|---|---|")
+        for f in problems:
+            out.append(f"| {f.rule} `{f.name}` | {_finding_label(f)} | {', '.join(f.pitfalls)} | {_md(f.message)} |")
+    if info:
+        out.append("")
+        out.append("### Notes and checks without evidence")
+        out.append("")
+        for f in info:
+            out.append(f"- {f.rule} `{f.name}` ({_finding_label(f)}): {_md(f.message)}")
+    if passed:
+        out.append("")
+        out.append("### Passed")
+        out.append("")
+        out.append(", ".join(f"{f.rule} `{f.name}`" for f in passed))
+    out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML (one self-contained page)
+# ---------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:70rem;color:#1b1f24;line-height:1.45}
+h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:1.8rem}
+.verdict{display:inline-block;padding:.2rem .7rem;border-radius:.3rem;color:#fff;font-weight:700;margin-right:.6rem}
+.PASS{background:#1a7f37}.WARN{background:#9a6700}.INCONCLUSIVE{background:#8250df}.FAIL{background:#cf222e}
+table{border-collapse:collapse;width:100%;margin:.5rem 0;font-size:.92rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.sev-fail{color:#cf222e;font-weight:600}.sev-inconclusive{color:#8250df;font-weight:600}.sev-warn{color:#9a6700;font-weight:600}.sev-info{color:#57606a}
+.dim{color:#57606a;font-size:.9rem} code{background:#f6f8fa;padding:0 .2rem}
+details{margin:.2rem 0} pre{background:#f6f8fa;padding:.5rem;overflow:auto;font-size:.8rem}
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def render_html(report: AuditReport) -> str:
+    p: list[str] = []
+    p.append("<!doctype html><html lang='en'><head><meta charset='utf-8'>")
+    p.append(f"<title>profaudit audit: {_e(report.verdict)}</title><style>{_CSS}</style></head><body>")
+    p.append(f"<h1><span class='verdict {_e(report.verdict)}'>{_e(report.verdict)}</span>{_e(_VERDICT_MEANING[report.verdict])}</h1>")
+    if report.claim.description:
+        p.append(f"<p><b>Claim:</b> {_e(report.claim.description)}</p>")
+    p.append(f"<p><b>Claimed speedup:</b> {_e(_claimed(report))}<br><b>Supported speedup:</b> {_e(_supported(report))}</p>")
+    if report.reasons:
+        p.append("<p><b>Why:</b></p><ul>" + "".join(f"<li>{_e(r)}</li>" for r in report.reasons) + "</ul>")
+    p.append("<h2>Sides</h2><table><tr><th>side</th><th>label</th><th>typical time</th><th>samples</th><th>device</th><th>time source</th></tr>")
+    for row in _side_rows(report):
+        p.append("<tr>" + "".join(f"<td{' class=num' if i == 2 else ''}>{_e(c)}</td>" for i, c in enumerate(row)) + "</tr>")
+    p.append("</table>")
+    rows = _speedup_rows(report)
+    if rows:
+        p.append(f"<h2>Recomputed speedup</h2><table><tr><th>statistic</th><th>speedup</th><th>{report.evidence.confidence:.0%} interval</th><th>space</th></tr>")
+        for r in rows:
+            p.append(f"<tr><td>{_e(r[0])}</td><td class=num>{_e(r[1])}</td><td class=num>{_e(r[2])}</td><td>{_e(r[3])}</td></tr>")
+        p.append("</table>")
+    p.append("<p class=dim>" + "<br>".join(_e(l) for l in _stats_lines(report)) + "</p>")
+    problems, info, passed = _groups(report)
+
+    def finding_rows(fs: list[Finding]) -> str:
+        out = ["<table><tr><th>rule</th><th>status</th><th>pitfalls</th><th>finding</th></tr>"]
+        for f in fs:
+            ev = json.dumps(f.as_dict().get("evidence", {}), indent=1, default=str)
+            out.append(
+                f"<tr><td>{_e(f.rule)}<br><code>{_e(f.name)}</code></td><td class='sev-{f.severity.label}'>{_e(_finding_label(f))}</td>"
+                f"<td>{_e(', '.join(f.pitfalls))}</td><td>{_e(f.message)}<details><summary class=dim>evidence</summary><pre>{_e(ev)}</pre></details></td></tr>"
+            )
+        out.append("</table>")
+        return "".join(out)
+
+    if problems:
+        p.append("<h2>Findings</h2>" + finding_rows(problems))
+    if info:
+        p.append("<h2>Notes and checks without evidence</h2>" + finding_rows(info))
+    if passed:
+        p.append("<h2>Passed</h2>" + finding_rows(passed))
+    p.append(f"<p class=dim>profaudit, {len(report.rules)} rules, {report.elapsed_s:.2f} s</p></body></html>\n")
+    return "".join(p)

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from profaudit.audit.evidence import Evidence, device_relation
+from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.audit.rules._common import differ_text
+
+
+def _mig(v) -> str:
+    s = str(v or "").strip().lower()
+    return "none" if s in ("", "none", "no", "false", "disabled", "off") else s
+
+
+class DeviceMismatch(Rule):
+    """The sides ran on different devices, MIG slices or boards.
+
+    What it detects: device names that name different products (FAIL), different MIG profiles
+    (FAIL), and, for the same product, different device UUIDs (WARN: another board of the same
+    model). Device names come from the claim, profile metadata and sample columns.
+
+    Why it matters: a speedup across devices measures the hardware. Even two boards of one SKU
+    differ: one "14 % speedup" turned out to be a different B200 instance (dogacel blog), and MIG
+    slices share memory bandwidth and cannot lock clocks (CUPTI docs).
+
+    Example: baseline on "NVIDIA A100-SXM4-80GB", candidate on "NVIDIA H100 80GB HBM3": FAIL.
+    """
+
+    code = "PA201"
+    name = "device-mismatch"
+    severity = Severity.FAIL
+    pitfalls = ("P3", "P13")
+    needs = ("the device of each side (claim, profile metadata or sample column)",)
+    unknown_severity = Severity.WARN
+
+    def check(self, ev: Evidence) -> list[Finding]:
+        b, c = ev.baseline, ev.candidate
+        db, dc = b.fact("device"), c.fact("device")
+        if db is None or dc is None:
+            missing = [s.role for s, f in ((b, db), (c, dc)) if f is None]
+            return [self.cannot(f"the device of the {' and '.join(missing)} is not recorded", device_baseline=db, device_candidate=dc)]
+        evid = {"device_baseline": db, "device_candidate": dc}
+        rel = device_relation(str(db.value), str(dc.value))
+        if rel == "different":
+            sev = Severity.WARN if ev.intended("device") else Severity.FAIL
+            return [self.flag(sev, "different devices: " + differ_text("device", db, dc) + (" (declared as intended)" if sev is Severity.WARN else ""), "both", non_comparable=True, **evid)]
+        out: list[Finding] = []
+        if rel == "compatible":
+            out.append(self.flag(Severity.WARN, f"device names differ in detail and no device spec tells them apart: {db.value!r} vs {dc.value!r}", "both", **evid))
+        mb, mc = b.fact("mig_profile"), c.fact("mig_profile")
+        if mb is not None and mc is not None and _mig(mb.value) != _mig(mc.value):
+            out.append(self.flag(Severity.FAIL, "different MIG configurations: " + differ_text("mig_profile", mb, mc), "both", non_comparable=True, mig_baseline=mb, mig_candidate=mc, **evid))
+        ub, uc = b.fact("device_uuid"), c.fact("device_uuid")
+        if ub is not None and uc is not None and str(ub.value).lower() != str(uc.value).lower():
+            out.append(self.flag(Severity.WARN, f"same model but different boards (UUID {ub.value} vs {uc.value}): board-to-board variation is part of the difference", "both", uuid_baseline=ub, uuid_candidate=uc, **evid))
+        if out:
+            return out
+        same_board = ub is not None and uc is not None
+        return [self.ok(f"both sides ran on {db.value}" + (" (same board)" if same_board else ""), **evid)]
+
+
+RULE = DeviceMismatch()

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from profaudit.audit.evidence import Evidence, SideEvidence
+from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.audit.rules._common import pct
+
+# NVML reasons that do not slow a running kernel (idle, application clocks) and spellings of none.
+_BENIGN = {"", "none", "0", "0x0", "gpu_idle", "idle", "applications_clocks_setting", "application_clocks_setting", "app_clocks", "applications_clocks", "clocks_setting", "nvmlclocksthrottlereasongpuidle", "nvmlclocksthrottlereasonapplicationsclockssetting"}
+_BENIGN_BITS = 0x1 | 0x2  # GpuIdle, ApplicationsClocksSetting
+
+
+def _throttled(reason) -> bool:
+    if reason is None:
+        return False
+    s = str(reason).strip().lower()
+    if re.fullmatch(r"0x[0-9a-f]+|\d+", s):
+        v = int(s, 16) if s.startswith("0x") else int(s)
+        return bool(v & ~_BENIGN_BITS)
+    parts = [p.strip() for p in re.split(r"[|,;+ ]+", s) if p.strip()]
+    return any(p not in _BENIGN for p in parts)
+
+
+class ClockThrottling(Rule):
+    """Samples taken while the GPU was throttled (clock below 75 % of default, throttle reasons).
+
+    What it detects: the share of steady-state samples per side whose SM clock is below 0.75x the
+    default clock (meta.default_clock_mhz, else the device spec's boost clock, else the highest
+    clock seen in either log) or whose NVML throttle reasons name anything other than idle or
+    application clocks (power cap, thermal slowdown, HW slowdown, sync boost).
+
+    Why it matters: a throttled side is slower because of its temperature or power budget, not
+    its code (flashinfer PR #2899: B200 clocks fell from 1965 to ~1580 MHz under back-to-back
+    kernels; nvbench #231: 59 % of the default clock). nvbench uses the same 75 % threshold.
+
+    Example: 30 % of the baseline's samples report `sw_thermal_slowdown`: WARN.
+    """
+
+    code = "PA203"
+    name = "clock-throttling"
+    severity = Severity.WARN
+    pitfalls = ("P4",)
+    needs = ("per-sample SM clocks or throttle reasons",)
+
+    def check(self, ev: Evidence) -> list[Finding]:
+        ref, ref_src = self._reference(ev)
+        results = {}
+        for se in ev.sides:
+            r = self._side(se, ref)
+            if r is not None:
+                results[se.role] = r
+        if not results:
+            return [self.cannot("no per-sample SM clock or throttle-reason column in either log")]
+        out = []
+        for role, r in results.items():
+            if r["throttled_share"] > 0.01:
+                why = []
+                if r["low_clock_share"]:
+                    why.append(f"{pct(r['low_clock_share'])} below 75% of {ref:.0f} MHz ({ref_src})")
+                if r["reason_share"]:
+                    why.append(f"{pct(r['reason_share'])} with throttle reasons ({', '.join(r['reasons'][:4])})")
+                out.append(self.flag(Severity.WARN, f"{pct(r['throttled_share'])} of the {role}'s samples were throttled: {'; '.join(why)}", role, reference_clock_mhz=ref, reference_source=ref_src, **r))
+        if out:
+            return out
+        return [self.ok(f"no throttled samples ({', '.join(results)}; reference clock {ref:.0f} MHz from {ref_src})" if ref else "no throttle reasons recorded in the logs", reference_clock_mhz=ref, **results)]
+
+    @staticmethod
+    def _reference(ev: Evidence) -> tuple[float | None, str]:
+        for se in ev.sides:
+            f = se.fact("default_clock_mhz")
+            if f is not None:
+                return float(f.value), f.source
+        for se in ev.sides:
+            boost = getattr(se.spec, "boost_clock_hz", None) if se.spec is not None else None
+            if boost:
+                return float(boost) / 1e6, f"device spec boost clock of {getattr(se.spec, 'name', 'the device')}"
+        highs = [float(np.nanmax(se.columns["sm_clock_mhz"])) for se in ev.sides if "sm_clock_mhz" in se.columns and np.isfinite(se.columns["sm_clock_mhz"]).any()]
+        if highs:
+            return max(highs), "highest clock in either log (no default clock or spec)"
+        return None, ""
+
+    @staticmethod
+    def _side(se: SideEvidence, ref: float | None):
+        if not se.has_samples:
+            return None
+        clocks = se.steady_column("sm_clock_mhz")
+        have_clock = clocks is not None and np.isfinite(clocks).any()
+        reasons = None
+        if se.throttle is not None and se.steady_mask is not None:
+            arr = np.array(se.throttle, dtype=object)[se.steady_mask]
+            reasons = arr
+        if not have_clock and reasons is None:
+            return None
+        n = int(se.steady.size)
+        low = np.zeros(n, dtype=bool)
+        if have_clock and ref:
+            low = np.nan_to_num(clocks, nan=np.inf) < 0.75 * ref
+        why = np.zeros(n, dtype=bool)
+        seen: list[str] = []
+        if reasons is not None:
+            why = np.array([_throttled(r) for r in reasons], dtype=bool)
+            seen = sorted({str(r) for r, w in zip(reasons, why) if w})
+        both = low | why
+        return {
+            "samples": n,
+            "throttled_share": float(both.mean()) if n else 0.0,
+            "low_clock_share": float(low.mean()) if n else 0.0,
+            "reason_share": float(why.mean()) if n else 0.0,
+            "reasons": seen,
+            "median_clock_mhz": float(np.nanmedian(clocks)) if have_clock else None,
+        }
+
+
+RULE = ClockThrottling()

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+import re
+
+from profaudit.audit.evidence import Evidence
+from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.audit.rules._common import differ_text
+
+# Parameter names that describe the problem (not the implementation's tuning knobs).
+_WORKLOAD_PARAM = re.compile(r"^(n|m|k|b|h|d|l|s|size|sizes|shape|dims?|batch.*|seq.*|len.*|length|elements?|num_?elements|rows|cols|columns|heads|head_?dim|hidden.*|features|channels|width|height|tokens|dtype|type|t|precision|problem.*)$", re.IGNORECASE)
+
+
+def _params(v) -> dict | None:
+    try:
+        d = json.loads(v)
+    except (TypeError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+class WorkloadMismatch(Rule):
+    """The sides did different work: shapes, batch size, FLOP or byte counts, problem parameters.
+
+    What it detects: different `shape` or `batch_size`; FLOPs or bytes per call that differ by
+    more than 1 % between the sides' own counts (FLOP accounting); and, in logs with parameter
+    columns, different values of problem-size parameters (n, m, k, batch, seq_len, elements,
+    dtype ...). Declared `intended_differences` are a WARN.
+
+    Why it matters: a speedup on a different problem is not a speedup (robust-kbench: kernels
+    that overfit shapes; triton PR #1849: a non-causal FLOP count doubled for a causal kernel).
+
+    Example: baseline shape [8192, 8192], candidate [4096, 4096]: FAIL.
+    """
+
+    code = "PA302"
+    name = "workload-mismatch"
+    severity = Severity.FAIL
+    pitfalls = ("P3",)
+    needs = ("shape / batch_size / flops / bytes of both sides, or parameter columns in the logs",)
+    unknown_severity = Severity.WARN
+
+    def check(self, ev: Evidence) -> list[Finding]:
+        b, c = ev.baseline, ev.candidate
+        out: list[Finding] = []
+        compared = []
+        for key in ("shape", "batch_size"):
+            fb, fc = b.fact(key), c.fact(key)
+            if fb is None or fc is None:
+                continue
+            compared.append(key)
+            if str(fb.value) != str(fc.value):
+                sev = Severity.WARN if ev.intended(key) else Severity.FAIL
+                out.append(self.flag(sev, "different work: " + differ_text(key, fb, fc), "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
+        for key in ("flops", "bytes"):
+            fb, fc = b.fact(key), c.fact(key)
+            if fb is None or fc is None:
+                continue
+            compared.append(key)
+            vb, vc = float(fb.value), float(fc.value)
+            if abs(vb - vc) > 0.01 * max(vb, vc):
+                sev = Severity.WARN if ev.intended(key) else Severity.FAIL
+                out.append(self.flag(sev, f"the sides count different {key} per call ({vb:.4g} vs {vc:.4g}): different work or different accounting", "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
+        pb, pc = b.fact("params"), c.fact("params")
+        if pb is not None and pc is not None:
+            db, dc = _params(pb.value), _params(pc.value)
+            if db is not None and dc is not None:
+                keys = sorted(k for k in set(db) & set(dc) if _WORKLOAD_PARAM.match(str(k)))
+                if keys:
+                    compared.append("params")
+                    diff = {k: (db[k], dc[k]) for k in keys if str(db[k]) != str(dc[k])}
+                    if diff:
+                        out.append(self.flag(Severity.FAIL, f"the logs' problem parameters differ: {', '.join(f'{k} {v[0]} vs {v[1]}' for k, v in diff.items())}", "both", non_comparable=True, params_baseline=pb, params_candidate=pc))
+        if out:
+            return out
+        if not compared:
+            return [self.cannot("neither shape, batch size, FLOP/byte counts nor problem parameters are recorded for both sides")]
+        return [self.ok(f"same workload ({', '.join(compared)})")]
+
+
+RULE = WorkloadMismatch()

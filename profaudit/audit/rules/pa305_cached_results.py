@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import numpy as np
+
+from profaudit.audit.evidence import Evidence
+from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.audit.rules._common import cache_state, fmt_bytes, fmt_time
+
+
+class CachedResults(Rule):
+    """The candidate reuses results instead of computing them.
+
+    What it detects: fewer than one kernel launch per timed call (meta.kernels_per_call or a
+    trace with a call count) -> FAIL; DRAM traffic per call under half the workload's minimum
+    bytes while caches were flushed (ncu --cache-control all) -> FAIL; a per-iteration log whose
+    first measured calls are > 5x the steady state although warm-up iterations ran (the first
+    call computes, the later ones do not) -> WARN.
+
+    Why it matters: memoised outputs, reused reference memory and results cached by input
+    pointer report the cost of a lookup (KernelBench result_reuse_kernel.py; CUDA-L1; wafer.ai's
+    104.89x kernel that read garbage memory).
+
+    Example: the candidate's ncu report reads 0.3 GB per call with flushed caches where the
+    inputs alone are 3.2 GB: FAIL.
+    """
+
+    code = "PA305"
+    name = "cached-results"
+    severity = Severity.FAIL
+    pitfalls = ("P8",)
+    needs = ("candidate launches per call, or ncu DRAM bytes + workload bytes, or a per-iteration log with warm-up count",)
+
+    def check(self, ev: Evidence) -> list[Finding]:
+        c = ev.candidate
+        out, checked = [], []
+        lpc, how = c.launches_per_call()
+        if lpc is not None:
+            checked.append("launches per call")
+            if lpc < 1:
+                out.append(self.flag(Severity.FAIL, f"the candidate launches {lpc:.2g} kernels per timed call ({how}): most calls compute nothing", "candidate", launches_per_call=lpc, source=how))
+        w, wsrc = ev.workload_value("bytes", c)
+        dram, dsrc = c.dram_bytes_per_call()
+        if dram is None and c.fact("dram_bytes") is not None:
+            dram, dsrc = float(c.get("dram_bytes")), c.fact("dram_bytes").source
+        state, sf = cache_state(c)
+        if w is not None and dram is not None and state == "cold":
+            checked.append("DRAM bytes")
+            if dram < 0.5 * w:
+                out.append(self.flag(Severity.FAIL, f"with caches flushed the candidate moves {fmt_bytes(dram)} per call from DRAM, under half the workload's minimum {fmt_bytes(w)}: results are cached or work is skipped", "candidate", dram_bytes=dram, dram_source=dsrc, workload_bytes=w, workload_source=wsrc, cache=sf))
+        warm = c.get("warmup_iterations")
+        if c.has_samples and warm is not None:
+            checked.append("first calls")
+            heads = [s for s in c.steady_states if s.start and s.head_median > 5 * s.median]
+            if warm >= 1 and heads:
+                st = heads[0]
+                out.append(self.flag(Severity.WARN, f"after {warm} warm-up iterations the candidate's first {st.start} measured calls take {fmt_time(st.head_median)} and the rest {fmt_time(st.median)} ({st.head_median / st.median:.0f}x): the first call computes, later calls may reuse its result", "candidate", head_samples=st.start, warmup_iterations=c.fact("warmup_iterations")))
+        if out:
+            return out
+        if not checked:
+            return [self.cannot("no launch count per call, no DRAM bytes under flushed caches with workload bytes, and no warm-up count with a per-iteration log")]
+        return [self.ok(f"no sign of reused results ({', '.join(checked)})")]
+
+
+RULE = CachedResults()

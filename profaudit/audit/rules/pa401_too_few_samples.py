@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import math
+
+from profaudit.audit.evidence import Evidence
+from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.audit.rules._common import fx
+
+MIN_SAMPLES = 10  # nvbench --min-samples
+
+
+class TooFewSamples(Rule):
+    """Fewer than 10 samples on a side.
+
+    What it detects: the steady-state sample count of each side (or the reported count for
+    summaries) under nvbench's minimum of 10. For a small effect (measured speedup within
+    0.83-1.2x) that makes the comparison inconclusive; for a large one it is a warning. A side
+    that reports a single number without a sample count is inconclusive.
+
+    Why it matters: with a handful of samples the spread is unknown and one outlier moves the
+    statistic (KernelBench's early baselines: 3 warm-ups and 100 trials were already too few to
+    rank close kernels).
+
+    Example: 5 timings per side and a measured 1.08x: INCONCLUSIVE.
+    """
+
+    code = "PA401"
+    name = "too-few-samples"
+    severity = Severity.INCONCLUSIVE
+    pitfalls = ("P9", "P10")
+    needs = ("sample counts of both sides",)
+    unknown_severity = Severity.INCONCLUSIVE
+
+    def check(self, ev: Evidence) -> list[Finding]:
+        counts = {}
+        for se in ev.sides:
+            if not se.has_samples and not se.summary_count:
+                if se.summaries:
+                    return [self.cannot(f"the {se.role} reports summaries without a sample count", se.role)]
+                return [self.cannot(f"no timing samples for the {se.role}", se.role)]
+            counts[se.role] = se.n
+        low = {r: n for r, n in counts.items() if n < MIN_SAMPLES}
+        if not low:
+            return [self.ok(f"enough samples ({counts['baseline']} baseline, {counts['candidate']} candidate)", samples=counts)]
+        cmp = ev.comparison
+        iv = cmp.primary_interval if cmp.available else None
+        est = iv.estimate if iv is not None else math.nan
+        text = ", ".join(f"{n} {r}" for r, n in low.items())
+        small = not math.isfinite(est) or abs(math.log(est)) < math.log(1.2)
+        if small:
+            return [self.flag(Severity.INCONCLUSIVE, f"only {text} sample(s) (minimum {MIN_SAMPLES}) for a small effect ({fx(est)})", "both", samples=counts, measured=est)]
+        return [self.flag(Severity.WARN, f"only {text} sample(s) (minimum {MIN_SAMPLES}); the effect ({fx(est)}) is large enough to see, but the spread is poorly known", "both", samples=counts, measured=est)]
+
+
+RULE = TooFewSamples()

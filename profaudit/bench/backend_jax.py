@@ -1,0 +1,205 @@
+"""JAX backend: each variant is `jax.jit`-ed and compiled ahead of time (`lower().compile()`) before
+anything is timed, so compilation never lands in a sample (FAIRNESS P1); each timed call ends
+with `jax.block_until_ready` on its outputs (P6: JAX dispatches asynchronously). XLA's
+`cost_analysis()` of the compiled program is attached to the log (`profaudit.xla.normalise_cost`).
+
+JAX arrays are immutable: variants return their outputs (no `output=` buffers), and references
+receive float64 *numpy* arrays (JAX computes in float32 unless x64 is enabled), so write them with
+numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from profaudit.bench.backends import Backend, BoundCall, dtype_name
+from profaudit.bench.env import NoTelemetry, Telemetry, open_telemetry
+from profaudit.errors import UsageError, require
+
+
+class JaxBackend(Backend):
+    name = "jax"
+    supports_out = False
+    compile_mode_default = "jit"
+
+    def __init__(self, device: str = "auto", options: dict | None = None):
+        super().__init__(device, options)
+        self.jax = require("jax", "bench", "benchmarks on the jax backend")
+        import jax.numpy as jnp
+
+        self.jnp = jnp
+        if device in (None, "", "auto"):
+            self.dev = self.jax.devices()[0]
+        else:
+            kind = "gpu" if device.startswith("cuda") or device.startswith("gpu") else device.split(":")[0]
+            idx = int(device.split(":")[1]) if ":" in device else 0
+            try:
+                self.dev = self.jax.devices(kind)[idx]
+            except Exception as exc:
+                raise UsageError(f"jax has no device {device!r}: {exc}") from None
+        self.platform = self.dev.platform
+        self.device_kind = "cuda" if self.platform == "gpu" else self.platform
+        self._compiled: dict[tuple, Any] = {}
+        self._costs: dict[str, dict] = {}
+        self._tele: Telemetry | None = None
+
+    def framework(self) -> str:
+        return f"jax {self.jax.__version__}"
+
+    def device_info(self) -> dict[str, Any]:
+        if self.platform == "cpu":
+            return super().device_info() | {"jax_platform": "cpu"}
+        return {"device_name": str(self.dev.device_kind), "device_kind": self.device_kind, "jax_platform": self.platform, "device_index": getattr(self.dev, "id", 0)}
+
+    def precision_flags(self) -> dict[str, Any]:
+        cfg = self.jax.config
+        out = {}
+        for key in ("jax_default_matmul_precision", "jax_enable_x64", "jax_default_prng_impl"):
+            try:
+                v = getattr(cfg, key)
+                out[key] = v if isinstance(v, (bool, int, float, str)) or v is None else str(v)
+            except AttributeError:
+                continue
+        return out
+
+    def tf32_allowed(self, dtype: str | None) -> bool | None:
+        if dtype != "float32":
+            return None
+        prec = str(self.precision_flags().get("jax_default_matmul_precision") or "default").lower()
+        if self.platform == "gpu":
+            # XLA:GPU runs fp32 dots on TF32 tensor cores unless the precision says full fp32
+            return prec not in ("highest", "float32", "precision.highest")
+        return prec in ("tensorfloat32", "bfloat16", "bfloat16_3x", "fastest")
+
+    def telemetry(self) -> Telemetry:
+        if self.platform != "gpu":
+            return NoTelemetry(f"jax platform {self.platform}: no GPU telemetry")
+        if self._tele is None:
+            self._tele = open_telemetry("cuda", int(getattr(self.dev, "id", 0)))
+        return self._tele
+
+    # -- arrays ----------------------------------------------------------------------------
+    def from_numpy(self, a: np.ndarray, dtype: str):
+        jdt = getattr(self.jnp, dtype)
+        if dtype == "float64" and not self.jax.config.jax_enable_x64:
+            raise UsageError("float64 inputs need jax_enable_x64 (jax.config.update('jax_enable_x64', True))")
+        return self.jax.device_put(self.jnp.asarray(a, dtype=jdt), self.dev)
+
+    def to_numpy(self, x) -> np.ndarray:
+        a = np.asarray(x)
+        if a.dtype.name == "bfloat16":
+            a = a.astype(np.float32)
+        return a
+
+    def to_reference(self, x):
+        a = self.to_numpy(x)
+        return a.astype(np.float64) if a.dtype.kind == "f" else a
+
+    def is_array(self, x) -> bool:
+        return isinstance(x, self.jax.Array)
+
+    def array_dtype(self, x) -> str:
+        return dtype_name(x.dtype)
+
+    def array_shape(self, x) -> tuple[int, ...]:
+        return tuple(int(s) for s in x.shape)
+
+    def nbytes(self, x) -> int:
+        return int(x.size * x.dtype.itemsize)
+
+    def poison(self, out) -> None:
+        raise UsageError("jax arrays are immutable: jax benchmarks return their outputs (no output= buffers)")
+
+    def copy_into(self, dst, src) -> bool:
+        return False
+
+    # -- calls -----------------------------------------------------------------------------
+    def bind(self, fn: Callable, args: Sequence[Any], kwargs: dict, variant: str, params: dict, model_ns=None, input_set: int = 0) -> BoundCall:
+        jax = self.jax
+        key = (variant, tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else repr(a) for a in args))
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            import functools
+
+            f = functools.partial(fn, **kwargs) if kwargs else fn
+            jitted = f if hasattr(f, "lower") else jax.jit(f)
+            compiled = jitted.lower(*args).compile()
+            self._compiled[key] = compiled
+            if variant not in self._costs:
+                self._costs[variant] = self._cost(compiled)
+        block = jax.block_until_ready
+        return BoundCall(lambda: block(compiled(*args)), variant, params, model_ns, input_set)
+
+    @staticmethod
+    def _cost(compiled) -> dict[str, Any]:
+        from profaudit.xla import module_name_of, normalise_cost
+
+        try:
+            cost = normalise_cost(compiled)
+        except Exception as exc:  # backends without cost analysis answer "unknown", not an error
+            return {"available": False, "reason": f"cost_analysis() failed: {type(exc).__name__}: {exc}"}
+        if not cost:
+            return {"available": False, "reason": "cost_analysis() returned nothing"}
+        return {
+            "available": True,
+            "module": module_name_of(compiled),
+            "flops": cost.get("flops"),
+            "bytes_accessed": cost.get("bytes accessed", cost.get("bytes_accessed")),
+            "transcendentals": cost.get("transcendentals"),
+            "raw": cost,
+        }
+
+    def compile_info(self, variant: str) -> dict[str, Any]:
+        c = self._costs.get(variant)
+        return {"xla_cost_analysis": c} if c else {}
+
+    def sync(self) -> None:
+        # every bound call blocks on its own outputs; nothing else is in flight
+        return None
+
+    def cache_bytes(self) -> tuple[int, str]:
+        if self.platform == "cpu":
+            return super().cache_bytes()
+        from profaudit import specs
+
+        spec = specs.match_device(str(self.dev.device_kind))
+        if spec is not None and spec.l2_cache_bytes:
+            return int(spec.l2_cache_bytes), f"device spec {spec.name!r} (profaudit.specs; jax exposes no L2 attribute)"
+        return 256 * 1024 * 1024, "default 256 MiB (L2 size unknown; the size triton.testing.do_bench flushes)"
+
+    def flusher(self, nbytes: int) -> Callable[[], None]:
+        if self.platform == "cpu":
+            return super().flusher(nbytes)
+        jax, jnp = self.jax, self.jnp
+        state = {"buf": jax.device_put(jnp.zeros(max(1, int(nbytes) // 4), dtype=jnp.int32), self.dev)}
+        step = jax.jit(lambda b: b + 1, donate_argnums=0)
+        state["buf"] = step(state["buf"]).block_until_ready()
+
+        def flush() -> None:
+            state["buf"] = step(state["buf"])
+            state["buf"].block_until_ready()
+
+        return flush
+
+    def nvtx_range(self, name: str):
+        # jax has no NVTX API of its own; the `nvtx` package (or torch's) emits ranges ncu sees
+        try:
+            import nvtx  # type: ignore
+
+            return nvtx.annotate(name)
+        except ImportError:
+            pass
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return torch.cuda.nvtx.range(name)
+        except ImportError:
+            pass
+        return super().nvtx_range(name)
+
+    def close(self) -> None:
+        if self._tele is not None:
+            self._tele.close()

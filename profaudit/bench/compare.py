@@ -1,0 +1,231 @@
+"""From a benchmark run to a speedup claim and its audit.
+
+    outcomes = profaudit.bench.compare_run("out/", baseline="naive", candidate="torch")
+
+For every case where both variants were measured, it writes a claim file (YAML, the format of
+`profaudit audit`) that points at the two timing logs, then audits it with the audit package:
+`<case>__<candidate>-vs-<baseline>.yaml`, `.audit.json` and `.audit.md` under OUT/claims (or
+`out_dir`). Without `claimed`, the claim states the measured ratio of medians (3 significant
+digits), so the claim is exactly what the data say and the audit checks how it was measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from profaudit.errors import InputError, UsageError
+
+
+@dataclass
+class LogEntry:
+    benchmark: str
+    variant: str
+    params: str  # canonical JSON
+    files: list[Path]
+    shared: bool = False  # the file holds other benchmarks/variants too: select rows in the claim
+
+    @property
+    def case_id(self) -> str:
+        p = json.loads(self.params) if self.params else {}
+        if not p:
+            return self.benchmark
+        return f"{self.benchmark}[{','.join(f'{k}={_fmt(p[k])}' for k in sorted(p))}]"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@dataclass
+class CompareOutcome:
+    case_id: str
+    claim_path: Path
+    audit_json: Path
+    audit_md: Path
+    verdict: str
+    claimed: float | None
+    supported: dict
+    reasons: list[str]
+    report: Any  # AuditReport
+
+    def as_dict(self) -> dict:
+        return {
+            "case": self.case_id,
+            "claim": str(self.claim_path),
+            "audit_json": str(self.audit_json),
+            "audit_markdown": str(self.audit_md),
+            "verdict": self.verdict,
+            "claimed_speedup": self.claimed,
+            "supported": self.supported,
+            "reasons": self.reasons,
+        }
+
+
+def index_logs(source: str | os.PathLike) -> list[LogEntry]:
+    """The (benchmark, variant, params) groups a bench output folder, any folder of timing logs
+    or a single timing log holds, with the files behind each."""
+    from profaudit.samples import canonical_params
+
+    src = Path(source)
+    if not src.exists():
+        raise InputError(src, "no such file or folder")
+    if src.is_dir() and (src / "manifest.json").is_file():
+        from profaudit.bench.session import read_manifest
+
+        doc = read_manifest(src)
+        out = []
+        for c in doc.get("cases", []):
+            for v, ve in c.get("variants", {}).items():
+                logs = ve.get("logs") or ([ve["log"]] if ve.get("log") else [])
+                if logs:
+                    out.append(LogEntry(c["benchmark"], v, canonical_params(c.get("params") or {}), [src / l for l in logs]))
+        return out
+    files = sorted(p for p in src.rglob("*") if p.is_file() and (p.name.endswith(".jsonl") or p.name.endswith(".jsonl.gz"))) if src.is_dir() else [src]
+    if not files:
+        raise InputError(src, "holds no timing logs (*.jsonl)")
+    from profaudit.loader import load
+
+    groups: dict[tuple[str, str, str], list[Path]] = {}
+    shared: set[tuple[str, str, str]] = set()
+    for f in files:
+        ps = load([str(f)])
+        s = ps.samples
+        if s.height == 0:
+            continue
+        keys = s.select("benchmark", "variant", "params").unique(maintain_order=True).rows()
+        for k in keys:
+            k = tuple("" if x is None else str(x) for x in k)
+            groups.setdefault(k, []).append(f)
+            if len(keys) > 1:
+                shared.add(k)
+    return [LogEntry(b, v, p, fs, (b, v, p) in shared) for (b, v, p), fs in groups.items()]
+
+
+def _side(entry: LogEntry, label: str, claim_dir: Path) -> dict:
+    rel = [os.path.relpath(f.resolve(), claim_dir.resolve()) for f in entry.files]
+    side: dict[str, Any] = {"label": label, "timings": rel[0] if len(rel) == 1 else rel}
+    if entry.shared:
+        side["benchmark"] = entry.benchmark
+        side["variant"] = entry.variant
+        side["params"] = json.loads(entry.params)
+    return side
+
+
+def _sig3(x: float) -> str:
+    return f"{x:.3g}" if x < 1000 else f"{x:.0f}"
+
+
+def compare_run(
+    source: str | os.PathLike,
+    baseline: str,
+    candidate: str,
+    *,
+    pattern: str | None = None,
+    claimed: float | None = None,
+    statistic: str = "median",
+    out_dir: str | os.PathLike | None = None,
+    intended: Sequence[str] = (),
+    description: str | None = None,
+) -> list[CompareOutcome]:
+    """Write a claim file and its audit for every case holding both variants."""
+    import yaml
+
+    from profaudit.audit import audit, load_claim
+    from profaudit.audit.claim import META_KEYS
+    from profaudit.audit.render import render
+    from profaudit.bench.spec import matches
+    from profaudit.dataset import atomic_write_text
+
+    if baseline == candidate:
+        raise UsageError("--baseline and --candidate name the same variant")
+    bad = [k for k in intended if k not in META_KEYS]
+    if bad:
+        raise UsageError(f"--intended {bad[0]!r} is not a claim meta key ({', '.join(sorted(META_KEYS))})")
+    src = Path(source)
+    entries = index_logs(src)
+    by_case: dict[tuple[str, str], dict[str, LogEntry]] = {}
+    for e in entries:
+        by_case.setdefault((e.benchmark, e.params), {})[e.variant] = e
+    pairs = [(k, d[baseline], d[candidate]) for k, d in by_case.items() if baseline in d and candidate in d and matches(d[baseline].case_id, pattern)]
+    if not pairs:
+        have = sorted({e.variant for e in entries})
+        raise UsageError(f"{src}: no case has both variants {baseline!r} and {candidate!r}{' matching -k ' + repr(pattern) if pattern else ''} (variants: {', '.join(have) or 'none'})")
+    default_dir = (src if src.is_dir() else src.parent) / "claims"
+    claim_dir = Path(out_dir) if out_dir is not None else default_dir
+    claim_dir.mkdir(parents=True, exist_ok=True)
+    outcomes = []
+    for (bench, params), be, ce in pairs:
+        from profaudit.bench.spec import Case
+
+        slug = _case_slug(be)
+        stem = f"{bench}__{slug}__{candidate}-vs-{baseline}"
+        claim_path = claim_dir / f"{stem}.yaml"
+        doc: dict[str, Any] = {
+            "claim": None,
+            "speedup": None,
+            "statistic": statistic,
+            "baseline": _side(be, baseline, claim_dir),
+            "candidate": _side(ce, candidate, claim_dir),
+        }
+        if intended:
+            doc["intended_differences"] = list(intended)
+        if claimed is None:
+            # measure first: the ratio the data give, with the same statistic the claim states
+            draft = dict(doc, claim=f"{candidate} vs {baseline} on {be.case_id}")
+            draft.pop("speedup")
+            atomic_write_text(claim_path, yaml.safe_dump(draft, sort_keys=False))
+            est = _measured(load_claim(claim_path), statistic)
+            if est is None:
+                raise UsageError(f"{be.case_id}: cannot recompute a {statistic} speedup from the logs (no steady-state samples)")
+            value_text = _sig3(est)
+        else:
+            value_text = str(claimed)
+        value = float(value_text)
+        word = "faster" if value >= 1 else "slower"
+        ratio = value if value >= 1 else 1 / value
+        doc["claim"] = description or f"{candidate} is {_sig3(ratio)}x {word} than {baseline} on {be.case_id} ({statistic} per call)"
+        doc["speedup"] = value
+        header = f"# written by profaudit bench compare from {src}\n# speedup = {baseline} time / {candidate} time ({statistic}); every other fact comes from the timing logs' headers\n"
+        text = header + yaml.safe_dump(doc, sort_keys=False).replace(f"speedup: {value}\n", f"speedup: {value_text}\n")
+        atomic_write_text(claim_path, text)
+        report = audit(load_claim(claim_path))
+        aj = claim_dir / f"{stem}.audit.json"
+        am = claim_dir / f"{stem}.audit.md"
+        atomic_write_text(aj, render(report, "json"))
+        atomic_write_text(am, render(report, "markdown"))
+        outcomes.append(CompareOutcome(be.case_id, claim_path, aj, am, report.verdict, value, report.supported.as_dict(), list(report.reasons), report))
+    return outcomes
+
+
+def _measured(claim, statistic: str) -> float | None:
+    """Ratio of the statistic over each side's steady-state samples, as the audit computes it
+    (its warm-up head detection), without the bootstrap."""
+    from profaudit.audit import gather, parse_statistic
+    from profaudit.audit import stats as st
+
+    ev = gather(claim)
+    stat = parse_statistic(statistic)
+    b, c = ev.baseline.steady, ev.candidate.steady
+    if stat is None or b.size == 0 or c.size == 0:
+        return None
+    vb, vc = st.compute(b, stat), st.compute(c, stat)
+    if not (math.isfinite(vb) and math.isfinite(vc)) or vc <= 0:
+        return None
+    return float(vb / vc)
+
+
+def _case_slug(e: LogEntry) -> str:
+    import re
+
+    p = json.loads(e.params) if e.params else {}
+    if not p:
+        return "default"
+    text = "_".join(f"{k}-{_fmt(p[k])}" for k in sorted(p))
+    return re.sub(r"[^A-Za-z0-9.=+_-]+", "-", text).strip("-")[:80] or "default"

@@ -1,0 +1,442 @@
+"""Nsight Compute collection for a benchmark case: the exact `ncu` command, and running it.
+
+`ncu_plan(file, outdir, ...)` builds one command per (case, variant): ncu launches
+`python -m profaudit.bench.child target ...`, which makes the case's inputs, checks the variant
+against the reference, runs `warmup` untimed calls, then `calls` calls each inside an NVTX range
+named for the case; ncu profiles only the kernels inside that range (`--nvtx --nvtx-include
+"RANGE/"`). With `filter="kernel"` it selects kernels by name instead and skips the warm-up
+launches with `--launch-skip` (one matching launch per call assumed) and `--launch-count`.
+
+Choices, each recorded beside the report:
+
+- `--clock-control none` by default: profaudit never changes the GPU's clocks (nor power or MIG
+  settings). ncu's own default, `base`, locks the clocks to base for the duration of the
+  profile; durations then run slower than the timing logs' (FAIRNESS P5) and locking needs
+  privileges and is refused on MIG slices. Byte and instruction counters do not depend on the
+  clock, so the roofline inputs are the same either way; `gpu__time_duration` under `none` is at
+  the clocks the GPU chose, and `sm__cycles_elapsed.avg.per_second` records them.
+- `--cache-control` follows the case's timing cache mode: `all` (flush every cache before each
+  replay pass) for cold timings, `none` for hot or rotating ones, so the counters describe the
+  same cache state as the times.
+- Sections and metrics for the hierarchical roofline: Speed of Light, the roofline charts, memory
+  and compute workload analysis, launch statistics and occupancy; plus DRAM read/write bytes,
+  L2 (lts) and L1 (l1tex) bytes, the SASS FLOP counters (`.sum`), tensor-pipe instructions,
+  `gpu__time_duration` and the SM/GPC clock rates. Sections the installed ncu does not know are
+  dropped (and listed) before running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from profaudit.errors import ProfauditError, UsageError
+
+DEFAULT_SECTIONS = (
+    "SpeedOfLight",
+    "SpeedOfLight_RooflineChart",
+    "SpeedOfLight_HierarchicalSingleRooflineChart",
+    "SpeedOfLight_HierarchicalHalfRooflineChart",
+    "SpeedOfLight_HierarchicalDoubleRooflineChart",
+    "SpeedOfLight_HierarchicalTensorRooflineChart",
+    "MemoryWorkloadAnalysis",
+    "ComputeWorkloadAnalysis",
+    "LaunchStats",
+    "Occupancy",
+)
+
+_FLOP_COUNTERS = tuple(
+    f"smsp__sass_thread_inst_executed_op_{p}{op}_pred_on.sum" for p in ("d", "f", "h") for op in ("add", "mul", "fma")
+)
+DEFAULT_METRICS = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "gpc__cycles_elapsed.avg.per_second",
+    "gpc__cycles_elapsed.max",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "l1tex__t_bytes.sum",
+    *_FLOP_COUNTERS,
+    "sm__inst_executed_pipe_tensor.sum",
+)
+
+CLOCK_REASONS = {
+    "none": "profaudit never changes GPU clocks: the profile runs at the clocks the GPU chooses, like the timing logs (ncu's default 'base' would lock them to base clock, needs privileges, is refused on MIG, and makes gpu__time_duration incomparable with event timings, FAIRNESS P5); byte and instruction counters do not depend on the clock",
+    "base": "clocks locked to base by ncu for the profile (requested explicitly): durations are at base clock, slower than unlocked event timings (FAIRNESS P5)",
+}
+
+
+class NcuNotFound(ProfauditError):
+    """ncu is not installed or not on PATH (exit 2, one line)."""
+
+
+@dataclass
+class NcuOptions:
+    calls: int = 1  # profiled calls (each inside the NVTX range)
+    warmup: int = 5  # untimed calls before the profiled ones
+    cache_control: str | None = None  # all / none; None: from the case's cache mode
+    clock_control: str = "none"
+    filter: str = "nvtx"  # nvtx or kernel
+    kernel_name: str | None = None  # regex, for filter="kernel"
+    launch_skip: int | None = None
+    launch_count: int | None = None
+    sections: tuple[str, ...] = DEFAULT_SECTIONS
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    section_set: str | None = None  # ncu --set NAME instead of sections
+    replay_mode: str = "kernel"
+    check: bool = True
+    seed: int = 0
+    device: str = "auto"
+    extra_args: tuple[str, ...] = ()
+    ncu: str | None = None  # path to ncu; default: $NCU or ncu on PATH
+
+    def validate(self) -> "NcuOptions":
+        if self.calls < 1 or self.warmup < 0:
+            raise UsageError("--calls must be >= 1 and --warmup >= 0")
+        if self.cache_control not in (None, "all", "none"):
+            raise UsageError(f"--cache-control {self.cache_control!r}: choose all or none")
+        if self.clock_control not in ("none", "base"):
+            raise UsageError(f"--clock-control {self.clock_control!r}: choose none (default: never change clocks) or base")
+        if self.filter not in ("nvtx", "kernel"):
+            raise UsageError(f"--filter {self.filter!r}: choose nvtx or kernel")
+        if self.filter == "kernel" and not self.kernel_name:
+            raise UsageError("--filter kernel needs --kernel-name REGEX (the kernel of the variant)")
+        if self.replay_mode not in ("kernel", "application", "range", "app-range"):
+            raise UsageError(f"--replay-mode {self.replay_mode!r}: choose kernel, application, range or app-range")
+        return self
+
+
+@dataclass
+class NcuPlan:
+    case_id: str
+    benchmark: str
+    variant: str
+    argv: list[str]
+    report: Path  # the .ncu-rep ncu will write
+    sidecar: Path
+    range_name: str
+    cache_control: str
+    cache_reason: str
+    clock_control: str
+    clock_reason: str
+    options: NcuOptions
+    dropped_sections: list[str] = field(default_factory=list)
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+    def as_dict(self, outdir: Path | None = None) -> dict:
+        def rel(p: Path) -> str:
+            try:
+                return str(p.relative_to(outdir)) if outdir else str(p)
+            except ValueError:
+                return str(p)
+
+        o = self.options
+        return {
+            "case": self.case_id,
+            "benchmark": self.benchmark,
+            "variant": self.variant,
+            "command": self.command,
+            "argv": self.argv,
+            "report": rel(self.report),
+            "target_sidecar": rel(self.sidecar),
+            "nvtx_range": self.range_name if o.filter == "nvtx" else None,
+            "filter": o.filter,
+            "kernel_name": o.kernel_name,
+            "warmup_calls": o.warmup,
+            "profiled_calls": o.calls,
+            "cache_control": self.cache_control,
+            "cache_control_reason": self.cache_reason,
+            "clock_control": self.clock_control,
+            "clock_control_reason": self.clock_reason,
+            "replay_mode": o.replay_mode,
+            "sections": None if o.section_set else [s for s in o.sections if s not in self.dropped_sections],
+            "section_set": o.section_set,
+            "sections_dropped": self.dropped_sections,
+            "metrics": list(o.metrics),
+        }
+
+
+def range_name(case_id: str, variant: str) -> str:
+    """An NVTX range name ncu's filter syntax takes literally: letters, digits, _ . - only."""
+    raw = f"profaudit.{case_id}.{variant}"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", raw.replace("=", "-").replace(",", "_").replace("[", ".").replace("]", "")).strip("_")
+
+
+def find_ncu(explicit: str | None = None) -> str | None:
+    if explicit:
+        p = shutil.which(explicit) or (explicit if Path(explicit).is_file() and os.access(explicit, os.X_OK) else None)
+        return p
+    env = os.environ.get("NCU")
+    if env:
+        return shutil.which(env) or (env if Path(env).is_file() else None)
+    return shutil.which("ncu")
+
+
+def require_ncu(explicit: str | None = None) -> str:
+    path = find_ncu(explicit)
+    if path is None:
+        where = f"{explicit!r} is not an executable" if explicit else "ncu (Nsight Compute CLI) is not on PATH"
+        raise NcuNotFound(f"{where}: install Nsight Compute (it ships with the CUDA toolkit) or pass --ncu /path/to/ncu; `profaudit ncu-command` prints the command without running it")
+    return path
+
+
+def available_sections(ncu: str) -> set[str] | None:
+    """Section identifiers the installed ncu knows (first column of `ncu --list-sections`)."""
+    try:
+        proc = subprocess.run([ncu, "--list-sections"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = set()
+    for line in proc.stdout.splitlines():
+        tok = line.strip().split()
+        if tok and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", tok[0]):
+            names.add(tok[0])
+    return names or None
+
+
+def ncu_version(ncu: str) -> str | None:
+    try:
+        proc = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [l.strip() for l in proc.stdout.splitlines() if l.strip()]
+    return lines[-1] if lines else None
+
+
+def _cache_mode_for(outdir: Path, case_id: str, default: str) -> tuple[str, str]:
+    """The cache mode the case was timed with (from OUTDIR's manifest), else the benchmark's."""
+    try:
+        from profaudit.bench.session import read_manifest
+
+        doc = read_manifest(outdir)
+        for c in doc.get("cases", []):
+            if c.get("id") == case_id and c.get("cache_mode"):
+                return c["cache_mode"], f"the case's timing run in {outdir / 'manifest.json'}"
+    except ProfauditError:
+        pass
+    return default, "the benchmark's declared cache mode" if default != "cold" else "the default cache mode (cold)"
+
+
+def ncu_plan(
+    file: str | os.PathLike,
+    outdir: str | os.PathLike,
+    *,
+    pattern: str | None = None,
+    variants: Sequence[str] | None = None,
+    options: NcuOptions | None = None,
+    ncu: str | None = None,
+    python: str | None = None,
+) -> list[NcuPlan]:
+    """One ncu command per selected (case, variant); nothing is run."""
+    from profaudit.bench.spec import load_benchmarks, select_cases
+
+    o = (options or NcuOptions()).validate()
+    file = Path(file).resolve()
+    outdir = Path(outdir).resolve()
+    benches = load_benchmarks(file)
+    exe = ncu or o.ncu or find_ncu() or "ncu"
+    py = python or sys.executable
+    plans = []
+    for case, vnames in select_cases(benches, pattern, variants):
+        mode, mode_src = _cache_mode_for(outdir, case.id, case.benchmark.cache or "cold")
+        if o.cache_control:
+            cc, cc_reason = o.cache_control, "requested explicitly"
+        else:
+            cc = "all" if mode == "cold" else "none"
+            cc_reason = f"follows the timing cache mode {mode!r} ({mode_src}): " + ("ncu flushes every cache before each replay pass, as the cold timings flush L2" if cc == "all" else "no flushing, as the timings ran with warm caches")
+        for v in vnames:
+            rng = range_name(case.id, v)
+            stem = f"{case.benchmark.name}__{v}__{case.slug}"
+            report_base = outdir / "ncu" / stem
+            sidecar = outdir / "ncu" / f"{stem}.target.json"
+            argv = [exe, "--target-processes", "all", "--replay-mode", o.replay_mode, "--cache-control", cc, "--clock-control", o.clock_control]
+            if o.filter == "nvtx":
+                argv += ["--nvtx", "--nvtx-include", f"{rng}/"]
+                if o.launch_count is not None:
+                    argv += ["--launch-count", str(o.launch_count)]
+            else:
+                skip = o.launch_skip if o.launch_skip is not None else o.warmup + (1 if o.check else 0)
+                count = o.launch_count if o.launch_count is not None else o.calls
+                argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:{o.kernel_name}", "--launch-skip", str(skip), "--launch-count", str(count)]
+            if o.section_set:
+                argv += ["--set", o.section_set]
+            else:
+                for s in o.sections:
+                    argv += ["--section", s]
+            if o.metrics:
+                argv += ["--metrics", ",".join(o.metrics)]
+            argv += list(o.extra_args)
+            argv += ["--export", str(report_base), "--force-overwrite"]
+            argv += [py, "-m", "profaudit.bench.child", "target", str(file), "--case", case.id, "--variant", v, "--warmup", str(o.warmup), "--calls", str(o.calls), "--range", rng, "--seed", str(o.seed), "--device", o.device, "--sidecar", str(sidecar)]
+            if not o.check:
+                argv.append("--no-check")
+            plans.append(
+                NcuPlan(case.id, case.benchmark.name, v, argv, report_base.with_name(report_base.name + ".ncu-rep"), sidecar, rng, cc, cc_reason, o.clock_control, CLOCK_REASONS[o.clock_control], o)
+            )
+    return plans
+
+
+def run_ncu(plans: Sequence[NcuPlan], outdir: str | os.PathLike, *, ncu: str | None = None, echo=None, timeout_s: float | None = None) -> list[dict]:
+    """Run each plan's ncu command; record every run (command, choices, result) in the manifest."""
+    outdir = Path(outdir).resolve()
+    exe = require_ncu(ncu or (plans[0].options.ncu if plans else None))
+    known = available_sections(exe)
+    version = ncu_version(exe)
+    (outdir / "ncu").mkdir(parents=True, exist_ok=True)
+    records = []
+    for plan in plans:
+        argv = list(plan.argv)
+        argv[0] = exe
+        if known is not None and not plan.options.section_set:
+            keep, dropped = [], []
+            i = 0
+            out_argv = []
+            while i < len(argv):
+                if argv[i] == "--section" and i + 1 < len(argv):
+                    (keep if argv[i + 1] in known else dropped).append(argv[i + 1])
+                    if argv[i + 1] in known:
+                        out_argv += argv[i : i + 2]
+                    i += 2
+                    continue
+                out_argv.append(argv[i])
+                i += 1
+            argv = out_argv
+            plan.dropped_sections = dropped
+        plan.argv = argv
+        if echo:
+            echo(plan.command)
+        env = dict(os.environ)
+        env.pop("TRITON_INTERPRET", None)
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout_s)
+            rc, out, err = proc.returncode, proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc, out, err = 124, exc.stdout or "", f"timed out after {timeout_s} s"
+        rec = plan.as_dict(outdir)
+        rec.update(ncu=exe, ncu_version=version, started=started, returncode=rc, report_exists=plan.report.is_file())
+        rec["ncu_errors"] = [l.strip() for l in (out + "\n" + (err or "")).splitlines() if "==ERROR==" in l][:20]
+        rec["target"] = _read_json(plan.sidecar)
+        if plan.report.is_file():
+            rec["kernels_profiled"] = _count_kernels(plan.report)
+        (outdir / "ncu" / (plan.report.name[: -len(".ncu-rep")] + ".log")).write_text(f"$ {plan.command}\n\n--- stdout\n{out}\n--- stderr\n{err}\n")
+        records.append(rec)
+        _record_in_manifest(outdir, rec)
+    return records
+
+
+def _read_json(p: Path) -> dict | None:
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _count_kernels(report: Path) -> int | None:
+    try:
+        from profaudit.loader import load
+
+        return int(load([str(report)]).kernels.height)
+    except Exception:  # the report is the product; reading it back is a courtesy
+        return None
+
+
+def _record_in_manifest(outdir: Path, rec: dict) -> None:
+    from profaudit.bench.session import MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION, write_manifest
+
+    p = outdir / MANIFEST
+    try:
+        doc = json.loads(p.read_text())
+        if doc.get("format") != MANIFEST_FORMAT:
+            raise ValueError
+    except (OSError, ValueError):
+        doc = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "status": "ncu-only", "cases": []}
+    runs = [r for r in doc.get("ncu", []) if not (r.get("case") == rec["case"] and r.get("variant") == rec["variant"])]
+    runs.append(rec)
+    doc["ncu"] = runs
+    write_manifest(outdir, doc)
+
+
+# ------------------------------------------------------------------------------------------------
+# the profiled process
+# ------------------------------------------------------------------------------------------------
+
+
+def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int, range_name: str, check: bool = True, seed: int = 0, device: str = "auto", sidecar: str | None = None, backend_options: dict | None = None) -> dict:
+    """What runs under ncu: inputs, a correctness check, warm-up, then `calls` calls inside the
+    NVTX range. No cache flush of our own: ncu's --cache-control decides the cache state."""
+    import numpy as np
+
+    from profaudit.bench import check as chk
+    from profaudit.bench.backends import get_backend
+    from profaudit.bench.runner import _seed
+    from profaudit.bench.spec import accepts_params, load_benchmarks
+
+    benches = load_benchmarks(file)
+    case = next((c for b in benches for c in b.cases() if c.id == case_id), None)
+    if case is None:
+        raise UsageError(f"{file}: no case {case_id!r}")
+    b = case.benchmark
+    if variant not in b.variants:
+        raise UsageError(f"{case_id}: no variant {variant!r} ({', '.join(b.variants)})")
+    v = b.variants[variant]
+    p = dict(case.params)
+    backend = get_backend(b.backend, device, backend_options)
+    ins = tuple(b.inputs(p, backend.generator(_seed(seed, case.id, 0, "set", 0))))
+    args = list(ins)
+    out = None
+    if b.output is not None:
+        out = b.output(p, ins)
+        args.append(out)
+    kw = {"params": p} if accepts_params(v.fn) else {}
+    call = backend.bind(v.fn, args, kw, variant, p, v.model_ns, 0)
+    result: dict[str, Any] = {"case": case_id, "variant": variant, "range": range_name, "warmup_calls": warmup, "profiled_calls": calls, "device": backend.device_info(), "framework": backend.framework()}
+    if check and b.reference is not None:
+        if out is not None:
+            for o in chk.leaves(out):
+                backend.poison(o)
+        ret = call()
+        backend.sync()
+        got = [backend.to_numpy(x) for x in chk.leaves(out if out is not None else ret)]
+        refargs = [backend.to_reference(x) if backend.is_array(x) else x for x in ins]
+        rkw = {"params": p} if accepts_params(b.reference) else {}
+        ref = [backend.to_numpy(x) if backend.is_array(x) else np.asarray(x) for x in chk.leaves(b.reference(*refargs, **rkw))]
+        from profaudit.bench.backends import dtype_name
+
+        dt = case.value(b.dtype) or p.get("dtype")
+        dt = dtype_name(dt) if dt is not None else backend.array_dtype(ins[0])
+        tf32 = v.tf32 if v.tf32 is not None else backend.tf32_allowed(dt)
+        rtol, atol = chk.default_tolerance(dt, tf32)
+        res = chk.compare(got, ref, case.value(b.rtol, rtol), case.value(b.atol, atol))
+        result["correctness"] = res.as_dict()
+        result["check_calls"] = 1
+        if not res.ok:
+            raise UsageError(f"{case_id} {variant}: wrong result before profiling: {res.message}")
+    for _ in range(warmup):
+        call()
+    backend.sync()
+    for _ in range(calls):
+        with backend.nvtx_range(range_name):
+            call()
+            backend.sync()
+    backend.close()
+    if sidecar:
+        from profaudit.dataset import atomic_write_text
+
+        atomic_write_text(Path(sidecar), json.dumps(result, indent=1, default=str) + "\n")
+    return result

@@ -1,0 +1,327 @@
+"""Declaring benchmarks: a kernel (one or more variants), how to make its inputs, a reference, a
+parameter sweep, and the work it does (FLOPs, minimum bytes) as functions of the parameters.
+
+    from profaudit import bench
+
+    def inputs(p, gen):                     # fresh random inputs; gen draws from a seeded stream
+        return gen.randn((p["n"], p["n"]), p["dtype"]), gen.randn((p["n"], p["n"]), p["dtype"])
+
+    MATMUL = bench.Benchmark(
+        "matmul",
+        backend="torch",
+        inputs=inputs,
+        reference=lambda a, b: a @ b,        # gets fp64 copies of the inputs where possible
+        variants={"torch": torch.matmul, "naive": naive_matmul},
+        params=bench.grid(n=[256, 512], dtype=["float32"]),
+        flops=lambda p: 2 * p["n"] ** 3,
+        bytes=lambda p: 3 * p["n"] ** 2 * 4,
+        baseline="naive",
+    )
+
+`profaudit bench run FILE.py` imports the file and runs every `Benchmark` bound at module level.
+A variant is called `fn(*inputs)` and returns its output, or, when the benchmark declares
+`output=`, `fn(*inputs, out)` and writes into `out` (which the harness poisons with NaN before
+each checked call). A variant or reference that takes a `params` keyword receives the case's
+parameters.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import importlib.util
+import inspect
+import itertools
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from profaudit.errors import InputError, UsageError
+
+BACKENDS = ("torch", "triton", "jax", "numpy", "fake")
+CACHE_MODES = ("cold", "hot", "rotate")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
+    """Every combination of the given axes, in order: grid(n=[1, 2], dtype=["a"]) ->
+    [{"n": 1, "dtype": "a"}, {"n": 2, "dtype": "a"}]."""
+    for k, v in axes.items():
+        if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+            raise UsageError(f"grid axis {k!r} must be a list of values, not {v!r}")
+    keys = list(axes)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(list(axes[k]) for k in keys))]
+
+
+@dataclass
+class Variant:
+    """One implementation of a benchmark.
+
+    `compile_mode` (eager, torch.compile, max-autotune, jit, ...) and `tf32` (TF32 tensor-core
+    math for fp32) describe how it computes when the harness cannot see it (a Triton `tl.dot`
+    uses TF32 by default; say so). `model_ns(params)` is the simulated time per call, used only
+    by the fake backend.
+    """
+
+    fn: Callable
+    name: str | None = None
+    compile_mode: str | None = None
+    tf32: bool | None = None
+    cuda_graphs: bool | None = None
+    model_ns: Callable[[dict], float] | None = None
+    notes: str | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise UsageError(f"variant {self.name!r}: fn must be callable, not {type(self.fn).__name__}")
+
+
+def _as_fn(value: Any, what: str) -> Callable[[dict], Any] | None:
+    if value is None:
+        return None
+    if callable(value):
+        return value
+    return lambda p, _v=value: _v
+
+
+def accepts_params(fn: Callable) -> bool:
+    """Whether `fn` takes a `params` keyword (the harness then passes the case's parameters)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return "params" in sig.parameters and sig.parameters["params"].kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+class Benchmark:
+    """A kernel benchmark: see the module docstring."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        backend: str,
+        inputs: Callable[[dict, Any], Sequence[Any]],
+        variants: Mapping[str, Callable | Variant] | Sequence[Variant] | Callable,
+        reference: Callable | None = None,
+        params: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
+        flops: Callable[[dict], float] | float | None = None,
+        bytes: Callable[[dict], float] | float | None = None,  # noqa: A002 - the natural name for users
+        output: Callable[[dict, Sequence[Any]], Any] | None = None,
+        baseline: str | None = None,
+        dtype: Callable[[dict], str] | str | None = None,
+        shape: Callable[[dict], Any] | Any = None,
+        atol: Callable[[dict], float] | float | None = None,
+        rtol: Callable[[dict], float] | float | None = None,
+        cache: str | None = None,
+        input_sets: int | None = None,
+        reference_fp64: bool = True,
+        description: str | None = None,
+    ):
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise UsageError(f"benchmark name {name!r}: use letters, digits and _ . + - (no spaces or slashes)")
+        if backend not in BACKENDS:
+            raise UsageError(f"benchmark {name!r}: backend {backend!r} is not one of {', '.join(BACKENDS)}")
+        if not callable(inputs):
+            raise UsageError(f"benchmark {name!r}: inputs must be a function (params, gen) -> tuple of inputs")
+        if cache is not None and cache not in CACHE_MODES:
+            raise UsageError(f"benchmark {name!r}: cache {cache!r} is not one of {', '.join(CACHE_MODES)}")
+        self.name = name
+        self.backend = backend
+        self.inputs = inputs
+        self.reference = reference
+        self.variants = self._variants(variants)
+        if baseline is not None and baseline not in self.variants:
+            raise UsageError(f"benchmark {name!r}: baseline {baseline!r} is not a variant ({', '.join(self.variants)})")
+        self.baseline = baseline
+        self.params = self._params(params)
+        self.flops = _as_fn(flops, "flops")
+        self.min_bytes = _as_fn(bytes, "bytes")
+        self.output = output
+        self.dtype = _as_fn(dtype, "dtype")
+        self.shape = _as_fn(shape, "shape")
+        self.atol = _as_fn(atol, "atol")
+        self.rtol = _as_fn(rtol, "rtol")
+        self.cache = cache
+        self.input_sets = input_sets
+        self.reference_fp64 = reference_fp64
+        self.description = description
+        self.source_file: str | None = None
+
+    def _variants(self, variants) -> dict[str, Variant]:
+        out: dict[str, Variant] = {}
+        if callable(variants) and not isinstance(variants, Variant):
+            variants = {getattr(variants, "__name__", "kernel"): variants}
+        items = variants.items() if isinstance(variants, Mapping) else [(v.name, v) for v in variants]
+        for key, v in items:
+            if not isinstance(v, Variant):
+                v = Variant(v, name=key)
+            name = key or v.name
+            if not name or not _NAME_RE.match(str(name)):
+                raise UsageError(f"benchmark {self.name!r}: variant name {name!r}: use letters, digits and _ . + -")
+            v.name = str(name)
+            if v.name in out:
+                raise UsageError(f"benchmark {self.name!r}: two variants named {v.name!r}")
+            out[v.name] = v
+        if not out:
+            raise UsageError(f"benchmark {self.name!r} declares no variants")
+        return out
+
+    def _params(self, params) -> list[dict[str, Any]]:
+        if params is None:
+            return [{}]
+        if isinstance(params, Mapping):
+            return grid(**params)
+        out = []
+        for p in params:
+            if not isinstance(p, Mapping):
+                raise UsageError(f"benchmark {self.name!r}: params must be a list of mappings (or use bench.grid)")
+            out.append(dict(p))
+        if not out:
+            raise UsageError(f"benchmark {self.name!r}: params is empty")
+        return out
+
+    def cases(self) -> list["Case"]:
+        return [Case(self, p) for p in self.params]
+
+    def __repr__(self) -> str:
+        return f"Benchmark({self.name!r}, backend={self.backend!r}, variants={list(self.variants)}, cases={len(self.params)})"
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@dataclass
+class Case:
+    """One point of a benchmark's parameter sweep."""
+
+    benchmark: Benchmark
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """`matmul[dtype=float32,n=256]` (parameters in sorted order), `softmax` when there are none."""
+        if not self.params:
+            return self.benchmark.name
+        inner = ",".join(f"{k}={_fmt_value(self.params[k])}" for k in sorted(self.params))
+        return f"{self.benchmark.name}[{inner}]"
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe form of the parameters: `dtype-float32_n-256`, `default` when none."""
+        if not self.params:
+            return "default"
+        text = "_".join(f"{k}-{_fmt_value(self.params[k])}" for k in sorted(self.params))
+        text = re.sub(r"[^A-Za-z0-9.=+-]+", "-", text.replace("_", "~")).replace("~", "_").strip("-")
+        if len(text) > 80:
+            text = text[:64] + "-" + hashlib.sha1(self.id.encode()).hexdigest()[:10]
+        return text or "default"
+
+    def value(self, fn: Callable | None, default: Any = None) -> Any:
+        if fn is None:
+            return default
+        v = fn(self.params)
+        return default if v is None else v
+
+
+def matches(case_id: str, pattern: str | None) -> bool:
+    """`-k` matching: a glob when the pattern holds * ? [, else a case-insensitive substring."""
+    if not pattern:
+        return True
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(case_id.lower(), pattern.lower())
+    return pattern.lower() in case_id.lower()
+
+
+# ------------------------------------------------------------------------------------------------
+# benchmark files
+# ------------------------------------------------------------------------------------------------
+
+
+def load_benchmarks(path: str | os.PathLike) -> list[Benchmark]:
+    """Import a benchmark file and return the `Benchmark`s bound at its top level, in order.
+
+    The file's folder is put first on `sys.path` while it is imported, so it can import kernels
+    from sibling files (a Triton kernel must live in a .py file). On a machine without an NVIDIA
+    GPU, TRITON_INTERPRET=1 is set first (when unset) so Triton kernels run in the interpreter.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(p, "no such benchmark file" if not p.exists() else "not a file")
+    if p.suffix != ".py":
+        raise InputError(p, "a benchmark file is a Python file (.py)")
+    from profaudit.bench.env import ensure_triton_mode
+
+    ensure_triton_mode()
+    mod_name = "profaudit_bench_" + hashlib.sha1(str(p.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:
+        raise InputError(p, "cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(p.resolve().parent)
+    sys.path.insert(0, folder)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(mod_name, None)
+        raise InputError(p, f"syntax error on line {exc.lineno}: {exc.msg}") from None
+    except (UsageError, InputError) as exc:
+        sys.modules.pop(mod_name, None)
+        raise InputError(p, str(exc)) from None
+    except Exception as exc:
+        sys.modules.pop(mod_name, None)
+        from profaudit.errors import MissingExtraError
+
+        if isinstance(exc, MissingExtraError):
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(p, f"importing it failed: {type(exc).__name__}: {msg}") from None
+    finally:
+        try:
+            sys.path.remove(folder)
+        except ValueError:
+            pass
+    found: list[Benchmark] = []
+    seen: set[int] = set()
+    for value in vars(module).values():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for b in items:
+            if isinstance(b, Benchmark) and id(b) not in seen:
+                seen.add(id(b))
+                b.source_file = str(p.resolve())
+                found.append(b)
+    if not found:
+        raise InputError(p, "defines no profaudit.bench.Benchmark at module level")
+    names = [b.name for b in found]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InputError(p, f"two benchmarks are named {dup[0]!r}")
+    return found
+
+
+def select_cases(benchmarks: Sequence[Benchmark], pattern: str | None = None, variants: Sequence[str] | None = None) -> list[tuple[Case, list[str]]]:
+    """Cases whose id matches `pattern`, each with the variants to run (all, or those named)."""
+    out = []
+    for b in benchmarks:
+        chosen = list(b.variants)
+        if variants:
+            chosen = [v for v in b.variants if v in variants]
+            if not chosen:
+                continue
+        for c in b.cases():
+            if matches(c.id, pattern):
+                out.append((c, chosen))
+    if not out:
+        have = ", ".join(c.id for b in benchmarks for c in b.cases()[:3])
+        what = f"-k {pattern!r}" if pattern else "the selection"
+        if variants:
+            what += f" with variants {', '.join(variants)}"
+        raise UsageError(f"no benchmark case matches {what} (cases: {have})")
+    return out

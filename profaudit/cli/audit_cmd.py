@@ -1,0 +1,125 @@
+"""`profaudit audit`: does the evidence support a speedup claim? And `profaudit rules`.
+
+Exit codes: 0 PASS or WARN, 1 FAIL or INCONCLUSIVE, 2 unusable input (so CI can gate on it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+# Choices are checked here, not by typer enums, so a bad value is a one-line usage error.
+FORMATS = ("text", "markdown", "html", "json")
+
+
+def _meta_pairs(items: list[str] | None, flag: str) -> dict:
+    from profaudit.errors import UsageError
+
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise UsageError(f"{flag} {it!r}: expected KEY=VALUE")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("audit")
+    def audit_cmd(
+        claim: Optional[Path] = typer.Argument(None, help="Claim file (YAML). Or use --baseline and --candidate."),
+        baseline: Optional[List[str]] = typer.Option(None, "--baseline", "-b", help="Baseline timing log or profile (repeat for process-level runs)."),
+        candidate: Optional[List[str]] = typer.Option(None, "--candidate", "-c", help="Candidate timing log or profile (repeat for process-level runs)."),
+        claimed: Optional[str] = typer.Option(None, "--claimed", help="Claimed speedup, baseline time / candidate time (e.g. 2.1)."),
+        statistic: Optional[str] = typer.Option(None, "--statistic", help="How the claim was computed: mean, median, min, trimmed_mean, total, pNN."),
+        device: Optional[str] = typer.Option(None, "--device", help="Device both sides ran on, where the logs do not say."),
+        benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Benchmark to take from logs that hold several."),
+        baseline_variant: Optional[str] = typer.Option(None, "--baseline-variant", help="Variant (log column) that is the baseline."),
+        candidate_variant: Optional[str] = typer.Option(None, "--candidate-variant", help="Variant (log column) that is the candidate."),
+        baseline_meta: Optional[List[str]] = typer.Option(None, "--baseline-meta", help="Baseline fact KEY=VALUE (meta keys as in claim files; repeatable)."),
+        candidate_meta: Optional[List[str]] = typer.Option(None, "--candidate-meta", help="Candidate fact KEY=VALUE (repeatable)."),
+        time_column: Optional[str] = typer.Option(None, "--time-column", help="Timing logs: the column that holds the time."),
+        time_unit: Optional[str] = typer.Option(None, "--time-unit", help="Timing logs: unit of the time column when its name has none."),
+        select: Optional[str] = typer.Option(None, "--select", help="Run only rules whose code starts with these prefixes (PA1,PA402)."),
+        ignore: Optional[str] = typer.Option(None, "--ignore", help="Skip rules whose code starts with these prefixes (PA5)."),
+        fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, markdown, html, json."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file (atomically)."),
+    ) -> int:
+        """Audit a speedup claim: is it supported, is the comparison fair, what speedup holds?
+
+        Exit code 0 for PASS and WARN, 1 for FAIL and INCONCLUSIVE, 2 for unusable input.
+        """
+        from profaudit.audit import audit, claim_from_paths, load_claim
+        from profaudit.audit.render import print_text, render
+        from profaudit.cli.common import emit_text, stderr_console, stdout_console
+        from profaudit.errors import UsageError
+
+        if fmt not in FORMATS:
+            raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        paths_form = bool(baseline or candidate)
+        if claim is not None and paths_form:
+            raise UsageError("give a claim file or --baseline/--candidate, not both")
+        if claim is None and not (baseline and candidate):
+            raise UsageError("give a claim file, or both --baseline and --candidate")
+        if claim is not None and any(v is not None for v in (claimed, statistic, benchmark, baseline_variant, candidate_variant, time_column, time_unit)) :
+            raise UsageError("--claimed, --statistic, --benchmark, --*-variant and --time-* go with --baseline/--candidate; a claim file says these itself")
+        with stderr_console().status("auditing", spinner="dots") if stderr_console().is_terminal else _null():
+            if claim is not None:
+                c = load_claim(claim)
+            else:
+                c = claim_from_paths(
+                    baseline if len(baseline) > 1 else baseline[0],
+                    candidate if len(candidate) > 1 else candidate[0],
+                    claimed=claimed,
+                    statistic=statistic,
+                    device=device,
+                    baseline_meta=_meta_pairs(baseline_meta, "--baseline-meta"),
+                    candidate_meta=_meta_pairs(candidate_meta, "--candidate-meta"),
+                    benchmark=benchmark,
+                    baseline_variant=baseline_variant,
+                    candidate_variant=candidate_variant,
+                    time_column=time_column,
+                    time_unit=time_unit,
+                )
+            report = audit(c, select=select, ignore=ignore)
+        if fmt == "text" and output is None:
+            print_text(report, stdout_console())
+        else:
+            emit_text(render(report, fmt), output)
+        return report.exit_code
+
+    @app.command("rules")
+    def rules_cmd(
+        code: Optional[str] = typer.Argument(None, help="Explain the rules whose code starts with this (PA1, PA402)."),
+        fmt: str = typer.Option("table", "--format", "-f", help="Output format: table, csv, json."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (atomically)."),
+    ) -> None:
+        """List the fairness-audit rules: code, name, severity, pitfalls, evidence needed."""
+        import polars as pl
+
+        from profaudit.audit.rules import catalogue, select_rules
+        from profaudit.cli.common import emit_frame, emit_text
+        from profaudit.errors import UsageError
+
+        if fmt not in ("table", "csv", "json", "text"):
+            raise UsageError(f"--format {fmt!r}: choose one of table, csv, json")
+        if code:
+            chosen = select_rules(code)
+            if fmt in ("table", "text"):
+                text = "\n\n".join(f"{r.code} {r.name} (severity up to {r.severity.label}; pitfalls {', '.join(r.pitfalls)})\nneeds: {'; '.join(r.needs)}\n\n{r.explanation()}" for r in chosen)
+                emit_text(text, output)
+                return
+            rows = [r.describe() | {"explanation": r.explanation()} for r in chosen]
+        else:
+            rows = catalogue()
+        emit_frame(pl.DataFrame(rows), "table" if fmt == "text" else fmt, output, title="audit rules", limit=0)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False

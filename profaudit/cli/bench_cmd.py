@@ -1,0 +1,272 @@
+"""`profaudit bench run|compare|ncu` and `profaudit ncu-command`: reproducible benchmarks.
+
+Exit codes: `bench run` 0 when every variant ran and passed its correctness checks, 1 when one
+failed them or errored; `bench compare` 0 for PASS/WARN verdicts, 1 for FAIL/INCONCLUSIVE;
+`bench ncu` the first non-zero ncu exit code; 2 for unusable input or a missing ncu.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+_CACHE_CHOICES = ("cold", "hot", "rotate")
+
+
+def _kv(items: list[str] | None, flag: str) -> dict:
+    from profaudit.errors import UsageError
+    from profaudit.samples import parse_scalar
+
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise UsageError(f"{flag} {it!r}: expected KEY=VALUE")
+        k, v = it.split("=", 1)
+        out[k.strip()] = parse_scalar(v.strip())
+    return out
+
+
+def _fmt_ns(v) -> str:
+    from profaudit.audit.rules._common import fmt_time
+
+    if isinstance(v, list):
+        return ", ".join(fmt_time(x) for x in v)
+    return fmt_time(v) if v is not None else "—"
+
+
+bench_app = typer.Typer(name="bench", help="Run reproducible kernel benchmarks, compare variants, collect Nsight Compute reports.", no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@bench_app.command("run")
+def run_cmd(
+    file: Path = typer.Argument(..., help="Benchmark file (.py) declaring profaudit.bench.Benchmark objects."),
+    output_dir: Path = typer.Option(..., "--output-dir", "-o", help="Folder for the timing logs and manifest.json."),
+    pattern: Optional[str] = typer.Option(None, "-k", "--pattern", help="Only cases whose id matches (substring, or glob with * ? [])."),
+    variant: Optional[List[str]] = typer.Option(None, "--variant", help="Only these variants (repeatable)."),
+    cache: Optional[str] = typer.Option(None, "--cache", help="cold (flush the cache before each call; default), hot, or rotate (cycle input sets)."),
+    min_samples: int = typer.Option(30, "--min-samples", help="Samples per variant before the noise target may stop the run."),
+    max_samples: int = typer.Option(100_000, "--max-samples", help="Stop at this many samples per variant."),
+    min_time: float = typer.Option(0.05, "--min-time", help="Measure at least this long per case (s)."),
+    max_time: float = typer.Option(2.0, "--max-time", help="Time budget per case (s)."),
+    noise_target: float = typer.Option(0.005, "--noise-target", help="Stop when the median's relative standard error is below this for every variant."),
+    min_warmup_calls: int = typer.Option(3, "--min-warmup-calls", help="Warm-up calls per variant at least."),
+    warmup_min_time: float = typer.Option(0.025, "--warmup-min-time", help="Warm up at least this long (s)."),
+    warmup_max_time: float = typer.Option(1.0, "--warmup-max-time", help="Warm up at most this long (s), steady or not (recorded)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the input streams."),
+    interleave: bool = typer.Option(True, "--interleave/--no-interleave", help="Alternate variants call by call (ABBA); --no-interleave runs them in blocks."),
+    input_sets: Optional[int] = typer.Option(None, "--input-sets", help="Input sets to cycle through (default: 1; rotate mode: enough to cover twice the cache)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1 ..."),
+    backend_option: Optional[List[str]] = typer.Option(None, "--backend-option", help="Backend option KEY=VALUE (fake backend: noise, hot_factor, ...)."),
+    telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Sample GPU clocks, temperature, power and throttle reasons through NVML."),
+    processes: int = typer.Option(1, "--processes", help="Repeat the run in this many fresh processes (process-level repetitions)."),
+    fmt: str = typer.Option("table", "--format", "-f", help="Summary format: table or json."),
+) -> int:
+    """Run a benchmark file: correctness, warm-up, interleaved timing; write timing logs + manifest."""
+    from profaudit.bench import RunOptions, run_file
+    from profaudit.cli.common import emit_json, progress_bar, stderr_console
+    from profaudit.errors import UsageError
+
+    if cache is not None and cache not in _CACHE_CHOICES:
+        raise UsageError(f"--cache {cache!r}: choose {', '.join(_CACHE_CHOICES)}")
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format {fmt!r}: choose table or json")
+    if processes < 1:
+        raise UsageError("--processes must be at least 1")
+    opts = RunOptions(
+        cache=cache,
+        min_samples=min_samples,
+        max_samples=max_samples,
+        min_time_s=min_time,
+        max_time_s=max_time,
+        noise_target=noise_target,
+        min_warmup_calls=min_warmup_calls,
+        min_warmup_s=warmup_min_time,
+        max_warmup_s=warmup_max_time,
+        seed=seed,
+        interleave=interleave,
+        input_sets=input_sets,
+        device=device,
+        backend_options=_kv(backend_option, "--backend-option"),
+        telemetry=telemetry,
+    )
+    with progress_bar("benchmarking", None) as advance:
+        manifest = run_file(file, output_dir, pattern=pattern, variants=variant, options=opts, progress=advance, processes=processes)
+    rows = []
+    bad = 0
+    for c in manifest["cases"]:
+        for v, ve in c["variants"].items():
+            ok = ve.get("status") == "ok"
+            bad += not ok
+            rows.append(
+                {
+                    "case": c["id"],
+                    "variant": v,
+                    "status": ve.get("status"),
+                    "median": _fmt_ns(ve.get("median_ns")),
+                    "samples": ve.get("samples"),
+                    "stop": ve.get("stop_reason"),
+                    "correctness": ve.get("correctness"),
+                    "log": ve.get("log") or ", ".join(ve.get("logs") or []) or None,
+                    "error": ve.get("error"),
+                }
+            )
+    if fmt == "json":
+        emit_json(manifest)
+    else:
+        import polars as pl
+
+        from profaudit.cli.common import emit_frame
+
+        df = pl.DataFrame(rows, strict=False)
+        if df.height and df["error"].null_count() == df.height:
+            df = df.drop("error")
+        emit_frame(df, "table", None, title=f"{file} -> {output_dir}", limit=0)
+    con = stderr_console()
+    con.print(f"wrote {output_dir / 'manifest.json'} and {sum(1 for r in rows if r['log'])} timing log(s)")
+    if bad:
+        con.print(f"[red]{bad} variant(s) failed their correctness check or did not run[/red]")
+    return 1 if bad else 0
+
+
+@bench_app.command("compare")
+def compare_cmd(
+    source: Path = typer.Argument(..., help="A bench output folder (with manifest.json), a folder of timing logs, or one timing log."),
+    baseline: str = typer.Option(..., "--baseline", help="Variant that is the baseline."),
+    candidate: str = typer.Option(..., "--candidate", help="Variant claimed to be faster."),
+    pattern: Optional[str] = typer.Option(None, "-k", "--pattern", help="Only cases whose id matches."),
+    claimed: Optional[float] = typer.Option(None, "--claimed", help="The speedup to claim (default: the measured ratio of medians)."),
+    statistic: str = typer.Option("median", "--statistic", help="Statistic of the claim: median, mean, trimmed_mean, pNN ..."),
+    intended: Optional[List[str]] = typer.Option(None, "--intended", help="A meta key the claim is about (dtype, compile_mode, ...): reported, not failed."),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where to write the claim files and audits (default: SOURCE/claims)."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
+) -> int:
+    """Write a claim file per case (baseline vs candidate) and audit it with the fairness rules."""
+    from profaudit.bench import compare_run
+    from profaudit.cli.common import emit_json, stdout_console
+    from profaudit.errors import UsageError
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format {fmt!r}: choose text or json")
+    from profaudit.audit import parse_statistic
+
+    try:
+        parse_statistic(statistic)
+    except ValueError as exc:
+        raise UsageError(f"--statistic {statistic!r}: {exc}") from None
+    outs = compare_run(source, baseline, candidate, pattern=pattern, claimed=claimed, statistic=statistic, out_dir=output_dir, intended=tuple(intended or ()))
+    if fmt == "json":
+        emit_json([o.as_dict() for o in outs])
+    else:
+        con = stdout_console()
+        style = {"PASS": "green", "WARN": "yellow", "INCONCLUSIVE": "magenta", "FAIL": "red"}
+        for o in outs:
+            sup = o.supported
+            iv = ""
+            if sup.get("estimate") is not None:
+                lo, hi = sup.get("low"), sup.get("high")
+                iv = f"{sup['estimate']:.3g}x" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
+            con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {o.case_id}: claimed {o.claimed:g}x ({statistic}), supported {iv or 'n/a'}")
+            for r in o.reasons[:5]:
+                con.print(f"    {r}", markup=False, highlight=False)
+            con.print(f"    claim {o.claim_path}; audit {o.audit_md}", markup=False, highlight=False)
+    return 0 if all(o.verdict in ("PASS", "WARN") for o in outs) else 1
+
+
+def _ncu_template(
+    file: Path = typer.Argument(..., help="Benchmark file (.py)."),
+    output_dir: Path = typer.Option(Path("."), "--output-dir", "-o", help="Bench output folder: reports go to OUTDIR/ncu/, beside manifest.json."),
+    pattern: Optional[str] = typer.Option(None, "-k", "--pattern", help="Only cases whose id matches."),
+    variant: Optional[List[str]] = typer.Option(None, "--variant", help="Only these variants (repeatable)."),
+    calls: int = typer.Option(1, "--calls", help="Profiled calls (inside the NVTX range)."),
+    warmup: int = typer.Option(5, "--warmup", help="Untimed calls before the profiled ones."),
+    cache_control: Optional[str] = typer.Option(None, "--cache-control", help="all or none (default: follow the case's timing cache mode)."),
+    clock_control: str = typer.Option("none", "--clock-control", help="none (default: never change GPU clocks) or base."),
+    filter_: str = typer.Option("nvtx", "--filter", help="nvtx (NVTX range around the profiled calls) or kernel (kernel-name regex + launch skip/count)."),
+    kernel_name: Optional[str] = typer.Option(None, "--kernel-name", help="Kernel-name regex for --filter kernel."),
+    launch_skip: Optional[int] = typer.Option(None, "--launch-skip", help="Override ncu --launch-skip."),
+    launch_count: Optional[int] = typer.Option(None, "--launch-count", help="Override ncu --launch-count."),
+    section: Optional[List[str]] = typer.Option(None, "--section", help="ncu section (repeatable; replaces the roofline defaults)."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metrics (replaces the defaults; '' for none)."),
+    section_set: Optional[str] = typer.Option(None, "--set", help="ncu --set NAME instead of sections."),
+    replay_mode: str = typer.Option("kernel", "--replay-mode", help="ncu --replay-mode."),
+    check: bool = typer.Option(True, "--check/--no-check", help="Check the variant against the reference before profiling."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the inputs (the timing run's default is 0)."),
+    device: str = typer.Option("auto", "--device", help="Device for the profiled process."),
+    ncu: Optional[str] = typer.Option(None, "--ncu", help="Path to ncu (default: $NCU or ncu on PATH)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Kill ncu after this many seconds."),
+):
+    """(template)"""
+
+
+def _ncu_options(kw: dict):
+    from profaudit.bench import NcuOptions
+    from profaudit.bench.ncu import DEFAULT_METRICS, DEFAULT_SECTIONS
+
+    metrics = kw["metrics"]
+    return NcuOptions(
+        calls=kw["calls"],
+        warmup=kw["warmup"],
+        cache_control=kw["cache_control"],
+        clock_control=kw["clock_control"],
+        filter=kw["filter_"],
+        kernel_name=kw["kernel_name"],
+        launch_skip=kw["launch_skip"],
+        launch_count=kw["launch_count"],
+        sections=tuple(kw["section"]) if kw["section"] else DEFAULT_SECTIONS,
+        metrics=tuple(m.strip() for m in metrics.split(",") if m.strip()) if metrics is not None else DEFAULT_METRICS,
+        section_set=kw["section_set"],
+        replay_mode=kw["replay_mode"],
+        check=kw["check"],
+        seed=kw["seed"],
+        device=kw["device"],
+        ncu=kw["ncu"],
+    )
+
+
+def _ncu_run(run: bool, **kw) -> int:
+    from profaudit.bench import ncu_plan, run_ncu
+    from profaudit.bench.ncu import require_ncu
+    from profaudit.cli.common import stderr_console
+
+    opts = _ncu_options(kw)
+    if run:
+        require_ncu(opts.ncu)  # before importing the benchmark file: fail fast, one line
+    plans = ncu_plan(kw["file"], kw["output_dir"], pattern=kw["pattern"], variants=kw["variant"], options=opts)
+    if not run:
+        for p in plans:
+            typer.echo(p.command)
+        return 0
+    con = stderr_console()
+    records = run_ncu(plans, kw["output_dir"], ncu=opts.ncu, echo=lambda c: typer.echo(c), timeout_s=kw["timeout"])
+    rc = 0
+    for r in records:
+        state = "ok" if r["returncode"] == 0 and r["report_exists"] else f"failed (exit {r['returncode']})"
+        con.print(f"{r['case']} {r['variant']}: {state}; report {r['report']}" + (f"; {r['kernels_profiled']} kernel(s)" if r.get("kernels_profiled") is not None else ""), markup=False, highlight=False)
+        for e in r.get("ncu_errors") or []:
+            con.print(f"    {e}", markup=False, highlight=False)
+        if rc == 0 and r["returncode"] != 0:
+            rc = r["returncode"] if 0 < r["returncode"] < 256 else 1
+        elif rc == 0 and not r["report_exists"]:
+            rc = 1
+    return rc
+
+
+def _make(run: bool, doc: str):
+    @functools.wraps(_ncu_template)
+    def cmd(**kw):
+        return _ncu_run(run, **kw)
+
+    cmd.__doc__ = doc
+    return cmd
+
+
+bench_app.command("ncu")(_make(True, "Re-run benchmark cases under Nsight Compute (ncu) and write .ncu-rep reports beside the manifest; prints each exact command."))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")
+    app.command("ncu-command")(_make(False, "Print the exact ncu command(s) `profaudit bench ncu` would run, without running them."))

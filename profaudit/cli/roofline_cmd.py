@@ -1,0 +1,79 @@
+"""`profaudit roofline`: per-kernel hierarchical roofline table and an interactive chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
+
+TABLE_COLUMNS = [
+    "kernel_id", "short_name", "device_key", "duration_ns", "achieved_flops_per_s", "ai_dram_flops_per_byte",
+    "roof_pct_at_boost", "bound_at_boost", "roof_pct_at_kernel_clock", "bound_at_kernel_clock", "roof_note",
+]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("roofline")
+    def roofline_cmd(
+        paths: List[str] = typer.Argument(..., help="Profiles, folders, globs or an ingested dataset."),
+        device: Optional[str] = typer.Option(None, "--device", "-d", help="Device spec key or name for every kernel (overrides what the profile reports)."),
+        spec: Optional[List[Path]] = typer.Option(None, "--spec", help="Extra device spec YAML file (or folder); repeatable."),
+        html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive chart to this HTML file."),
+        png: Optional[Path] = typer.Option(None, "--png", help="Write the chart as PNG (needs kaleido and a Chrome/Chromium)."),
+        clock: str = typer.Option("both", "--clock", help="Ceilings at: both, boost (datasheet) or kernel (the clock each kernel ran at)."),
+        sparse: bool = typer.Option(False, "--sparse", help="Use the 2:4-sparse tensor peaks."),
+        flops_precision: Optional[str] = typer.Option(None, "--flops-precision", help="Precision of untyped FLOP totals (XLA, Neuron), e.g. bf16_tensor."),
+        cores: Optional[int] = typer.Option(None, "--cores", help="TPU/Neuron: cores the program ran on (scales the chip's ceilings)."),
+        fmt: Format = FORMAT_OPTION,
+        output: Optional[Path] = OUTPUT_OPTION,
+        columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
+        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+    ) -> None:
+        """Roofline per kernel: arithmetic intensity per memory level, attainable FLOP/s, % of roof and the
+        binding ceiling, at the datasheet clock and at the clock each kernel ran at."""
+        import sys
+
+        from profaudit.errors import UsageError
+        from profaudit.roofline import roofline, unmatched_devices
+
+        if fmt is Format.parquet and output is None:
+            raise UsageError("--format parquet needs --output FILE")
+        ps = load_with_progress(paths)
+        extra = tuple(spec or ())
+        rf = roofline(ps, device, clock=clock, extra_specs=extra, sparse=sparse, flops_precision=flops_precision, cores=cores)
+        out = rf
+        if columns and columns != "all":
+            cols = [c.strip() for c in columns.split(",") if c.strip()]
+            missing = [c for c in cols if c not in rf.columns]
+            if missing:
+                raise UsageError(f"no column(s) {missing}; columns: {', '.join(rf.columns)}")
+            out = rf.select(cols)
+        elif columns is None and fmt is Format.table:
+            out = rf.select([c for c in TABLE_COLUMNS if c in rf.columns])
+
+        def note(msg: str) -> None:
+            # plain print: a rich console would wrap a long warning over several lines
+            print(f"profaudit: {msg}", file=sys.stderr)
+
+        if device is None:
+            for why in unmatched_devices(ps, extra).values():
+                note(f"warning: {why}")
+        for path, problem in ps.skipped:
+            note(f"warning: skipped {path}: {problem}")
+        if html is not None or png is not None:
+            from profaudit.roofline_plot import roofline_figure, write_html, write_png
+
+            fig = roofline_figure(rf, clock="kernel" if clock == "kernel" else "boost", sparse=sparse, extra_specs=extra)
+            if html is not None:
+                write_html(fig, html)
+                stderr_console().print(f"wrote {html}", markup=False, highlight=False)
+            if png is not None:
+                problem = write_png(fig, png)
+                if problem:
+                    note(f"warning: {problem}")
+                else:
+                    stderr_console().print(f"wrote {png}", markup=False, highlight=False)
+        emit_frame(out, fmt, output, title=f"roofline ({rf.height} kernels)", limit=limit)

@@ -1,0 +1,104 @@
+"""`profaudit summary` (per-kernel statistics like `nsys stats -r cuda_gpu_kern_sum`) and
+`profaudit gaps` (GPU idle time between kernels)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import polars as pl
+import typer
+
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
+
+
+class By(str, Enum):
+    name = "name"
+    short = "short"
+    mangled = "mangled"
+    nvtx = "nvtx"
+
+
+class Per(str, Enum):
+    device = "device"
+    stream = "stream"
+    profile = "profile"
+
+
+NSYS_OPTION = typer.Option(None, "--nsys", help="nsys executable used to export .nsys-rep/.qdrep reports (default: $PROFAUDIT_NSYS, then PATH).")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("summary")
+    def summary(
+        paths: List[str] = typer.Argument(..., help="Profiles, folders, globs or an ingested dataset."),
+        by: By = typer.Option(By.name, "--by", help="Group by the demangled name, the short (base) name, the mangled name, or the enclosing NVTX range and name."),
+        fmt: Format = FORMAT_OPTION,
+        output: Optional[Path] = OUTPUT_OPTION,
+        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        nsys: Optional[str] = NSYS_OPTION,
+    ) -> None:
+        """Per-kernel time summary (total, instances, avg, median, min, max, stddev, % of kernel time)."""
+        from profaudit.timeline import attribute_kernels_to_nvtx, kernel_summary, kernel_summary_from_samples
+
+        ps = load_with_progress(paths, nsys=nsys)
+        kernels = ps.kernels
+        if by is By.nvtx:
+            if kernels.height:
+                recomputed = attribute_kernels_to_nvtx(ps)
+                kernels = kernels.with_columns(pl.coalesce(recomputed["nvtx_range"], pl.col("nvtx_range")).alias("nvtx_range"))
+            keys = ["nvtx_range", "name"]
+        else:
+            keys = by.value
+        table = kernel_summary(kernels, keys)
+        if kernels.height == 0:
+            # `nsys stats` kern_sum CSVs carry the summary itself, as samples rows.
+            table = kernel_summary_from_samples(ps.samples)
+            if table.height == 0:
+                _note_empty(ps, "kernel")
+        if len(ps) == 1 and fmt is Format.table:
+            table = table.drop("profile_id")
+        if fmt is Format.table:
+            table = table.drop(["q1_ns", "q3_ns"], strict=False)
+        emit_frame(table, fmt, output, title=f"kernel summary ({table.height} rows)", limit=limit)
+
+    @app.command("gaps")
+    def gaps(
+        paths: List[str] = typer.Argument(..., help="Profiles, folders, globs or an ingested dataset."),
+        per: Per = typer.Option(Per.device, "--per", help="Measure idle time per device, per stream, or per profile."),
+        list_gaps: bool = typer.Option(False, "--list", help="List every gap instead of the per-device totals."),
+        min_gap_ns: float = typer.Option(0.0, "--min-gap-ns", help="Ignore gaps shorter than this many ns."),
+        transfers: bool = typer.Option(False, "--transfers", help="Count memcpy/memset time as busy too."),
+        fmt: Format = FORMAT_OPTION,
+        output: Optional[Path] = OUTPUT_OPTION,
+        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        nsys: Optional[str] = NSYS_OPTION,
+    ) -> None:
+        """GPU idle time between kernels: per-device span, busy time, idle time and gaps."""
+        from profaudit.errors import UsageError
+        from profaudit.timeline import idle_gaps, idle_summary
+
+        if min_gap_ns < 0:
+            raise UsageError("--min-gap-ns must not be negative")
+        ps = load_with_progress(paths, nsys=nsys)
+        if ps.kernels.height == 0:
+            _note_empty(ps, "kernel")
+        tr = ps.transfers if transfers else None
+        if list_gaps:
+            table = idle_gaps(ps.kernels, per.value, transfers=tr, min_gap_ns=min_gap_ns)
+            title = f"idle gaps ({table.height})"
+        else:
+            table = idle_summary(ps.kernels, per.value, transfers=tr, min_gap_ns=min_gap_ns)
+            title = f"GPU idle time per {per.value}"
+        emit_frame(table, fmt, output, title=title, limit=limit)
+
+
+def _note_empty(ps, what: str) -> None:
+    reasons = []
+    for p in ps:
+        why = p.metadata.get("empty_reason") or next((n for n in p.metadata.get("notes", []) or [] if "no CUDA kernel" in n), None)
+        if why:
+            reasons.append(f"{p.profile_id}: {why}")
+    msg = f"no {what} rows in the input" + (": " + "; ".join(reasons) if reasons else "")
+    stderr_console().print(msg, markup=False, highlight=False)

@@ -1,0 +1,347 @@
+"""Kernel-profile comparison: group statistics, added/removed kernels, and where the time went.
+
+All per-launch work is columnar: launches get their group through a join on the entity (distinct
+name), group statistics are one `group_by`, and launch alignment is one join on (group, context,
+rank). Times are per profile: a side with several profiles (repeated runs) is averaged, so two
+sides with different run counts still compare, and the items of `contributions` sum exactly to
+the difference of the totals.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
+from profaudit.compare.match import (
+    Group,
+    align_instances,
+    base_name,
+    entities,
+    entity_expr,
+    groups_frame,
+    match_entities,
+)
+
+
+def prepare(kernels: pl.DataFrame, profile_ids: list[str]) -> pl.DataFrame:
+    """Kernels with `entity`, the profile's ordinal `_pord` and the side-wide launch order `_order`."""
+    order = {pid: i for i, pid in enumerate(profile_ids)}
+    k = kernels.with_columns(
+        entity_expr(),
+        pl.col("profile_id").replace_strict(order, default=len(order), return_dtype=pl.Int64).alias("_pord"),
+    )
+    k = k.sort(["_pord", "start_ns", "kernel_id"], nulls_last=True)
+    return k.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_order"))
+
+
+def runs_of(k: pl.DataFrame) -> int:
+    return max(1, k["profile_id"].n_unique())
+
+
+def _side_stats(k: pl.DataFrame, runs: int, by: str, suffix: str) -> pl.DataFrame:
+    d = pl.col("duration_ns")
+    return k.group_by(by).agg(
+        pl.len().alias(f"count_{suffix}"),
+        d.count().alias(f"timed_{suffix}"),
+        (d.sum() / runs).alias(f"total_{suffix}_ns"),
+        d.mean().alias(f"mean_{suffix}_ns"),
+        d.median().alias(f"median_{suffix}_ns"),
+        d.min().alias(f"min_{suffix}_ns"),
+        d.max().alias(f"max_{suffix}_ns"),
+        pl.col("entity").unique().sort().alias(f"names_{suffix}"),
+    )
+
+
+def _groups_meta(groups: list[Group], kb: pl.DataFrame) -> pl.DataFrame:
+    def label(g: Group) -> str:
+        if g.method in ("exact", "mangled", "normal"):
+            return g.baseline[0]
+        if g.method == "op":
+            return f"op {g.key}"
+        if g.method == "nvtx":
+            return f"nvtx {g.key}"
+        return g.key
+
+    return pl.DataFrame(
+        {
+            "group_id": [g.group_id for g in groups],
+            "label": [label(g) for g in groups],
+            "method": [g.method for g in groups],
+            "score": [float(g.score) for g in groups],
+        },
+        schema={"group_id": pl.Int64, "label": pl.Utf8, "method": pl.Utf8, "score": pl.Float64},
+    )
+
+
+def matched_table(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group], runs_b: int, runs_c: int) -> pl.DataFrame:
+    """One row per matched group with both sides' statistics and the decomposed difference."""
+    sb = _side_stats(kb.filter(pl.col("group_id").is_not_null()), runs_b, "group_id", "b")
+    sc = _side_stats(kc.filter(pl.col("group_id").is_not_null()), runs_c, "group_id", "c")
+    m = _groups_meta(groups, kb).join(sb, on="group_id", how="inner").join(sc, on="group_id", how="inner")
+    nb = pl.col("timed_b") / runs_b
+    nc = pl.col("timed_c") / runs_c
+    mb = pl.col("mean_b_ns").fill_null(0.0)
+    mc = pl.col("mean_c_ns").fill_null(0.0)
+    m = m.with_columns(
+        (pl.col("total_c_ns") - pl.col("total_b_ns")).alias("diff_ns"),
+        # diff = (mean_c - mean_b) * n_b  +  (n_c - n_b) * mean_c : per-launch change + launch-count change
+        ((mc - mb) * nb).alias("diff_from_duration_ns"),
+        ((nc - nb) * mc).alias("diff_from_count_ns"),
+        pl.when(pl.col("total_b_ns") > 0).then((pl.col("total_c_ns") - pl.col("total_b_ns")) / pl.col("total_b_ns") * 100).alias("diff_pct"),
+        pl.when(pl.col("total_c_ns") > 0).then(pl.col("total_b_ns") / pl.col("total_c_ns")).alias("speedup"),
+        pl.when(pl.col("median_c_ns") > 0).then(pl.col("median_b_ns") / pl.col("median_c_ns")).alias("median_speedup"),
+    )
+    return m
+
+
+def unmatched_table(k: pl.DataFrame, runs: int, sign: float) -> pl.DataFrame:
+    """Added (sign +1, candidate) or removed (sign -1, baseline) kernels, one row per name."""
+    u = k.filter(pl.col("group_id").is_null())
+    d = pl.col("duration_ns")
+    t = u.group_by("entity").agg(
+        pl.len().alias("count"),
+        d.count().alias("timed"),
+        (d.sum() / runs).alias("total_ns"),
+        d.mean().alias("mean_ns"),
+        d.median().alias("median_ns"),
+        pl.col("op_name").drop_nulls().mode().sort().first().alias("op_name"),
+        pl.col("nvtx_range").drop_nulls().mode().sort().first().alias("nvtx_range"),
+    )
+    t = t.with_columns((pl.col("total_ns") * sign).alias("diff_ns")).rename({"entity": "name"})
+    return t.sort(["total_ns", "name"], descending=[True, False], nulls_last=True)
+
+
+def _span(k: pl.DataFrame) -> float | None:
+    end = pl.coalesce(pl.col("end_ns").cast(pl.Float64), pl.col("start_ns").cast(pl.Float64) + pl.col("duration_ns"))
+    per = (
+        k.filter(pl.col("start_ns").is_not_null())
+        .group_by("profile_id")
+        .agg((end.max() - pl.col("start_ns").min().cast(pl.Float64)).alias("span"))
+    )
+    if per.height == 0:
+        return None
+    v = per["span"].mean()
+    return float(v) if v is not None else None
+
+
+def side_totals(k: pl.DataFrame, runs: int) -> dict:
+    d = k["duration_ns"]
+    return {
+        "profiles": runs,
+        "kernels": k.height,
+        "timed_kernels": int(d.count()),
+        "distinct_kernels": int(k["entity"].n_unique()),
+        "gpu_time_ns": float(d.sum()) / runs,
+        "wall_time_ns": _span(k),
+    }
+
+
+def contributions_table(matched: pl.DataFrame, added: pl.DataFrame, removed: pl.DataFrame, net: float) -> pl.DataFrame:
+    """Every item's share of the net difference, largest absolute change first.
+
+    `share_pct` is signed and the column sums to 100 % (items can offset each other, so a single
+    item may explain more than 100 %); `abs_share_pct` is the item's share of the gross change.
+    """
+    parts = [
+        matched.select(pl.lit("matched").alias("kind"), pl.col("label").alias("item"), "method", "diff_ns", "group_id"),
+        added.select(pl.lit("added").alias("kind"), pl.col("name").alias("item"), pl.lit(None, pl.Utf8).alias("method"), "diff_ns", pl.lit(None, pl.Int64).alias("group_id")),
+        removed.select(pl.lit("removed").alias("kind"), pl.col("name").alias("item"), pl.lit(None, pl.Utf8).alias("method"), "diff_ns", pl.lit(None, pl.Int64).alias("group_id")),
+    ]
+    c = pl.concat(parts, how="vertical").with_columns(pl.col("diff_ns").fill_null(0.0))
+    gross = float(c["diff_ns"].abs().sum()) if c.height else 0.0
+    c = c.sort([pl.col("diff_ns").abs(), "item"], descending=[True, False])
+    c = c.with_columns(
+        (pl.col("diff_ns") / net * 100 if net != 0 else pl.lit(None, pl.Float64)).alias("share_pct"),
+        (pl.col("diff_ns").abs() / gross * 100 if gross > 0 else pl.lit(None, pl.Float64)).alias("abs_share_pct"),
+    ).with_columns(
+        pl.col("share_pct").cum_sum().alias("cumulative_pct"),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("rank"),
+    )
+    return c.select("rank", "kind", "item", "method", "group_id", "diff_ns", "share_pct", "cumulative_pct", "abs_share_pct")
+
+
+def compare_kernels(
+    b: Side, c: Side, *, match: str, device: str | None, intended: tuple[str, ...] = (), max_tests: int | None = None
+) -> Comparison:
+    from profaudit.compare import fairness, metrics, significance
+
+    if max_tests is None:
+        max_tests = significance.MAX_TESTED_GROUPS
+
+    kb = prepare(b.kernels, b.ps.ids)
+    kc = prepare(c.kernels, c.ps.ids)
+    runs_b, runs_c = runs_of(kb), runs_of(kc)
+    eb, ec = entities(kb), entities(kc)
+    groups = match_entities(eb, ec, match)
+    gmap = groups_frame(groups)
+    kb = kb.join(gmap.filter(pl.col("side") == BASELINE).drop("side"), on="entity", how="left")
+    kc = kc.join(gmap.filter(pl.col("side") == CANDIDATE).drop("side"), on="entity", how="left")
+
+    matched = matched_table(kb, kc, groups, runs_b, runs_c)
+    removed = unmatched_table(kb, runs_b, -1.0)
+    added = unmatched_table(kc, runs_c, +1.0)
+    tb, tc = side_totals(kb, runs_b), side_totals(kc, runs_c)
+    net = tc["gpu_time_ns"] - tb["gpu_time_ns"]
+    contributions = contributions_table(matched, added, removed, net)
+    pairs = align_instances(kb, kc)
+    matched = matched.join(
+        pairs.group_by("group_id").agg(pl.len().alias("aligned"), pl.col("context").first()), on="group_id", how="left"
+    ).with_columns(pl.col("aligned").fill_null(0))
+    by_size = matched.sort([pl.col("diff_ns").abs(), "group_id"], descending=[True, False])["group_id"].to_list()
+    sig = significance.group_significance(kb, kc, runs_b, runs_c, order=by_size, limit=max_tests)
+    matched = matched.join(sig, on="group_id", how="left")
+    share = contributions.filter(pl.col("kind") == "matched").select("group_id", "share_pct")
+    matched = matched.join(share, on="group_id", how="left").sort([pl.col("diff_ns").abs(), "label"], descending=[True, False])
+
+    totals = _totals(tb, tc, matched, kb, kc, runs_b, runs_c, significance)
+    findings, comparable, fair_notes = fairness.check_pair(b, c, kind="kernels", intended=intended)
+    notes = list(fair_notes) + _notes(kb, kc, groups)
+    cov_b, cov_c = totals["matched_share_baseline_pct"], totals["matched_share_candidate_pct"]
+    if cov_b is not None and cov_c is not None and min(cov_b, cov_c) < 50:
+        notes.append(
+            f"matched kernels hold only {cov_b:.0f}% of the baseline's and {cov_c:.0f}% of the candidate's GPU time: "
+            "the two profiles may not run the same program or workload"
+        )
+    mm = metrics.metrics_moved(b, c, kb, kc)
+    rf = metrics.roofline_movement(b, c, kb, kc, device=device)
+    if rf.height:
+        # label the groups and list them in the order of the matched table
+        order = matched.select("group_id", pl.col("label").alias("_label"), pl.int_range(pl.len()).alias("_pos"))
+        rf = rf.join(order, on="group_id", how="left").with_columns(pl.col("_label").alias("label")).sort("_pos", "side").drop("_label", "_pos")
+    methods = {}
+    for g in groups:
+        methods[g.method] = methods.get(g.method, 0) + 1
+    return Comparison(
+        kind="kernels",
+        baseline=b,
+        candidate=c,
+        match_mode=match,
+        comparable=comparable,
+        verdict=verdict_line(comparable, findings, totals, "gpu_time"),
+        totals=totals,
+        matched=matched,
+        added=added,
+        removed=removed,
+        contributions=contributions,
+        pairs=pairs,
+        metrics_moved=mm,
+        roofline=rf,
+        findings=findings,
+        notes=notes,
+        methods=methods,
+    )
+
+
+def _totals(tb: dict, tc: dict, matched: pl.DataFrame, kb, kc, runs_b: int, runs_c: int, significance) -> dict:
+    gb, gc = tb["gpu_time_ns"], tc["gpu_time_ns"]
+    wb, wc = tb["wall_time_ns"], tc["wall_time_ns"]
+    mb = float(matched["total_b_ns"].sum()) if matched.height else 0.0
+    mc = float(matched["total_c_ns"].sum()) if matched.height else 0.0
+    out = {
+        BASELINE: tb,
+        CANDIDATE: tc,
+        "gpu_time_diff_ns": gc - gb,
+        "gpu_time_diff_pct": (gc - gb) / gb * 100 if gb else None,
+        "gpu_time_speedup": gb / gc if gc else None,
+        "wall_time_diff_ns": (wc - wb) if wb is not None and wc is not None else None,
+        "wall_time_speedup": (wb / wc) if wb and wc else None,
+        "matched_groups": matched.height,
+        "matched_share_baseline_pct": mb / gb * 100 if gb else None,
+        "matched_share_candidate_pct": mc / gc * 100 if gc else None,
+    }
+    out["significance"] = significance.total_significance(kb, kc, runs_b, runs_c)
+    return out
+
+
+def _notes(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group]) -> list[str]:
+    notes = []
+    for k, who in ((kb, BASELINE), (kc, CANDIDATE)):
+        untimed = k.height - int(k["duration_ns"].count())
+        if untimed:
+            notes.append(f"{who}: {untimed} of {k.height} kernel rows have no duration and add nothing to times")
+    loose = [g for g in groups if g.method in ("op-class", "nvtx", "fuzzy")]
+    if loose:
+        notes.append(
+            f"{len(loose)} group(s) matched by a low-confidence method ({', '.join(sorted({g.method for g in loose}))}); "
+            "check them before drawing conclusions"
+        )
+    return notes
+
+
+def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> str:
+    """One line: who is faster and by how much, or why that cannot be said."""
+    from profaudit.compare.fairness import blocking_messages
+
+    if comparable == "no":
+        why = blocking_messages(findings)
+        return "not comparable: " + ("; ".join(why[:2]) if why else "the audit found the two sides unfair") + "; no winner declared"
+    if totals.get("matched_groups", totals.get("matched_cases")) == 0:
+        unit = "kernel" if what == "gpu_time" else "benchmark case"
+        return f"no {unit} appears on both sides: nothing to compare, no winner declared"
+    sp = totals.get(f"{what}_speedup")
+    diff = totals.get(f"{what}_diff_pct")
+    if sp is None or diff is None:
+        return "no time on one side: cannot say which is faster"
+    sig = totals.get("significance") or {}
+    state = sig.get("verdict", "unknown")
+    label = "GPU time" if what == "gpu_time" else "time"
+    direction = "faster" if diff < 0 else "slower" if diff > 0 else "as fast"
+    head = f"candidate {label} {diff:+.1f}% ({sp:.3g}x): candidate {direction}"
+    if state == "unknown":
+        tail = f"significance unknown ({sig.get('reason', 'no repeated runs')})"
+    elif state == "same":
+        tail = "difference not significant"
+    else:
+        tail = f"significant ({sig.get('basis', '')}, p={sig.get('p_value', float('nan')):.2g})"
+    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else " (fairness unchecked)" if comparable == "unchecked" else ""
+    return f"{head}; {tail}{caveat}"
+
+
+def display_name(name: str, width: int = 60) -> str:
+    """A C++ kernel name short enough for a table cell, keeping what tells instances apart.
+
+    Tries, in order: the name; without the return type and with the parameters elided
+    (`k<float, 128>(…)`); with the template arguments cut to fit (`k<float, 1…>(…)`); the base
+    name alone (`k<…>(…)`). A fuzzy label `a ~ b` shortens each side.
+    """
+    if name is None:
+        return ""
+    if len(name) <= width:
+        return name
+    if " ~ " in name:
+        a, b = name.split(" ~ ", 1)
+        half = max(8, (width - 3) // 2)
+        return f"{display_name(a, half)} ~ {display_name(b, half)}"
+    from profaudit.names import normal_form
+
+    base = base_name(name)
+    params = "(…)" if "(" in name else ""
+    full = normal_form(name)
+    lt = full.find("<")
+    if "<" in full and "<" not in base and lt >= 0:
+        # namespaces inside the arguments cost room and rarely tell instances apart
+        args = re.sub(r"(?:\(anonymous namespace\)|[A-Za-z_]\w*)::", "", _template_args(full, lt))
+        s = f"{base}<{args}>{params}"
+        if len(s) <= width:
+            return s
+        room = width - len(base) - len(params) - 3
+        if room >= 6:
+            return f"{base}<{args[: room - 1]}…>{params}"
+        s = f"{base}<…>{params}"
+    else:
+        s = base + params
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _template_args(s: str, lt: int) -> str:
+    depth = 0
+    for i in range(lt, len(s)):
+        if s[i] == "<":
+            depth += 1
+        elif s[i] == ">":
+            depth -= 1
+            if depth == 0:
+                return s[lt + 1 : i]
+    return s[lt + 1 :]

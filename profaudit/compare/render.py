@@ -1,0 +1,413 @@
+"""Renderers for a `Comparison`: rich table, Markdown, HTML (plotly figures) and JSON.
+
+Every format shows the same sections in the same order: fairness findings first (a pair that is
+not comparable says so before any number), the verdict, totals, where the time went, matched,
+added and removed items, the metrics and roofline positions that moved, notes. Tables show the
+`top` rows by absolute difference; JSON carries every row.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+from typing import Any, Callable
+
+import polars as pl
+
+from profaudit.compare.core import Comparison
+from profaudit.compare.kernels import display_name
+
+FORMATS = ("table", "markdown", "html", "json")
+
+
+# --- number formatting --------------------------------------------------------------------------
+
+
+def _bad(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and not math.isfinite(v))
+
+
+def fmt_ns(v: Any, signed: bool = False) -> str:
+    if _bad(v):
+        return "—"
+    a = abs(float(f"{v:.3g}"))  # 999.9 ns prints as 1.00 µs, not 1.00e+03 ns
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if a >= scale:
+            return _g3(v / scale, signed) + f" {unit}"
+    return _g3(v, signed) + " ns"
+
+
+def _g3(v: float, signed: bool) -> str:
+    # three significant digits, trailing zeros kept (2.00, 10.0) so columns read evenly
+    s = f"{v:+#.3g}" if signed else f"{v:#.3g}"
+    return s[:-1] if s.endswith(".") else s
+
+
+def fmt_pct(v: Any, signed: bool = True) -> str:
+    if _bad(v):
+        return "—"
+    return f"{v:+.1f}%" if signed else f"{v:.1f}%"
+
+
+def fmt_x(v: Any) -> str:
+    return "—" if _bad(v) else _g3(v, False) + "x"
+
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def fmt_si(v: Any, unit: str = "") -> str:
+    """20.0 TFLOP/s, 3.35 TB/s, 40.0 M: three significant digits with an SI prefix."""
+    if _bad(v):
+        return "—"
+    a = abs(float(f"{v:.3g}"))
+    for scale, prefix in _SI:
+        if a >= scale:
+            return f"{_g3(v / scale, False)} {prefix}{unit}"
+    return f"{_g3(v, False)} {unit}".rstrip()
+
+
+def fmt_num(v: Any) -> str:
+    if _bad(v):
+        return "—"
+    if abs(float(f"{v:.4g}")) >= 1e6:
+        return fmt_si(v)
+    if abs(v) >= 1e3:
+        return f"{v:,.0f}"
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    a = abs(v)
+    if a != 0 and a < 1e-2:
+        return f"{v:.3g}"
+    return f"{v:,.4g}"
+
+
+def fmt_p(v: Any) -> str:
+    return "—" if _bad(v) else (f"{v:.2g}" if v >= 1e-4 else "<1e-4")
+
+
+# --- section model: every format renders the same list of (title, headers, rows) ------------------
+
+
+def _sig_cell(r: dict) -> str:
+    s = r.get("significance") or "unknown"
+    if s == "unknown":
+        return "unknown"
+    p = r.get("p_value")
+    return f"{s} (p={fmt_p(p)})" if not _bad(p) else s
+
+
+def _ci_cell(r: dict) -> str:
+    lo, hi = r.get("speedup_ci_low"), r.get("speedup_ci_high")
+    if _bad(lo) or _bad(hi):
+        return "—"
+    return f"[{lo:#.4g}, {hi:#.4g}]"
+
+
+def header_lines(c: Comparison) -> list[tuple[str, str]]:
+    b, k = c.baseline.describe(), c.candidate.describe()
+    out = [
+        ("baseline", b["label"]),
+        ("candidate", k["label"]),
+        ("kind", c.kind),
+        ("sources", f"{', '.join(b['sources']) or '?'} vs {', '.join(k['sources']) or '?'}"),
+        ("devices", f"{', '.join(b['devices']) or '?'} vs {', '.join(k['devices']) or '?'}"),
+        ("matching", f"{c.match_mode}: " + ", ".join(f"{m} {n}" for m, n in sorted(c.methods.items(), key=lambda kv: -kv[1])) if c.methods else c.match_mode),
+        ("comparable", c.comparable),
+        ("verdict", c.verdict),
+    ]
+    return out
+
+
+def findings_rows(c: Comparison) -> list[list[str]]:
+    """Triggered findings, then the decisive facts that could not be checked, then one line each
+    for the checks that passed and the non-decisive ones that could not run (JSON has them all)."""
+    from profaudit.audit.findings import Severity, Status
+
+    rows, passed, quiet = [], [], []
+    for f in c.findings:
+        if f.status is Status.FAIL or (f.status is Status.UNKNOWN and f.severity >= Severity.WARN):
+            rows.append([f.severity.label, f.rule, ",".join(f.pitfalls), f.message])
+        elif f.status is Status.PASS:
+            passed.append(f.rule)
+        else:
+            quiet.append(f.rule)
+    if passed:
+        rows.append(["pass", ", ".join(sorted(set(passed))), "", "checked: no difference between the sides"])
+    if quiet:
+        rows.append(["info", ", ".join(sorted(set(quiet))), "", "could not check (facts not recorded; not decisive for comparability)"])
+    return rows
+
+
+def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
+    t = c.totals
+    b, k = t["baseline"], t["candidate"]
+    hdr = ["", "baseline", "candidate", "difference", "speedup"]
+    if c.kind == "kernels":
+        rows = [
+            ["GPU time (sum of kernels)", fmt_ns(b["gpu_time_ns"]), fmt_ns(k["gpu_time_ns"]), f"{fmt_ns(t['gpu_time_diff_ns'], True)} ({fmt_pct(t['gpu_time_diff_pct'])})", fmt_x(t["gpu_time_speedup"])],
+            ["wall time (span)", fmt_ns(b["wall_time_ns"]), fmt_ns(k["wall_time_ns"]), fmt_ns(t["wall_time_diff_ns"], True), fmt_x(t["wall_time_speedup"])],
+            ["kernel launches", fmt_num(b["kernels"]), fmt_num(k["kernels"]), fmt_num(k["kernels"] - b["kernels"]), ""],
+            ["distinct kernels", fmt_num(b["distinct_kernels"]), fmt_num(k["distinct_kernels"]), fmt_num(k["distinct_kernels"] - b["distinct_kernels"]), ""],
+            ["profiles", fmt_num(b["profiles"]), fmt_num(k["profiles"]), "", ""],
+            ["time in matched kernels", fmt_pct(t["matched_share_baseline_pct"], False), fmt_pct(t["matched_share_candidate_pct"], False), "", ""],
+        ]
+    else:
+        rows = [
+            ["sum of case medians", fmt_ns(b["time_ns"]), fmt_ns(k["time_ns"]), f"{fmt_ns(t['time_diff_ns'], True)} ({fmt_pct(t['time_diff_pct'])})", fmt_x(t["time_speedup"])],
+            ["cases", fmt_num(b["cases"]), fmt_num(k["cases"]), "", ""],
+            ["raw samples", fmt_num(b["samples"]), fmt_num(k["samples"]), "", ""],
+            ["time sources", ", ".join(b["time_sources"]) or "?", ", ".join(k["time_sources"]) or "?", "", ""],
+            ["matched cases", fmt_num(t["matched_cases"]), "", "", f"geomean {fmt_x(t['geomean_speedup'])}"],
+        ]
+    return hdr, rows
+
+
+def shortener(c: Comparison) -> Callable[[str, int], str]:
+    """Kernel names are shortened C++-aware; benchmark case labels are cut at the end."""
+    if c.kind == "kernels":
+        return display_name
+    return lambda s, w: s if s is None or len(s) <= w else s[: w - 1] + "…"
+
+
+def contributions_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[list[str]]]:
+    short = shortener(c)
+    hdr = ["#", "kind", "item", "difference", "share of diff", "cumulative"]
+    rows = []
+    df = c.contributions
+    for r in df.head(top).iter_rows(named=True):
+        rows.append([str(r["rank"]), r["kind"], short(r["item"], width), fmt_ns(r["diff_ns"], True), fmt_pct(r["share_pct"]), fmt_pct(r["cumulative_pct"])])
+    if df.height > top:
+        rest = df.slice(top)
+        share = rest["share_pct"].sum() if rest["share_pct"].null_count() < rest.height else None
+        rows.append(["", "", f"{rest.height} more", fmt_ns(float(rest["diff_ns"].sum()), True), fmt_pct(share), ""])
+    return hdr, rows
+
+
+def _speedup_ci(r: dict, est_key: str) -> str:
+    est = fmt_x(r.get(est_key))
+    ci = _ci_cell(r)
+    return est if ci == "—" else f"{est} {ci}"
+
+
+def matched_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[list[str]]]:
+    """Per-launch (per-sample) speed with its interval and test, then what it did to the total:
+    a kernel can get faster per launch and still cost more because it launches more often."""
+    short = shortener(c)
+    df = c.matched.head(top)
+    rows = []
+    if c.kind == "kernels":
+        hdr = ["item", "match", "launches", "mean", "median", "per-launch speedup [95% CI]", "significance", "total", "difference"]
+        for r in df.iter_rows(named=True):
+            rows.append([
+                short(r["label"], width),
+                f"{r['method']} {r['score']:.2g}",
+                f"{fmt_num(r['count_b'])} → {fmt_num(r['count_c'])}",
+                f"{fmt_ns(r['mean_b_ns'])} → {fmt_ns(r['mean_c_ns'])}",
+                f"{fmt_ns(r['median_b_ns'])} → {fmt_ns(r['median_c_ns'])}",
+                _speedup_ci(r, "median_speedup"),
+                _sig_cell(r),
+                f"{fmt_ns(r['total_b_ns'])} → {fmt_ns(r['total_c_ns'])}",
+                f"{fmt_ns(r['diff_ns'], True)} ({fmt_pct(r['diff_pct'])})",
+            ])
+    else:
+        hdr = ["case", "match", "samples", "median", "mean", "speedup [95% CI]", "significance", "difference"]
+        for r in df.iter_rows(named=True):
+            rows.append([
+                short(r["label"], width),
+                f"{r['method']} {r['score']:.2g}",
+                f"{fmt_num(r['count_b'])} / {fmt_num(r['count_c'])}",
+                f"{fmt_ns(r['median_b_ns'])} → {fmt_ns(r['median_c_ns'])}",
+                f"{fmt_ns(r['mean_b_ns'])} → {fmt_ns(r['mean_c_ns'])}",
+                _speedup_ci(r, "speedup"),
+                _sig_cell(r),
+                f"{fmt_ns(r['diff_ns'], True)} ({fmt_pct(r['diff_pct'])})",
+            ])
+    return hdr, rows
+
+
+def unmatched_rows(df: pl.DataFrame, top: int, width: int, kind: str, short: Callable[[str, int], str]) -> tuple[list[str], list[list[str]]]:
+    rows = []
+    if kind == "kernels":
+        hdr = ["kernel", "launches", "mean", "total", "op"]
+        for r in df.head(top).iter_rows(named=True):
+            rows.append([short(r["name"], width), fmt_num(r["count"]), fmt_ns(r["mean_ns"]), fmt_ns(r["total_ns"]), r.get("op_name") or ""])
+    else:
+        hdr = ["case", "samples", "median", "statistic"]
+        for r in df.head(top).iter_rows(named=True):
+            rows.append([short(r["name"], width), fmt_num(r["count"]), fmt_ns(r["median_ns"]), r.get("statistic") or ""])
+    if df.height > top:
+        rows.append([f"{df.height - top} more", "", "", "", ""][: len(hdr)])
+    return hdr, rows
+
+
+def metrics_rows(c: Comparison, top_groups: int, per_group: int, width: int) -> tuple[list[str], list[list[str]]]:
+    short = shortener(c)
+    hdr = ["item", "metric", "category", "baseline", "candidate", "change"]
+    mm = c.metrics_moved
+    rows: list[list[str]] = []
+    if mm.height == 0:
+        return hdr, rows
+    labels = dict(zip(c.matched["group_id"].to_list(), c.matched["label"].to_list()))
+    order = [g for g in c.matched["group_id"].to_list() if g in set(mm["group_id"].to_list())][:top_groups]
+    for g in order:
+        sub = mm.filter(pl.col("group_id") == g)
+        # key metrics that moved, then the largest other movers
+        keyed = sub.filter(pl.col("key_metric"))
+        rest = sub.filter(~pl.col("key_metric")).head(max(0, per_group - keyed.height))
+        for r in pl.concat([keyed, rest]).iter_rows(named=True):
+            change = fmt_pct(r["rel_change_pct"]) if not _bad(r["rel_change_pct"]) else "new"
+            rows.append([short(labels.get(g, str(g)), width), r["metric"], r["category"], fmt_num(r["baseline"]), fmt_num(r["candidate"]), change])
+    return hdr, rows
+
+
+def roofline_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[list[str]]]:
+    short = shortener(c)
+    hdr = ["item", "side", "FLOP/byte (DRAM)", "achieved", "DRAM bandwidth", "% of roof (boost)", "bound", "% of roof (kernel clock)", "bound"]
+    rows: list[list[str]] = []
+    rf = c.roofline
+    if rf.height == 0:
+        return hdr, rows
+    for r in rf.head(2 * top).iter_rows(named=True):
+        rows.append([
+            short(r["label"], width),
+            r["side"],
+            fmt_num(r.get("intensity_flop_per_byte")),
+            fmt_si(r.get("achieved_flop_per_s"), "FLOP/s"),
+            fmt_si(r.get("achieved_dram_bytes_per_s"), "B/s"),
+            fmt_pct(r.get("pct_of_roof"), False),
+            str(r.get("binding") or "—"),
+            fmt_pct(r.get("pct_of_roof_at_kernel_clock"), False),
+            str(r.get("binding_at_kernel_clock") or "—"),
+        ])
+    return hdr, rows
+
+
+def sections(c: Comparison, top: int, width: int = 60) -> list[tuple[str, list[str], list[list[str]]]]:
+    out = []
+    out.append(("Fairness findings", ["severity", "rule", "pitfalls", "message"], findings_rows(c)))
+    out.append(("Totals", *totals_rows(c)))
+    out.append(("Where the time went", *contributions_rows(c, top, width)))
+    out.append(("Matched" if c.kind == "kernels" else "Matched cases", *matched_rows(c, top, width)))
+    out.append(("Added (candidate only)", *unmatched_rows(c.added, top, width, c.kind, shortener(c))))
+    out.append(("Removed (baseline only)", *unmatched_rows(c.removed, top, width, c.kind, shortener(c))))
+    h, r = metrics_rows(c, max(1, top // 4), 8, width)
+    if r:
+        out.append(("Metrics that moved", h, r))
+    h, r = roofline_rows(c, top, width)
+    if r:
+        out.append(("Roofline movement", h, r))
+    return out
+
+
+# --- formats -------------------------------------------------------------------------------------
+
+
+def render(c: Comparison, fmt: str = "table", *, top: int = 20, width: int | None = None) -> str:
+    if fmt not in FORMATS:
+        from profaudit.errors import UsageError
+
+        raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    top = max(1, int(top))
+    if fmt == "json":
+        return json.dumps(c.to_dict(), indent=1, allow_nan=False) + "\n"
+    if fmt == "markdown":
+        return render_markdown(c, top)
+    if fmt == "html":
+        return render_html(c, top)
+    buf = io.StringIO()
+    from rich.console import Console
+
+    print_table(c, top, Console(file=buf, width=width or 200, force_terminal=False, no_color=True))
+    return buf.getvalue()
+
+
+def print_table(c: Comparison, top: int, console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    style = {"no": "bold red", "with-warnings": "yellow", "yes": "green", "unchecked": "yellow"}.get(c.comparable, "")
+    for k, v in header_lines(c):
+        console.print(Text.assemble((f"{k:>10}: ", "bold"), (v, style if k in ("comparable", "verdict") else "")))
+    for title, hdr, rows in sections(c, top):
+        t = Table(title=title, title_justify="left", header_style="bold", show_lines=False)
+        for h in hdr:
+            t.add_column(h, overflow="fold")
+        for r in rows:
+            t.add_row(*[str(x) for x in r])
+        if not rows:
+            t.add_row(*(["none"] + [""] * (len(hdr) - 1)))
+        console.print(t)
+    for n in c.notes:
+        console.print(Text.assemble(("note: ", "bold"), n))
+
+
+def _md_cell(v: Any) -> str:
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(c: Comparison, top: int) -> str:
+    lines = ["# profaudit compare", ""]
+    for k, v in header_lines(c):
+        lines.append(f"- **{k}**: {_md_cell(v)}")
+    lines.append("")
+    for title, hdr, rows in sections(c, top, width=80):
+        lines += [f"## {title}", ""]
+        if not rows:
+            lines += ["none", ""]
+            continue
+        lines.append("| " + " | ".join(_md_cell(h) for h in hdr) + " |")
+        lines.append("|" + "|".join("---" for _ in hdr) + "|")
+        for r in rows:
+            lines.append("| " + " | ".join(_md_cell(x) for x in r) + " |")
+        lines.append("")
+    if c.notes:
+        lines += ["## Notes", ""] + [f"- {_md_cell(n)}" for n in c.notes] + [""]
+    return "\n".join(lines)
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin:8px 0 24px 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4} td{font-variant-numeric:tabular-nums}
+.no{color:#b00020;font-weight:bold}.with-warnings,.unchecked{color:#a06000;font-weight:bold}.yes{color:#1b7f2a;font-weight:bold}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}
+.figs{display:flex;flex-wrap:wrap;gap:16px}
+"""
+
+
+def _html_table(hdr: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return "<p>none</p>"
+    h = "".join(f"<th>{html.escape(str(x))}</th>" for x in hdr)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(c: Comparison, top: int) -> str:
+    from profaudit.compare import figures
+
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>profaudit compare</title>", f"<style>{_CSS}</style></head><body>"]
+    parts.append("<h1>profaudit compare</h1><dl>")
+    for k, v in header_lines(c):
+        cls = f" class='{html.escape(c.comparable)}'" if k in ("comparable", "verdict") else ""
+        parts.append(f"<dt>{html.escape(k)}</dt><dd{cls}>{html.escape(str(v))}</dd>")
+    parts.append("</dl>")
+    figs = figures.comparison_figures(c, top)
+    secs = sections(c, top, width=100)
+    for i, (title, hdr, rows) in enumerate(secs):
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        if title == "Where the time went" and figs.get("waterfall") is not None:
+            parts.append(figures.to_div(figs["waterfall"], first=True))
+        if title == "Roofline movement" and figs.get("roofline") is not None:
+            parts.append(figures.to_div(figs["roofline"], first=figs.get("waterfall") is None))
+        parts.append(_html_table(hdr, rows))
+    if c.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in c.notes) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,222 @@
+"""Is a matched group's difference real? Thin use of `profaudit.audit.stats`, no statistics here.
+
+Per group (or timing case) the evidence is the launch (iteration) durations of each side, in
+launch order. The interval is the audit's bootstrap percentile interval of the ratio of medians
+(baseline / candidate: > 1 means the candidate is faster), widened by the audit's lag-1
+autocorrelation factor (consecutive launches are not independent) and, where a side holds several
+runs, by its run-to-run factor; the test is the audit's Mann-Whitney U. A group is
+
+    faster / slower  the interval clears 1 by more than the noise threshold and U rejects at 5 %
+                     (reported summaries: the audit's delta-method interval alone)
+    same             the whole interval lies within the noise threshold of 1
+    inconclusive     anything else
+    unknown          fewer than `MIN_SAMPLES` timed launches on a side, or no spread at all
+    untested         beyond the `MAX_TESTED_GROUPS` largest time differences (cost bound)
+
+Group intervals use `GROUP_RESAMPLES` resamples (a screening interval over hundreds of groups;
+the audit command's claim-level verdict uses the full 10,000).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from profaudit.audit import stats as S
+
+GROUP_RESAMPLES = 2_000
+MAX_TESTED_GROUPS = 500
+MIN_SAMPLES = 3
+ALPHA = 0.05
+
+SCHEMA = {
+    "significance": pl.Utf8,
+    "p_value": pl.Float64,
+    "speedup_ci_low": pl.Float64,
+    "speedup_ci_high": pl.Float64,
+    "significance_basis": pl.Utf8,
+}
+
+
+def test_pair(xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None = None, runs_c: np.ndarray | None = None, *, seed: int = S.DEFAULT_SEED, resamples: int = GROUP_RESAMPLES) -> dict:
+    """Significance of one pair of samples (in execution order); see the module docstring."""
+    xb = np.asarray(xb, dtype=np.float64)
+    xc = np.asarray(xc, dtype=np.float64)
+    xb, xc = xb[np.isfinite(xb)], xc[np.isfinite(xc)]
+    out = {"significance": "unknown", "p_value": None, "speedup_ci_low": None, "speedup_ci_high": None, "significance_basis": None}
+    if xb.size < MIN_SAMPLES or xc.size < MIN_SAMPLES:
+        out["significance_basis"] = f"fewer than {MIN_SAMPLES} samples on a side"
+        return out
+    if np.ptp(xb) == 0 and np.ptp(xc) == 0:
+        out["significance_basis"] = "no spread on either side (replayed or summary values)"
+        return out
+    rng = np.random.default_rng(seed)
+    sb = S.SampleSet(xb, runs=runs_b if runs_b is not None and runs_b.size == xb.size else None)
+    sc = S.SampleSet(xc, runs=runs_c if runs_c is not None and runs_c.size == xc.size else None)
+    db, _ = S.bootstrap_draws(sb, [S.MEDIAN], resamples, rng)
+    dc, _ = S.bootstrap_draws(sc, [S.MEDIAN], resamples, rng)
+    inflate = []
+    for smp, draws in ((sb, db["median"]), (sc, dc["median"])):
+        f_ac = S.autocorrelation_inflation(S.lag1_autocorrelation(smp.values))
+        f_run, info = S.run_inflation(smp, S.log_se(draws, smp.stat(S.MEDIAN)))
+        inflate.append((max(f_ac, f_run), info.get("runs", 1)))
+    iv = S.ratio_interval(sb, sc, S.MEDIAN, draws_b=db["median"], draws_c=dc["median"], inflate_b=inflate[0][0], inflate_c=inflate[1][0])
+    mw = S.mann_whitney(xb, xc)
+    runs = min(inflate[0][1], inflate[1][1])
+    basis = "launches" + (f", widened by run-to-run variation ({runs} runs)" if runs >= 2 else "")
+    out.update(p_value=mw.p_value, speedup_ci_low=iv.low, speedup_ci_high=iv.high, significance_basis=basis)
+    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
+        out["significance"] = "unknown"
+        return out
+    out["significance"] = _verdict(iv.low, iv.high, mw.p_value if mw.p_value == mw.p_value else 1.0)
+    return out
+
+
+def _frame(ids: list, rows: list[dict], key: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {key: ids, **{c: [r[c] for r in rows] for c in SCHEMA}},
+        schema={key: pl.Int64, **SCHEMA},
+    )
+
+
+def group_significance(
+    kb: pl.DataFrame, kc: pl.DataFrame, runs_b: int, runs_c: int, *, order: list[int] | None = None, limit: int | None = MAX_TESTED_GROUPS
+) -> pl.DataFrame:
+    """One row per matched group: significance, p_value, speedup_ci_low/high, basis.
+
+    Each test costs about a millisecond, so a profile with thousands of matched kernels would
+    spend most of the comparison here: only the first `limit` groups of `order` (the caller's
+    ranking, largest time difference first) are tested; the others are 'untested'.
+    """
+    def lists(k: pl.DataFrame) -> pl.DataFrame:
+        return (
+            k.filter(pl.col("group_id").is_not_null() & pl.col("duration_ns").is_not_null())
+            .sort("_order")
+            .group_by("group_id")
+            .agg(pl.col("duration_ns").alias("d"), pl.col("_pord").alias("r"))
+        )
+
+    j = lists(kb).join(lists(kc), on="group_id", how="inner", suffix="_c").sort("group_id")
+    tested = None
+    if limit is not None and order is not None and len(order) > limit:
+        tested = set(order[:limit])
+    ids, rows = [], []
+    for gid, d, r, d2, r2 in j.select("group_id", "d", "r", "d_c", "r_c").iter_rows():
+        ids.append(gid)
+        if tested is not None and gid not in tested:
+            rows.append({"significance": "untested", "p_value": None, "speedup_ci_low": None, "speedup_ci_high": None,
+                         "significance_basis": f"not tested: outside the {limit} largest time differences"})
+            continue
+        rows.append(
+            test_pair(
+                np.asarray(d), np.asarray(d2),
+                np.asarray(r) if runs_b > 1 else None, np.asarray(r2) if runs_c > 1 else None,
+                seed=S.DEFAULT_SEED + int(gid),
+            )
+        )
+    return _frame(ids, rows, "group_id")
+
+
+def total_significance(kb: pl.DataFrame, kc: pl.DataFrame, runs_b: int, runs_c: int) -> dict:
+    """Significance of the total GPU time: needs repeated profiles (runs) on both sides, because
+    one profile's total is a single measurement."""
+    if runs_b < 2 or runs_c < 2:
+        return {"verdict": "unknown", "reason": "one profile per side: the total is a single measurement; give repeated runs for a test", "basis": None, "p_value": None}
+    tb = kb.group_by("profile_id").agg(pl.col("duration_ns").sum())["duration_ns"].to_numpy()
+    tc = kc.group_by("profile_id").agg(pl.col("duration_ns").sum())["duration_ns"].to_numpy()
+    rng = np.random.default_rng(S.DEFAULT_SEED)
+    sb, sc = S.SampleSet(tb), S.SampleSet(tc)
+    db, _ = S.bootstrap_draws(sb, [S.MEAN], S.DEFAULT_RESAMPLES, rng)
+    dc, _ = S.bootstrap_draws(sc, [S.MEAN], S.DEFAULT_RESAMPLES, rng)
+    iv = S.ratio_interval(sb, sc, S.MEAN, draws_b=db["mean"], draws_c=dc["mean"])
+    mw = S.mann_whitney(tb, tc)
+    finite = math.isfinite(iv.low) and math.isfinite(iv.high)
+    v = _verdict(iv.low, iv.high, mw.p_value if mw.p_value == mw.p_value else 1.0) if finite else "inconclusive"
+    return {
+        "verdict": v,
+        "basis": f"per-profile totals ({runs_b} vs {runs_c} runs)",
+        "p_value": mw.p_value,
+        "speedup": iv.estimate,
+        "speedup_ci_low": iv.low,
+        "speedup_ci_high": iv.high,
+        "reason": None if v != "inconclusive" else "the interval of the mean-total ratio includes 1 or the test does not reject",
+    }
+
+
+def case_significance(rb: pl.DataFrame, rc: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """Timing logs: one row per matched case (`case_id`).
+
+    Raw iterations on both sides: `test_pair` (basis "iterations"). Otherwise, where both sides
+    give a mean, a standard deviation and a count (raw or reported), the audit's delta-method
+    interval of the ratio of means; else unknown.
+    """
+    def lists(r: pl.DataFrame) -> pl.DataFrame:
+        order = [c for c in ("profile_id", "run", "iteration", "timestamp_ns") if c in r.columns]
+        return (
+            r.filter(pl.col("statistic").is_null())
+            .sort(order, nulls_last=True)
+            .with_columns(pl.concat_str([pl.col("profile_id"), pl.lit("/"), pl.col("run").cast(pl.Utf8).fill_null("")]).alias("_run"))
+            .group_by("entity", "params")
+            .agg(pl.col("duration_ns").alias("d"), pl.col("_run").alias("r"))
+        )
+
+    lb, lc = lists(rb), lists(rc)
+    j = (
+        pairs.select("case_id", "entity", "params", "entity_c", "mean_ns", "sd_ns", "count", "mean_ns_c", "sd_ns_c", "count_c")
+        .join(lb, on=["entity", "params"], how="left")
+        .join(lc.rename({"entity": "entity_c", "d": "d_c", "r": "r_c"}), on=["entity_c", "params"], how="left")
+        .sort("case_id")
+    )
+    ids, rows = [], []
+    for row in j.iter_rows(named=True):
+        cid = row["case_id"]
+        ids.append(cid)
+        d, d2 = row["d"], row["d_c"]
+        if d is not None and d2 is not None and len(d) >= MIN_SAMPLES and len(d2) >= MIN_SAMPLES:
+            res = test_pair(np.asarray(d), np.asarray(d2), _codes(row["r"]), _codes(row["r_c"]), seed=S.DEFAULT_SEED + int(cid))
+            if res["significance_basis"] and res["significance_basis"].startswith("launches"):
+                res["significance_basis"] = "iterations" + res["significance_basis"][len("launches"):]
+            rows.append(res)
+            continue
+        rows.append(_summary_test(row))
+    return _frame(ids, rows, "case_id")
+
+
+def _summary_test(row: dict) -> dict:
+    out = {"significance": "unknown", "p_value": None, "speedup_ci_low": None, "speedup_ci_high": None, "significance_basis": "summary statistics without a standard deviation"}
+    mb, mc = row["mean_ns"], row["mean_ns_c"]
+    if mb is None or mc is None:
+        return out
+    iv = S.summary_ratio_interval(
+        float(mb), row["sd_ns"], row["count"], float(mc), row["sd_ns_c"], row["count_c"],
+        confidence=S.DEFAULT_CONFIDENCE, statistic="mean",
+    )
+    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
+        return out
+    out.update(speedup_ci_low=iv.low, speedup_ci_high=iv.high, significance_basis="reported mean, sd and n (delta method; independent samples assumed)")
+    out["significance"] = _verdict(iv.low, iv.high, p=None)
+    return out
+
+
+def _verdict(low: float, high: float, p: float | None) -> str:
+    """faster / slower / same / inconclusive from an interval of baseline/candidate (and a test)."""
+    noise = S.DEFAULT_NOISE_THRESHOLD
+    rejects = p is None or p < ALPHA
+    if low > 1 + noise and rejects:
+        return "faster"
+    if high < 1 / (1 + noise) and rejects:
+        return "slower"
+    if low >= 1 / (1 + noise) and high <= 1 + noise:
+        return "same"
+    return "inconclusive"
+
+
+def _codes(labels: list | None) -> np.ndarray | None:
+    if not labels:
+        return None
+    uniq = {v: i for i, v in enumerate(dict.fromkeys(labels))}
+    if len(uniq) < 2:
+        return None
+    return np.fromiter((uniq[v] for v in labels), dtype=np.int64, count=len(labels))

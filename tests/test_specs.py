@@ -1,0 +1,542 @@
+"""Device specs: every shipped YAML validates and cites its sources, datasheet spot checks, clock
+scaling, name matching on names tools really report, user spec files, and bad YAML."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from conftest import REPO, assert_one_line_error
+from profaudit.errors import InputError, UsageError
+from profaudit.schema import PRECISIONS
+from profaudit.specs import (
+    BANDWIDTH_LEVELS,
+    explain_match,
+    get_spec,
+    load_specs,
+    match_device,
+    normalize_name,
+    read_spec_file,
+    resolve_device,
+)
+
+SPEC_DIR = REPO / "device_specs"
+SPEC_FILES = sorted(SPEC_DIR.glob("*.yaml"))
+T = 1e12
+
+REQUIRED = [
+    "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb",
+    "a10g", "a10", "a40", "l4", "l40s", "rtx-4090", "rtx-3090", "rtx-3080", "v100-sxm2-32gb", "t4", "gh200", "mi300x",
+    "mi250x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x", "trainium1", "trainium2", "inferentia2",
+]
+
+
+def _walk_values(doc, path=""):
+    """Yield (path, entry) for every number entry (a mapping with 'value') in a spec document."""
+    if isinstance(doc, dict):
+        if "value" in doc and path.split(".")[-1] != "values":
+            yield path, doc
+        for k, v in doc.items():
+            if k in ("sources", "conflicts"):
+                continue
+            yield from _walk_values(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _walk_values(v, f"{path}[{i}]")
+
+
+def test_required_devices_are_shipped():
+    specs = load_specs()
+    missing = [k for k in REQUIRED if k not in specs]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("path", SPEC_FILES, ids=[p.stem for p in SPEC_FILES])
+def test_every_yaml_validates_and_cites(path):
+    spec = read_spec_file(path)
+    doc = yaml.safe_load(path.read_text())
+    assert doc["schema_version"] == 1
+    assert spec.key == path.stem, "file stem and key must agree"
+    entries = list(_walk_values(doc))
+    assert entries, "a spec without numbers"
+    for where, e in entries:
+        srcs = e["source"] if isinstance(e["source"], list) else [e["source"]]
+        for s in srcs:
+            assert s in doc["sources"], f"{where}: source {s!r} not declared"
+            assert doc["sources"][s]["title"].strip()
+    # every declared source is used, so the list of citations is exactly what the numbers rest on
+    used = {s for _, e in entries for s in (e["source"] if isinstance(e["source"], list) else [e["source"]])}
+    used |= {v["source"] for c in doc.get("conflicts", []) for v in c["values"]}
+    assert used == set(doc["sources"]), set(doc["sources"]) ^ used
+    assert set(spec.peaks_dense) <= set(PRECISIONS) and set(spec.peaks_sparse) <= set(PRECISIONS)
+    assert set(spec.bandwidths) <= set(BANDWIDTH_LEVELS)
+    assert "dram" in spec.bandwidths and spec.peaks_dense
+    for p, s in spec.peaks_sparse.items():
+        assert p in spec.peaks_dense, f"sparse {p} without a dense figure"
+        assert spec.peaks_dense[p].value <= s.value, p
+    for c in spec.conflicts:
+        assert len(c.values) >= 2 and c.resolution
+
+
+def test_dense_never_exceeds_sparse_across_all_specs():
+    for spec in load_specs().values():
+        for p in spec.precisions(sparse=True):
+            assert spec.peak_flops_per_s(p) <= spec.peak_flops_per_s(p, sparse=True), (spec.key, p)
+
+
+def test_on_chip_bandwidth_states_its_clock_and_dram_does_not_scale():
+    for spec in load_specs().values():
+        for lv, v in spec.bandwidths.items():
+            if lv != "dram":
+                assert v.clock_hz, (spec.key, lv)
+        assert spec.bandwidth_bytes_per_s("dram", 1e8) == spec.bandwidth_bytes_per_s("dram")
+
+
+# Spot checks: each number as the vendor prints it, with the document it comes from.
+SPOT_CHECKS = [
+    # NVIDIA H100 Tensor Core GPU Datasheet, H100 SXM column: FP16 Tensor Core 1,979 TFLOPS* (* with sparsity), 3.35 TB/s
+    ("h100-sxm", "fp16_tensor", False, 1979 / 2 * T),
+    ("h100-sxm", "fp16_tensor", True, 1979 * T),
+    ("h100-sxm", "fp64", False, 34 * T),
+    ("h100-sxm", "dram", None, 3.35e12),
+    # same datasheet, H100 NVL column (per GPU): FP8 3,341 TFLOPS*, 3.9 TB/s
+    ("h100-nvl", "fp8_tensor", True, 3341 * T),
+    ("h100-nvl", "dram", None, 3.9e12),
+    # same datasheet, H100 PCIe column: FP32 51 TFLOPS, TF32 756 TFLOPS*, 2 TB/s
+    ("h100-pcie", "fp32", False, 51 * T),
+    ("h100-pcie", "tf32_tensor", False, 378 * T),
+    # NVIDIA H200 datasheet (SXM): FP8 3,958 TFLOPS*, 4.8 TB/s
+    ("h200", "fp8_tensor", False, 1979 * T),
+    ("h200", "dram", None, 4.8e12),
+    # NVIDIA GH200 datasheet: FP8 1,979 TFLOPS (dense), HBM3 4 TB/s
+    ("gh200", "fp8_tensor", False, 1979 * T),
+    ("gh200", "tf32_tensor", True, 989 * T),
+    ("gh200", "dram", None, 4.0e12),
+    # NVIDIA Blackwell datasheet, HGX B200 per GPU: FP4 18 PFLOPS* (dense 9), 7.7 TB/s; GB200: FP4 20 PFLOPS*, 8 TB/s
+    ("b200", "fp4_tensor", False, 9000 * T),
+    ("b200", "dram", None, 7.7e12),
+    ("gb200", "fp4_tensor", True, 20000 * T),
+    ("gb200", "fp64", False, 40 * T),
+    # NVIDIA A100 datasheet: TF32 156 | 312*, FP64 Tensor 19.5, 1,555 / 2,039 / 1,935 GB/s
+    ("a100-sxm-40gb", "tf32_tensor", False, 156 * T),
+    ("a100-sxm-40gb", "fp64_tensor", False, 19.5 * T),
+    ("a100-sxm-40gb", "dram", None, 1555e9),
+    ("a100-sxm-80gb", "dram", None, 2039e9),
+    ("a100-pcie-80gb", "dram", None, 1935e9),
+    # NVIDIA A10 datasheet: FP32 31.2 TF, BF16 125 | 250, 600 GB/s
+    ("a10", "bf16_tensor", True, 250 * T),
+    ("a10", "dram", None, 600e9),
+    # NVIDIA A40 datasheet: FP32 37.4 TF, 696 GB/s
+    ("a40", "fp32", False, 37.4 * T),
+    ("a40", "bf16_tensor", True, 299.4 * T),
+    ("a40", "dram", None, 696e9),
+    # NVIDIA L4 datasheet: FP8 485 TFLOPS*, 300 GB/s;  L40S datasheet: FP32 91.6 TF, 864 GB/s
+    ("l4", "fp8_tensor", False, 242.5 * T),
+    ("l4", "dram", None, 300e9),
+    ("l40s", "fp32", False, 91.6 * T),
+    ("l40s", "fp16_tensor", False, 362.05 * T),  # printed dense figure (| 733* sparse)
+    ("l40s", "fp8_tensor", True, 1466 * T),
+    ("l40s", "dram", None, 864e9),
+    # Ada whitepaper (RTX 4090): FP32 82.6 TF; FP16 tensor w/ FP32 accumulate 165.2; 1008 GB/s
+    ("rtx-4090", "fp32", False, 82.6 * T),
+    ("rtx-4090", "fp16_tensor", False, 165.2 * T),
+    ("rtx-4090", "dram", None, 1008e9),
+    # GA102 whitepaper (RTX 3090 / 3080): FP32 35.6 / 29.8 TF; 936 / 760 GB/s
+    ("rtx-3090", "fp32", False, 35.6 * T),
+    ("rtx-3080", "dram", None, 760e9),
+    # V100 datasheet (SXM2): FP64 7.8, Tensor 125 TF, 900 GB/s;  T4 datasheet: mixed FP16/FP32 65 TF, 320 GB/s
+    ("v100-sxm2-32gb", "fp16_tensor", False, 125 * T),
+    ("v100-sxm2-32gb", "dram", None, 900e9),
+    ("t4", "fp16_tensor", False, 65 * T),
+    ("t4", "dram", None, 320e9),
+    # AMD Instinct MI300X data sheet: FP8 2614.9 TF (5229.8 with sparsity), FP64 vector 81.7 TF, 5.3 TB/s
+    ("mi300x", "fp8_tensor", False, 2614.9 * T),
+    ("mi300x", "fp8_tensor", True, 5229.8 * T),
+    ("mi300x", "fp64", False, 81.7 * T),
+    ("mi300x", "dram", None, 5.3e12),
+    # AMD Instinct MI250X data sheet (module = 2 GCDs): FP16 383 TF, 3.2 TB/s; per GCD = half
+    ("mi250x", "fp16_tensor", False, 383 / 2 * T),
+    ("mi250x", "dram", None, 3.2768e12 / 2),
+    # Cloud TPU docs: v4 275 TF bf16 / 1200 GBps; v5e 197 TF / 819 GBps; v5p 459 TF / 2765 GBps; v6e 918 TF / 1638 GBps
+    ("tpu-v4", "bf16_tensor", False, 275 * T),
+    ("tpu-v4", "dram", None, 1200e9),
+    ("tpu-v5e", "bf16_tensor", False, 197 * T),
+    ("tpu-v5e", "dram", None, 819e9),
+    ("tpu-v5p", "bf16_tensor", False, 459 * T),
+    ("tpu-v5p", "dram", None, 2765e9),
+    ("tpu-v6e", "bf16_tensor", False, 918 * T),
+    ("tpu-v6e", "int8_tensor", False, 1836 * T),
+    ("tpu-v6e", "dram", None, 1638e9),
+    # Cloud TPU docs, TPU7x: 4614 TF FP8 per chip; per TensorCore (one JAX device) = half
+    ("tpu7x", "fp8_tensor", False, 4614 / 2 * T),
+    # AWS Neuron docs: Trainium 190 FP16/BF16/cFP8/TF32 TF, 47.5 FP32; Trainium2 1,299 FP8, 667 BF16, 2,563 sparse, 181 FP32
+    ("trainium1", "bf16_tensor", False, 190 * T),
+    ("trainium1", "fp32", False, 47.5 * T),
+    ("trainium1", "dram", None, 820e9),
+    ("trainium2", "fp8_tensor", False, 1299 * T),
+    ("trainium2", "bf16_tensor", False, 667 * T),
+    ("trainium2", "bf16_tensor", True, 2563 * T),
+    ("trainium2", "fp32", False, 181 * T),
+    ("trainium2", "dram", None, 2.9e12),
+    # AWS Neuron docs: Inferentia2 380 INT8 TOPS, 190 FP16 TF, 32 GiB
+    ("inferentia2", "int8_tensor", False, 380 * T),
+]
+
+
+@pytest.mark.parametrize("key,what,sparse,expected", SPOT_CHECKS, ids=[f"{k}-{w}-{'sparse' if s else 'dense' if s is False else 'bw'}" for k, w, s, _ in SPOT_CHECKS])
+def test_datasheet_spot_checks(key, what, sparse, expected):
+    spec = get_spec(key)
+    got = spec.bandwidth_bytes_per_s(what) if sparse is None else spec.peak_flops_per_s(what, sparse=sparse)
+    assert got is not None
+    assert abs(got / expected - 1) <= 0.01, (key, what, got, expected)
+
+
+def test_memory_sizes_and_units():
+    assert get_spec("h100-sxm").memory_bytes == 80 * 2**30
+    assert get_spec("mi300x").memory_bytes == 192 * 2**30
+    assert get_spec("trainium2").memory_bytes == 96 * 2**30
+    assert get_spec("gh200").l2_cache_bytes == 60 * 2**20  # what the driver reports (corpus GH200 report)
+    assert get_spec("a100-sxm-40gb").sm_count == 108 and get_spec("h100-pcie").sm_count == 114
+
+
+def test_clock_scaling_is_linear_from_the_clock_each_number_assumes():
+    h = get_spec("h100-sxm")
+    # tensor peaks assume 1830 MHz (989.4 TF / (132 SMs x 4096 FLOP/clk)), vector ones 1980 MHz
+    assert h.peak_clock_hz("fp16_tensor") == pytest.approx(1830e6)
+    assert h.peak_clock_hz("fp32") == pytest.approx(1980e6)
+    assert h.peak_flops_per_s("fp16_tensor", clock_hz=915e6) == pytest.approx(989.5e12 / 2)
+    assert h.peak_flops_per_s("fp32", clock_hz=990e6) == pytest.approx(33.5e12)
+    a = get_spec("a100-sxm-40gb")
+    assert a.peak_flops_per_s("fp16_tensor", clock_hz=1095e6) == pytest.approx(312e12 * 1095 / 1410)
+    # on-chip bandwidth scales with the SM clock, DRAM does not
+    assert a.bandwidth_bytes_per_s("l2", 705e6) == pytest.approx(5120 * 705e6)
+    assert a.bandwidth_bytes_per_s("l1", 705e6) == pytest.approx(128 * 108 * 705e6)
+    assert a.bandwidth_bytes_per_s("dram", 705e6) == 1555e9
+    # no published clock: the figure cannot be moved to another clock
+    b = get_spec("b200")
+    assert b.peak_flops_per_s("fp8_tensor") == pytest.approx(4.5e15)
+    assert b.peak_flops_per_s("fp8_tensor", clock_hz=1.5e9) is None
+    assert b.bandwidth_bytes_per_s("l1") is None
+    assert get_spec("tpu-v5e").peak_flops_per_s("bf16_tensor", clock_hz=1e9) is None
+
+
+def test_unknown_precision_and_level_are_usage_errors():
+    s = get_spec("t4")
+    with pytest.raises(UsageError):
+        s.peak_flops_per_s("fp12")
+    with pytest.raises(UsageError):
+        s.bandwidth_bytes_per_s("l3")
+    assert s.peak_flops_per_s("fp8_tensor") is None  # a precision Turing lacks
+
+
+def test_specs_are_immutable():
+    s = get_spec("t4")
+    with pytest.raises(Exception):
+        s.key = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        s.peaks_dense["fp32"] = None  # type: ignore[index]
+
+
+def test_scaled_to_cores():
+    t2 = get_spec("trainium2")
+    half = t2.scaled_to_cores(4)
+    assert half.peak_flops_per_s("bf16_tensor") == pytest.approx(667e12 / 2)
+    assert half.bandwidth_bytes_per_s("dram") == pytest.approx(2.9e12 / 2)
+    assert t2.scaled_to_cores(8) is t2
+    with pytest.raises(UsageError):
+        t2.scaled_to_cores(9)
+    with pytest.raises(UsageError):
+        get_spec("h100-sxm").scaled_to_cores(1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Name matching. Names taken from the corpus: ncu device__attribute_display_name, chrome-trace
+# deviceProperties, nsys TARGET_INFO_GPU / TARGET_INFO_CUDA_GPU, xplane device planes.
+
+REPORTED = {
+    "NVIDIA A100-SXM4-40GB": "a100-sxm-40gb",        # ncu-rep AlpriElse__cs599k
+    "NVIDIA A10G": "a10g",                           # ncu-rep AveryClapp__ESMM-Research
+    "NVIDIA GeForce RTX 4090": "rtx-4090",           # ncu-rep Lashi0812__*, nsys-sqlite Lashi0812__*
+    "Tesla T4": "t4",                                # ncu-rep Syswea__*, armleth__*
+    "NVIDIA GH200 120GB": "gh200",                   # ncu-rep bobschreiner__NuKEXC
+    "NVIDIA A100-PCIE-40GB": "a100-pcie-40gb",       # ncu-rep ZSL98__*, chrome-trace harryjmoss__*
+    "GeForce RTX 3080": "rtx-3080",                  # ncu-rep iamcoleman__monte-carlo-pi (2020 driver naming)
+    "NVIDIA GeForce RTX 3080": "rtx-3080",           # ncu-rep piragi__fuzigrad
+    "NVIDIA A100-PG509-200": "a100-sxm-40gb",        # chrome-trace HolisticTraceAnalysis (108 SMs, ~40 GiB)
+    "Tesla V100-SXM2-32GB": "v100-sxm2-32gb",        # chrome-trace HolisticTraceAnalysis rank-0
+    "Tesla V100-SXM2-16GB": "v100-sxm2-16gb",        # xplane openxla__xprof GPU demo
+    "AMD Instinct MI300X": "mi300x",                 # chrome-trace TraceLens, xplane TraceLens
+    "Tesla V100-PCIE-32GB": "v100-pcie-32gb",        # nsys-sqlite lockfuehrer__beast_ressoruces
+    "NVIDIA GeForce RTX 3090": "rtx-3090",           # nsys-sqlite LeiWang1999__memfusion
+    "TPU v6 Lite": "tpu-v6e",                        # xplane openxla__xprof tpu_inference (strings)
+    # names other tools report (not in the corpus)
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H100 PCIe": "h100-pcie",
+    "NVIDIA H100 NVL": "h100-nvl",
+    "NVIDIA H200": "h200",
+    "NVIDIA GH200 480GB": "gh200",
+    "NVIDIA GH200 144G HBM3e": "gh200-144gb",
+    "NVIDIA B200": "b200",
+    "NVIDIA GB200": "gb200",
+    "NVIDIA A100-SXM4-80GB": "a100-sxm-80gb",
+    "NVIDIA A100 80GB PCIe": "a100-pcie-80gb",
+    "NVIDIA A10": "a10",
+    "NVIDIA A40": "a40",
+    "NVIDIA L4": "l4",
+    "NVIDIA L40S": "l40s",
+    "TPU v4": "tpu-v4",
+    "TPU v5 lite": "tpu-v5e",
+    "TPU v5e": "tpu-v5e",
+    "TPU v5": "tpu-v5p",
+    "TPU v5p": "tpu-v5p",
+    "TPU v6e": "tpu-v6e",
+    "TPU7x": "tpu7x",
+    "AMD Instinct MI250X": "mi250x",
+    "Trainium2": "trainium2",
+    "trn1": "trainium1",
+    "Trainium1": "trainium1",                        # what parsers/neuron_common.py derives from instance type trn1
+    "Inferentia2": "inferentia2",
+}
+UNMATCHED = [
+    "NVIDIA H100",                   # chrome-trace pytorch__kineto after_fix: 96 GB SXM variant, no spec
+    "AMD Instinct MI210",            # chrome-trace TraceLens mi210
+    "AMD Radeon Graphics",           # chrome-trace HTA mi250 (gfx90a reported generically)
+    "Quadro GP100",                  # chrome-trace HTA step_base
+    "NVIDIA GeForce RTX 3050 Laptop GPU", "NVIDIA GeForce RTX 2060 with Max-Q Design", "NVIDIA GeForce RTX 3070",
+    "NVIDIA GeForce RTX 2060 SUPER", "GeForce RTX 2070", "NVIDIA GeForce GTX 1660 Ti", "NVIDIA GeForce GTX 1650",
+    "NVIDIA GeForce RTX 2080 Ti", "NVIDIA GeForce RTX 4060 Ti", "NVIDIA GeForce GTX 1080 Ti", "NVIDIA GeForce RTX 2070",
+    # look-alikes that must not be taken for a spec'd part
+    "NVIDIA GeForce RTX 3080 Ti", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090 D", "NVIDIA L40", "NVIDIA H200 NVL",
+    "TPU v4 lite", "AMD Instinct MI250X / MI250", "AMD Instinct MI300A", "Tesla V100S-PCIE-32GB", "NVIDIA A100", "NVIDIA GH200",
+    "Trainium3", "Inferentia1",
+    "", None, "cpu",
+]
+
+
+@pytest.mark.parametrize("name,key", sorted(REPORTED.items()))
+def test_reported_names_match(name, key):
+    spec = match_device(name)
+    assert spec is not None and spec.key == key, explain_match(name)
+
+
+@pytest.mark.parametrize("name", UNMATCHED, ids=[str(n) for n in UNMATCHED])
+def test_unknown_or_ambiguous_names_give_none_with_a_reason(name):
+    m = resolve_device(name)
+    assert m.spec is None
+    assert m.reason and "\n" not in m.reason
+
+
+def test_match_reasons_say_why():
+    assert "family" in explain_match("NVIDIA H100") and "h100-sxm" in explain_match("NVIDIA H100")
+    assert "unknown device" in explain_match("Quadro GP100")
+    assert "alias" in explain_match("NVIDIA H100 80GB HBM3")
+
+
+def test_memory_hint_settles_a_family_but_never_guesses():
+    # chrome-trace HolisticTraceAnalysis: 'NVIDIA A100-PG509-200', totalGlobalMem 42297524224
+    assert resolve_device("NVIDIA GH200", memory_bytes=102_005_473_280).spec.key == "gh200"  # ncu total_memory of the corpus GH200
+    # pytorch__kineto after_fix: 'NVIDIA H100' with 102 GB and 132 SMs fits no shipped H100 (80 / 94 GB)
+    m = resolve_device("NVIDIA H100", memory_bytes=102_085_492_736, sm_count=132)
+    assert m.spec is None and "none fits" in m.reason
+    assert resolve_device("NVIDIA A100", memory_bytes=85_100_000_000, sm_count=108).spec is None  # SXM or PCIe 80GB: still two
+    assert resolve_device("NVIDIA A10G", sm_count=72).spec is None  # the name fits, the SM count does not
+
+
+def test_aliases_are_unique_and_self_consistent():
+    specs = load_specs()
+    seen = {}
+    for s in specs.values():
+        for a in s.aliases:
+            n = normalize_name(a)
+            assert n not in seen, (a, s.key, seen.get(n))
+            seen[n] = s.key
+            assert match_device(a).key == s.key
+
+
+def test_normalize_name():
+    assert normalize_name("NVIDIA A100-SXM4-40GB") == "nvidia a100 sxm4 40gb"
+    assert normalize_name("  TPU v5 lite ") == "tpu v5 lite"
+
+
+def test_get_spec_unknown_is_a_usage_error():
+    with pytest.raises(UsageError, match="Quadro GP100"):
+        get_spec("Quadro GP100")
+    assert get_spec("A100-SXM4-40GB").key == "a100-sxm-40gb"
+
+
+# ---------------------------------------------------------------------------------------------------
+# User spec files
+
+USER_SPEC = """
+schema_version: 1
+key: my-gpu
+name: My GPU 9000
+vendor: Example
+scope: device
+aliases: [My GPU 9000]
+compute_units: {value: 10, kind: SM, source: mine}
+boost_clock_mhz: {value: 1000, source: mine}
+bandwidth_bytes_per_s:
+  dram: {value: 1e12, source: mine}
+  l2: {value: 4.0e+12, clock_mhz: 1000, source: mine, derivation: 4 KB/clk x 1 GHz}
+peak_flops_per_s_dense:
+  fp32: {value: 1.0e+13, clock_mhz: 1000, source: mine}
+  fp16_tensor: {value: 1.0e+14, clock_mhz: 1000, source: mine}
+peak_flops_per_s_sparse:
+  fp16_tensor: {value: 2.0e+14, clock_mhz: 1000, source: mine}
+sources:
+  mine: {title: my own measurement}
+"""
+
+
+def test_user_spec_works_like_a_shipped_one(tmp_path):
+    f = tmp_path / "mine.yaml"
+    f.write_text(USER_SPEC)
+    specs = load_specs([f])
+    assert "my-gpu" in specs and "h100-sxm" in specs
+    s = match_device("My GPU 9000", extra_paths=[f])
+    assert s.key == "my-gpu" and s.path == str(f)
+    assert s.bandwidth_bytes_per_s("dram") == 1e12  # '1e12' (a YAML string) is accepted as a number
+    assert s.peak_flops_per_s("fp32", clock_hz=500e6) == pytest.approx(5e12)
+    assert match_device("My GPU 9000") is None
+    # a folder of specs works too, and a user file can replace a shipped spec by key
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "t4.yaml").write_text(USER_SPEC.replace("key: my-gpu", "key: t4").replace("[My GPU 9000]", "[Tesla T4 custom]"))
+    assert load_specs([d])["t4"].name == "My GPU 9000"
+
+
+BAD_SPECS = [
+    ("", "empty file"),
+    ("key: [unclosed", "not valid YAML"),
+    ("- a\n- b\n", "one mapping"),
+    (USER_SPEC.replace("schema_version: 1", "schema_version: 2"), "schema_version"),
+    (USER_SPEC.replace("fp32: {value: 1.0e+13, clock_mhz: 1000, source: mine}", "fp32: {value: 1.0e+13}"), "no 'source'"),
+    (USER_SPEC.replace("fp32: {value", "fp12: {value"), "unknown precision"),
+    (USER_SPEC.replace("l2: {value", "l3: {value"), "unknown memory level"),
+    (USER_SPEC.replace("value: 2.0e+14", "value: 2.0e+13"), "exceeds"),
+    (USER_SPEC.replace("source: mine}\npeak_flops", "source: theirs}\npeak_flops"), "not a key of 'sources'"),
+    (USER_SPEC.replace("value: 1.0e+13,", "value: -5,"), "positive number"),
+    (USER_SPEC.replace("vendor: Example", "vendor: Example\nbogus: 1"), "unknown key"),
+    (USER_SPEC.replace("aliases: [My GPU 9000]", "aliases: [My GPU 9000]\nmatch_patterns: ['(']"), "regular expression"),
+    (USER_SPEC.replace("key: my-gpu", "key: My GPU"), "lower-case"),
+]
+
+
+@pytest.mark.parametrize("text,needle", BAD_SPECS, ids=[n for _, n in BAD_SPECS])
+def test_bad_user_yaml_is_one_line_input_error(tmp_path, text, needle, cli):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as ei:
+        load_specs([f])
+    msg = str(ei.value)
+    assert "\n" not in msg and str(f) in msg and needle in msg, msg
+    res = cli("devices", "--spec", f)
+    assert_one_line_error(res, needle)
+
+
+def test_missing_spec_file(tmp_path, cli):
+    assert_one_line_error(cli("devices", "--spec", tmp_path / "nope.yaml"), "no such file")
+
+
+def test_duplicate_user_keys(tmp_path):
+    for n in ("a.yaml", "b.yaml"):
+        (tmp_path / n).write_text(USER_SPEC)
+    with pytest.raises(InputError, match="also defined"):
+        load_specs([tmp_path / "a.yaml", tmp_path / "b.yaml"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# CLI
+
+
+def test_cli_devices_lists_every_spec(cli):
+    res = cli("devices", "--format", "csv")
+    assert res.code == 0, res
+    keys = [line.split(",")[0] for line in res.out.splitlines()[1:]]
+    assert set(keys) == set(load_specs())
+
+
+def test_cli_devices_shows_a_matched_name(cli):
+    res = cli("devices", "NVIDIA H100 80GB HBM3")
+    assert res.code == 0, res
+    assert "h100-sxm" in res.out and "alias" in res.out and "NVIDIA H100 Tensor Core GPU Datasheet" in res.out
+    assert "1830 MHz" in res.out  # tensor peaks state the clock they assume
+    j = cli("devices", "tpu-v5e", "--format", "json")
+    d = json.loads(j.out)
+    assert d["key"] == "tpu-v5e" and d["peak_flops_per_s_dense"]["bf16_tensor"]["value"] == 197e12
+    c = cli("devices", "a100-sxm-40gb", "--format", "csv")
+    assert c.code == 0 and "l2," in c.out.replace("memory,l2", "l2,")
+
+
+def test_cli_devices_unknown_name_exits_2(cli):
+    assert_one_line_error(cli("devices", "NVIDIA H100"), "family")
+    assert_one_line_error(cli("devices", "Quadro GP100"), "unknown device")
+
+
+def test_cli_devices_user_spec(tmp_path, cli):
+    f = tmp_path / "mine.yaml"
+    f.write_text(USER_SPEC)
+    res = cli("devices", "My GPU 9000", "--spec", f)
+    assert res.code == 0 and "my-gpu" in res.out
+
+
+def _corpus_device_names() -> dict[str, str]:
+    """Every device name the corpus files report, read independently of profaudit's parsers."""
+    import gzip
+    import sqlite3
+
+    from conftest import corpus_dir
+
+    root = corpus_dir()
+    names: dict[str, str] = {}
+    try:
+        import ncu_report
+    except ImportError:  # pragma: no cover
+        ncu_report = None
+    if ncu_report is not None:
+        for f in sorted((root / "ncu-rep").glob("*")):
+            try:
+                ctx = ncu_report.load_report(str(f))
+                a = ctx.range_by_idx(0).action_by_idx(0)
+                names.setdefault(a.metric_by_name("device__attribute_display_name").as_string(), f.name)
+            except Exception:
+                continue
+    for f in sorted((root / "chrome-trace").glob("*")):
+        opener = gzip.open if f.name.endswith(".gz") else open
+        try:
+            with opener(f, "rt") as fh:
+                d = json.load(fh)
+        except Exception:
+            continue
+        if isinstance(d, dict):
+            for p in d.get("deviceProperties") or []:
+                if p.get("name"):
+                    names.setdefault(p["name"], f.name)
+    for f in sorted((root / "nsys-sqlite").glob("*.sqlite")):
+        try:
+            con = sqlite3.connect(f"file:{f}?mode=ro", uri=True)
+            for t in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
+                try:
+                    for (n,) in con.execute(f"select name from {t}"):
+                        if n:
+                            names.setdefault(n, f.name)
+                except sqlite3.Error:
+                    pass
+            con.close()
+        except sqlite3.Error:
+            continue
+    return names
+
+
+@pytest.mark.corpus
+def test_every_device_name_in_the_corpus_is_classified():
+    names = _corpus_device_names()
+    assert len(names) >= 15
+    unclassified = {n: f for n, f in names.items() if n not in REPORTED and n not in UNMATCHED}
+    assert not unclassified, f"add these corpus names to REPORTED or UNMATCHED: {unclassified}"
+    for n in names:
+        m = resolve_device(n)
+        assert (m.spec.key if m.spec else None) == REPORTED.get(n), (n, m.reason)
