@@ -94,11 +94,23 @@ class DashboardState:
                 continue
             profile_args.append(raw)
             if p.is_dir() or any(ch in raw for ch in "*?["):
-                claim_files += [f for f, _ in expand([raw]) if f.is_file() and looks_like_claim(f)]
+                claim_files += [f for f, _ in expand([raw]) if f.is_file() and self.policy.allows(f) and looks_like_claim(f)]
         for c in claim_files:
             self._add_claim(c, CLI)
         if not profile_args:
             return
+        # A symlink inside a given folder that leads out of it is not read: the same rule the
+        # claim check applies, so what a folder "contains" means one thing everywhere.
+        inputs = expand(profile_args)
+        escaping = [p for p, _ in inputs if not self.policy.allows(p)]
+        if escaping:
+            from profaudit.parsers import find_parser
+
+            for p in escaping:
+                self.notes.append(f"{p}: skipped: a symlink that leads outside the folders given on the command line")
+            profile_args = [str(p) for p, explicit in inputs if self.policy.allows(p) and (explicit or find_parser(p) is not None)]
+            if not profile_args:
+                return
         try:
             ps = load(profile_args, skip_bad=True, **self.load_options)
         except InputError as exc:
@@ -226,9 +238,12 @@ class DashboardState:
         claim = load_claim(entry.path)
         # Defence in depth: what the claim loader actually read must be inside the allowed set too.
         for side in claim.sides:
-            for f in (*side.timing_paths, *side.profile_paths):
-                if not any(ch in f for ch in "*?[") and not self.policy.allows(f):
-                    raise InputError(entry.path, "names a file outside the files given to the dashboard")
+            read = [f for f in (*side.timing_paths, *side.profile_paths) if not any(ch in f for ch in "*?[")]
+            for ps in (side.timing_profiles, side.profiles):
+                if ps is not None and len(ps):
+                    read += [p for p in ps.metadata["path"].to_list() if p]
+            if any(not self.policy.allows(f) for f in read):
+                raise InputError(entry.path, "names a file outside the files given to the dashboard")
         return audit(claim, select=select or None, ignore=ignore or None)
 
     def compare(self, baseline: str, candidate: str, match: str, intended: Sequence[str], device: str | None):

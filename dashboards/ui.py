@@ -138,7 +138,8 @@ def empty_figure(text: str) -> dict:
             "annotations": [{"text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "font": {"size": 14, "color": "#666"}}],
             "height": 320,
             "margin": {"l": 20, "r": 20, "t": 20, "b": 20},
-            "template": "plotly_white",
+            "paper_bgcolor": "white",
+            "plot_bgcolor": "white",
         },
     }
 

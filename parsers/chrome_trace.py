@@ -49,7 +49,7 @@ I64, F64, STR = pl.Int64, pl.Float64, pl.String
 # ---------------------------------------------------------------------------------------------
 # sniffing
 
-_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
 _ARRAY_OF_EVENTS = re.compile(rb'^\s*\[\s*\{[^{}]{0,2000}?"ph"\s*:\s*"[A-Za-z]"')
 _KINETO_HEADER = re.compile(rb'^\s*\{\s*"(?:schemaVersion|deviceProperties|distributedInfo)"\s*:')
 
@@ -98,7 +98,7 @@ _ARG_COLUMNS: dict[str, str] = {
     "shared memory": "smem",
     "est. achieved occupancy %": "occ",
     "bytes": "bytes",
-    "kind": "kind",
+    "kind": "a_kind",
     "name": "a_name",
     "sort_index": "a_sort",
     "hlo_op": "hlo_op",
@@ -161,7 +161,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
 _INT_ARGS = ("ext", "ext_old", "corr", "corr_xla", "device", "device_xla", "context", "stream", "regs", "smem",
              "r_begin", "r_end", "r_gpu", "r_queue", "r_grd", "r_wgr", "r_lds", "r_vgpr", "r_vgpr2", "r_sgpr", "r_pid", "r_tid")
 _FLOAT_ARGS = ("occ", "bytes")
-_STR_ARGS = ("kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "r_kname")
+_STR_ARGS = ("a_kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "r_kname")
 _DIM_COLS = ("grid0", "grid1", "grid2", "block0", "block1", "block2")
 
 _NEEDS_TEXT_TS = re.compile(rb'"ts"\s*:\s*-?\d{13,}\.\d*[1-9]')
@@ -253,10 +253,15 @@ class BadChunk(Exception):
 class Chunk:
     """The typed frames one chunk of events turns into."""
 
-    __slots__ = ("slices", "flows", "meta", "mem", "cevents", "cvalues", "metrics", "n_events", "phases", "missing", "inexact")
+    __slots__ = ("slices", "ranges", "devices", "flows", "meta", "mem", "cevents", "cvalues", "metrics", "n_events", "phases",
+                 "missing", "inexact", "cats", "t_min")
 
     def __init__(self):
-        self.slices: pl.DataFrame | None = None  # X, B, E events
+        self.slices: pl.DataFrame | None = None  # X, B, E events, all columns (classified later)
+        self.ranges: pl.DataFrame | None = None  # X, B, E events classified as ranges (split mode)
+        self.devices: pl.DataFrame | None = None  # kernels, copies, memsets (split mode)
+        self.cats: set[str] = set()
+        self.t_min: int | None = None  # earliest raw ts of any slice (the profiler span included)
         self.flows: pl.DataFrame | None = None  # s, t, f events
         self.meta: pl.DataFrame | None = None  # M events
         self.mem: pl.DataFrame | None = None  # "[memory]" instants (profile_memory)
@@ -269,7 +274,7 @@ class Chunk:
         self.inexact = 0
 
 
-def decode_chunk(chunk: bytes, index: int, schema: str = "generic") -> tuple[Chunk, bool]:
+def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool = False) -> tuple[Chunk, bool]:
     """Decode one chunk (a JSON array of events). Returns the frames and whether the typed
     schema `schema` failed (the caller then stops trying it). Raises BadChunk on invalid JSON."""
     failed = False
@@ -290,17 +295,17 @@ def decode_chunk(chunk: bytes, index: int, schema: str = "generic") -> tuple[Chu
             except Exception:
                 break
         raw = raw.with_columns(pl.col("args").struct.rename_fields([_ARG_NAME.get(f, f) for f in SCHEMAS[name]["args"].to_schema()])).unnest("args")
-        return _shape(raw, index, Chunk()), failed
+        return _shape(raw, index, Chunk(), split), failed
     if _NEEDS_TEXT_TS.search(chunk):
         chunk = _QUOTE_TS.sub(rb'\1"\2"', chunk)
     try:
         events = orjson.loads(chunk)
     except orjson.JSONDecodeError as exc:
         raise BadChunk(str(exc.args[0]) if exc.args else str(exc), getattr(exc, "pos", None)) from None
-    return decode_events(events, index), failed
+    return decode_events(events, index, split), failed
 
 
-def decode_events(events: list, index: int) -> Chunk:
+def decode_events(events: list, index: int, split: bool = False) -> Chunk:
     """Decode parsed events (dicts) with a Python loop: handles every value type, counters
     (`C` events, free-form args) and CUPTI range-profiler metrics."""
     if not isinstance(events, list):
@@ -395,7 +400,7 @@ def decode_events(events: list, index: int) -> Chunk:
     for col, lst in arg_cols.items():
         data[col] = pl.Series(col, lst, dtype=I64 if col[:-1] in _LIST_ARGS.values() else STR)
     raw = pl.DataFrame(data)
-    _shape(raw, index, out)
+    _shape(raw, index, out, split)
     if counters:
         out.cvalues = pl.DataFrame(counters, schema={"seq": I64, "key": STR, "value": F64}, orient="row")
     if metrics:
@@ -403,21 +408,70 @@ def decode_events(events: list, index: int) -> Chunk:
     return out
 
 
-def _shape(raw: pl.DataFrame, index: int, out: Chunk) -> Chunk:
-    """Turn a raw chunk frame (strings and floats) into the typed per-chunk frames."""
+# ---------------------------------------------------------------------------------------------
+# classification by category (Kineto and other traces that say what an event is in `cat`)
+
+_KINETO_CATS = {"cpu_op", "operator", "kernel", "cuda_runtime", "runtime", "user_annotation", "gpu_user_annotation",
+                "gpu_memcpy", "gpu_memset", "python_function", "cuda_driver", "mtia_runtime", "mtia_ccp_events"}
+_KERNEL_CATS = ["kernel", "mtia_ccp_events"]
+_MEMCPY_CATS = ["gpu_memcpy", "memcpy"]
+_MEMSET_CATS = ["gpu_memset", "memset"]
+_RANGE_KIND = {
+    "cpu_op": "cpu_op", "operator": "cpu_op",
+    "user_annotation": "user_annotation",
+    "gpu_user_annotation": "gpu_user_annotation",
+    "python_function": "python_function", "python": "python_function",
+    "cuda_runtime": "cuda_runtime", "runtime": "cuda_runtime",
+    "cuda_driver": "cuda_driver", "driver": "cuda_driver",
+}
+_DEVICE_CLASSES = ["kernel", "memcpy", "memset", "prof"]
+# ranges that live on a device timeline (Kineto puts them at pid = device, tid = stream)
+_DEVICE_RANGE_KINDS = ["gpu_user_annotation", "cuda_sync", "xpu_sync", "device", "xla_module", "xla_op", "step_device"]
+# host API calls whose correlation id is the one the device activity carries
+_LAUNCH_KINDS = ["cuda_runtime", "cuda_driver", "mtia_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime",
+                 "privateuse1_driver", "hsa_api", "hip_api"]
+# what kernels.nvtx_range reports: the innermost of these enclosing the launch (as timeline.py)
+_ANNOTATION_KINDS = {"user_annotation", "nvtx_push_pop"}
+
+
+def _cat_rules() -> tuple[pl.Expr, pl.Expr]:
+    """(class, range kind) from `cat`: kernel / memcpy / memset / prof (CUPTI range profiler) /
+    skip (the profiler's own span) / range. Unknown categories keep their name as the kind."""
+    cat = pl.col("cat").str.to_lowercase()
+    cls = (
+        pl.when(cat.is_in(_KERNEL_CATS)).then(pl.lit("kernel"))
+        .when(cat.is_in(_MEMCPY_CATS)).then(pl.lit("memcpy"))
+        .when(cat.is_in(_MEMSET_CATS)).then(pl.lit("memset"))
+        .when(cat == "cuda_profiler_range").then(pl.lit("prof"))
+        .when(cat == "trace").then(pl.lit("skip"))
+        .otherwise(pl.lit("range"))
+    )
+    kind = pl.coalesce(cat.replace_strict(_RANGE_KIND, default=cat, return_dtype=STR), pl.lit("host"))
+    return cls, kind
+
+
+# ---------------------------------------------------------------------------------------------
+# chunk shaping
+
+_CORE = ["seq", "ph", "cat", "name", "pid", "tid", "pid_i", "tid_i", "ts_ns", "end_raw", "corr", "ext", "device", "stream"]
+
+
+def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
+    """Turn a raw chunk frame into typed per-chunk frames. With `split` (Kineto and other traces
+    classified by category) slices are classified here, on the worker thread, and only the
+    columns their table needs are kept; otherwise all columns are kept for classification by
+    process and thread names once those are known."""
     n = raw.height
     out.n_events = n
-    raw = raw.with_columns(seq=pl.int_range(0, n, dtype=I64) + (index << 32))
     cols = set(raw.columns)
-    # timestamps
     ts_ns, ts_inexact = _time_column(raw, "ts", cols)
     dur_ns, dur_inexact = _time_column(raw, "dur", cols)
-    out.inexact += int(ts_inexact) + int(dur_inexact)
-    raw = raw.with_columns(ts_ns=ts_ns, dur_ns=dur_ns)
+    out.inexact += ts_inexact + dur_inexact
+    raw = raw.with_columns(seq=pl.int_range(0, n, dtype=I64) + (index << 32), ts_ns=ts_ns, dur_ns=dur_ns)
     ph = raw["ph"]
     vc = ph.value_counts()
     out.phases = {k if k is not None else "": int(v) for k, v in zip(vc["ph"].to_list(), vc["count"].to_list())}
-    # required fields: ts for timed phases, dur for complete events; `{}` elements are skipped
+    # required: ts on timed phases, dur on complete events; `{}` elements (XLA ends with one) pass
     timed = ph.is_in(["X", "B", "E", "i", "I", "C", "s", "t", "f", "b", "e", "n"]).fill_null(False)
     no_ts = timed & raw["ts_ns"].is_null()
     no_dur = (ph == "X").fill_null(False) & raw["dur_ns"].is_null()
@@ -431,42 +485,68 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk) -> Chunk:
         if c in cols:
             raw = raw.with_columns([pl.col(c).list.get(j, null_on_oob=True).alias(f"{c}{j}") for j in range(3)]).drop(c)
     cols = set(raw.columns)
-    for c in _INT_ARGS + _FLOAT_ARGS + _STR_ARGS + _DIM_COLS + ("a_name", "a_sort", "m_alloc", "m_reserved", "m_device", "m_devtype"):
-        if c not in cols:
-            raw = raw.with_columns(pl.lit(None, dtype=I64 if c in _DIM_COLS else STR).alias(c))
-    # X / B / E slices
+    missing = [pl.lit(None, dtype=I64 if c in _DIM_COLS else STR).alias(c)
+               for c in _INT_ARGS + _FLOAT_ARGS + _STR_ARGS + _DIM_COLS + ("a_name", "a_sort", "m_alloc", "m_reserved", "m_device", "m_devtype")
+               if c not in cols]
+    if missing:
+        raw = raw.with_columns(missing)
+
     sl = raw.filter(pl.col("ph").is_in(["X", "B", "E"]))
     if sl.height:
-        exprs = [pl.col("seq"), pl.col("ph"), pl.col("cat"), pl.col("name"), pl.col("pid"), pl.col("tid"), pl.col("ts_ns"), pl.col("dur_ns")]
-        exprs += [_int_expr(sl, c).alias(c) for c in _INT_ARGS]
-        exprs += [pl.col(c).cast(F64, strict=False).alias(c) for c in _FLOAT_ARGS]
-        exprs += [pl.col(c) for c in _STR_ARGS]
-        exprs += [pl.col(c).cast(I64, strict=False) for c in _DIM_COLS]
-        sl = sl.select(exprs)
-        keep = [c for c in sl.columns if c in ("seq", "ph", "cat", "name", "pid", "tid", "ts_ns", "dur_ns") or sl[c].null_count() < sl.height]
-        out.slices = sl.select(keep)
-    # flows
+        out.cats = set(sl["cat"].drop_nulls().unique().to_list())
+        t0 = sl["ts_ns"].min()
+        out.t_min = int(t0) if t0 is not None else None
+        typed = [_int_expr(sl, c).alias(c) for c in _INT_ARGS]
+        typed += [pl.col(c).cast(F64, strict=False).alias(c) for c in _FLOAT_ARGS]
+        typed += [pl.col(c).cast(I64, strict=False).alias(c) for c in _DIM_COLS]
+        sl = _int_ids(sl.with_columns(typed)).with_columns(
+            end_raw=pl.col("ts_ns") + pl.col("dur_ns"),
+            corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")),
+            ext=pl.coalesce(pl.col("ext"), pl.col("ext_old")),
+        )
+        if split:
+            cls, kind = _cat_rules()
+            sl = sl.with_columns(cls=cls, kind=kind)
+            r = sl.filter(pl.col("cls") == "range").select(_CORE + ["kind"])
+            d = sl.filter(pl.col("cls").is_in(_DEVICE_CLASSES))
+            if r.height:
+                out.ranges = r
+            if d.height:
+                keep = ["cls"] + _CORE + [c for c in ("context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module",
+                                                      "kernel_details", "memcpy_details") + _DIM_COLS if d[c].null_count() < d.height]
+                out.devices = d.select(keep)
+        else:
+            keep = [c for c in sl.columns if c in _CORE or c in ("dur_ns",) or sl[c].null_count() < sl.height]
+            out.slices = sl.select(keep)
     fl = raw.filter(pl.col("ph").is_in(["s", "t", "f"]))
     if fl.height:
         out.flows = fl.select("seq", "ph", "cat", pl.col("id").alias("fid"), "pid", "tid", "ts_ns", "bp")
-    # metadata events
     me = raw.filter(pl.col("ph") == "M")
     if me.height:
         out.meta = me.select("name", "pid", "tid", pl.col("a_name").cast(STR), _int_expr(me, "a_sort").alias("a_sort"))
-    # profile_memory instants: allocator totals over time
+    # profile_memory instants: the caching allocator's totals over time
     mem = raw.filter(pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]"))
     if mem.height:
-        base = mem.select(
+        out.mem = mem.select(
             "seq", "pid", "ts_ns",
             _int_expr(mem, "m_device").alias("m_device"), _int_expr(mem, "m_devtype").alias("m_devtype"),
             pl.col("m_alloc").cast(F64, strict=False).alias("alloc"), pl.col("m_reserved").cast(F64, strict=False).alias("reserved"),
         )
-        out.mem = base
-    # counter events (only the Python loop sees them; it also fills out.cvalues)
     ctr = raw.filter(pl.col("ph") == "C")
-    if ctr.height:
+    if ctr.height:  # only the Python loop produces these; it also fills out.cvalues
         out.cevents = ctr.select("seq", "name", "pid", "ts_ns")
     return out
+
+
+def _int_ids(df: pl.DataFrame) -> pl.DataFrame:
+    """pid/tid as Int64 beside the text (`"stream 7"` -> 7, `"Spans"` -> null)."""
+    out = []
+    for c in ("pid", "tid"):
+        v = df[c].cast(I64, strict=False)
+        if (v.is_null() & df[c].is_not_null()).any():
+            v = pl.select(pl.coalesce(v, df[c].str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))).to_series()
+        out.append(v.alias(c + "_i"))
+    return df.with_columns(out)
 
 
 def _int_expr(df: pl.DataFrame, col: str) -> pl.Expr:
@@ -484,15 +564,15 @@ def _to_int(expr: pl.Expr) -> pl.Expr:
 
 
 def _time_column(raw: pl.DataFrame, col: str, cols: set[str]) -> tuple[pl.Series, int]:
-    if raw[col].dtype == STR:  # fast path with quoted ts
+    if raw[col].dtype == STR:  # quoted on purpose: absolute timestamps with fractions
         return text_us_to_ns(raw[col]).alias(col + "_ns"), 0
     num = raw[col]
     ns_arr, inexact = us_to_ns(num.fill_null(0.0).to_numpy())
     ns = pl.Series(col + "_ns", ns_arr, dtype=I64)
-    ns = pl.select(pl.when(num.is_not_null()).then(ns)).to_series().alias(col + "_ns")
+    if num.null_count():
+        ns = pl.select(pl.when(num.is_not_null()).then(ns)).to_series().alias(col + "_ns")
     if col + "_txt" in cols and raw[col + "_txt"].null_count() < raw.height:
-        txt = text_us_to_ns(raw[col + "_txt"])
-        ns = pl.select(pl.coalesce(ns, txt)).to_series().alias(col + "_ns")
+        ns = pl.select(pl.coalesce(ns, text_us_to_ns(raw[col + "_txt"]))).to_series().alias(col + "_ns")
     return ns, int((inexact & num.is_not_null().to_numpy()).sum())
 
 
@@ -503,23 +583,22 @@ def _time_column(raw: pl.DataFrame, col: str, cols: set[str]) -> tuple[pl.Series
 class _Acc:
     """Everything the chunks produced, in file order."""
 
+    _FRAMES = ("slices", "ranges", "devices", "flows", "meta", "mem", "cevents", "cvalues", "metrics")
+
     def __init__(self):
-        self.slices: list[pl.DataFrame] = []
-        self.flows: list[pl.DataFrame] = []
-        self.meta: list[pl.DataFrame] = []
-        self.mem: list[pl.DataFrame] = []
-        self.cevents: list[pl.DataFrame] = []
-        self.cvalues: list[pl.DataFrame] = []
-        self.metrics: list[pl.DataFrame] = []
+        for name in self._FRAMES:
+            setattr(self, name, [])
         self.sizes: dict[int, int] = {}
         self.phases: dict[str, int] = {}
         self.missing: list[tuple[int, str, str]] = []
         self.inexact = 0
+        self.cats: set[str] = set()
+        self.t_min: int | None = None
         self.saw_events = False
 
     def add(self, index: int, c: Chunk) -> None:
         self.sizes[index] = c.n_events
-        for name in ("slices", "flows", "meta", "mem", "cevents", "cvalues", "metrics"):
+        for name in self._FRAMES:
             f = getattr(c, name)
             if f is not None and f.height:
                 getattr(self, name).append(f)
@@ -527,6 +606,9 @@ class _Acc:
             self.phases[k] = self.phases.get(k, 0) + v
         self.missing.extend(c.missing)
         self.inexact += c.inexact
+        self.cats |= c.cats
+        if c.t_min is not None:
+            self.t_min = c.t_min if self.t_min is None else min(self.t_min, c.t_min)
 
     def ordinal(self, seq: int) -> int:
         """Position in the traceEvents array of the event with this seq."""
@@ -543,6 +625,18 @@ def _bad_json(path: Path, exc: BadChunk, offset: int) -> InputError:
     return InputError(path, f"invalid JSON in traceEvents{where}: {exc}")
 
 
+_KINETO_KEYS = {"schemaVersion", "deviceProperties", "computeProperties", "distributedInfo", "baseTimeNanoseconds", "traceName"}
+
+
+def _first_schema(meta: dict) -> str:
+    """The typed schema to try first, from the keys before the events array."""
+    if _KINETO_KEYS & set(meta):
+        return "kineto"
+    if isinstance(meta.get("metadata"), dict) and "highres-ticks" in meta["metadata"]:
+        return "xla"
+    return "generic"
+
+
 def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any], _Acc, str | None]:
     """Read the trace at `path` chunk by chunk. Returns (top-level metadata, chunk frames, form)."""
     walker = TraceWalker(path, block)
@@ -552,7 +646,8 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
     carry: tuple[bytes, int, int, BadChunk] | None = None
     index = 0
     nthreads = _threads()
-    schema = None
+    schema: str | None = None
+    split = False
 
     def settle(limit: int) -> None:
         nonlocal carry, schema
@@ -569,7 +664,7 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
             if pending:
                 fut2, chunk2, _, _ = pending.popleft()
                 fut2.cancel()
-                _decode_merged(path, acc, first, chunk2, schema)
+                _decode_merged(path, acc, first, chunk2, schema, split)
             else:
                 carry = first
 
@@ -581,13 +676,14 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
             acc.saw_events = True
             if schema is None:
                 schema = _first_schema(meta)
+                split = schema == "kineto"
             if item[0] == "events":
                 chunk, off = item[1], item[2]
                 if carry is not None:
                     first, carry = carry, None
-                    _decode_merged(path, acc, first, chunk, schema)
+                    _decode_merged(path, acc, first, chunk, schema, split)
                     continue
-                pending.append((pool.submit(decode_chunk, chunk, index, schema), chunk, off, index))
+                pending.append((pool.submit(decode_chunk, chunk, index, schema, split), chunk, off, index))
                 index += 1
                 settle(nthreads + 1)
                 continue
@@ -596,8 +692,10 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
             settle(0)
             prefix = b"[" if walker.form == "array" else b'{"traceEvents":['
             if carry is not None:
-                chunk0, off, idx0, exc0 = carry
+                chunk0, off, _, _ = carry
                 text = prefix + chunk0[1:-1] + b"," + text[len(prefix):]
+            if _NEEDS_TEXT_TS.search(text):
+                text = _QUOTE_TS.sub(rb'\1"\2"', text)
             try:
                 doc = orjson.loads(text)
             except orjson.JSONDecodeError as exc:
@@ -614,75 +712,52 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
             else:
                 events = doc
             try:
-                acc.add(index, decode_events(events, index))
+                acc.add(index, decode_events(events, index, split))
             except BadChunk as exc:
                 raise InputError(path, str(exc)) from None
             index += 1
         settle(0)
-    if carry is not None:  # pragma: no cover - the walker always ends with a tail
-        raise _bad_json(path, carry[3], carry[1])
     return meta, acc, walker.form
 
 
-def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str | None) -> None:
+def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str | None, split: bool) -> None:
     chunk, off, idx, exc = first
     try:
-        acc.add(idx, decode_chunk(merge_chunks(chunk, nxt), idx, schema or "generic")[0])
+        acc.add(idx, decode_chunk(merge_chunks(chunk, nxt), idx, schema or "generic", split)[0])
     except BadChunk:
         raise _bad_json(path, exc, off) from None
-
-
-_KINETO_KEYS = {"schemaVersion", "deviceProperties", "computeProperties", "distributedInfo", "baseTimeNanoseconds", "traceName"}
-
-
-def _first_schema(meta: dict) -> str:
-    """The typed schema to try first, from the keys before the events array."""
-    if _KINETO_KEYS & set(meta):
-        return "kineto"
-    if isinstance(meta.get("metadata"), dict) and "highres-ticks" in meta["metadata"]:
-        return "xla"
-    return "generic"
 
 
 # ---------------------------------------------------------------------------------------------
 # assembly: frames -> kernels, transfers, ranges, counters, metrics, metadata
 
-_KINETO_CATS = {"cpu_op", "operator", "kernel", "cuda_runtime", "runtime", "user_annotation", "gpu_user_annotation",
-                "gpu_memcpy", "gpu_memset", "python_function", "cuda_driver", "mtia_runtime", "mtia_ccp_events"}
-_KERNEL_CATS = {"kernel", "mtia_ccp_events"}
-_MEMCPY_CATS = {"gpu_memcpy", "memcpy"}
-_MEMSET_CATS = {"gpu_memset", "memset"}
-_RANGE_KIND = {
-    "cpu_op": "cpu_op", "operator": "cpu_op",
-    "user_annotation": "user_annotation",
-    "gpu_user_annotation": "gpu_user_annotation",
-    "python_function": "python_function", "python": "python_function",
-    "cuda_runtime": "cuda_runtime", "runtime": "cuda_runtime",
-    "cuda_driver": "cuda_driver", "driver": "cuda_driver",
-}
-# ranges that live on a device timeline (Kineto puts them at pid = device, tid = stream)
-_DEVICE_RANGE_KINDS = {"gpu_user_annotation", "cuda_sync", "xpu_sync", "device", "xla_module", "xla_op", "step_device"}
-# host API calls whose correlation id is the one the device activity carries
-_LAUNCH_KINDS = {"cuda_runtime", "cuda_driver", "mtia_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime",
-                 "privateuse1_driver", "hsa_api", "hip_api"}
-_ANNOTATION_KINDS = {"user_annotation", "step", "nvtx_push_pop", "nvtx_start_end"}
-_STEP = re.compile(r"^ProfilerStep#\d+$")
 _HIP_SUFFIX = re.compile(r"(?<=[a-z])R\d{4}$")
 _API_SUFFIX = re.compile(r"_v\d{4,5}$")
 _ROCPROF_PROCS = re.compile(r"^(?:CPU (?:HSA|HIP|KFD) API|COPY|GPU\d+|HIP|HSA|KFD|rocTX|ROCTX.*)$")
-
+_OPEN_END = 1 << 62
+_FLOWS = {"seq": I64, "ph": STR, "cat": STR, "fid": STR, "pid": STR, "tid": STR, "ts_ns": I64, "bp": STR}
 _EV_TYPES: dict[str, pl.DataType] = {
-    "seq": I64, "ph": STR, "cat": STR, "name": STR, "pid": STR, "tid": STR, "ts_ns": I64, "dur_ns": I64,
+    "seq": I64, "ph": STR, "cat": STR, "name": STR, "pid": STR, "tid": STR, "pid_i": I64, "tid_i": I64,
+    "ts_ns": I64, "end_raw": I64, "kind": STR, "cls": STR,
     **{c: I64 for c in _INT_ARGS}, **{c: F64 for c in _FLOAT_ARGS}, **{c: STR for c in _STR_ARGS},
-    **{c: I64 for c in _DIM_COLS},
+    **{c: I64 for c in _DIM_COLS}, "plane": STR, "line": STR,
 }
 
 
-def _stack(frames: list[pl.DataFrame], types: dict[str, pl.DataType]) -> pl.DataFrame:
+_RANGE_COLS = tuple(_CORE) + ("kind",)
+_DEVICE_COLS = tuple(_CORE) + ("cls", "context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module", "kernel_details",
+                               "memcpy_details", "r_kname", "r_begin", "r_end", "r_gpu", "r_queue", "r_grd", "r_wgr", "r_lds", "r_vgpr",
+                               "r_vgpr2", "r_pid") + _DIM_COLS
+_SLICE_COLS = tuple(dict.fromkeys(_RANGE_COLS + _DEVICE_COLS))
+
+
+def _stack(frames: list[pl.DataFrame], types: dict[str, pl.DataType], need: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """Concatenate chunk frames; add the columns in `need` (default: all of `types`) that no
+    chunk had, as typed nulls."""
     if not frames:
-        return pl.DataFrame(schema=types)
-    df = pl.concat(frames, how="diagonal_relaxed")
-    missing = [pl.lit(None, dtype=t).alias(c) for c, t in types.items() if c not in df.columns]
+        return pl.DataFrame(schema={c: types[c] for c in (need or types)})
+    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    missing = [pl.lit(None, dtype=types[c]).alias(c) for c in (need or types) if c not in df.columns]
     return df.with_columns(missing) if missing else df
 
 
@@ -713,6 +788,8 @@ def _version(v, kind: str) -> str | None:
 
 
 def _clean_api(name: str) -> str:
+    """`cudaLaunchKernel_v7000` -> `cudaLaunchKernel`; `hipGetDevicePropertiesR0600` ->
+    `hipGetDeviceProperties` (HIP exports versioned symbols)."""
     if not name:
         return name
     name = _API_SUFFIX.sub("", name)
@@ -726,12 +803,12 @@ def detect_source(meta: dict, procs: dict[str, str], cats: set[str]) -> str:
     other = meta.get("otherData")
     if (isinstance(other, dict) and any(str(k).startswith(("HSA", "Agent")) for k in other)) or any(_ROCPROF_PROCS.match(p) for p in names):
         return "rocprof"
-    if {"schemaVersion", "deviceProperties", "computeProperties", "baseTimeNanoseconds", "distributedInfo"} & set(meta) or cats & _KINETO_CATS:
+    if _KINETO_KEYS & set(meta) or {c.lower() for c in cats} & _KINETO_CATS:
         return "kineto"
     return "chrome"
 
 
-def _names_frame(acc: _Acc) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+def _names(acc: _Acc) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
     procs: dict[str, str] = {}
     threads: dict[tuple[str, str], str] = {}
     for f in acc.meta:
@@ -746,41 +823,31 @@ def _names_frame(acc: _Acc) -> tuple[dict[str, str], dict[tuple[str, str], str]]
 
 
 def _classify(S: pl.DataFrame, source: str, procs: dict, threads: dict) -> pl.DataFrame:
-    """Add `cls` (kernel, memcpy, memset, prof, range, skip) and `kind` (the range kind)."""
-    cat = pl.col("cat").str.to_lowercase()
-    if source in ("kineto", "chrome"):
-        default_kind = pl.coalesce(cat, pl.lit("host")) if source == "kineto" else pl.lit("host")
-        kind = (
-            pl.when((cat == "user_annotation") & pl.col("name").str.contains(_STEP.pattern)).then(pl.lit("step"))
-            .otherwise(pl.coalesce(cat.replace_strict(_RANGE_KIND, default=default_kind), pl.lit("host")))
-        )
-        cls = (
-            pl.when(cat.is_in(list(_KERNEL_CATS))).then(pl.lit("kernel"))
-            .when(cat.is_in(list(_MEMCPY_CATS))).then(pl.lit("memcpy"))
-            .when(cat.is_in(list(_MEMSET_CATS))).then(pl.lit("memset"))
-            .when(cat == "cuda_profiler_range").then(pl.lit("prof"))
-            .when(cat == "trace").then(pl.lit("skip"))
-            .otherwise(pl.lit("range"))
-        )
-        return S.with_columns(cls=cls, kind=pl.when(cls == "range").then(kind).otherwise(None), plane=pl.lit(None, dtype=STR), line=pl.lit(None, dtype=STR))
+    """Add `cls` and `kind` to unclassified slices. XLA and rocprof say what an event is through
+    the process (plane) and thread (line) it sits on; everything else through `cat`."""
+    if source not in ("xla", "rocprof"):
+        cls, kind = _cat_rules()
+        return S.with_columns(cls=cls, kind=kind)
     P = pl.DataFrame({"pid": list(procs), "plane": list(procs.values())}, schema={"pid": STR, "plane": STR})
-    T = pl.DataFrame({"pid": [k[0] for k in threads], "tid": [k[1] for k in threads], "line": list(threads.values())}, schema={"pid": STR, "tid": STR, "line": STR})
-    S = S.join(P, on="pid", how="left").join(T, on=["pid", "tid"], how="left")
+    T = pl.DataFrame({"pid": [k[0] for k in threads], "tid": [k[1] for k in threads], "line": list(threads.values())},
+                     schema={"pid": STR, "tid": STR, "line": STR})
+    S = S.drop([c for c in ("plane", "line") if c in S.columns]).join(P, on="pid", how="left").join(T, on=["pid", "tid"], how="left")
     name = pl.col("name")
     plane, line = pl.col("plane").fill_null(""), pl.col("line").fill_null("")
     if source == "xla":
-        stream_planes = set(S.filter(plane.str.starts_with("/device:") & line.str.starts_with("Stream #"))["pid"].unique().to_list())
+        stream_planes = S.filter(plane.str.starts_with("/device:") & line.str.starts_with("Stream #"))["pid"].unique().to_list()
         device = plane.str.starts_with("/device:")
         on_stream = device & line.str.starts_with("Stream #")
         transfer = name.str.starts_with("Memcpy") | pl.col("memcpy_details").is_not_null()
-        xla_ops_kernels = device & (line == "XLA Ops") & ~pl.col("pid").is_in(list(stream_planes))
+        # TPU planes have no stream lines: their "XLA Ops" line is the device's execution
+        xla_ops_kernels = device & (line == "XLA Ops") & ~pl.col("pid").is_in(stream_planes)
         cls = (
             pl.when(on_stream & name.str.starts_with("Memset")).then(pl.lit("memset"))
             .when(on_stream & transfer).then(pl.lit("memcpy"))
             .when(on_stream | xla_ops_kernels).then(pl.lit("kernel"))
             .otherwise(pl.lit("range"))
         )
-        api = pl.col("corr_xla").is_not_null()
+        api = pl.col("corr").is_not_null()
         kind = (
             pl.when(device & (line == "XLA Modules")).then(pl.lit("xla_module"))
             .when(device & (line == "Steps")).then(pl.lit("step_device"))
@@ -791,8 +858,7 @@ def _classify(S: pl.DataFrame, source: str, procs: dict, threads: dict) -> pl.Da
             .when(api & name.str.starts_with("hip")).then(pl.lit("cuda_runtime"))
             .otherwise(pl.lit("host"))
         )
-        return S.with_columns(cls=cls, kind=pl.when(cls == "range").then(kind).otherwise(None))
-    # rocprof: processes named by what they trace
+        return S.with_columns(cls=cls, kind=kind)
     gpu = plane.str.contains(r"^GPU\d+$")
     cls = pl.when(gpu).then(pl.lit("kernel")).when(plane == "COPY").then(pl.lit("memcpy")).otherwise(pl.lit("range"))
     kind = (
@@ -802,13 +868,7 @@ def _classify(S: pl.DataFrame, source: str, procs: dict, threads: dict) -> pl.Da
         .when(plane.str.to_lowercase().str.contains("roctx")).then(pl.lit("user_annotation"))
         .otherwise(pl.lit("host"))
     )
-    return S.with_columns(cls=cls, kind=pl.when(cls == "range").then(kind).otherwise(None))
-
-
-def _as_int(col: str) -> pl.Expr:
-    """pid/tid text to Int64 ("stream 7" -> 7; "Spans" -> null)."""
-    c = pl.col(col)
-    return pl.coalesce(c.cast(I64, strict=False), c.str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))
+    return S.with_columns(cls=cls, kind=kind)
 
 
 def _nest(g: list, s: list, e: list, kinds: list) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -845,11 +905,9 @@ def _nest(g: list, s: list, e: list, kinds: list) -> tuple[list[int], list[int],
         k = kinds[i]
         ann[i] = i if k in ann_kinds else a
         op[i] = i if k == "cpu_op" else o
-        stack.append(i)
-        ends.append(ei)
-        if ei == si and ends:  # a zero-length range contains nothing
-            stack.pop()
-            ends.pop()
+        if ei > si:  # a zero-length range contains nothing
+            stack.append(i)
+            ends.append(ei)
     return parent, depth, ann, op
 
 
@@ -874,8 +932,7 @@ def _match_begin_end(be: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
         else:
             stray += 1
     out = be.with_columns(end_raw=pl.Series(end, dtype=I64), _b=pl.Series(is_begin)).filter(pl.col("_b")).drop("_b")
-    unclosed = int(out["end_raw"].null_count())
-    return out, unclosed, stray
+    return out, int(out["end_raw"].null_count()), stray
 
 
 def _short_names(names: pl.Series) -> pl.Series:
@@ -885,7 +942,6 @@ def _short_names(names: pl.Series) -> pl.Series:
     return names.replace_strict({u: short_name(u) for u in uniq}, default=None, return_dtype=STR)
 
 
-_MEMCPY_NAME = re.compile(r"^Memcpy\s+(\w+)\s*(?:\((\w+)\s*->\s*(\w+)\))?")
 _DIRECTIONS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "h2h": "HtoH", "p2p": "PtoP", "htod": "HtoD", "dtoh": "DtoH",
                "dtod": "DtoD", "htoh": "HtoH", "ptop": "PtoP", "hosttodevice": "HtoD", "devicetohost": "DtoH",
                "devicetodevice": "DtoD", "hosttohost": "HtoH", "peertopeer": "PtoP"}
@@ -898,6 +954,8 @@ def _direction(expr: pl.Expr) -> pl.Expr:
 
 def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     if not acc.saw_events:
+        if "traceEvents" in meta:
+            raise InputError(path, f"traceEvents is a JSON {type(meta['traceEvents']).__name__}, not an array of trace events")
         keys = ", ".join(list(meta)[:6])
         raise InputError(path, f"JSON object without a traceEvents array (keys: {keys}): not a trace")
     if acc.missing:
@@ -906,130 +964,129 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
         for seq, ph, field in acc.missing:
             if seq == -1:
                 counts[field] = counts.get(field, 0) + int(ph)
-            elif first is None:
+            elif first is None or seq < first[0]:
                 first = (seq, ph, field)
         total = sum(counts.values())
         what = ", ".join(f"{n} without '{f}'" for f, n in counts.items())
         ex = f"; first: event #{acc.ordinal(first[0])} ('{first[1]}') has no '{first[2]}'" if first else ""
         raise InputError(path, f"{total} trace events lack a required field ({what}){ex}")
-
-    S = _stack(acc.slices, _EV_TYPES)
-    if S.height == 0 and not acc.cevents and not acc.mem and sum(acc.phases.values()) - acc.phases.get("", 0) == 0:
+    n_real = sum(v for k, v in acc.phases.items() if k)
+    if n_real == 0:
         raise InputError(path, "the traceEvents array holds no trace events")
-    procs, threads = _names_frame(acc)
-    cats = set(c.lower() for c in S["cat"].drop_nulls().unique().to_list())
-    source = detect_source(meta, procs, cats)
-    base = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
 
-    S = _classify(S, source, procs, threads)
-    S = S.with_columns(
-        start_ns=pl.col("ts_ns") + base,
-        end_ns=pl.col("ts_ns") + pl.col("dur_ns") + base,
-    )
-    if source == "rocprof":  # exact nanosecond times ride along in args
-        S = S.with_columns(
-            start_ns=pl.coalesce(pl.col("r_begin"), pl.col("start_ns")),
-            end_ns=pl.coalesce(pl.col("r_end"), pl.col("end_ns")),
-        )
-    starts = S["start_ns"].drop_nulls()
-    t_min = int(starts.min()) if starts.len() else None
+    procs, threads = _names(acc)
+    source = detect_source(meta, procs, acc.cats)
+    base = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
+    if acc.slices:
+        S = _classify(_stack(acc.slices, _EV_TYPES, _SLICE_COLS), source, procs, threads)
+        R = S.filter(pl.col("cls") == "range")
+        D = S.filter(pl.col("cls").is_in(_DEVICE_CLASSES))
+        del S
+    else:
+        R = _stack(acc.ranges, _EV_TYPES, _RANGE_COLS)
+        D = _stack(acc.devices, _EV_TYPES, _DEVICE_COLS)
+    acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them
+    R, D = (_times(f, base, source) for f in (R, D))
+    t_min = acc.t_min + base if acc.t_min is not None else None
     time_origin = "unix_epoch" if (base or (t_min is not None and t_min > 10**18)) else "relative"
 
-    ranges, range_stats, launch, ops = _ranges(S, acc, source)
-    kernels, metrics = _kernels(S, acc, source, meta, launch, ops)
-    transfers = _transfers(S, source, launch)
-    counters = _counters(acc, S, base, kernels)
-    md = _metadata(path, meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
-    tables = {"kernels": kernels, "ranges": ranges.drop([c for c in ranges.columns if c.startswith("_")]), "transfers": transfers,
-              "counters": counters, "metrics": metrics}
-    prof = new_profile(path, parser, tables, md)
-    prof.metadata["source"] = source
-    return prof
+    ranges, range_stats, launch, ops = _ranges(R, acc, source)
+    del R
+    kernels, metrics = _kernels(D, acc, source, meta, launch, ops)
+    transfers = _transfers(D)
+    counters = _counters(acc, D, base)
+    del D
+    md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
+    tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
+    return new_profile(path, parser, tables, md)
 
 
-_OPEN_END = 1 << 62
+def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
+    df = df.with_columns(start_ns=pl.col("ts_ns") + base, end_ns=pl.col("end_raw") + base)
+    if source == "rocprof" and "r_begin" in df.columns:  # exact nanosecond times ride along in args
+        df = df.with_columns(start_ns=pl.coalesce(pl.col("r_begin"), pl.col("start_ns")),
+                             end_ns=pl.coalesce(pl.col("r_end"), pl.col("end_ns")))
+    return df
 
 
-def _ranges(S: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict, pl.DataFrame, pl.DataFrame]:
-    R = S.filter(pl.col("cls") == "range")
-    base_cols = ["seq", "ph", "kind", "cat", "name", "pid", "tid", "start_ns", "end_ns",
-                 "corr", "corr_xla", "ext", "ext_old", "device", "stream"]
-    extra = [c for c in ("plane", "line") if c in R.columns]
-    X = R.filter(pl.col("ph") == "X").select(base_cols + extra)
-    BE = R.filter(pl.col("ph").is_in(["B", "E"]))
+def _ranges(R: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict, pl.DataFrame, pl.DataFrame]:
     unclosed = stray = 0
-    if BE.height:
-        B, unclosed, stray = _match_begin_end(BE.select(base_cols + extra + ["ts_ns"]))
-        shift = (B["start_ns"] - B["ts_ns"]).fill_null(0)
-        B = B.with_columns(end_ns=pl.col("end_raw") + shift).drop("end_raw", "ts_ns")
-        X = pl.concat([X, B.select(X.columns)], how="vertical_relaxed")
-    flows = _stack(acc.flows, {"seq": I64, "ph": STR, "cat": STR, "fid": STR, "pid": STR, "tid": STR, "ts_ns": I64, "bp": STR})
-    rg = X.with_columns(
-        corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")),
-        ext=pl.coalesce(pl.col("ext"), pl.col("ext_old")),
-    ).drop("corr_xla", "ext_old")
-    if flows.height and rg.height:
-        starts = flows.filter((pl.col("ph") == "s") & (pl.col("cat").fill_null("") != "fwdbwd"))
-        if starts.height:
-            key = S.filter(pl.col("cls") == "range").select("seq", "pid", "tid", "ts_ns")
-            link = (key.join(starts.select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
-                             .unique(["pid", "tid", "ts_ns"], keep="first"), on=["pid", "tid", "ts_ns"], how="inner")
-                    .select("seq", "_fcorr"))
-            rg = rg.join(link, on="seq", how="left").with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr")
-    device_side = pl.col("kind").is_in(list(_DEVICE_RANGE_KINDS))
-    dev_from_plane = pl.col("plane").str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False) if "plane" in rg.columns else pl.lit(None, dtype=I64)
-    stream_from_line = pl.col("line").str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False) if "line" in rg.columns else pl.lit(None, dtype=I64)
-    # rocprof's chrome pid is a lane number ("CPU HSA API" = 3), not the OS process
-    host_pid = pl.lit(None, dtype=I64) if source == "rocprof" else _as_int("pid")
-    rg = rg.with_columns(
-        process_id=pl.when(device_side).then(None).otherwise(host_pid),
-        thread_id=pl.when(device_side).then(None).otherwise(_as_int("tid")),
-        device_id=pl.when(device_side).then(pl.coalesce(pl.col("device"), dev_from_plane, _as_int("pid"))).otherwise(pl.col("device")),
-        stream=pl.when(device_side).then(pl.coalesce(pl.col("stream"), stream_from_line, _as_int("tid"))).otherwise(None),
-        _end=pl.col("end_ns").fill_null(_OPEN_END),
-        _g=pl.concat_str([pl.col("pid").fill_null(""), pl.col("tid").fill_null("")], separator="\x1f"),
-    )
-    # API names lose their version suffixes (cudaLaunchKernel_v7000, hipGetDevicePropertiesR0600)
-    api = rg.filter(pl.col("kind").is_in(list(_LAUNCH_KINDS)))["name"].drop_nulls().unique().to_list()
+    be = R.filter(pl.col("ph").is_in(["B", "E"]))
+    if be.height:
+        B, unclosed, stray = _match_begin_end(be.drop("end_raw"))
+        B = B.with_columns(end_ns=pl.col("end_raw") + (pl.col("start_ns") - pl.col("ts_ns")))
+        R = pl.concat([R.filter(pl.col("ph") == "X"), B.select(R.columns)], how="vertical_relaxed")
+    del be
+    # launches without a correlation arg: take it from the flow event that starts on them
+    launch_kind = pl.col("kind").is_in(_LAUNCH_KINDS)
+    if acc.flows and R.filter(launch_kind & pl.col("corr").is_null()).height:
+        flows = _stack(acc.flows, _FLOWS)
+        starts = (flows.filter((pl.col("ph") == "s") & (pl.col("cat").fill_null("") != "fwdbwd"))
+                  .select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
+                  .unique(["pid", "tid", "ts_ns"], keep="first"))
+        R = (R.join(starts, on=["pid", "tid", "ts_ns"], how="left")
+             .with_columns(corr=pl.when(launch_kind).then(pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).otherwise(pl.col("corr")))
+             .drop("_fcorr"))
+    # nesting per thread (per stream for device ranges), in (thread, start, longest first) order,
+    # which is also the order of range_id. Only the sort keys are reordered for the nesting
+    # pass; each output column is gathered once at the end.
+    numeric = not (R["pid_i"].is_null() & R["pid"].is_not_null()).any() and not (R["tid_i"].is_null() & R["tid"].is_not_null()).any()
+    keys = ["pid_i", "tid_i"] if numeric else ["pid", "tid"]
+    end_key = pl.col("end_ns").fill_null(_OPEN_END)
+    perm = R.select(pl.arg_sort_by([pl.col(k) for k in keys] + [pl.col("start_ns"), end_key, pl.col("seq")],
+                                   descending=[False, False, False, True, False], nulls_last=True)).to_series()
+    K = R.select([pl.col(k).gather(perm) for k in keys] + [pl.col("start_ns").gather(perm).fill_null(0),
+                                                            end_key.gather(perm).alias("_end"), pl.col("kind").gather(perm)])
+    group = pl.any_horizontal([pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys]).fill_null(True).cum_sum()
+    g = K.select(group).to_series().to_list()
+    parent, depth, ann, op = _nest(g, K["start_ns"].to_list(), K["_end"].to_list(), K["kind"].to_list())
+    del K, g
+    api = R.filter(launch_kind)["name"].drop_nulls().unique().to_list()
     renames = {n: _clean_api(n) for n in api if _clean_api(n) != n}
-    if renames:
-        rg = rg.with_columns(name=pl.when(pl.col("kind").is_in(list(_LAUNCH_KINDS))).then(pl.col("name").replace(renames)).otherwise(pl.col("name")))
-    rg = rg.sort(["_g", "start_ns", "_end", "seq"], descending=[False, False, True, False], nulls_last=True)
-    parent, depth, ann, op = _nest(rg["_g"].to_list(), rg["start_ns"].fill_null(0).to_list(), rg["_end"].to_list(), rg["kind"].to_list())
-    n = rg.height
-    names = rg["name"].to_list()
-    rg = rg.with_columns(
-        _nidx=pl.int_range(0, n, dtype=I64),
-        _parent=pl.Series(parent, dtype=I64),
-        depth=pl.Series(depth, dtype=I64),
-        _ann_name=pl.Series([names[a] if a >= 0 else None for a in ann], dtype=STR),
-        _op_name=pl.Series([names[o] if o >= 0 else None for o in op], dtype=STR),
-    )
-    rg = rg.sort(["start_ns", "seq"], nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
-    rid = np.empty(n, np.int64)
-    rid[rg["_nidx"].to_numpy()] = rg["range_id"].to_numpy()
-    par = rg["_parent"].to_numpy()
-    parent_rid = np.where(par >= 0, rid[np.clip(par, 0, None)], -1)
-    rg = rg.with_columns(parent_range_id=pl.Series(parent_rid, dtype=I64)).with_columns(
-        parent_range_id=pl.when(pl.col("parent_range_id") >= 0).then(pl.col("parent_range_id")),
-        duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
-    )
-    launch = (rg.filter(pl.col("kind").is_in(list(_LAUNCH_KINDS)) & pl.col("corr").is_not_null())
-              .select(pl.col("corr"), pl.col("process_id").alias("_lpid"), pl.col("ext").alias("_lext"),
-                      pl.col("_ann_name").alias("_lann"), pl.col("_op_name").alias("_lop"))
-              .unique("corr", keep="first"))
-    ranges = rg.select(
-        "range_id", "kind", "name", pl.col("cat").alias("domain"), "process_id", "thread_id", "device_id", "stream",
-        "start_ns", "end_ns", "duration_ns", "depth", "parent_range_id",
-        pl.col("corr").alias("correlation_id"), pl.col("ext").alias("external_id"),
-    )
+    device_side = pl.col("kind").is_in(_DEVICE_RANGE_KINDS)
+    plane_dev = (pl.col("plane").str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False)
+                 if "plane" in R.columns else pl.lit(None, dtype=I64))
+    line_stream = (pl.col("line").str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False)
+                   if "line" in R.columns else pl.lit(None, dtype=I64))
+    # rocprof's chrome pid is a lane number ("CPU HSA API" = 3), not the OS process
+    host_pid = pl.lit(None, dtype=I64) if source == "rocprof" else pl.col("pid_i")
+    name = pl.when(launch_kind).then(pl.col("name").replace(renames)).otherwise(pl.col("name")) if renames else pl.col("name")
+    n = R.height
+    ranges = R.select(
+        pl.int_range(0, n, dtype=I64).alias("range_id"),
+        pl.col("kind").gather(perm),
+        name.gather(perm).alias("name"),
+        pl.col("cat").gather(perm).alias("domain"),
+        pl.when(device_side).then(None).otherwise(host_pid).gather(perm).alias("process_id"),
+        pl.when(device_side).then(None).otherwise(pl.col("tid_i")).gather(perm).alias("thread_id"),
+        pl.when(device_side).then(pl.coalesce(pl.col("device"), plane_dev, pl.col("pid_i"))).otherwise(pl.col("device")).gather(perm).alias("device_id"),
+        pl.when(device_side).then(pl.coalesce(pl.col("stream"), line_stream, pl.col("tid_i"))).otherwise(None).gather(perm).alias("stream"),
+        pl.col("start_ns").gather(perm),
+        pl.col("end_ns").gather(perm),
+        (pl.col("end_ns") - pl.col("start_ns")).cast(F64).gather(perm).alias("duration_ns"),
+        pl.Series("depth", depth, dtype=I64),
+        pl.Series("parent_range_id", parent, dtype=I64),
+        pl.col("corr").gather(perm).alias("correlation_id"),
+        pl.col("ext").gather(perm).alias("external_id"),
+    ).with_columns(parent_range_id=pl.when(pl.col("parent_range_id") >= 0).then(pl.col("parent_range_id")))
+    del R, perm
+    names = ranges["name"].to_list()
+    idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_not_null()).to_series().to_numpy())
+    launch = pl.DataFrame({
+        "corr": ranges["correlation_id"].gather(idx),
+        "_lpid": ranges["process_id"].gather(idx),
+        "_lext": ranges["external_id"].gather(idx),
+        "_lann": pl.Series([names[ann[i]] if ann[i] >= 0 else None for i in idx], dtype=STR),
+        "_lop": pl.Series([names[op[i]] if op[i] >= 0 else None for i in idx], dtype=STR),
+    }).unique("corr", keep="first")
+    del names, ann, op
     # External id -> the framework op it names (cpu_op first, then annotations)
-    ops = (rg.filter(pl.col("ext").is_not_null() & pl.col("kind").is_in(["cpu_op", "user_annotation", "step"]))
-           .with_columns(_rank=pl.when(pl.col("kind") == "cpu_op").then(0).otherwise(1))
-           .sort("_rank", "start_ns").unique("ext", keep="first").select(pl.col("ext").alias("_ext"), pl.col("name").alias("_extname")))
-    stats = {"unclosed_ranges": unclosed, "stray_range_ends": stray}
+    ops = (ranges.filter(pl.col("external_id").is_not_null() & pl.col("kind").is_in(["cpu_op", "user_annotation"]))
+           .select("external_id", "name", "start_ns", _rank=pl.when(pl.col("kind") == "cpu_op").then(0).otherwise(1))
+           .sort("_rank", "start_ns").unique("external_id", keep="first")
+           .select(pl.col("external_id").alias("_ext"), pl.col("name").alias("_extname")))
     launch = launch.join(ops.rename({"_extname": "_lextname"}), left_on="_lext", right_on="_ext", how="left")
-    return ranges, stats, launch, ops
+    return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch, ops
 
 
 _XLA_DETAIL = {
@@ -1062,15 +1119,16 @@ def _device_names(meta: dict) -> dict[int, str]:
     if isinstance(props, list):
         for i, d in enumerate(props):
             if isinstance(d, dict) and d.get("name"):
-                out[_int_or_none(d.get("id")) if d.get("id") is not None else i] = str(d["name"])
+                did = _int_or_none(d.get("id"))
+                out[did if did is not None else i] = str(d["name"])
     return out
 
 
-def _flow_corr(S: pl.DataFrame, acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
+def _flow_corr(acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
     """Correlation ids for device rows that lack one, from the flow event that ends on them."""
-    if not acc.flows or rows.filter(pl.col("corr").is_null()).height == 0:
+    if not acc.flows or not rows.filter(pl.col("corr").is_null()).height:
         return rows
-    flows = _stack(acc.flows, {"seq": I64, "ph": STR, "cat": STR, "fid": STR, "pid": STR, "tid": STR, "ts_ns": I64, "bp": STR})
+    flows = _stack(acc.flows, _FLOWS)
     ends = flows.filter(pl.col("ph").is_in(["f", "t"]) & (pl.col("cat").fill_null("") != "fwdbwd"))
     if not ends.height:
         return rows
@@ -1080,10 +1138,8 @@ def _flow_corr(S: pl.DataFrame, acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
             .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr"))
 
 
-def _kernels(S: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ops: pl.DataFrame):
-    K = S.filter(pl.col("cls").is_in(["kernel", "prof"]))
-    K = K.with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")), ext=pl.coalesce(pl.col("ext"), pl.col("ext_old")))
-    K = _flow_corr(S, acc, K)
+def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ops: pl.DataFrame):
+    K = _flow_corr(acc, D.filter(pl.col("cls").is_in(["kernel", "prof"])))
     det = pl.col("kernel_details")
     plane = pl.col("plane") if "plane" in K.columns else pl.lit(None, dtype=STR)
     line = pl.col("line") if "line" in K.columns else pl.lit(None, dtype=STR)
@@ -1091,33 +1147,31 @@ def _kernels(S: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
     xb = [det.str.extract(_XLA_DETAIL["block"], i).cast(I64, strict=False) for i in (1, 2, 3)]
     # rocprof: grd/wgr are HSA work-item counts (grid in work-items); blocks = ceil(grd / wgr)
     r_blocks = pl.when(pl.col("r_wgr") > 0).then((pl.col("r_grd") + pl.col("r_wgr") - 1) // pl.col("r_wgr"))
-    grid = [pl.col(f"grid{i}") for i in range(3)]
-    block = [pl.col(f"block{i}") for i in range(3)]
     static = det.str.extract(_XLA_DETAIL["static"], 1).cast(I64, strict=False)
     dynamic = det.str.extract(_XLA_DETAIL["dynamic"], 1).cast(I64, strict=False)
     occ = pl.coalesce(pl.col("occ"), det.str.extract(_XLA_DETAIL["occ"], 1).cast(F64, strict=False))
     is_prof = pl.col("cls") == "prof"
     K = K.with_columns(
-        device_id=pl.coalesce(pl.col("device"), pl.col("r_gpu"), plane.str.extract(r"^(?:/device:[A-Za-z_]+:|GPU)(\d+)", 1).cast(I64, strict=False), _as_int("pid")),
-        stream=pl.coalesce(pl.col("stream"), pl.col("r_queue"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), _as_int("tid")),
-        grid_x=pl.coalesce(grid[0], xg[0]), grid_y=pl.coalesce(grid[1], xg[1]), grid_z=pl.coalesce(grid[2], xg[2]),
-        block_x=pl.coalesce(block[0], xb[0]), block_y=pl.coalesce(block[1], xb[1]), block_z=pl.coalesce(block[2], xb[2]),
+        device_id=pl.coalesce(pl.col("device"), pl.col("r_gpu"), plane.str.extract(r"^(?:/device:[A-Za-z_]+:|GPU)(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
+        stream=pl.coalesce(pl.col("stream"), pl.col("r_queue"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
+        grid_x=pl.coalesce(pl.col("grid0"), xg[0]), grid_y=pl.coalesce(pl.col("grid1"), xg[1]), grid_z=pl.coalesce(pl.col("grid2"), xg[2]),
+        block_x=pl.coalesce(pl.col("block0"), xb[0]), block_y=pl.coalesce(pl.col("block1"), xb[1]), block_z=pl.coalesce(pl.col("block2"), xb[2]),
         registers_per_thread=pl.coalesce(pl.col("regs"), det.str.extract(_XLA_DETAIL["regs"], 1).cast(I64, strict=False), pl.col("r_vgpr"), pl.col("r_vgpr2")),
         static_shared_mem_bytes=static,
         dynamic_shared_mem_bytes=dynamic,
         shared_mem_bytes=pl.coalesce(pl.col("smem"), static + dynamic, det.str.extract(_XLA_DETAIL["group"], 1).cast(I64, strict=False), pl.col("r_lds")),
         # 0% is what writers put when they did not compute occupancy; a kernel that ran had >0
         theoretical_occupancy_pct=pl.when(occ > 0).then(occ),
+        # CUPTI range-profiler rows are replays: their times are not the kernel's
         start_ns=pl.when(is_prof).then(None).otherwise(pl.col("start_ns")),
         end_ns=pl.when(is_prof).then(None).otherwise(pl.col("end_ns")),
-        kname=pl.coalesce(pl.col("r_kname"), pl.col("name")),
+        # AMD code-object symbols carry a ".kd" (kernel descriptor) suffix
+        kname=pl.coalesce(pl.col("r_kname"), pl.col("name")).str.replace(r"\.kd$", ""),
     )
     K = K.with_columns(
         grid_size=pl.coalesce(pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), r_blocks),
         block_size=pl.coalesce(pl.col("block_x") * pl.col("block_y") * pl.col("block_z"), pl.col("r_wgr")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
-        # AMD code-object symbols carry a ".kd" (kernel descriptor) suffix
-        kname=pl.col("kname").str.replace(r"\.kd$", ""),
     )
     from profaudit.names import demangle
 
@@ -1127,15 +1181,7 @@ def _kernels(S: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")),
         name=pl.col("kname").replace(dem) if dem else pl.col("kname"),
     )
-    if launch.height:
-        K = K.join(launch, left_on="corr", right_on="corr", how="left", coalesce=True)
-    else:
-        K = K.with_columns(_lpid=pl.lit(None, dtype=I64), _lext=pl.lit(None, dtype=I64), _lann=pl.lit(None, dtype=STR),
-                           _lop=pl.lit(None, dtype=STR), _lextname=pl.lit(None, dtype=STR))
-    if ops.height:
-        K = K.join(ops, left_on="ext", right_on="_ext", how="left", coalesce=True)
-    else:
-        K = K.with_columns(_extname=pl.lit(None, dtype=STR))
+    K = K.join(launch, on="corr", how="left").join(ops, left_on="ext", right_on="_ext", how="left")
     names = _device_names(meta)
     dev_name = pl.col("device_id").replace_strict(names, default=None, return_dtype=STR) if names else pl.lit(None, dtype=STR)
     K = K.sort(["start_ns", "seq"], nulls_last=True).with_columns(kernel_id=pl.int_range(0, K.height, dtype=I64))
@@ -1145,7 +1191,7 @@ def _kernels(S: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         "device_id", "kernel_id", "name", "mangled_name",
         (pl.col("hlo_op") if source == "xla" else pl.coalesce(pl.col("_extname"), pl.col("_lextname"), pl.col("_lop"))).alias("op_name"),
         pl.col("hlo_module").alias("module"),
-        pl.col("cat").alias("category") if source != "xla" else pl.lit("kernel").alias("category"),
+        (pl.lit("kernel") if source == "xla" else pl.col("cat")).alias("category"),
         pl.coalesce(pl.col("r_pid"), pl.col("_lpid")).alias("process_id"),
         pl.col("context").alias("context_id"),
         "stream", pl.col("corr").alias("correlation_id"),
@@ -1167,13 +1213,12 @@ def _range_profiler_metrics(acc: _Acc, kernels: pl.DataFrame) -> pl.DataFrame | 
     """CUPTI range-profiler counters (Kineto `cuda_profiler_range` events) as long-form metrics."""
     if not acc.metrics:
         return None
-    m = pl.concat(acc.metrics, how="vertical")
-    m = m.join(kernels.select("seq", "kernel_id"), on="seq", how="inner")
+    m = pl.concat(acc.metrics, how="vertical").join(kernels.select("seq", "kernel_id"), on="seq", how="inner")
     return m.select("kernel_id", "metric", pl.lit("").alias("unit"), "value", pl.lit("metric").alias("kind"))
 
 
 def _sass_flops(kernels: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
-    """FLOPs from SASS instruction counters, counting an FMA as two (Nsight Compute's roofline
+    """FLOPs from SASS instruction counters, an FMA counting as two (Nsight Compute's roofline
     convention); a precision is filled only when its add, mul and fma counters are all present."""
     wide = metrics.pivot(on="metric", index="kernel_id", values="value", aggregate_function="first")
     exprs = []
@@ -1189,30 +1234,29 @@ def _sass_flops(kernels: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     return kernels.join(fl, on="kernel_id", how="left")
 
 
-def _transfers(S: pl.DataFrame, source: str, launch: pl.DataFrame) -> pl.DataFrame:
-    T = S.filter(pl.col("cls").is_in(["memcpy", "memset"]))
+def _transfers(D: pl.DataFrame) -> pl.DataFrame | None:
+    T = D.filter(pl.col("cls").is_in(["memcpy", "memset"]))
     if not T.height:
-        return pl.DataFrame()
+        return None
     name = pl.col("name")
-    parts = name.str.extract_groups(_MEMCPY_NAME.pattern)
     plane = pl.col("plane") if "plane" in T.columns else pl.lit(None, dtype=STR)
     line = pl.col("line") if "line" in T.columns else pl.lit(None, dtype=STR)
-    from_name = pl.coalesce(
+    direction = pl.coalesce(
         _direction(name.str.extract(r"^Memcpy\s*(\w+)", 1)),
         _direction(name.str.extract(r"^Copy(\w+)", 1)),
         _direction(pl.col("memcpy_details").str.extract(r"kind:(\w+)", 1)),
-        _direction(pl.col("kind")),
+        _direction(pl.col("a_kind")),
     )
     size = pl.col("memcpy_details").str.extract(r"size:(\d+)", 1).cast(F64, strict=False)
+    is_copy = pl.col("cls") == "memcpy"
     T = T.with_columns(
-        direction=pl.when(pl.col("cls") == "memcpy").then(from_name),
-        src_kind=pl.when(pl.col("cls") == "memcpy").then(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase()),
-        dst_kind=pl.when(pl.col("cls") == "memcpy").then(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase())
+        direction=pl.when(is_copy).then(direction),
+        src_kind=pl.when(is_copy).then(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase()),
+        dst_kind=pl.when(is_copy).then(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase())
         .otherwise(name.str.extract(r"^Memset\s*\((\w+)\)", 1).str.to_lowercase()),
         bytes=pl.coalesce(pl.col("bytes"), size),
-        corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")),
-        device_id=pl.coalesce(pl.col("device"), plane.str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False), _as_int("pid")),
-        stream=pl.coalesce(pl.col("stream"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), _as_int("tid")),
+        device_id=pl.coalesce(pl.col("device"), plane.str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
+        stream=pl.coalesce(pl.col("stream"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
     )
     T = T.sort(["start_ns", "seq"], nulls_last=True).with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64))
@@ -1224,41 +1268,38 @@ def _transfers(S: pl.DataFrame, source: str, launch: pl.DataFrame) -> pl.DataFra
     )
 
 
-def _counters(acc: _Acc, S: pl.DataFrame, base: int, kernels: pl.DataFrame) -> pl.DataFrame:
+def _counters(acc: _Acc, D: pl.DataFrame, base: int) -> pl.DataFrame | None:
     frames = []
-    dev_pids = (S.filter(pl.col("cls").is_in(["kernel", "memcpy", "memset"])).select("pid", "device_id" if "device_id" in S.columns else "device")
-                .unique("pid") if S.height else pl.DataFrame(schema={"pid": STR, "device": I64}))
-    dev_pids = dev_pids.rename({dev_pids.columns[1]: "_dev"})
     if acc.cevents and acc.cvalues:
         ev = pl.concat(acc.cevents, how="vertical")
         vals = pl.concat(acc.cvalues, how="vertical")
-        nkeys = vals.group_by("seq").agg(_n=pl.len())
-        c = (vals.join(ev, on="seq", how="inner").join(nkeys, on="seq", how="left")
+        dev_pids = D.select("pid", "pid_i").unique("pid")  # a counter on a device's track belongs to it
+        c = (vals.join(ev, on="seq", how="inner")
+             .join(vals.group_by("seq").agg(_n=pl.len()), on="seq", how="left")
              .join(dev_pids, on="pid", how="left"))
-        c = c.with_columns(raw=pl.when(pl.col("_n") > 1).then(pl.concat_str([pl.col("name"), pl.col("key")], separator=".")).otherwise(pl.col("name")))
+        raw = pl.when(pl.col("_n") > 1).then(pl.concat_str([pl.col("name"), pl.col("key")], separator=".")).otherwise(pl.col("name"))
         frames.append(c.select(
-            pl.col("raw").alias("counter"), pl.col("raw").alias("raw_name"), pl.lit(None, dtype=STR).alias("unit"),
-            (pl.col("ts_ns") + base).alias("timestamp_ns"), "value",
-            pl.coalesce(pl.col("_dev"), pl.lit(None, dtype=I64)).alias("device_id"),
+            raw.alias("counter"), raw.alias("raw_name"), pl.lit(None, dtype=STR).alias("unit"),
+            (pl.col("ts_ns") + base).alias("timestamp_ns"), "value", pl.col("pid_i").alias("device_id"),
         ))
     if acc.mem:
         m = pl.concat(acc.mem, how="vertical")
         dev = pl.when((pl.col("m_devtype").fill_null(0) != 0) & (pl.col("m_device") >= 0)).then(pl.col("m_device"))
-        for col, counter, raw in (("alloc", "memory_allocated_bytes", "Total Allocated"), ("reserved", "memory_reserved_bytes", "Total Reserved")):
+        for col, counter, raw_name in (("alloc", "memory_allocated_bytes", "Total Allocated"), ("reserved", "memory_reserved_bytes", "Total Reserved")):
             frames.append(m.filter(pl.col(col).is_not_null()).select(
-                pl.lit(counter).alias("counter"), pl.lit(raw).alias("raw_name"), pl.lit("byte").alias("unit"),
+                pl.lit(counter).alias("counter"), pl.lit(raw_name).alias("raw_name"), pl.lit("byte").alias("unit"),
                 (pl.col("ts_ns") + base).alias("timestamp_ns"), pl.col(col).alias("value"), dev.alias("device_id"),
             ))
     if not frames:
-        return pl.DataFrame()
+        return None
     return pl.concat(frames, how="vertical_relaxed").sort("timestamp_ns", nulls_last=True, maintain_order=True)
 
 
-def _metadata(path, meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form) -> dict:
+def _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form) -> dict:
     props = meta.get("deviceProperties") or meta.get("computeProperties") or []
     names = _device_names(meta)
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
-    used = kernels["device_id"].drop_nulls().unique().to_list() if kernels.height else []
+    used = kernels["device_id"].drop_nulls().unique().sort().to_list() if kernels.height else []
     device_name = None
     if kernels.height and kernels["device_name"].drop_nulls().len():
         device_name = kernels["device_name"].drop_nulls().mode().sort()[0]
@@ -1270,15 +1311,14 @@ def _metadata(path, meta, source, acc, kernels, base, t_min, time_origin, range_
         "source": source,
         "tool": {"kineto": "PyTorch profiler (Kineto)", "rocprof": "rocprof", "xla": "XLA profiler (trace viewer JSON)"}.get(source),
         "device_name": device_name,
-        "device_count": len(props) if isinstance(props, list) and props else (len(used) or None),
+        "device_count": len(props) if isinstance(props, list) and props else (len(names) or len(used) or None),
         "cuda_version": _version(hip, "hip") if hip is not None else _version(cuda, "cuda"),
         "host": meta.get("host_name") or meta.get("hostname"),
         "capture_time": datetime.fromtimestamp(t_min / 1e9, tz=timezone.utc).isoformat() if time_origin == "unix_epoch" and t_min else None,
-        # extra
         "time_origin": time_origin,
         "trace_form": form,
         "event_counts": {k or "(none)": v for k, v in sorted(acc.phases.items())},
-        "devices_with_activity": sorted(int(d) for d in used),
+        "devices_with_activity": [int(d) for d in used],
     }
     if base:
         md["base_time_ns"] = base
@@ -1298,16 +1338,15 @@ def _metadata(path, meta, source, acc, kernels, base, t_min, time_origin, range_
         md["runtime"] = "hip"
     elif cuda is not None:
         md["runtime"] = "cuda"
-    if dist:
-        for k in ("rank", "world_size", "backend", "nccl_version"):
-            if dist.get(k) is not None:
-                md["distributed_" + k if k in ("backend",) else k] = dist[k]
+    for k in ("rank", "world_size", "backend", "nccl_version"):
+        if dist.get(k) is not None:
+            md["distributed_backend" if k == "backend" else k] = dist[k]
     if isinstance(props, list) and props:
         keep = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "major", "minor", "numSms", "warpSize",
                 "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "regsPerMultiprocessor", "sharedMemPerMultiprocessor")
         md["device_properties"] = [{k: d.get(k) for k in keep if k in d} for d in props if isinstance(d, dict)]
     if isinstance(meta.get("otherData"), dict):
-        md["other_data"] = {k: v for k, v in list(meta["otherData"].items())[:200]}
+        md["other_data"] = dict(list(meta["otherData"].items())[:200])
     if procs:
         md["process_names"] = dict(list(procs.items())[:200])
     md.update({k: v for k, v in range_stats.items() if v})

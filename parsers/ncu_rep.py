@@ -377,19 +377,13 @@ class _MetricColumns:
         self.flush()
         if not self.frames:
             return schema.METRICS.empty().drop("profile_id")
-        df = pl.concat(self.frames, how="vertical")
-        # rows of the reader's own metrics get their kind from the metric name, in one pass
-        m = pl.col("metric")
-        kind = (
-            pl.when(pl.col("kind").is_not_null())
-            .then(pl.col("kind"))
-            .when(m.str.starts_with("device__attribute_"))
-            .then(pl.lit("device"))
-            .when(m.str.starts_with("launch__"))
-            .then(pl.lit("launch"))
-            .otherwise(pl.lit("metric"))
-        )
-        return df.with_columns(kind.alias("kind"))
+        return pl.concat(self.frames, how="vertical") if len(self.frames) > 1 else self.frames[0]
+
+
+def _row_kind(name: str, cache: dict[str, str]) -> str:
+    k = "device" if name.startswith("device__attribute_") else "launch" if name.startswith("launch__") else "metric"
+    cache[name] = k
+    return k
 
 
 def _instance_values(sw: _Swig, m, cnt: int):
@@ -447,8 +441,8 @@ def _keys(sw: _Swig, cm, cnt: int) -> list:
     return keys + [None] * (cnt - n)
 
 
-def _read_action_metrics(sw: _Swig, action, kid: int, out: _MetricColumns, unit_cache: dict[str, str]):
-    """All metrics of one action into `out`; returns (names, values, units) of the aggregates."""
+def _read_action_metrics(sw: _Swig, action, kid: int, out: _MetricColumns, unit_cache: dict[str, str], kind_cache: dict[str, str]):
+    """All metrics of one action into `out`; returns the aggregates' (names, values, strings, units)."""
     names = sw.names(action)
     by_name, kind, unit = sw.by_name, sw.kind, sw.unit
     as_double, as_uint64, as_string, num_instances = sw.as_double, sw.as_uint64, sw.as_string, sw.num_instances
@@ -479,7 +473,9 @@ def _read_action_metrics(sw: _Swig, action, kid: int, out: _MetricColumns, unit_
             strs[j] = as_string(m)
         if num_instances(m):
             instanced.append((name, m, u))
-    out.extend(n, kernel_id=kid, metric=list(names), unit=units, value=values, value_str=strs, value_int=ints)
+    kget = kind_cache.get
+    kinds = [kget(nm) or _row_kind(nm, kind_cache) for nm in names]
+    out.extend(n, kernel_id=kid, metric=list(names), unit=units, value=values, value_str=strs, value_int=ints, kind=kinds)
     for name, m, u in instanced:
         cnt = num_instances(m)
         iv, isv, ii = _instance_values(sw, m, cnt)
@@ -488,15 +484,12 @@ def _read_action_metrics(sw: _Swig, action, kid: int, out: _MetricColumns, unit_
             cm = sw.corr(m)
             if cm is not None:
                 keys = _keys(sw, cm, cnt)
-        out.extend(cnt, kernel_id=kid, metric=name, unit=u, value=iv, value_str=isv, value_int=ii, instance=list(range(cnt)), instance_key=keys)
+        out.extend(cnt, kernel_id=kid, metric=name, unit=u, value=iv, value_str=isv, value_int=ii, instance=list(range(cnt)), instance_key=keys, kind=kind_cache[name])
     return names, values, strs, units
 
 
 def _rule_rows(action, kid: int, out: _MetricColumns) -> int:
-    try:
-        results = action.rule_results()
-    except Exception:  # older reports without rule data, or a reader without the call
-        return 0
+    results = action.rule_results()
     metric, unit, value, vstr, key, section = [], [], [], [], [], []
     for r in results:
         rid = r.rule_identifier()
@@ -687,6 +680,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
     out = _MetricColumns()
     _session_rows(container, out)
     unit_cache: dict[str, str] = {}
+    kind_cache: dict[str, str] = {}
     kernels: list[dict[str, Any]] = []
     device_ids: set = set()
     name_fn = nr.IAction.name
@@ -697,7 +691,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
         rng = ctx.range_by_idx(ri)
         for ai in range(rng.num_actions()):
             action = rng.action_by_idx(ai)
-            names, values, strs, units = _read_action_metrics(sw, action, kid, out, unit_cache)
+            names, values, strs, units = _read_action_metrics(sw, action, kid, out, unit_cache, kind_cache)
             if not names:
                 raise InputError(path, f"corrupt Nsight Compute report: kernel result {kid} has no readable metrics")
             vals = dict(zip(names, values))
@@ -787,19 +781,14 @@ def _dims_from_head(k: dict, h: ResultHead) -> None:
 
 
 def _kernel_frame(kernels: list[dict]) -> pl.DataFrame:
-    """Kernel rows as a frame of the columns that have a value somewhere (conform adds the rest)."""
-    if not kernels:
-        return schema.KERNELS.empty().drop("profile_id")
+    """Kernel rows as a frame with every declared column (keys a row lacks are null)."""
     declared = schema.KERNELS.polars_schema
-    cols: dict[str, list] = {}
-    for c in declared:
-        if c == "profile_id":
-            continue
-        vals = [k.get(c) for k in kernels]
-        if any(v is not None for v in vals):
-            cols[c] = vals
-    cols["source"] = ["ncu"] * len(kernels)
-    return pl.DataFrame(cols, schema={c: declared[c] for c in cols}, strict=False)
+    sch = {c: t for c, t in declared.items() if c != "profile_id"}
+    if not kernels:
+        return pl.DataFrame(schema=sch)
+    for k in kernels:
+        k["source"] = "ncu"
+    return pl.from_dicts(kernels, schema=sch)
 
 
 class NcuReportParser:

@@ -224,7 +224,7 @@ class RocprofSdkParser:
         else:
             K = K.with_columns(nvtx_range=pl.lit(None, dtype=STR))
         uniq = K["name"].drop_nulls().unique().to_list()
-        K = K.sort("start_ns", nulls_last=True).with_columns(
+        K = K.sort(["start_ns", "correlation_id"], nulls_last=True).with_columns(
             source=pl.lit("rocprof"), kernel_id=pl.int_range(0, K.height, dtype=I64),
             short_name=pl.col("name").replace_strict({u: short_name(u) for u in uniq}, default=None, return_dtype=STR),
             process_id=pl.lit(pid, dtype=I64), category=pl.lit("kernel_dispatch"),

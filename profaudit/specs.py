@@ -26,7 +26,7 @@ File layout (schema_version 1), every number written as a mapping::
     peak_flops_per_s_sparse:
       fp16_tensor: {value: 1.979e+15, clock_mhz: 1830, source: nv-h100-ds}
     sources:
-      nv-h100-ds: {title: NVIDIA H100 Tensor Core GPU Datasheet, url: https://...}
+      nv-h100-ds: {title: NVIDIA H100 Tensor Core GPU Datasheet, url: https://..., note: 'verified: ...'}
 
 Precision keys are `profaudit.schema.PRECISIONS`. Bandwidth keys are `profaudit.schema.MEMORY_LEVELS`
 (dram, l2, l1) plus the on-chip levels in `EXTRA_BANDWIDTH_LEVELS` (drawn on charts; kernels tables
@@ -80,6 +80,9 @@ class Source:
     title: str
     url: str | None = None
     publisher: str | None = None
+    # How far the figures citing this source were checked against the vendor's own text (shipped
+    # specs say 'verified: ...' or 'unverified: ...'); shown by `profaudit devices NAME`.
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,7 @@ class DeviceSpec:
             "aliases": list(self.aliases),
             "conflicts": [{"field": c.field, "values": [{"value": a, "source": b, "note": n} for a, b, n in c.values], "resolution": c.resolution} for c in self.conflicts],
             "notes": list(self.notes),
-            "sources": {k: {"title": s.title, "url": s.url, "publisher": s.publisher} for k, s in self.sources.items()},
+            "sources": {k: {"title": s.title, "url": s.url, "publisher": s.publisher, "note": s.note} for k, s in self.sources.items()},
             "path": self.path,
         }
 
@@ -401,7 +404,13 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
         bad = set(sv) - {"title", "url", "publisher", "note"}
         if bad:
             raise _Bad(f"sources.{sk} has unknown key(s) {sorted(bad)}")
-        sources[str(sk)] = Source(str(sk), _str(sv.get("title"), f"sources.{sk}.title"), _str(sv.get("url"), f"sources.{sk}.url", optional=True), _str(sv.get("publisher"), f"sources.{sk}.publisher", optional=True))
+        sources[str(sk)] = Source(
+            str(sk),
+            _str(sv.get("title"), f"sources.{sk}.title"),
+            _str(sv.get("url"), f"sources.{sk}.url", optional=True),
+            _str(sv.get("publisher"), f"sources.{sk}.publisher", optional=True),
+            _str(sv.get("note"), f"sources.{sk}.note", optional=True),
+        )
     if not sources:
         raise _Bad("sources is empty: every number must name its source")
 

@@ -183,7 +183,7 @@ def test_variants_from_one_log_and_runs_from_several_files(tmp_path):
     (tmp_path / "c.yaml").write_text("speedup: 2.0\nstatistic: median\nbaseline: {timings: both.csv, variant: eager}\ncandidate: {timings: both.csv, variant: fused}\n")
     report = audit(load_claim(tmp_path / "c.yaml"))
     assert report.evidence.baseline.n == 180 and report.evidence.candidate.n == 180
-    assert report.comparison.inflation["baseline"]["runs"] == 3
+    assert report.comparison.inflation["paired_runs"]["runs"] == 3
     assert next(f for f in report.findings if f.rule == "PA408").status.value == "pass"
     # several files on one side are process-level runs
     for i in range(3):
@@ -226,6 +226,9 @@ def _bad(tmp_path: Path, body: str) -> Path:
         ("- just\n- a list\n", "YAML mapping"),
         ("baseline: {timings: b.csv, variant: fused}\ncandidate: {timings: c.csv}\n", "baseline.variant: no samples with variant 'fused'"),
         ("baseline: {label: x}\ncandidate: {timings: c.csv}\n", "baseline: needs timings"),
+        ("baseline: {timings: b.csv, kernel: 'gemm('}\ncandidate: {timings: c.csv}\n", "baseline.kernel: not a regular expression"),
+        ("baseline: {timings: b.csv}\ncandidate: {timings: c.csv}\nconfidence: 1.5\n", "confidence: expected a number between"),
+        ("baseline: {timings: b.csv}\ncandidate: {timings: c.csv}\nintended_differences: [colour]\n", "intended_differences"),
     ],
 )
 def test_bad_claim_files(tmp_path, cli, body, needle):
@@ -341,3 +344,27 @@ def test_audit_two_benchmarks_of_a_real_pytest_benchmark_file(path, tmp_path):
     assert abs(float(np.median(report.evidence.baseline.times)) - med) / med < 1e-9
     assert report.verdict in ("WARN", "INCONCLUSIVE", "FAIL")  # no metadata: never a clean PASS
     assert report.comparison.available
+
+
+NSYS = [p for p in corpus_files("nsys-sqlite", "*.sqlite") if "streamSimple" in p.name]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", NSYS, ids=[p.name for p in NSYS])
+def test_audit_kernel_durations_of_a_real_nsys_trace(path, tmp_path):
+    """Timings taken from a trace's kernels: the samples are exactly those launches, and the trace
+    is not used to cross-check itself (PA105 cannot check rather than fail)."""
+    import profaudit
+    from profaudit.audit import Status, audit
+
+    k = profaudit.load(path).kernels
+    names = sorted(k["short_name"].unique().to_list())
+    a, b = names[0], names[1]
+    claim = tmp_path / "claim.yaml"
+    claim.write_text(f"statistic: median\nbaseline: {{timings: '{path}', kernel: '^{a}'}}\ncandidate: {{timings: '{path}', kernel: '^{b}'}}\n")
+    report = audit(claim)
+    want = np.sort(k.filter(k["short_name"] == a)["duration_ns"].to_numpy())
+    assert np.array_equal(np.sort(report.evidence.baseline.times), want)
+    assert report.evidence.baseline.get("time_source") == "nsys"
+    pa105 = next(f for f in report.findings if f.rule == "PA105")
+    assert pa105.status is Status.UNKNOWN

@@ -474,3 +474,25 @@ def test_every_finding_serialises_to_json(fair_evidence):
     for make, _ in BAD.values():
         report = audit(make())
         json.dumps(report.as_dict(), allow_nan=False)
+
+
+def test_cached_results_from_the_first_calls_only():
+    rng = np.random.default_rng(21)
+    c = rng.lognormal(np.log(0.5e6), 0.02, 200)
+    c[0] *= 9.0  # the first measured call computes, the rest return a stored result
+    fs = BY_CODE["PA305"].check(gather(claim(side("baseline", 1.0e6, seed=1), side("candidate", 0, seed=2, values=c))))
+    assert any(f.severity is Severity.WARN and "first 1 measured" in f.message for f in fs)
+    # a long slow stretch on both sides (contention, as on a shared CPU) is not reuse
+    b = rng.lognormal(np.log(1.0e6), 0.02, 40)
+    c = rng.lognormal(np.log(0.3e6), 0.02, 40)
+    b[:20] *= 2.3
+    c[:20] *= 50
+    fs = BY_CODE["PA305"].check(gather(claim(side("baseline", 0, seed=1, values=b), side("candidate", 0, seed=2, values=c))))
+    assert not _problems(fs)
+
+
+def test_mixed_statistics_only_fail_when_they_inflate():
+    c = _mixed_statistics()
+    c.speedup = 1.8  # below every same-statistic interval: whatever pair it matches, it is not inflated
+    fs = BY_CODE["PA404"].check(gather(c))
+    assert not [f for f in fs if f.severity is Severity.FAIL]

@@ -249,3 +249,34 @@ def test_summary_ratio_interval_delta_method():
     assert iv.estimate == 2.0
     assert iv.low == pytest.approx(2.0 * math.exp(-1.959964 * se), rel=1e-5)
     assert not st.summary_ratio_interval(2.0, None, 100, 1.0, 0.1, 100, confidence=0.95, statistic="mean").finite
+
+
+def test_paired_runs_cancel_shared_contention():
+    """Runs slowed by contention hit both sides of an interleaved run alike: the per-run ratio is
+    stable, so the paired factor stays ~1 while each side alone varies hugely between runs."""
+    rng = np.random.default_rng(18)
+    levels = np.array([1.0, 3.0, 1.5, 10.0])
+    runs = np.repeat(np.arange(4), 200)
+    b = np.repeat(levels, 200) * rng.lognormal(0, 0.03, 800)
+    c = np.repeat(levels, 200) * 0.5 * rng.lognormal(0, 0.03, 800)
+    sb, sc = st.SampleSet(b, runs), st.SampleSet(c, runs)
+    db, _ = st.bootstrap_draws(sb, [st.MEDIAN], 2000, np.random.default_rng(1))
+    dc, _ = st.bootstrap_draws(sc, [st.MEDIAN], 2000, np.random.default_rng(2))
+    se_b, se_c = st.log_se(db["median"], sb.stat(st.MEDIAN)), st.log_se(dc["median"], sc.stat(st.MEDIAN))
+    f_pair, info = st.paired_run_inflation(sb, sc, st.MEDIAN, math.hypot(se_b, se_c))
+    assert f_pair < 1.5 and np.allclose(info["run_ratio_median"], 2.0, rtol=0.02)
+    f_side, _ = st.run_inflation(sb, st.MEDIAN, se_b)
+    assert f_side > 2 and f_side > 2 * f_pair
+    # different run ids on the two sides: not paired
+    assert st.paired_run_inflation(sb, st.SampleSet(c, runs + 10), st.MEDIAN, 0.01) is None
+
+
+def test_run_to_run_spread_widens_the_speedup_interval():
+    from audit_fixtures import claim, side
+
+    from profaudit.audit import gather
+
+    tight = gather(claim(side("baseline", 1.0e6, seed=1), side("candidate", 0.5e6, seed=2))).comparison.primary_interval
+    loose = gather(claim(side("baseline", 1.0e6, seed=1), side("candidate", 0.5e6, seed=2, run_offsets=(1.0, 1.15, 0.9)))).comparison.primary_interval
+    assert (loose.high / loose.low) > 3 * (tight.high / tight.low) - 2
+    assert loose.low < 1.9 < 2.1 < loose.high

@@ -589,3 +589,46 @@ def test_significance_budget_tests_the_largest_differences_first(known):
     assert sig[GEMM_B] == "faster"  # the largest difference is tested
     assert sig["same_kernel"] == sig["triton_poi_fused_add"] == "untested"
     assert "largest time differences" in cmp.matched.filter(pl.col("label") == "same_kernel")["significance_basis"][0]
+
+
+@pytest.mark.parametrize(
+    "name, family",
+    [
+        ("triton_poi_fused_add_0", "triton_poi_fused_add"),
+        ("triton_red_fused__softmax_abc1234", "triton_red_fused__softmax"),
+        ("triton_poi_fused_add_0_0d1d2d", "triton_poi_fused_add"),
+        ("matmul_kernel_0d1d2d3d4d5d6d7c8d9c10d11c", "matmul_kernel"),
+        ("triton__0d1d2d", "triton__0d1d2d"),  # old inductor name: nothing left to identify it
+        ("conv_3d", "conv_3d"),
+        ("my_kernel_2", "my_kernel_2"),  # user kernels keep their numbers
+        ("loop_add_fusion_3", "loop_add_fusion"),
+        ("fusion.12", "fusion"),
+        ("__omp_offloading_31_18a80a1__Z3fooPd_l12", "__omp_offloading__Z3fooPd_l12"),
+    ],
+)
+def test_family_name_extensions(name, family):
+    from profaudit.names import family_name
+
+    assert family_name(name) == family
+
+
+def test_verdict_reports_the_significance_of_the_total():
+    # three runs a side: per-profile totals are independent samples of the total GPU time
+    fast = ProfileSet([profile(f"b{i}", [("k", 20, 10_000)], seed=i) for i in range(3)])
+    slow = ProfileSet([profile(f"c{i}", [("k", 20, 5_000)], seed=9 + i) for i in range(3)])
+    same = ProfileSet([profile(f"d{i}", [("k", 20, 10_000)], seed=20 + i) for i in range(3)])
+    v = compare(fast, slow).verdict
+    assert "candidate faster" in v and "per-profile totals (3 vs 3 runs)" in v and "95% CI" in v
+    w = compare(fast, same).totals["significance"]
+    assert w["verdict"] in ("inconclusive", "same") and w["speedup_ci_low"] <= 1 <= w["speedup_ci_high"]
+    assert "significant (" not in compare(fast, same).verdict
+
+
+def test_unknown_intended_difference_is_a_usage_error(known, cli, tmp_path):
+    b, c, _ = known
+    with pytest.raises(profaudit.UsageError, match="--intended devcie"):
+        compare(b, c, intended=("devcie",))
+    from profaudit.dataset import write_dataset
+
+    write_dataset(ProfileSet([b]), tmp_path / "b")
+    assert_one_line_error(cli("compare", tmp_path / "b", tmp_path / "b", "--intended", "device,gpu"), "--intended gpu")

@@ -100,3 +100,21 @@ def test_missing_and_empty_inputs(tmp_path, cli):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"\x00\x01garbage")
     assert_one_line_error(cli("kernels", junk), "not a recognised")
+
+
+@pytest.mark.parametrize("args", [["kernels", "--format", "bogus", "x"], ["kernels", "--limit", "abc", "x"], ["nosuchcmd"], ["kernels"]])
+def test_usage_errors_are_one_line_exit_2(cli, args):
+    from conftest import assert_one_line_error
+
+    assert_one_line_error(cli(*args))
+
+
+def test_every_command_has_help(cli):
+    from profaudit.cli import app
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for name in group.commands:
+        res = cli(name, "--help")
+        assert res.code == 0, (name, res)
+        assert "Usage" in res.out, name

@@ -267,6 +267,8 @@ class Side:
     timing_paths: tuple[str, ...] = ()
     profile_paths: tuple[str, ...] = ()
     meta_origin: str = ""  # where `meta` came from, e.g. "claim.yaml: baseline.meta"
+    kernel_filter: str | None = None  # `kernel:` regex that selected the timed kernel
+    times_from_kernels: bool = False  # the samples are kernel durations of the timing files
 
     @classmethod
     def from_durations(
@@ -345,34 +347,16 @@ def _load(paths: list[Path], where: str, claim_path: Path | None, **options):
 
 
 def _samples_of(ps, kernel_regex: str | None) -> pl.DataFrame:
-    """Timing samples of a ProfileSet: its samples table, or its kernel durations as samples."""
-    samples = ps.samples
-    if samples.height:
-        return samples
-    if ps.kernels.height:
-        try:
-            from profaudit.samples import samples_from_kernels
-        except ImportError:
-            samples_from_kernels = None
-        if samples_from_kernels is not None:
-            out = samples_from_kernels(ps)
-            if kernel_regex and out.height:
-                out = out.filter(pl.col("benchmark").str.contains(kernel_regex))
-            return out
-        k = ps.kernels
-        if kernel_regex:
-            k = k.filter(pl.col("name").str.contains(kernel_regex) | pl.col("short_name").str.contains(kernel_regex))
-        frame = k.select(
-            pl.col("profile_id"),
-            pl.coalesce("short_name", "name").alias("benchmark"),
-            pl.col("duration_ns"),
-            pl.col("start_ns").cast(pl.Float64).alias("timestamp_ns"),
-            (pl.col("sm_clock_hz") / 1e6).alias("sm_clock_mhz"),
-            pl.col("device_name"),
-            pl.col("source").alias("time_source"),
-        )
-        return schema.conform("samples", frame)
-    return samples
+    """Timing samples of a ProfileSet: its samples table, or its kernel durations as samples
+    (one row per launch, `kernel_regex` choosing the kernels by name)."""
+    from profaudit.samples import samples_from_kernels
+
+    if ps.samples.height:
+        return ps.samples
+    out = samples_from_kernels(ps)
+    if kernel_regex and out.height:
+        out = out.filter(pl.col("benchmark").str.contains(kernel_regex))
+    return out
 
 
 def _select(samples: pl.DataFrame, side: Mapping[str, Any], where: str, claim_path: Path | None, shown: str) -> pl.DataFrame:
@@ -422,6 +406,11 @@ def load_side(spec: Any, role: str, base: Path, claim_path: Path | None, *, devi
         raise InputError(claim_path, f"{where}.{sorted(unknown)[0]}: unknown key (side keys: {', '.join(sorted(SIDE_KEYS))})")
     meta = validate_meta(spec.get("meta"), f"{where}.meta", claim_path)
     label = str(spec.get("label") or role)
+    if spec.get("kernel") is not None:
+        try:
+            re.compile(str(spec["kernel"]))
+        except re.error as exc:
+            raise InputError(claim_path, f"{where}.kernel: not a regular expression ({exc})") from None
     timing_ps = profile_ps = None
     timing_paths: list[Path] = []
     profile_paths: list[Path] = []
@@ -437,14 +426,19 @@ def load_side(spec: Any, role: str, base: Path, claim_path: Path | None, *, devi
             # Several files on one side are process-level runs, in the order given.
             order = {pid: i for i, pid in enumerate(timing_ps.ids)}
             samples = samples.with_columns(pl.col("profile_id").replace_strict(order, return_dtype=pl.Int64).alias("run"))
+        from_kernels = timing_ps.samples.height == 0
     elif profile_ps is not None:
         shown = ", ".join(p.name for p in profile_paths)
         samples = _samples_of(profile_ps, spec.get("kernel"))
+        from_kernels = True
     else:
         raise InputError(claim_path, f"{where}: needs timings (a timing log) or a profile")
+    if spec.get("kernel") is not None and samples.height == 0:
+        raise InputError(claim_path, f"{where}.kernel: no kernel in {shown} matches {spec['kernel']!r}")
     samples = _select(samples, spec, where, claim_path, shown)
     origin = f"{claim_path.name if claim_path else 'claim'}: {where}.meta"
-    return Side(role, label, samples, meta, profile_ps, timing_ps, tuple(map(str, timing_paths)), tuple(map(str, profile_paths)), origin)
+    kernel = str(spec["kernel"]) if spec.get("kernel") is not None else None
+    return Side(role, label, samples, meta, profile_ps, timing_ps, tuple(map(str, timing_paths)), tuple(map(str, profile_paths)), origin, kernel, from_kernels)
 
 
 def _raw_scalar(text: str, key: str) -> str | None:

@@ -126,9 +126,29 @@ class SideEvidence:
 
     @property
     def steady(self) -> np.ndarray:
+        """Steady-state times (the warm-up head of every run removed), computed once."""
         if not self.has_samples:
             return np.empty(0)
-        return self.times[self.steady_mask] if self.steady_mask is not None else self.times
+        cache = self.__dict__.setdefault("_cache", {})
+        if "steady" not in cache:
+            cache["steady"] = self.times[self.steady_mask] if self.steady_mask is not None else self.times
+        return cache["steady"]
+
+    @property
+    def steady_sorted(self) -> np.ndarray:
+        cache = self.__dict__.setdefault("_cache", {})
+        if "steady_sorted" not in cache:
+            cache["steady_sorted"] = np.sort(self.steady)
+        return cache["steady_sorted"]
+
+    @property
+    def times_sorted(self) -> np.ndarray:
+        if not self.has_samples:
+            return np.empty(0)
+        cache = self.__dict__.setdefault("_cache", {})
+        if "times_sorted" not in cache:
+            cache["times_sorted"] = self.steady_sorted if self.head_count == 0 else np.sort(self.times)
+        return cache["times_sorted"]
 
     @property
     def steady_runs(self) -> np.ndarray | None:
@@ -156,7 +176,8 @@ class SideEvidence:
     def typical_time_ns(self) -> float | None:
         """Median steady-state time per call, else a reported median or mean."""
         if self.has_samples:
-            return float(np.median(self.steady))
+            s = self.steady_sorted
+            return float(0.5 * (s[(s.size - 1) // 2] + s[s.size // 2]))
         for k in ("median", "mean", "min"):
             if k in self.summaries:
                 return self.summaries[k]
@@ -164,12 +185,17 @@ class SideEvidence:
 
     def clock_mhz(self) -> tuple[np.ndarray | float | None, str]:
         """SM clock per steady sample when logged (>= 90 % non-null), else a constant from a fact."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if "clock" in cache:
+            return cache["clock"]
         col = self.steady_column("sm_clock_mhz")
         if col is not None and col.size and np.isfinite(col).mean() >= 0.9:
             c = col.copy()
-            med = np.nanmedian(c)
-            c[~np.isfinite(c)] = med
-            return c, "sample column sm_clock_mhz"
+            bad = ~np.isfinite(c)
+            if bad.any():
+                c[bad] = np.nanmedian(c)
+            cache["clock"] = (c, "sample column sm_clock_mhz")
+            return cache["clock"]
         f = self.fact("sm_clock_mhz")
         if f is not None:
             return float(f.value), f.source
@@ -420,12 +446,26 @@ def _samples(se: SideEvidence, side: Side) -> None:
 
 
 def _kernels(se: SideEvidence, side: Side) -> None:
+    """Kernel rows that can cross-check the timings: the attached profile's, narrowed to the
+    timed kernel when the side names one and it matches there; the timing files' own kernels only
+    when the times are not those kernels' durations (a trace used as timings checks nothing)."""
     frames, ranges = [], []
-    for ps in (side.profiles, side.timing_profiles):
+    sources = [(side.profiles, "profile")]
+    if not getattr(side, "times_from_kernels", False):
+        sources.append((side.timing_profiles, "timings"))
+    for ps, what in sources:
         if ps is None:
             continue
-        if ps.kernels.height:
-            frames.append(ps.kernels)
+        k = ps.kernels
+        regex = getattr(side, "kernel_filter", None)
+        if regex and k.height:
+            hit = k.filter(pl.coalesce("name", "short_name").str.contains(regex) | pl.col("short_name").fill_null("").str.contains(regex))
+            if hit.height:
+                k = hit
+            else:
+                se.add("kernel_filter_note", f"{regex!r} matches no kernel of the attached {what}; all its kernels are used", f"{what}", "derived")
+        if k.height:
+            frames.append(k)
         if ps.ranges.height:
             ranges.append(ps.ranges)
     if frames:

@@ -108,6 +108,10 @@ def _side_rows(report: AuditReport) -> list[tuple[str, ...]]:
     return rows
 
 
+def _basis(report: AuditReport) -> str:
+    return "reported summaries" if report.comparison.mode == "summaries" else "steady-state samples"
+
+
 def _stats_lines(report: AuditReport) -> list[str]:
     cmp = report.comparison
     if not cmp.available:
@@ -183,7 +187,7 @@ def print_text(report: AuditReport, console) -> None:
 
     rows = _speedup_rows(report)
     if rows:
-        sp = Table(title="recomputed speedup (baseline / candidate), steady-state samples", header_style="bold", title_justify="left")
+        sp = Table(title=f"recomputed speedup (baseline / candidate), {_basis(report)}", header_style="bold", title_justify="left")
         for col, just in (("statistic", "left"), ("speedup", "right"), (f"{report.evidence.confidence:.0%} interval", "right"), ("space", "left")):
             sp.add_column(col, justify=just)
         for r in rows:
@@ -247,7 +251,7 @@ def render_markdown(report: AuditReport) -> str:
     rows = _speedup_rows(report)
     if rows:
         out.append("")
-        out.append("### Recomputed speedup (baseline / candidate, steady-state samples)")
+        out.append(f"### Recomputed speedup (baseline / candidate, {_basis(report)})")
         out.append("")
         out.append(f"| statistic | speedup | {report.evidence.confidence:.0%} interval | space |")
         out.append("|---|---:|---:|---|")

@@ -137,7 +137,7 @@ def _compare_samples(ev, b, c, claimed, resamples, seed) -> Comparison:
     cmp = Comparison(True, mode="samples", space=space, space_note=note, primary=primary, resamples=resamples)
     cmp.n = {"baseline": int(tb.size), "candidate": int(tc.size)}
     ss = np.random.SeedSequence(seed)
-    time_sets = (SampleSet(tb, b.steady_runs), SampleSet(tc, c.steady_runs))
+    time_sets = (SampleSet(tb, b.steady_runs, b.steady_sorted), SampleSet(tc, c.steady_runs, c.steady_sorted))
     cmp.time_intervals, method, infl = _intervals(time_sets, stats, resamples, ss.spawn(2), ev.confidence, "time")
     cmp.inflation = infl
     cmp.method = method
@@ -155,9 +155,10 @@ def _compare_samples(ev, b, c, claimed, resamples, seed) -> Comparison:
         cmp.intervals = cmp.time_intervals
         main_sets = time_sets
     cmp.mann_whitney = st.mann_whitney(main_sets[0].values, main_sets[1].values, a_sorted=main_sets[0].sorted, b_sorted=main_sets[1].sorted)
-    cmp.noise = {"baseline": st.dispersion(tb), "candidate": st.dispersion(tc)}
+    cmp.noise = {"baseline": st.dispersion(tb, sorted_x=time_sets[0].sorted), "candidate": st.dispersion(tc, sorted_x=time_sets[1].sorted)}
+    all_b, all_c = b.times_sorted, c.times_sorted
     for s in stats:
-        wb, wc = st.compute(b.times, s), st.compute(c.times, s)
+        wb, wc = st.compute(b.times, s, sorted_x=all_b), st.compute(c.times, s, sorted_x=all_c)
         if wb > 0 and wc > 0:
             cmp.with_head[s.name] = wb / wc
     sb_, sc_ = time_sets
@@ -174,20 +175,40 @@ def _intervals(sets, stats, resamples, seeds, confidence, space):
     draws_b, method_b = st.bootstrap_draws(b_set, stats, resamples, np.random.default_rng(seeds[0]))
     draws_c, method_c = st.bootstrap_draws(c_set, stats, resamples, np.random.default_rng(seeds[1]))
     infl: dict[str, dict[str, Any]] = {}
-    factors = {}
-    for role, sset, draws in (("baseline", b_set, draws_b), ("candidate", c_set, draws_c)):
-        r1 = st.lag1_autocorrelation(sset.values)
+    factors: dict[str, dict[str, float]] = {"baseline": {}, "candidate": {}}
+    ar: dict[str, float] = {}
+    for role, sset in (("baseline", b_set), ("candidate", c_set)):
+        r1 = st.lag1_autocorrelation(sset.values, sorted_x=sset.sorted)
         # Widen only for autocorrelation distinguishable from chance (|r1| > 2 / sqrt(n) for iid).
-        f_ar = st.autocorrelation_inflation(r1) if r1 == r1 and r1 > 2 / math.sqrt(max(sset.n, 1)) else 1.0
-        med = sset.stat(st.MEDIAN)
-        se_within = st.log_se(draws[st.MEDIAN.name], med) if st.MEDIAN.name in draws else math.nan
-        f_run, run_info = st.run_inflation(sset, se_within * f_ar if se_within == se_within else se_within)
-        total = f_ar * f_run
-        factors[role] = total
-        infl[role] = {"lag1_autocorrelation": r1, "autocorrelation_factor": f_ar, "run_factor": f_run, "factor": total, **run_info}
+        ar[role] = st.autocorrelation_inflation(r1) if r1 == r1 and r1 > 2 / math.sqrt(max(sset.n, 1)) else 1.0
+        infl[role] = {"lag1_autocorrelation": r1, "autocorrelation_factor": ar[role]}
+    paired_info: dict[str, Any] = {}
+    for s in stats:
+        se_b = st.log_se(draws_b[s.name], b_set.stat(s)) * ar["baseline"]
+        se_c = st.log_se(draws_c[s.name], c_set.stat(s)) * ar["candidate"]
+        paired = st.paired_run_inflation(b_set, c_set, s, math.hypot(se_b, se_c), confidence=confidence)
+        if paired is not None:
+            f, info = paired
+            factors["baseline"][s.name] = ar["baseline"] * f
+            factors["candidate"][s.name] = ar["candidate"] * f
+            paired_info["runs"] = info.pop("runs")
+            paired_info.setdefault("run_factor", {})[s.name] = f
+            paired_info.update(info)
+            continue
+        for role, sset, se in (("baseline", b_set, se_b), ("candidate", c_set, se_c)):
+            f_run, run_info = st.run_inflation(sset, s, se, confidence=confidence)
+            factors[role][s.name] = ar[role] * f_run
+            if run_info:
+                infl[role]["runs"] = run_info.pop("runs")
+                infl[role].setdefault("run_factor", {})[s.name] = f_run
+                infl[role].update(run_info)
+    for role in infl:
+        infl[role]["factor"] = factors[role]
+    if paired_info:
+        infl["paired_runs"] = paired_info
     methods = sorted({method_b, method_c})
     method = f"{' + '.join(methods)}, {resamples} resamples, percentile interval of log ratio"
-    if any(f > 1.0 for f in factors.values()):
+    if any(f > 1.0 for fs in factors.values() for f in fs.values()):
         method += ", widened for autocorrelation / run-to-run variation"
     out = {}
     for s in stats:
@@ -198,8 +219,8 @@ def _intervals(sets, stats, resamples, seeds, confidence, space):
             draws_b=draws_b[s.name],
             draws_c=draws_c[s.name],
             confidence=confidence,
-            inflate_b=factors["baseline"],
-            inflate_c=factors["candidate"],
+            inflate_b=factors["baseline"][s.name],
+            inflate_c=factors["candidate"][s.name],
             space=space,
             method=method,
         )

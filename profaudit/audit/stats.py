@@ -38,7 +38,7 @@ DEFAULT_SEED = 20_250_101
 DEFAULT_NOISE_THRESHOLD = 0.01
 DIRECT_MAX = 1_000
 _CHUNK_VALUES = 2_000_000
-_GROUPS = 128
+_GROUPS = 64
 _SINGLETONS_PER_TAIL = 48
 _NORMAL_POISSON_MIN = 200
 TRIM_FRACTION = 0.10
@@ -199,12 +199,19 @@ class Dispersion:
         return {k: _clean(v) for k, v in self.__dict__.items()}
 
 
-def dispersion(x: np.ndarray) -> Dispersion:
+def _quartiles(x: np.ndarray, sorted_x: np.ndarray | None) -> tuple[float, float, float]:
+    if sorted_x is not None:
+        return _sorted_quantile(sorted_x, 0.25), _sorted_quantile(sorted_x, 0.5), _sorted_quantile(sorted_x, 0.75)
+    q1, med, q3 = np.quantile(x, (0.25, 0.5, 0.75))
+    return float(q1), float(med), float(q3)
+
+
+def dispersion(x: np.ndarray, *, sorted_x: np.ndarray | None = None) -> Dispersion:
     n = int(x.size)
     if n == 0:
         nan = math.nan
         return Dispersion(0, nan, nan, nan, nan, nan, nan, nan, nan, nan)
-    q1, med, q3 = (float(v) for v in np.quantile(x, (0.25, 0.5, 0.75)))
+    q1, med, q3 = _quartiles(x, sorted_x)
     mean = float(x.mean())
     std = float(x.std(ddof=1)) if n > 1 else 0.0
     mad = float(np.median(np.abs(x - med)))
@@ -246,10 +253,10 @@ class Outliers:
         return {k: _clean(v) for k, v in self.__dict__.items()} | {"extreme_fraction": _clean(self.extreme_fraction)}
 
 
-def tukey_outliers(x: np.ndarray) -> Outliers:
+def tukey_outliers(x: np.ndarray, *, sorted_x: np.ndarray | None = None) -> Outliers:
     if x.size == 0:
         return Outliers(math.nan, math.nan, 0, 0, 0, 0, 0)
-    q1, q3 = (float(v) for v in np.quantile(x, (0.25, 0.75)))
+    q1, _, q3 = _quartiles(x, sorted_x)
     iqr = q3 - q1
     return Outliers(
         q1,
@@ -262,12 +269,12 @@ def tukey_outliers(x: np.ndarray) -> Outliers:
     )
 
 
-def lag1_autocorrelation(x: np.ndarray) -> float:
+def lag1_autocorrelation(x: np.ndarray, *, sorted_x: np.ndarray | None = None) -> float:
     """Lag-1 autocorrelation of a series, winsorised at the Tukey inner fences (outliers would
     otherwise dominate a Pearson coefficient)."""
     if x.size < 8:
         return math.nan
-    q1, q3 = np.quantile(x, (0.25, 0.75))
+    q1, _, q3 = _quartiles(x, sorted_x)
     iqr = q3 - q1
     w = np.clip(x, q1 - 1.5 * iqr, q3 + 1.5 * iqr)
     w = w - w.mean()
@@ -856,21 +863,55 @@ def log_se(draws: np.ndarray, point: float) -> float:
     return float(d.std(ddof=1)) if d.size > 1 else math.nan
 
 
-def run_inflation(sample: SampleSet, within_se: float) -> tuple[float, dict]:
-    """Factor by which between-run (process-level) variation of the median exceeds what the
-    iteration-level bootstrap sees: se_between / se_within, at least 1. Needs >= 2 runs."""
+def _t_over_z(df: int, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """Student-t over normal quantile: a between-run standard error from few runs is itself
+    uncertain (3 runs: t = 4.30 against z = 1.96)."""
+    from scipy import stats as sps
+
+    return float(sps.t.ppf(0.5 + confidence / 2, df) / sps.norm.ppf(0.5 + confidence / 2))
+
+
+def run_inflation(sample: SampleSet, stat: Statistic, within_se: float, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, dict]:
+    """Factor by which the between-run (process-level) spread of `stat` exceeds what the
+    iteration-level bootstrap sees: t-corrected se_between / se_within of log(stat), at least 1.
+
+    se_between is the standard deviation of the per-run values of `stat` over sqrt(runs): the
+    standard error of the statistic when runs, not iterations, are the independent units (a
+    random-effects view: it contains both the within-run noise and the run-to-run variance).
+    Needs >= 2 runs; the factor is capped at 50."""
     if sample.runs is None or within_se != within_se or within_se <= 0:
         return 1.0, {}
     runs = sample.runs
     uniq = np.unique(runs)
     if uniq.size < 2:
         return 1.0, {"runs": int(uniq.size)}
-    meds = np.array([np.median(sample.values[runs == r]) for r in uniq])
-    if np.any(meds <= 0):
+    vals = np.array([compute(sample.values[runs == r], stat) for r in uniq])
+    if np.any(~np.isfinite(vals)) or np.any(vals <= 0):
         return 1.0, {"runs": int(uniq.size)}
-    se_between = float(np.std(np.log(meds), ddof=1) / math.sqrt(uniq.size))
-    factor = max(1.0, se_between / within_se)
-    return float(min(factor, 50.0)), {"runs": int(uniq.size), "run_medians": [float(m) for m in meds], "se_between_log": se_between, "se_within_log": within_se}
+    se_between = float(np.std(np.log(vals), ddof=1) / math.sqrt(uniq.size))
+    factor = max(1.0, se_between * _t_over_z(uniq.size - 1, confidence) / within_se)
+    return float(min(factor, 50.0)), {"runs": int(uniq.size), f"run_{stat.name}": [float(v) for v in vals], "se_between_log": se_between, "se_within_log": within_se}
+
+
+def paired_run_inflation(b: SampleSet, c: SampleSet, stat: Statistic, within_se: float, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, dict] | None:
+    """For sides measured in the same process-level runs (the same run ids on both sides, as an
+    interleaving harness writes them), the factor by which the spread of the per-run log ratio
+    exceeds the iteration-level standard error of the log ratio (t-corrected; capped at 50).
+    Conditions that hit both sides of a run alike (contention, clocks, a cold machine) cancel in
+    the ratio, so this is the right unit when runs are paired. None when they are not."""
+    if b.runs is None or c.runs is None or within_se != within_se or within_se <= 0:
+        return None
+    ub, uc = np.unique(b.runs), np.unique(c.runs)
+    if ub.size < 2 or ub.size != uc.size or not np.array_equal(ub, uc):
+        return None
+    vb = np.array([compute(b.values[b.runs == r], stat) for r in ub])
+    vc = np.array([compute(c.values[c.runs == r], stat) for r in ub])
+    if np.any(~np.isfinite(vb)) or np.any(~np.isfinite(vc)) or np.any(vb <= 0) or np.any(vc <= 0):
+        return None
+    lr = np.log(vb / vc)
+    se_between = float(np.std(lr, ddof=1) / math.sqrt(ub.size))
+    factor = max(1.0, se_between * _t_over_z(ub.size - 1, confidence) / within_se)
+    return float(min(factor, 50.0)), {"runs": int(ub.size), f"run_ratio_{stat.name}": [float(v) for v in np.exp(lr)], "se_between_log_ratio": se_between, "se_within_log_ratio": within_se}
 
 
 def summary_ratio_interval(

@@ -200,6 +200,20 @@ class JaxBackend(Backend):
             pass
         return super().nvtx_range(name)
 
+    def nvtx_available(self) -> bool:
+        try:
+            import nvtx  # type: ignore  # noqa: F401
+
+            return True
+        except ImportError:
+            pass
+        try:
+            import torch
+
+            return bool(torch.cuda.is_available())
+        except ImportError:
+            return False
+
     def close(self) -> None:
         if self._tele is not None:
             self._tele.close()

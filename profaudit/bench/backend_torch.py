@@ -93,7 +93,7 @@ class TorchBackend(Backend):
 
     def device_info(self) -> dict[str, Any]:
         if self.device_kind != "cuda":
-            return super().device_info()
+            return super().device_info() | {"torch_num_threads": self.torch.get_num_threads()}
         torch = self.torch
         props = torch.cuda.get_device_properties(self.index)
         info = {
@@ -263,6 +263,9 @@ class TorchBackend(Backend):
             return self.torch.cuda.nvtx.range(name)
         return super().nvtx_range(name)
 
+    def nvtx_available(self) -> bool:
+        return self.device_kind == "cuda"
+
     def close(self) -> None:
         if self._tele is not None:
             self._tele.close()
@@ -278,6 +281,10 @@ class TritonBackend(TorchBackend):
     def __init__(self, device: str = "auto", options: dict | None = None):
         self.triton = require("triton", "bench", "benchmarks on the triton backend")
         super().__init__(device, options)
+        from profaudit.bench.env import triton_imported_early
+
+        if self.device_kind == "cpu" and triton_imported_early():
+            raise UsageError("triton was imported before TRITON_INTERPRET=1 was set, so its library functions are not interpreted; set TRITON_INTERPRET=1 in the environment before Python starts")
         if self.device_kind == "cpu" and not triton_interpreted():
             raise UsageError("Triton kernels need an NVIDIA GPU; on a CPU set TRITON_INTERPRET=1 before the benchmark file is imported (profaudit bench run does this when no GPU is present)")
         if self.device_kind == "cuda" and triton_interpreted():

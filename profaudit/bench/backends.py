@@ -219,6 +219,10 @@ class Backend:
     def telemetry(self) -> Telemetry:
         return NoTelemetry("host device: no GPU telemetry")
 
+    def default_cache_mode(self) -> str:
+        """cold on GPUs (and the simulated device), hot on host CPUs (see profaudit.bench.runner)."""
+        return "cold" if self.device_kind in ("cuda", "fake") else "hot"
+
     # -- arrays ----------------------------------------------------------------------------
     def generator(self, seed: int) -> Gen:
         return Gen(self, seed)
@@ -299,6 +303,10 @@ class Backend:
 
         return contextlib.nullcontext()
 
+    def nvtx_available(self) -> bool:
+        """Whether `nvtx_range` emits real NVTX ranges (ncu's --nvtx-include needs them)."""
+        return False
+
     def close(self) -> None:
         return None
 
@@ -360,6 +368,10 @@ class FakeBackend(NumpyBackend):
     def flusher(self, nbytes: int) -> Callable[[], None]:
         # nothing to evict on a simulated device; the timer accounts flush_ns
         return lambda: None
+
+    def nvtx_available(self) -> bool:
+        # simulated: the device launches no kernels, so there is nothing a range could miss
+        return True
 
 
 class SimTelemetry(Telemetry):

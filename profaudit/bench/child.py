@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--device", default="auto")
     t.add_argument("--sidecar")
     t.add_argument("--no-check", action="store_true")
+    t.add_argument("--require-nvtx", action="store_true")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "run":
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_child(a.file, a.outdir, a.options_json, a.run_index, a.pattern, a.variant)
         from profaudit.bench.ncu import run_target
 
-        run_target(a.file, a.case, a.variant, warmup=a.warmup, calls=a.calls, range_name=a.range, check=not a.no_check, seed=a.seed, device=a.device, sidecar=a.sidecar)
+        run_target(a.file, a.case, a.variant, warmup=a.warmup, calls=a.calls, range_name=a.range, check=not a.no_check, seed=a.seed, device=a.device, sidecar=a.sidecar, require_nvtx=a.require_nvtx)
         return 0
     except ProfauditError as exc:
         print(f"profaudit: error: {exc}", file=sys.stderr)

@@ -133,8 +133,11 @@ def compare_run(
     out_dir: str | os.PathLike | None = None,
     intended: Sequence[str] = (),
     description: str | None = None,
+    stem: str | None = None,
 ) -> list[CompareOutcome]:
-    """Write a claim file and its audit for every case holding both variants."""
+    """Write a claim file and its audit for every case holding both variants.
+
+    `stem` names the files (STEM.yaml, STEM.audit.json, STEM.audit.md) when one case matches."""
     import yaml
 
     from profaudit.audit import audit, load_claim
@@ -157,6 +160,8 @@ def compare_run(
     if not pairs:
         have = sorted({e.variant for e in entries})
         raise UsageError(f"{src}: no case has both variants {baseline!r} and {candidate!r}{' matching -k ' + repr(pattern) if pattern else ''} (variants: {', '.join(have) or 'none'})")
+    if stem is not None and len(pairs) != 1:
+        raise UsageError(f"a file name (stem) was given but {len(pairs)} cases match; narrow them with -k")
     default_dir = (src if src.is_dir() else src.parent) / "claims"
     claim_dir = Path(out_dir) if out_dir is not None else default_dir
     claim_dir.mkdir(parents=True, exist_ok=True)
@@ -165,8 +170,8 @@ def compare_run(
         from profaudit.bench.spec import Case
 
         slug = _case_slug(be)
-        stem = f"{bench}__{slug}__{candidate}-vs-{baseline}"
-        claim_path = claim_dir / f"{stem}.yaml"
+        name = stem or f"{bench}__{slug}__{candidate}-vs-{baseline}"
+        claim_path = claim_dir / f"{name}.yaml"
         doc: dict[str, Any] = {
             "claim": None,
             "speedup": None,
@@ -196,8 +201,8 @@ def compare_run(
         text = header + yaml.safe_dump(doc, sort_keys=False).replace(f"speedup: {value}\n", f"speedup: {value_text}\n")
         atomic_write_text(claim_path, text)
         report = audit(load_claim(claim_path))
-        aj = claim_dir / f"{stem}.audit.json"
-        am = claim_dir / f"{stem}.audit.md"
+        aj = claim_dir / f"{name}.audit.json"
+        am = claim_dir / f"{name}.audit.md"
         atomic_write_text(aj, render(report, "json"))
         atomic_write_text(am, render(report, "markdown"))
         outcomes.append(CompareOutcome(be.case_id, claim_path, aj, am, report.verdict, value, report.supported.as_dict(), list(report.reasons), report))
@@ -222,10 +227,6 @@ def _measured(claim, statistic: str) -> float | None:
 
 
 def _case_slug(e: LogEntry) -> str:
-    import re
+    from profaudit.bench.spec import params_slug
 
-    p = json.loads(e.params) if e.params else {}
-    if not p:
-        return "default"
-    text = "_".join(f"{k}-{_fmt(p[k])}" for k in sorted(p))
-    return re.sub(r"[^A-Za-z0-9.=+_-]+", "-", text).strip("-")[:80] or "default"
+    return params_slug(json.loads(e.params) if e.params else {})

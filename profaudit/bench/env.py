@@ -27,11 +27,23 @@ def has_nvidia_gpu() -> bool:
     return Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists()
 
 
+_TRITON_IMPORTED_EARLY = False
+
+
 def ensure_triton_mode() -> None:
-    """Without a GPU, Triton kernels can only run in its interpreter; it reads TRITON_INTERPRET
-    when kernels are decorated, so this must happen before a benchmark file is imported."""
+    """Without a GPU, Triton kernels can only run in its interpreter. Triton reads TRITON_INTERPRET
+    when functions are decorated, its own library (tl.max, tl.sum, ...) included, so the variable
+    must be set before triton is first imported."""
+    global _TRITON_IMPORTED_EARLY
     if "TRITON_INTERPRET" not in os.environ and not has_nvidia_gpu():
         os.environ["TRITON_INTERPRET"] = "1"
+        if "triton" in sys.modules:
+            _TRITON_IMPORTED_EARLY = True
+
+
+def triton_imported_early() -> bool:
+    """triton was imported before profaudit set TRITON_INTERPRET=1: its library is not interpreted."""
+    return _TRITON_IMPORTED_EARLY
 
 
 def triton_interpreted() -> bool:

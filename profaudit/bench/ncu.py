@@ -285,6 +285,8 @@ def ncu_plan(
             argv += [py, "-m", "profaudit.bench.child", "target", str(file), "--case", case.id, "--variant", v, "--warmup", str(o.warmup), "--calls", str(o.calls), "--range", rng, "--seed", str(o.seed), "--device", o.device, "--sidecar", str(sidecar)]
             if not o.check:
                 argv.append("--no-check")
+            if o.filter == "nvtx":
+                argv.append("--require-nvtx")
             plans.append(
                 NcuPlan(case.id, case.benchmark.name, v, argv, report_base.with_name(report_base.name + ".ncu-rep"), sidecar, rng, cc, cc_reason, o.clock_control, CLOCK_REASONS[o.clock_control], o)
             )
@@ -377,7 +379,7 @@ def _record_in_manifest(outdir: Path, rec: dict) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int, range_name: str, check: bool = True, seed: int = 0, device: str = "auto", sidecar: str | None = None, backend_options: dict | None = None) -> dict:
+def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int, range_name: str, check: bool = True, seed: int = 0, device: str = "auto", sidecar: str | None = None, backend_options: dict | None = None, require_nvtx: bool = False) -> dict:
     """What runs under ncu: inputs, a correctness check, warm-up, then `calls` calls inside the
     NVTX range. No cache flush of our own: ncu's --cache-control decides the cache state."""
     import numpy as np
@@ -397,6 +399,8 @@ def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int
     v = b.variants[variant]
     p = dict(case.params)
     backend = get_backend(b.backend, device, backend_options)
+    if require_nvtx and not backend.nvtx_available():
+        raise UsageError(f"the {backend.name} backend on {backend.device_kind} has no NVTX API here, so ncu's NVTX filter would profile nothing: pip install nvtx, or use --filter kernel --kernel-name REGEX")
     ins = tuple(b.inputs(p, backend.generator(_seed(seed, case.id, 0, "set", 0))))
     args = list(ins)
     out = None

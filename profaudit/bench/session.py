@@ -4,9 +4,10 @@
 
 Output folder:
 
-    OUT/manifest.json                              what ran, where its logs are, the environment
-    OUT/<benchmark>/<variant>/<params>.jsonl       one profaudit-timing log per case and variant
+    OUT/manifest.json                                 what ran, where its logs are, the environment
+    OUT/<benchmark>/<variant>/<params>.jsonl          one profaudit-timing log per case and variant
     OUT/<benchmark>/<variant>/<params>.run<k>.jsonl   the same, per process, with --processes N
+    OUT/claims/, OUT/ncu/                             written by `bench compare` and `bench ncu`
 
 Every log holds the per-iteration samples (warm-up rows labelled `phase=warmup`) and, in its
 header, every fact the audit reads (time source, synchronisation, cache state and flush, clock
@@ -121,7 +122,8 @@ def _variant_meta(case: Case, cres: CaseResult, vname: str, backend: Backend, ho
         "host": host["host"],
         "command_line": host["command_line"],
         "device_name": dev.get("device_name"),
-        "device_uuid": dev.get("device_uuid") or gpu.get("uuid"),
+        "device_uuid": gpu.get("uuid") or dev.get("device_uuid"),
+        "mig_profile": {"disabled": "none", "enabled": "enabled (slice not identified)"}.get(str(gpu.get("mig_mode"))),
         "driver_version": gpu.get("driver_version"),
         "cuda_version": dev.get("cuda_runtime_version") or gpu.get("cuda_driver_version"),
         "framework": backend.framework(),
@@ -140,8 +142,14 @@ def _variant_meta(case: Case, cres: CaseResult, vname: str, backend: Backend, ho
     if turbo.get("available"):
         m["cpu_turbo"] = turbo["turbo"]
     facts = dict(r.meta)
-    sources = facts.pop("_sources", {})
+    sources = dict(facts.pop("_sources", {}))
     m.update(facts)
+    xla = sources.pop("xla_cost_analysis", None)
+    if xla:
+        # the shape profaudit.xla.attach_cost_analysis gives a timing log's metadata
+        m["xla_cost_analysis"] = [
+            {k: xla.get(k) for k in ("module", "flops", "bytes_accessed", "transcendentals", "raw")} | {"op": None, "applied_to": "metadata (no matching op rows)", "per": "call"}
+        ] if xla.get("available") else [{"available": False, "reason": xla.get("reason")}]
     m["bench"] = {
         "harness": "profaudit bench",
         "file": b.source_file,
@@ -218,7 +226,7 @@ def _run_in_process(path: Path, outdir: Path, pattern, variants, opts: RunOption
             if progress:
                 progress(case.id)
             entry = _run_one(case, vnames, backends, opts, host, file_sha, outdir, run_index)
-            failures += sum(1 for v in entry["variants"].values() if v["status"] != "ok") + (entry["status"] != "ok")
+            failures += sum(1 for v in entry["variants"].values() if v["status"] != "ok")
             manifest["cases"].append(entry)
             write_manifest(outdir, manifest, manifest_name)
     finally:

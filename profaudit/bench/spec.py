@@ -197,6 +197,20 @@ def _fmt_value(v: Any) -> str:
     return str(v)
 
 
+def params_slug(params: Mapping[str, Any]) -> str:
+    """`dtype-float32_n-256` for {"n": 256, "dtype": "float32"}; `default` for no parameters."""
+    if not params:
+        return "default"
+
+    def safe(x: Any) -> str:
+        return re.sub(r"[^A-Za-z0-9.+-]+", "-", _fmt_value(x)).strip("-")
+
+    text = "_".join(f"{safe(k)}-{safe(params[k])}" for k in sorted(params))
+    if len(text) > 80:
+        text = text[:64] + "-" + hashlib.sha1(text.encode()).hexdigest()[:10]
+    return text or "default"
+
+
 @dataclass
 class Case:
     """One point of a benchmark's parameter sweep."""
@@ -215,13 +229,7 @@ class Case:
     @property
     def slug(self) -> str:
         """A file-name-safe form of the parameters: `dtype-float32_n-256`, `default` when none."""
-        if not self.params:
-            return "default"
-        text = "_".join(f"{k}-{_fmt_value(self.params[k])}" for k in sorted(self.params))
-        text = re.sub(r"[^A-Za-z0-9.=+-]+", "-", text.replace("_", "~")).replace("~", "_").strip("-")
-        if len(text) > 80:
-            text = text[:64] + "-" + hashlib.sha1(self.id.encode()).hexdigest()[:10]
-        return text or "default"
+        return params_slug(self.params)
 
     def value(self, fn: Callable | None, default: Any = None) -> Any:
         if fn is None:
@@ -231,11 +239,13 @@ class Case:
 
 
 def matches(case_id: str, pattern: str | None) -> bool:
-    """`-k` matching: a glob when the pattern holds * ? [, else a case-insensitive substring."""
+    """`-k` matching, case-insensitive: a glob over the whole id when the pattern holds * or ?
+    (brackets match themselves: case ids hold them), else a substring."""
     if not pattern:
         return True
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(case_id.lower(), pattern.lower())
+    if "*" in pattern or "?" in pattern:
+        glob = "".join("[[]" if ch == "[" else "[]]" if ch == "]" else ch for ch in pattern.lower())
+        return fnmatch.fnmatchcase(case_id.lower(), glob)
     return pattern.lower() in case_id.lower()
 
 

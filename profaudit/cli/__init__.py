@@ -25,6 +25,8 @@ COMMANDS = [
     "profaudit.cli.devices_cmd",
     "profaudit.cli.roofline_cmd",
     "profaudit.cli.audit_cmd",
+    "profaudit.cli.dashboard_cmd",
+    "profaudit.cli.bench_cmd",
 ]
 
 app = typer.Typer(
@@ -73,18 +75,37 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # click's own usage errors land here too
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
+    except Exception as exc:
+        click_exc = _click_exception(exc)
+        if click_exc == "abort":
             return 1
+        if click_exc is not None:
+            # click/typer usage errors (bad option value, unknown command): one line, exit 2
+            print(f"profaudit: error: {click_exc}", file=sys.stderr)
+            return 2
         if debug:
             raise
         print(f"profaudit: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (PROFAUDIT_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 3
+
+
+def _click_exception(exc: BaseException):
+    """The one-line message of a click usage error (typer vendors its own click), else None."""
+    kinds = []
+    for modname in ("click.exceptions", "typer._click.exceptions"):
+        mod = sys.modules.get(modname)
+        if mod is not None:
+            kinds.append(mod)
+    for mod in kinds:
+        abort = getattr(mod, "Abort", None)
+        if abort is not None and isinstance(exc, abort):
+            return "abort"
+        if isinstance(exc, mod.ClickException):
+            msg = exc.format_message()
+            ctx = getattr(exc, "ctx", None)
+            where = f"{ctx.command_path}: " if ctx is not None and getattr(ctx, "command_path", None) else ""
+            return (where + " ".join(msg.split())).strip()
+    return None
 
 
 def run() -> None:

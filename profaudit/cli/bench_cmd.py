@@ -45,9 +45,9 @@ bench_app = typer.Typer(name="bench", help="Run reproducible kernel benchmarks, 
 def run_cmd(
     file: Path = typer.Argument(..., help="Benchmark file (.py) declaring profaudit.bench.Benchmark objects."),
     output_dir: Path = typer.Option(..., "--output-dir", "-o", help="Folder for the timing logs and manifest.json."),
-    pattern: Optional[str] = typer.Option(None, "-k", "--pattern", help="Only cases whose id matches (substring, or glob with * ? [])."),
+    pattern: Optional[str] = typer.Option(None, "-k", "--pattern", help="Only cases whose id (matmul[dtype=float32,n=256]) matches: a substring, or a glob with * and ?."),
     variant: Optional[List[str]] = typer.Option(None, "--variant", help="Only these variants (repeatable)."),
-    cache: Optional[str] = typer.Option(None, "--cache", help="cold (flush the cache before each call; default), hot, or rotate (cycle input sets)."),
+    cache: Optional[str] = typer.Option(None, "--cache", help="cold (flush the cache before each call; default on GPUs), hot (default on CPUs), or rotate (cycle input sets)."),
     min_samples: int = typer.Option(30, "--min-samples", help="Samples per variant before the noise target may stop the run."),
     max_samples: int = typer.Option(100_000, "--max-samples", help="Stop at this many samples per variant."),
     min_time: float = typer.Option(0.05, "--min-time", help="Measure at least this long per case (s)."),
@@ -109,8 +109,7 @@ def run_cmd(
                     "median": _fmt_ns(ve.get("median_ns")),
                     "samples": ve.get("samples"),
                     "stop": ve.get("stop_reason"),
-                    "correctness": ve.get("correctness"),
-                    "log": ve.get("log") or ", ".join(ve.get("logs") or []) or None,
+                    "checked": ve.get("correctness") if not isinstance(ve.get("correctness"), list) else ",".join(map(str, ve["correctness"])),
                     "error": ve.get("error"),
                 }
             )
@@ -121,14 +120,22 @@ def run_cmd(
 
         from profaudit.cli.common import emit_frame
 
-        df = pl.DataFrame(rows, strict=False)
+        from rich.markup import escape
+
+        # case ids hold brackets (matmul[n=256]) that rich would read as markup
+        df = pl.DataFrame([{k: escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows], strict=False)
         if df.height and df["error"].null_count() == df.height:
             df = df.drop("error")
         emit_frame(df, "table", None, title=f"{file} -> {output_dir}", limit=0)
     con = stderr_console()
-    con.print(f"wrote {output_dir / 'manifest.json'} and {sum(1 for r in rows if r['log'])} timing log(s)")
+    logs = sum(len(ve.get("logs") or ([ve["log"]] if ve.get("log") else [])) for c in manifest["cases"] for ve in c["variants"].values())
+    con.print(f"wrote {output_dir / 'manifest.json'} and {logs} timing log(s) under {output_dir}", markup=False, highlight=False)
     if bad:
         con.print(f"[red]{bad} variant(s) failed their correctness check or did not run[/red]")
+        for c in manifest["cases"]:
+            for v, ve in c["variants"].items():
+                if ve.get("status") != "ok":
+                    con.print(f"  {c['id']} {v}: {ve.get('error')}", markup=False, highlight=False)
     return 1 if bad else 0
 
 
@@ -169,7 +176,9 @@ def compare_cmd(
             if sup.get("estimate") is not None:
                 lo, hi = sup.get("low"), sup.get("high")
                 iv = f"{sup['estimate']:.3g}x" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
-            con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {o.case_id}: claimed {o.claimed:g}x ({statistic}), supported {iv or 'n/a'}")
+            from rich.markup import escape
+
+            con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {escape(o.case_id)}: claimed {o.claimed:g}x ({statistic}), supported {iv or 'n/a'}")
             for r in o.reasons[:5]:
                 con.print(f"    {r}", markup=False, highlight=False)
             con.print(f"    claim {o.claim_path}; audit {o.audit_md}", markup=False, highlight=False)

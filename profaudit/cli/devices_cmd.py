@@ -69,6 +69,8 @@ def _detail_text(spec, match_reason: str | None) -> str:
     lines.append("  sources:")
     for s in spec.sources.values():
         lines.append(f"    [{s.key}] {s.title}" + (f" <{s.url}>" if s.url else ""))
+        if s.note:
+            lines.append(f"      ({s.note})")
     return "\n".join(lines)
 
 

@@ -99,7 +99,7 @@ class Comparison:
     """The result of `compare`. Frames are polars; `to_dict()` is the JSON form.
 
     kind          'kernels' (profiles) or 'samples' (timing logs)
-    comparable    'yes', 'with-warnings', 'no' or 'unchecked' (from the audit findings)
+    comparable    'yes', 'with-warnings' or 'no' (from the audit findings, see compare.fairness)
     verdict       one line: which side is faster and whether that can be said
     totals        per side and the difference (GPU time = sum of kernel durations, wall = span)
     matched       one row per matched group (kernel or benchmark case)

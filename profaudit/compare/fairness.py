@@ -151,18 +151,25 @@ def _precision_facts(se, k: pl.DataFrame, shown: str) -> None:
         se.add("tf32", False, f"{shown}: TF32 tensor pipe counted, no TF32 FLOPs", "derived")
 
 
-def check_pair(b, c, *, kind: str = "kernels", intended: Iterable[str] = ()) -> tuple[list, str, list[str]]:
+def check_pair(b, c, *, kind: str = "kernels", intended: Iterable[str] = ()) -> tuple[list, str]:
     """Run the pair-parity audit rules on two sides.
 
-    Returns (findings, comparable, notes). Findings keep every status (pass, fail, unknown);
+    `intended`: facts the comparison is about (the audit's meta keys: device, dtype, ...), which
+    the rules then report as warnings. Returns (findings, comparable). Findings keep every status
+    (pass, fail, unknown), triggered first;
     `comparable` is 'no' when a triggered finding is FAIL severity, 'with-warnings' when one is
     WARN or INCONCLUSIVE or when a fact that decides comparability could not be checked, else
     'yes'.
     """
-    from profaudit.audit.claim import Claim
+    from profaudit.audit.claim import META_KEYS, Claim
     from profaudit.audit.evidence import gather
     from profaudit.audit.findings import Finding, Severity, Status
+    from profaudit.errors import UsageError
 
+    intended = tuple(intended)
+    unknown = [k for k in intended if k not in META_KEYS]
+    if unknown:
+        raise UsageError(f"--intended {','.join(unknown)}: not a fact the audit knows; use one of {', '.join(sorted(META_KEYS))}")
     claim = Claim(_claim_side(b, "baseline"), _claim_side(c, "candidate"), intended_differences=tuple(intended))
     ev = gather(claim)
     for se, side in ((ev.baseline, b), (ev.candidate, c)):
@@ -184,4 +191,4 @@ def check_pair(b, c, *, kind: str = "kernels", intended: Iterable[str] = ()) -> 
         comparable = "with-warnings"
     else:
         comparable = "yes"
-    return findings, comparable, []
+    return findings, comparable

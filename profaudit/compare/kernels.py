@@ -54,7 +54,7 @@ def _side_stats(k: pl.DataFrame, runs: int, by: str, suffix: str) -> pl.DataFram
     )
 
 
-def _groups_meta(groups: list[Group], kb: pl.DataFrame) -> pl.DataFrame:
+def _groups_meta(groups: list[Group]) -> pl.DataFrame:
     def label(g: Group) -> str:
         if g.method in ("exact", "mangled", "normal"):
             return g.baseline[0]
@@ -79,7 +79,7 @@ def matched_table(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group], runs_
     """One row per matched group with both sides' statistics and the decomposed difference."""
     sb = _side_stats(kb.filter(pl.col("group_id").is_not_null()), runs_b, "group_id", "b")
     sc = _side_stats(kc.filter(pl.col("group_id").is_not_null()), runs_c, "group_id", "c")
-    m = _groups_meta(groups, kb).join(sb, on="group_id", how="inner").join(sc, on="group_id", how="inner")
+    m = _groups_meta(groups).join(sb, on="group_id", how="inner").join(sc, on="group_id", how="inner")
     nb = pl.col("timed_b") / runs_b
     nc = pl.col("timed_c") / runs_c
     mb = pl.col("mean_b_ns").fill_null(0.0)
@@ -142,12 +142,16 @@ def contributions_table(matched: pl.DataFrame, added: pl.DataFrame, removed: pl.
     """Every item's share of the net difference, largest absolute change first.
 
     `share_pct` is signed and the column sums to 100 % (items can offset each other, so a single
-    item may explain more than 100 %); `abs_share_pct` is the item's share of the gross change.
+    item may explain more than 100 %); `abs_share_pct` is the item's share of the gross change;
+    `diff_from_count_ns` is the part of a matched kernel's difference due to launching it more
+    or less often (the rest is per-launch time).
     """
+    none_f = pl.lit(None, pl.Float64)
+    split = [pl.col("diff_from_count_ns")] if "diff_from_count_ns" in matched.columns else [none_f.alias("diff_from_count_ns")]
     parts = [
-        matched.select(pl.lit("matched").alias("kind"), pl.col("label").alias("item"), "method", "diff_ns", "group_id"),
-        added.select(pl.lit("added").alias("kind"), pl.col("name").alias("item"), pl.lit(None, pl.Utf8).alias("method"), "diff_ns", pl.lit(None, pl.Int64).alias("group_id")),
-        removed.select(pl.lit("removed").alias("kind"), pl.col("name").alias("item"), pl.lit(None, pl.Utf8).alias("method"), "diff_ns", pl.lit(None, pl.Int64).alias("group_id")),
+        matched.select(pl.lit("matched").alias("kind"), pl.col("label").alias("item"), "method", "diff_ns", "group_id", *split),
+        added.select(pl.lit("added").alias("kind"), pl.col("name").alias("item"), pl.lit(None, pl.Utf8).alias("method"), "diff_ns", pl.lit(None, pl.Int64).alias("group_id"), none_f.alias("diff_from_count_ns")),
+        removed.select(pl.lit("removed").alias("kind"), pl.col("name").alias("item"), pl.lit(None, pl.Utf8).alias("method"), "diff_ns", pl.lit(None, pl.Int64).alias("group_id"), none_f.alias("diff_from_count_ns")),
     ]
     c = pl.concat(parts, how="vertical").with_columns(pl.col("diff_ns").fill_null(0.0))
     gross = float(c["diff_ns"].abs().sum()) if c.height else 0.0
@@ -159,7 +163,7 @@ def contributions_table(matched: pl.DataFrame, added: pl.DataFrame, removed: pl.
         pl.col("share_pct").cum_sum().alias("cumulative_pct"),
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("rank"),
     )
-    return c.select("rank", "kind", "item", "method", "group_id", "diff_ns", "share_pct", "cumulative_pct", "abs_share_pct")
+    return c.select("rank", "kind", "item", "method", "group_id", "diff_ns", "diff_from_count_ns", "share_pct", "cumulative_pct", "abs_share_pct")
 
 
 def compare_kernels(
@@ -196,8 +200,8 @@ def compare_kernels(
     matched = matched.join(share, on="group_id", how="left").sort([pl.col("diff_ns").abs(), "label"], descending=[True, False])
 
     totals = _totals(tb, tc, matched, kb, kc, runs_b, runs_c, significance)
-    findings, comparable, fair_notes = fairness.check_pair(b, c, kind="kernels", intended=intended)
-    notes = list(fair_notes) + _notes(kb, kc, groups)
+    findings, comparable = fairness.check_pair(b, c, kind="kernels", intended=intended)
+    notes = _notes(kb, kc, groups)
     cov_b, cov_c = totals["matched_share_baseline_pct"], totals["matched_share_candidate_pct"]
     if cov_b is not None and cov_c is not None and min(cov_b, cov_c) < 50:
         notes.append(
@@ -289,13 +293,20 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> st
     label = "GPU time" if what == "gpu_time" else "time"
     direction = "faster" if diff < 0 else "slower" if diff > 0 else "as fast"
     head = f"candidate {label} {diff:+.1f}% ({sp:.3g}x): candidate {direction}"
+    basis = sig.get("basis") or ""
+    p = sig.get("p_value")
+    ptxt = f", p={p:.2g}" if isinstance(p, float) and p == p else ""
+    lo, hi = sig.get("speedup_ci_low"), sig.get("speedup_ci_high")
+    ci = f", 95% CI {lo:.3g}x-{hi:.3g}x" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""
     if state == "unknown":
-        tail = f"significance unknown ({sig.get('reason', 'no repeated runs')})"
+        tail = f"significance unknown ({sig.get('reason') or 'no repeated runs'})"
     elif state == "same":
-        tail = "difference not significant"
+        tail = f"no difference beyond the noise threshold ({basis}{ptxt}{ci})"
+    elif state == "inconclusive":
+        tail = f"not significant ({basis}{ptxt}{ci})"
     else:
-        tail = f"significant ({sig.get('basis', '')}, p={sig.get('p_value', float('nan')):.2g})"
-    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else " (fairness unchecked)" if comparable == "unchecked" else ""
+        tail = f"significant ({basis}{ptxt}{ci})"
+    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else ""
     return f"{head}; {tail}{caveat}"
 
 

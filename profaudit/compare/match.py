@@ -61,7 +61,7 @@ MODE_LEVELS: dict[str, tuple[str, ...]] = {
     "fuzzy": _ALL_LEVELS,
 }
 # Similarity a fuzzy pair needs. `auto` only takes near-identical spellings (`reduce_v1` ~
-# `reduce_v2`); `fuzzy` also pairs loosely related names (`matmul_naive` ~ `matmul_tiled`).
+# `reduce_v2`); `fuzzy` also pairs loosely related names (`stencil_naive` ~ `stencil_tiled`).
 FUZZY_THRESHOLD: dict[str, float | None] = {"exact": None, "name": None, "auto": 0.65, "fuzzy": 0.45}
 
 UNNAMED = "<unnamed>"

@@ -176,15 +176,24 @@ def shortener(c: Comparison) -> Callable[[str, int], str]:
 
 def contributions_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[list[str]]]:
     short = shortener(c)
-    hdr = ["#", "kind", "item", "difference", "share of diff", "cumulative"]
+    counts = c.kind == "kernels"
+    hdr = ["#", "kind", "item", "difference", "of which launch count", "share of diff", "cumulative"]
+    if not counts:
+        hdr.remove("of which launch count")
     rows = []
     df = c.contributions
     for r in df.head(top).iter_rows(named=True):
-        rows.append([str(r["rank"]), r["kind"], short(r["item"], width), fmt_ns(r["diff_ns"], True), fmt_pct(r["share_pct"]), fmt_pct(r["cumulative_pct"])])
+        row = [str(r["rank"]), r["kind"], short(r["item"], width), fmt_ns(r["diff_ns"], True), fmt_ns(r.get("diff_from_count_ns"), True), fmt_pct(r["share_pct"]), fmt_pct(r["cumulative_pct"])]
+        if not counts:
+            del row[4]
+        rows.append(row)
     if df.height > top:
         rest = df.slice(top)
         share = rest["share_pct"].sum() if rest["share_pct"].null_count() < rest.height else None
-        rows.append(["", "", f"{rest.height} more", fmt_ns(float(rest["diff_ns"].sum()), True), fmt_pct(share), ""])
+        row = ["", "", f"{rest.height} more", fmt_ns(float(rest["diff_ns"].sum()), True), "", fmt_pct(share), ""]
+        if not counts:
+            del row[4]
+        rows.append(row)
     return hdr, rows
 
 
@@ -330,7 +339,7 @@ def print_table(c: Comparison, top: int, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    style = {"no": "bold red", "with-warnings": "yellow", "yes": "green", "unchecked": "yellow"}.get(c.comparable, "")
+    style = {"no": "bold red", "with-warnings": "yellow", "yes": "green"}.get(c.comparable, "")
     for k, v in header_lines(c):
         console.print(Text.assemble((f"{k:>10}: ", "bold"), (v, style if k in ("comparable", "verdict") else "")))
     for title, hdr, rows in sections(c, top):
@@ -375,7 +384,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;
 table{border-collapse:collapse;margin:8px 0 24px 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} td{font-variant-numeric:tabular-nums}
-.no{color:#b00020;font-weight:bold}.with-warnings,.unchecked{color:#a06000;font-weight:bold}.yes{color:#1b7f2a;font-weight:bold}
+.no{color:#b00020;font-weight:bold}.with-warnings{color:#a06000;font-weight:bold}.yes{color:#1b7f2a;font-weight:bold}
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}
 .figs{display:flex;flex-wrap:wrap;gap:16px}
 """

@@ -1,10 +1,10 @@
 """Is a matched group's difference real? Thin use of `profaudit.audit.stats`, no statistics here.
 
 Per group (or timing case) the evidence is the launch (iteration) durations of each side, in
-launch order. The interval is the audit's bootstrap percentile interval of the ratio of medians
-(baseline / candidate: > 1 means the candidate is faster), widened by the audit's lag-1
-autocorrelation factor (consecutive launches are not independent) and, where a side holds several
-runs, by its run-to-run factor; the test is the audit's Mann-Whitney U. A group is
+launch order. The interval is the audit's interval of the ratio of medians (baseline / candidate:
+> 1 means the candidate is faster; `profaudit.audit.speedup`'s bootstrap, widened for lag-1
+autocorrelation, since consecutive launches are not independent, and for run-to-run variation
+where a side holds several runs); the test is the audit's Mann-Whitney U. A group is
 
     faster / slower  the interval clears 1 by more than the noise threshold and U rejects at 5 %
                      (reported summaries: the audit's delta-method interval alone)
@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from profaudit.audit import stats as S
+from profaudit.audit.speedup import _intervals as intervals
 
 GROUP_RESAMPLES = 2_000
 MAX_TESTED_GROUPS = 500
@@ -40,7 +41,7 @@ SCHEMA = {
 }
 
 
-def test_pair(xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None = None, runs_c: np.ndarray | None = None, *, seed: int = S.DEFAULT_SEED, resamples: int = GROUP_RESAMPLES) -> dict:
+def pair_significance(xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None = None, runs_c: np.ndarray | None = None, *, seed: int = S.DEFAULT_SEED, resamples: int = GROUP_RESAMPLES) -> dict:
     """Significance of one pair of samples (in execution order); see the module docstring."""
     xb = np.asarray(xb, dtype=np.float64)
     xc = np.asarray(xc, dtype=np.float64)
@@ -52,20 +53,19 @@ def test_pair(xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None = None, 
     if np.ptp(xb) == 0 and np.ptp(xc) == 0:
         out["significance_basis"] = "no spread on either side (replayed or summary values)"
         return out
-    rng = np.random.default_rng(seed)
     sb = S.SampleSet(xb, runs=runs_b if runs_b is not None and runs_b.size == xb.size else None)
     sc = S.SampleSet(xc, runs=runs_c if runs_c is not None and runs_c.size == xc.size else None)
-    db, _ = S.bootstrap_draws(sb, [S.MEDIAN], resamples, rng)
-    dc, _ = S.bootstrap_draws(sc, [S.MEDIAN], resamples, rng)
-    inflate = []
-    for smp, draws in ((sb, db["median"]), (sc, dc["median"])):
-        f_ac = S.autocorrelation_inflation(S.lag1_autocorrelation(smp.values))
-        f_run, info = S.run_inflation(smp, S.log_se(draws, smp.stat(S.MEDIAN)))
-        inflate.append((max(f_ac, f_run), info.get("runs", 1)))
-    iv = S.ratio_interval(sb, sc, S.MEDIAN, draws_b=db["median"], draws_c=dc["median"], inflate_b=inflate[0][0], inflate_c=inflate[1][0])
+    # the audit's own interval: bootstrap of the median ratio, widened for autocorrelation and
+    # run-to-run variation exactly as `profaudit audit` does it
+    ivs, method, infl = intervals((sb, sc), [S.MEDIAN], resamples, (seed, seed + 1), S.DEFAULT_CONFIDENCE, "time")
+    iv = ivs[S.MEDIAN.name]
     mw = S.mann_whitney(xb, xc)
-    runs = min(inflate[0][1], inflate[1][1])
-    basis = "launches" + (f", widened by run-to-run variation ({runs} runs)" if runs >= 2 else "")
+    sides = [infl.get(r, {}) for r in ("baseline", "candidate")]
+    auto = any((d.get("autocorrelation_factor") or 1.0) > 1.0 for d in sides)
+    run_factors = [d.get("run_factor", {}).get(S.MEDIAN.name, 1.0) for d in (*sides, infl.get("paired_runs", {}))]
+    runs = max(int(d.get("runs", 1) or 1) for d in (*sides, infl.get("paired_runs", {})))
+    widened = [w for w, on in (("autocorrelation", auto), (f"run-to-run variation ({runs} runs)", any(f > 1.0 for f in run_factors))) if on]
+    basis = "launches" + (", interval widened for " + " and ".join(widened) if widened else "")
     out.update(p_value=mw.p_value, speedup_ci_low=iv.low, speedup_ci_high=iv.high, significance_basis=basis)
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
         out["significance"] = "unknown"
@@ -110,7 +110,7 @@ def group_significance(
                          "significance_basis": f"not tested: outside the {limit} largest time differences"})
             continue
         rows.append(
-            test_pair(
+            pair_significance(
                 np.asarray(d), np.asarray(d2),
                 np.asarray(r) if runs_b > 1 else None, np.asarray(r2) if runs_c > 1 else None,
                 seed=S.DEFAULT_SEED + int(gid),
@@ -148,7 +148,7 @@ def total_significance(kb: pl.DataFrame, kc: pl.DataFrame, runs_b: int, runs_c: 
 def case_significance(rb: pl.DataFrame, rc: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """Timing logs: one row per matched case (`case_id`).
 
-    Raw iterations on both sides: `test_pair` (basis "iterations"). Otherwise, where both sides
+    Raw iterations on both sides: `pair_significance` (basis "iterations"). Otherwise, where both sides
     give a mean, a standard deviation and a count (raw or reported), the audit's delta-method
     interval of the ratio of means; else unknown.
     """
@@ -175,7 +175,7 @@ def case_significance(rb: pl.DataFrame, rc: pl.DataFrame, pairs: pl.DataFrame) -
         ids.append(cid)
         d, d2 = row["d"], row["d_c"]
         if d is not None and d2 is not None and len(d) >= MIN_SAMPLES and len(d2) >= MIN_SAMPLES:
-            res = test_pair(np.asarray(d), np.asarray(d2), _codes(row["r"]), _codes(row["r_c"]), seed=S.DEFAULT_SEED + int(cid))
+            res = pair_significance(np.asarray(d), np.asarray(d2), _codes(row["r"]), _codes(row["r_c"]), seed=S.DEFAULT_SEED + int(cid))
             if res["significance_basis"] and res["significance_basis"].startswith("launches"):
                 res["significance_basis"] = "iterations" + res["significance_basis"][len("launches"):]
             rows.append(res)

@@ -1,10 +1,12 @@
 """Timing-log comparison: benchmark case by benchmark case (benchmark name x parameters).
 
 A case's time is the median of its raw samples (warm-up rows dropped, the most direct time source
-kept per case through `profaudit.samples.preferred`); a case with summaries only uses its median
-row, else its mean row, and its significance is unknown. Benchmark names are matched with the
-kernel matcher's name levels (spelling, generated-name families, fuzzy as the mode allows) and
-cases then pair on identical canonical parameters.
+kept per case through `profaudit.samples.preferred`); a case with summaries only uses its reported
+median, else its reported mean, and gets an interval only where a standard deviation and a count
+are reported too. Benchmark names are matched with the kernel matcher's name levels (spelling,
+generated-name families, fuzzy as the mode allows) and cases then pair on identical canonical
+parameters. Several profiles on a side (repeated runs) pool their samples per case; the run
+index widens the interval through the audit's run-to-run factor.
 """
 
 from __future__ import annotations
@@ -160,8 +162,8 @@ def compare_samples(b: Side, c: Side, *, match: str, intended: tuple[str, ...] =
     share = contributions.filter(pl.col("kind") == "matched").select("case_id", "share_pct")
     matched = matched.join(share, on="case_id", how="left").sort([pl.col("diff_ns").abs(), "label"], descending=[True, False], nulls_last=True)
     totals = _totals(tb, tc, matched)
-    findings, comparable, fair_notes = fairness.check_pair(b, c, kind="samples", intended=intended)
-    notes = list(fair_notes)
+    findings, comparable = fairness.check_pair(b, c, kind="samples", intended=intended)
+    notes: list[str] = []
     summary_only = matched.filter((pl.col("statistic_b") != "median") | (pl.col("statistic_c") != "median")).height
     if summary_only:
         notes.append(
@@ -242,7 +244,7 @@ def _verdict(comparable: str, findings: list, totals: dict) -> str:
     cs = totals["case_significance"]
     faster, slower = cs.get("faster", 0), cs.get("slower", 0)
     direction = "faster" if geo > 1 else "slower" if geo < 1 else "as fast"
-    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else " (fairness unchecked)" if comparable == "unchecked" else ""
+    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else ""
     return (
         f"candidate {direction}: geometric-mean speedup {geo:.3g}x over {n} matched case(s); "
         f"significantly faster in {faster}, slower in {slower}, {n - faster - slower} not significant or unknown{caveat}"

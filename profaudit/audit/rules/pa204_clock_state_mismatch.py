@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import numpy as np
+
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import clock_state, differ_text, fx, pct
@@ -45,6 +47,15 @@ class ClockStateMismatch(Rule):
             if abs(diff) > 0.03:
                 return [self.flag(Severity.INFO, f"median clocks differ by {pct(abs(diff))} ({fb:.0f} vs {fc:.0f} MHz); the speedup holds in cycles ({fx(c_iv.estimate)} against {fx(t_iv.estimate)} in time)", "both", **evid)]
             return [self.ok(f"clocks match ({fb:.0f} vs {fc:.0f} MHz); speedup in cycles {fx(c_iv.estimate)}", **evid)]
+        (vb, srcb), (vc, srcc) = b.clock_mhz(), c.clock_mhz()
+        if vb is not None and vc is not None:
+            # Clock values without per-sample times to convert: compare the clocks themselves.
+            fb, fc = float(np.median(vb)), float(np.median(vc))
+            diff = fb / fc - 1
+            evid = {"clock_baseline_mhz": fb, "clock_baseline_source": srcb, "clock_candidate_mhz": fc, "clock_candidate_source": srcc}
+            if abs(diff) > 0.03:
+                return [self.flag(Severity.WARN, f"the sides ran at different clocks ({fb:.0f} vs {fc:.0f} MHz, {pct(abs(diff))}) and there are no per-call times to recompute the speedup in cycles", "both", **evid)]
+            return [self.ok(f"clocks match ({fb:.0f} vs {fc:.0f} MHz)", **evid)]
         if cb is not None and cc is not None:
             sb, sc = clock_state(cb.value), clock_state(cc.value)
             if sb != sc:

@@ -32,7 +32,7 @@ class OneSidedOutliers(Rule):
         b, c = ev.baseline, ev.candidate
         if not (b.has_samples and c.has_samples):
             return [self.cannot("needs per-iteration times on both sides")]
-        ob, oc = st.tukey_outliers(b.steady), st.tukey_outliers(c.steady)
+        ob, oc = st.tukey_outliers(b.steady, sorted_x=b.steady_sorted), st.tukey_outliers(c.steady, sorted_x=c.steady_sorted)
         fb, fc = ob.extreme_fraction, oc.extreme_fraction
         evid = {"outliers_baseline": ob, "outliers_candidate": oc}
         side = None

@@ -59,6 +59,13 @@ class MismatchedStatistics(Rule):
         )
         evid = {"claimed": claimed, "reproducing_statistics": same, "mixed_pairs": [f"baseline {bs} / candidate {cs} = {r:.3g}" for (bs, cs), r in cross]}
         claimed_ok = stat is not None and stat.name in same
+        # Mixing statistics matters when it inflates: the claim sits above every same-statistic
+        # interval it could have come from.
+        pool = [cmp.intervals[stat.name]] if stat is not None and stat.name in cmp.intervals else [iv for ivs in spaces for iv in ivs.values()]
+        highs = [iv.high if math.isfinite(iv.high) else iv.estimate for iv in pool if math.isfinite(iv.estimate)]
+        above = bool(highs) and claimed > max(highs) * (1 + noise) + tol
+        if not above:
+            cross = []
         if stat is not None and not claimed_ok and not same and cross:
             (bs, cs), r = cross[0]
             return out + [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} reproduces only as baseline {bs} / candidate {cs} ({fx(r)}), not with one statistic on both sides", "both", correction=cmp.primary_interval, **evid)]

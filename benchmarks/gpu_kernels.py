@@ -1,0 +1,106 @@
+"""GPU-sized benchmark cases for benchmarks/gpu_capture.sh (the examples/ files are CPU-sized).
+
+A torch fp16 matmul, the Triton vector add and softmax of examples/triton_kernels.py against
+their torch equivalents, and a jitted JAX fp32 matmul. Working sets exceed twice the L2 of
+current GPUs where the kernel is memory-bound, and timings run cold (L2 flushed before each call).
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import numpy as np  # noqa: E402
+
+from profaudit import bench  # noqa: E402
+
+BENCHMARKS = []
+
+try:
+    import torch
+
+    HAVE_CUDA_TORCH = torch.cuda.is_available()
+except ImportError:
+    HAVE_CUDA_TORCH = False
+
+if HAVE_CUDA_TORCH:
+
+    def _mm_inputs(p, gen):
+        n = p["n"]
+        return gen.randn((n, n), p["dtype"], scale=n ** -0.5), gen.randn((n, n), p["dtype"], scale=n ** -0.5)
+
+    BENCHMARKS.append(
+        bench.Benchmark(
+            "gpu_matmul",
+            backend="torch",
+            inputs=_mm_inputs,
+            reference=lambda a, b: a @ b,  # float64 on the GPU
+            variants={"torch": torch.matmul},
+            params=bench.grid(n=[4096], dtype=["float16"]),
+            flops=lambda p: 2 * p["n"] ** 3,
+            bytes=lambda p: 3 * p["n"] ** 2 * 2,
+        )
+    )
+
+    try:
+        import triton  # noqa: F401
+
+        from triton_kernels import softmax, torch_add, torch_softmax, vector_add
+
+        BENCHMARKS.append(
+            bench.Benchmark(
+                "gpu_vector_add",
+                backend="triton",
+                inputs=lambda p, gen: (gen.randn(p["n"], p["dtype"]), gen.randn(p["n"], p["dtype"])),
+                output=lambda p, ins: torch.empty_like(ins[0]),
+                reference=lambda x, y: x + y,
+                variants={"torch": torch_add, "triton": vector_add},
+                params=bench.grid(n=[1 << 26], dtype=["float32"]),
+                flops=lambda p: p["n"],
+                bytes=lambda p: 3 * p["n"] * 4,
+                baseline="torch",
+            )
+        )
+        BENCHMARKS.append(
+            bench.Benchmark(
+                "gpu_softmax",
+                backend="triton",
+                inputs=lambda p, gen: (gen.randn((p["rows"], p["cols"]), p["dtype"]),),
+                output=lambda p, ins: torch.empty_like(ins[0]),
+                reference=lambda x: torch.softmax(x, dim=-1),
+                variants={"torch": torch_softmax, "triton": softmax},
+                params=bench.grid(rows=[8192], cols=[4096], dtype=["float32"]),
+                flops=lambda p: 5 * p["rows"] * p["cols"],
+                bytes=lambda p: 2 * p["rows"] * p["cols"] * 4,
+                baseline="torch",
+            )
+        )
+    except ImportError:
+        pass
+
+try:
+    import jax
+
+    HAVE_JAX_GPU = any(d.platform == "gpu" for d in jax.devices())
+except Exception:  # jax absent or without a GPU plugin
+    HAVE_JAX_GPU = False
+
+if HAVE_JAX_GPU:
+    import jax.numpy as jnp
+
+    def _jmm_inputs(p, gen):
+        n = p["n"]
+        return gen.randn((n, n), p["dtype"], scale=n ** -0.5), gen.randn((n, n), p["dtype"], scale=n ** -0.5)
+
+    BENCHMARKS.append(
+        bench.Benchmark(
+            "gpu_jax_matmul",
+            backend="jax",
+            inputs=_jmm_inputs,
+            reference=lambda a, b: np.matmul(a, b),  # float64 numpy on the host
+            variants={"jax": bench.Variant(jnp.matmul, compile_mode="jit")},
+            params=bench.grid(n=[2048], dtype=["float32"]),
+            flops=lambda p: 2 * p["n"] ** 3,
+            bytes=lambda p: 3 * p["n"] ** 2 * 4,
+        )
+    )

@@ -1,0 +1,377 @@
+"""Charts the pages draw from library results: the interactive roofline and the timing views.
+
+The roofline chart sends its points as typed arrays (base64 float/int buffers, which plotly.js
+reads directly) in WebGL traces, so 100k kernels x 3 memory levels stay a few megabytes and
+draw in about a second; kernel names ride along for hover only while there are few enough points
+(beyond that a click on a point shows the kernel). Ceilings come from `DeviceSpec` peaks, at the
+datasheet clock and/or rescaled to the median clock the device's kernels were measured at.
+
+The timing views take steady state and drift from `profaudit.audit.stats` (the same detectors the
+audit rules use), so what the chart marks as warm-up or drift is what the audit judges.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from profaudit.schema import MEMORY_LEVELS
+
+LEVEL_STYLE = {"dram": ("circle", "DRAM"), "l2": ("square", "L2"), "l1": ("diamond", "L1"), "llc": ("x", "LLC"), "vmem": ("x", "VMEM"), "cmem": ("x", "CMEM"), "sbuf": ("x", "SBUF"), "psum": ("x", "PSUM"), "sram": ("x", "SRAM")}
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
+DEVICE_COLORS = ["#333333", "#7a3e9d", "#00707a", "#a0522d", "#4b6cb7"]
+# Above this many points, names stay off the hover (they would dominate the payload).
+MAX_NAMED_POINTS = 20_000
+MAX_PROFILE_TRACES = 10
+CLOCK_LABEL = {"boost": "datasheet", "kernel": "measured clock"}
+
+
+def typed(a: np.ndarray) -> dict:
+    """A numpy array as plotly.js's typed-array spec (no per-element JSON)."""
+    a = np.ascontiguousarray(a)
+    return {"dtype": a.dtype.str.lstrip("<|="), "bdata": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def si(v: float | None, unit: str) -> str:
+    if v is None or not math.isfinite(v):
+        return "—"
+    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def _base_layout(**kw) -> dict:
+    import plotly.graph_objects as go
+
+    return go.Figure(layout=dict(template="plotly_white", **kw)).to_plotly_json()["layout"]
+
+
+# -- roofline ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class RooflineResult:
+    figure: dict
+    notes: list[str] = field(default_factory=list)
+    points: int = 0
+
+
+def measured_clock(rf: pl.DataFrame, key: str) -> float | None:
+    """Median SM clock of a device's kernels (what 'at the measured clock' draws the roofs at)."""
+    s = rf.filter(pl.col("device_key") == key)["kernel_clock_hz"].drop_nulls()
+    return float(s.median()) if s.len() else None
+
+
+def roofline_figure(
+    rf: pl.DataFrame,
+    specs: Mapping[str, object],
+    *,
+    levels: Sequence[str],
+    precisions: Sequence[str],
+    clocks: Sequence[str] = ("boost",),
+    sparse: bool = False,
+    max_named: int = MAX_NAMED_POINTS,
+) -> RooflineResult:
+    """A plotly figure (as a dict) for a `profaudit.roofline.roofline(..., clock="both")` frame.
+
+    Points: one per kernel and selected memory level (x = arithmetic intensity at that level,
+    y = achieved FLOP/s), customdata = the row's index in `rf`. Ceilings: every selected precision
+    and level of every device in `rf`, at each clock in `clocks` ('boost' = datasheet, 'kernel' =
+    the median measured clock of that device's kernels).
+    """
+    notes: list[str] = []
+    traces: list[dict] = []
+    xs_min, xs_max, ys_min, ys_max = math.inf, 0.0, math.inf, 0.0
+    n_points = 0
+    idx_all = np.arange(rf.height, dtype=np.int32)
+    pids = rf["profile_id"].unique(maintain_order=True).to_list() if rf.height else []
+    by_profile = len(pids) <= MAX_PROFILE_TRACES
+    point_levels = [lv for lv in levels if lv in MEMORY_LEVELS]
+    total_pts = sum(int(((rf[f"ai_{lv}_flops_per_byte"] > 0) & (rf["achieved_flops_per_s"] > 0)).sum()) for lv in point_levels) if rf.height else 0
+    named = total_pts <= max_named
+    if not named:
+        notes.append(f"{total_pts:,} points: kernel names are left off the hover; click a point to see its kernel")
+    for lv in point_levels:
+        symbol, label = LEVEL_STYLE[lv]
+        ai = rf[f"ai_{lv}_flops_per_byte"].to_numpy().astype(np.float64, copy=False)
+        ach = rf["achieved_flops_per_s"].to_numpy().astype(np.float64, copy=False)
+        ok = np.isfinite(ai) & np.isfinite(ach) & (ai > 0) & (ach > 0)
+        if not ok.any():
+            continue
+        groups = [(pid, (rf["profile_id"] == pid).to_numpy()) for pid in pids] if by_profile else [("all profiles", np.ones(rf.height, dtype=bool))]
+        for gi, (gname, gmask) in enumerate(groups):
+            m = ok & gmask
+            if not m.any():
+                continue
+            x, y, idx = ai[m], ach[m], idx_all[m]
+            xs_min, xs_max = min(xs_min, float(x.min())), max(xs_max, float(x.max()))
+            ys_min, ys_max = min(ys_min, float(y.min())), max(ys_max, float(y.max()))
+            n_points += int(m.sum())
+            t = {
+                "type": "scattergl",
+                "mode": "markers",
+                "name": f"{gname} · {label}",
+                "legendgroup": f"pts-{lv}",
+                "x": typed(x.astype(np.float64)),
+                "y": typed(y.astype(np.float64)),
+                "customdata": typed(idx),
+                "marker": {"symbol": symbol, "size": 7, "opacity": 0.7, "color": PALETTE[gi % len(PALETTE)]},
+                "hovertemplate": ("<b>%{text}</b><br>" if named else "kernel row %{customdata}<br>") + f"AI ({label}) %{{x:.3g}} FLOP/B<br>%{{y:.3s}}FLOP/s<extra>{gname}</extra>",
+            }
+            if named:
+                names = rf["short_name"].fill_null(rf["name"]).fill_null("?").to_numpy()[m]
+                t["text"] = [str(s)[:120] for s in names]
+            traces.append(t)
+    if rf.height and n_points == 0:
+        notes.append("no kernel has both FLOPs and bytes at the selected memory levels, so there are no points to place")
+
+    ceilings: list[dict] = []
+    keys = [k for k in rf["device_key"].unique(maintain_order=True).to_list() if k] if rf.height else []
+    for di, key in enumerate(keys):
+        spec = specs[key]
+        color = DEVICE_COLORS[di % len(DEVICE_COLORS)]
+        for clock in clocks:
+            clk = None
+            if clock == "kernel":
+                clk = measured_clock(rf, key)
+                if clk is None:
+                    notes.append(f"{key}: no measured kernel clock, so no ceilings at the measured clock")
+                    continue
+            tag = "datasheet" if clock == "boost" else f"at {clk / 1e6:.0f} MHz measured"
+            dash = "solid" if clock == "boost" else "dash"
+            peaks = {p: spec.peak_flops_per_s(p, sparse=sparse, clock_hz=clk) for p in precisions if spec.peak(p, sparse=sparse) is not None}
+            missing = [p for p, v in peaks.items() if v is None]
+            if missing and clock == "kernel":
+                notes.append(f"{key}: the vendor states no clock for {', '.join(missing)}, so those peaks cannot be moved to the measured clock")
+            peaks = {p: v for p, v in peaks.items() if v}
+            bws = {lv: spec.bandwidth_bytes_per_s(lv, clk) for lv in levels if lv in spec.levels()}
+            bws = {lv: v for lv, v in bws.items() if v}
+            ceilings.append({"key": key, "color": color, "dash": dash, "tag": tag, "peaks": peaks, "bws": bws})
+            for v in peaks.values():
+                ys_max = max(ys_max, v)
+            for p, v in peaks.items():
+                for w in bws.values():
+                    xs_min, xs_max = min(xs_min, v / w), max(xs_max, v / w)
+    if not math.isfinite(xs_min) or xs_max <= 0:
+        xs_min, xs_max = 0.01, 1000.0
+    lo, hi = xs_min / 4, xs_max * 4
+    for c in ceilings:
+        top = max(c["peaks"].values()) if c["peaks"] else None
+        for p, v in c["peaks"].items():
+            start = min((v / w for w in c["bws"].values()), default=lo)
+            traces.append({
+                "type": "scatter", "mode": "lines", "x": [max(start, lo), hi], "y": [v, v],
+                "name": f"{c['key']}: {p} {si(v, 'FLOP/s')} ({c['tag']})", "legendgroup": f"{c['key']}-compute",
+                "line": {"color": c["color"], "width": 2 if p.endswith("tensor") else 1.3, "dash": c["dash"] if c["dash"] != "solid" else ("solid" if p.endswith("tensor") else "dot")},
+                "hoverinfo": "name",
+            })
+        for lv, w in c["bws"].items():
+            end = (top / w) if top else hi
+            ys_min = min(ys_min, w * lo)
+            traces.append({
+                "type": "scatter", "mode": "lines", "x": [lo, end], "y": [w * lo, w * end],
+                "name": f"{c['key']}: {lv} {si(w, 'B/s')} ({c['tag']})", "legendgroup": f"{c['key']}-mem",
+                "line": {"color": c["color"], "width": 2.2 if lv == "dram" else 1.3, "dash": c["dash"] if c["dash"] != "solid" else ("solid" if lv == "dram" else "dashdot")},
+                "hoverinfo": "name",
+            })
+    if not math.isfinite(ys_min) or ys_max <= 0:
+        ys_min, ys_max = 1e9, 1e15
+    layout = _base_layout(
+        xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}, "range": [math.log10(lo), math.log10(hi)]},
+        yaxis={"type": "log", "title": {"text": "performance (FLOP/s)"}, "range": [math.log10(max(ys_min, 1e-30)) - 0.3, math.log10(ys_max) + 0.3]},
+        legend={"font": {"size": 10}},
+        hoverlabel={"align": "left"},
+        margin={"l": 70, "r": 10, "t": 40, "b": 60},
+        height=620,
+        title={"text": f"Hierarchical roofline: {n_points:,} points, ceilings {' and '.join(CLOCK_LABEL[c] for c in clocks)}{' (2:4 sparse)' if sparse else ''}", "font": {"size": 15}},
+        uirevision="roofline",
+    )
+    return RooflineResult({"data": traces, "layout": layout}, notes, n_points)
+
+
+# -- timing ------------------------------------------------------------------------------------------
+
+_UNITS = (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0))
+MAX_SERIES = 12
+DIST_POINTS = 4000
+
+
+def time_unit(median_ns: float) -> tuple[str, float]:
+    for unit, scale in _UNITS:
+        if median_ns >= scale:
+            return unit, scale
+    return "ns", 1.0
+
+
+def _throttled_reasons(reasons: np.ndarray) -> np.ndarray:
+    # The audit's own reading of NVML throttle reasons (rule PA203), so chart and audit agree.
+    from profaudit.audit.rules.pa203_clock_throttling import _throttled
+
+    return np.array([_throttled(r) for r in reasons], dtype=bool)
+
+
+@dataclass
+class Series:
+    label: str
+    variant: str
+    iteration: np.ndarray
+    duration_ns: np.ndarray
+    labelled_warmup: np.ndarray  # bool per sample: phase == warmup
+    head: np.ndarray  # bool per sample: the warm-up head steady_state() detected
+    throttled: np.ndarray  # bool per sample
+    sm_clock_mhz: np.ndarray | None
+    temperature_c: np.ndarray | None
+    steady_state: object
+    trend: object
+    intercept_ns: float | None
+
+    @property
+    def steady(self) -> np.ndarray:
+        return ~(self.labelled_warmup | self.head)
+
+
+def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None) -> list[Series]:
+    """Per-iteration series, one per (profile, variant, run), with warm-up, drift and throttling
+    marked. `samples` holds raw rows of one benchmark case."""
+    from profaudit.audit import stats
+
+    out: list[Series] = []
+    keys = ["profile_id", "variant", "run"]
+    ordered = samples.sort(["profile_id", "variant", "run", "iteration", "timestamp_ns"], nulls_last=True, maintain_order=True)
+    groups = ordered.partition_by(keys, maintain_order=True, as_dict=True)
+    multi_profile = ordered["profile_id"].n_unique() > 1
+    for (pid, variant, run), g in groups.items():
+        d = g["duration_ns"].to_numpy().astype(np.float64)
+        ok = np.isfinite(d)
+        g, d = g.filter(pl.Series(ok)), d[ok]
+        if d.size == 0:
+            continue
+        it = g["iteration"].to_numpy() if g["iteration"].null_count() == 0 else np.arange(d.size)
+        warm = (g["phase"] == "warmup").fill_null(False).to_numpy()
+        meas_idx = np.flatnonzero(~warm)
+        ss = stats.steady_state(d[meas_idx])
+        head = np.zeros(d.size, dtype=bool)
+        head[meas_idx[: ss.start]] = True
+        steady_idx = meas_idx[ss.start:]
+        tr = stats.trend(d[steady_idx])
+        intercept = None
+        if steady_idx.size >= 10 and math.isfinite(tr.slope_per_iteration):
+            intercept = float(np.median(d[steady_idx] - tr.slope_per_iteration * it[steady_idx]))
+        clocks = g["sm_clock_mhz"].to_numpy().astype(np.float64) if g["sm_clock_mhz"].null_count() < g.height else None
+        temps = g["temperature_c"].to_numpy().astype(np.float64) if g["temperature_c"].null_count() < g.height else None
+        thr = np.zeros(d.size, dtype=bool)
+        if g["throttle_reasons"].null_count() < g.height:
+            thr |= _throttled_reasons(g["throttle_reasons"].to_numpy())
+        if clocks is not None:
+            ref = reference_clock_mhz or (float(np.nanmax(clocks)) if np.isfinite(clocks).any() else None)
+            if ref:
+                thr |= np.nan_to_num(clocks, nan=np.inf) < 0.75 * ref
+        vname = variant if variant is not None else str(pid)
+        parts = [vname]
+        if multi_profile and variant is not None:
+            parts.append(str(pid))
+        if run is not None:
+            parts.append(f"run {run}")
+        out.append(Series(" · ".join(parts), vname, it.astype(np.float64), d, warm, head, thr, clocks, temps, ss, tr, intercept))
+    return out
+
+
+def _quantile_sample(x: np.ndarray, n: int = DIST_POINTS) -> np.ndarray:
+    """At most n values with the same distribution shape (evenly spaced order statistics)."""
+    if x.size <= n:
+        return np.sort(x)
+    return np.quantile(x, np.linspace(0, 1, n))
+
+
+def timing_figures(series: Sequence[Series]):
+    """(per-iteration figure, violin figure, ECDF figure, notes); figures are plotly Figures."""
+    import plotly.graph_objects as go
+
+    notes: list[str] = []
+    if len(series) > MAX_SERIES:
+        notes.append(f"{len(series)} series: the first {MAX_SERIES} are drawn")
+        series = list(series)[:MAX_SERIES]
+    allsteady = np.concatenate([s.duration_ns[s.steady] for s in series]) if series else np.array([])
+    unit, scale = time_unit(float(np.median(allsteady)) if allsteady.size else 1.0)
+    variants = list(dict.fromkeys(s.variant for s in series))
+    color = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
+    fig = go.Figure()
+    have_clock = have_temp = False
+    for s in series:
+        c = color[s.variant]
+        st = s.steady
+        fig.add_trace(go.Scattergl(x=s.iteration[st], y=s.duration_ns[st] / scale, mode="markers", name=s.label, legendgroup=s.label, marker=dict(color=c, size=4, opacity=0.8),
+                                   hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>steady</extra>"))
+        warm = s.labelled_warmup | s.head
+        if warm.any():
+            fig.add_trace(go.Scattergl(x=s.iteration[warm], y=s.duration_ns[warm] / scale, mode="markers", name=f"{s.label}: warm-up ({int(s.labelled_warmup.sum())} labelled, {int(s.head.sum())} detected)",
+                                       legendgroup=s.label, marker=dict(color="#f0a202", size=6, symbol="triangle-up", line=dict(color=c, width=1)),
+                                       hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>warm-up</extra>"))
+        if s.throttled.any():
+            fig.add_trace(go.Scattergl(x=s.iteration[s.throttled], y=s.duration_ns[s.throttled] / scale, mode="markers", name=f"{s.label}: throttled ({int(s.throttled.sum())})",
+                                       legendgroup=s.label, marker=dict(color="#d00000", size=8, symbol="x"),
+                                       hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>throttled</extra>"))
+        tr = s.trend
+        if s.intercept_ns is not None and st.any():
+            xi = s.iteration[st]
+            x0, x1 = float(xi.min()), float(xi.max())
+            y0, y1 = s.intercept_ns + tr.slope_per_iteration * x0, s.intercept_ns + tr.slope_per_iteration * x1
+            sig = "significant" if tr.drift_significant else "not significant"
+            fig.add_trace(go.Scatter(x=[x0, x1], y=[y0 / scale, y1 / scale], mode="lines", name=f"{s.label}: drift {tr.drift_rel * 100:+.1f}% over the run ({sig})",
+                                     legendgroup=s.label, line=dict(color=c, width=2, dash="dash" if tr.drift_significant else "dot"), hoverinfo="name"))
+        if s.sm_clock_mhz is not None:
+            have_clock = True
+            fig.add_trace(go.Scattergl(x=s.iteration, y=s.sm_clock_mhz, mode="lines", name=f"{s.label}: SM clock", legendgroup=s.label, yaxis="y2", line=dict(color=c, width=1), opacity=0.45,
+                                       hovertemplate="%{y:.0f} MHz<extra>SM clock</extra>"))
+        if s.temperature_c is not None:
+            have_temp = True
+            fig.add_trace(go.Scattergl(x=s.iteration, y=s.temperature_c, mode="lines", name=f"{s.label}: temperature", legendgroup=s.label, yaxis="y3", line=dict(color=c, width=1, dash="dot"), opacity=0.45,
+                                       hovertemplate="%{y:.0f} °C<extra>temperature</extra>"))
+    right = 0.9 if (have_clock and have_temp) else 0.95 if (have_clock or have_temp) else 1.0
+    layout = dict(template="plotly_white", height=560, margin=dict(l=60, r=20, t=40, b=40), title=dict(text="Per-iteration times", font=dict(size=15)),
+                  xaxis=dict(title="iteration", domain=[0, right]), yaxis=dict(title=f"time ({unit})"),
+                  legend=dict(font=dict(size=10), orientation="h", yanchor="top", y=-0.14, xanchor="left", x=0), uirevision="timing")
+    if have_clock:
+        layout["yaxis2"] = dict(title="SM clock (MHz)", overlaying="y", side="right", anchor="x", showgrid=False)
+    if have_temp:
+        layout["yaxis3"] = dict(title="temperature (°C)", overlaying="y", side="right", anchor="free" if have_clock else "x", position=1.0 if have_clock else None, showgrid=False)
+    fig.update_layout(**layout)
+
+    violin = go.Figure()
+    ecdf = go.Figure()
+    for v in variants:
+        vals = np.concatenate([s.duration_ns[s.steady] for s in series if s.variant == v])
+        if vals.size == 0:
+            continue
+        q = _quantile_sample(vals) / scale
+        violin.add_trace(go.Violin(y=q, name=v, box_visible=True, meanline_visible=True, points=False, line_color=color[v], spanmode="hard"))
+        ecdf.add_trace(go.Scatter(x=q, y=np.linspace(0, 1, q.size) if q.size > 1 else np.array([1.0]), mode="lines", name=f"{v} (n={vals.size:,})", line=dict(color=color[v], shape="hv")))
+    violin.update_layout(template="plotly_white", height=380, margin=dict(l=60, r=20, t=40, b=40), title=dict(text="Steady-state distribution per variant", font=dict(size=15)), yaxis_title=f"time ({unit})", showlegend=False)
+    ecdf.update_layout(template="plotly_white", height=380, margin=dict(l=60, r=20, t=40, b=50), title=dict(text="ECDF of steady-state times", font=dict(size=15)), xaxis_title=f"time ({unit})", yaxis_title="fraction of samples ≤ x")
+    # Figures, not dicts: Dash serialises a Figure's numpy arrays as typed arrays.
+    return fig, violin, ecdf, notes
+
+
+def series_rows(series: Sequence[Series]) -> tuple[list[str], list[list]]:
+    from profaudit.compare.render import fmt_ns
+
+    hdr = ["series", "samples", "warm-up (labelled / detected)", "steady median", "MAD", "drift over run [95%]", "drift significant", "throttled"]
+    rows = []
+    for s in series:
+        st = s.steady
+        med = float(np.median(s.duration_ns[st])) if st.any() else None
+        mad = float(np.median(np.abs(s.duration_ns[st] - med))) if med is not None else None
+        tr = s.trend
+        drift = "—" if not math.isfinite(tr.drift_rel) else f"{tr.drift_rel * 100:+.2f}%" + (f" [{tr.drift_low * 100:+.2f}, {tr.drift_high * 100:+.2f}]" if math.isfinite(tr.drift_low) else "")
+        rows.append([s.label, f"{s.duration_ns.size:,}", f"{int(s.labelled_warmup.sum())} / {int(s.head.sum())} ({s.steady_state.method})", fmt_ns(med), fmt_ns(mad), drift,
+                     "—" if not math.isfinite(tr.drift_rel) else ("yes" if tr.drift_significant else "no"), f"{int(s.throttled.sum())} ({s.throttled.mean() * 100:.1f}%)"])
+    return hdr, rows
+
+
+__all__ = ["roofline_figure", "RooflineResult", "build_series", "timing_figures", "series_rows", "typed", "time_unit"]

@@ -1,0 +1,140 @@
+"""Roofline: the hierarchical roofline of the loaded kernels (DRAM, L2, L1 intensities), ceilings
+per precision and memory level at the datasheet clock and at the clock the kernels were measured at,
+the device as reported or overridden, WebGL points for many kernels; a click shows the kernel."""
+
+from __future__ import annotations
+
+import polars as pl
+from dash import Input, Output, State, dcc, html, no_update
+from dash.exceptions import PreventUpdate
+
+from profaudit.dashboards.figures import roofline_figure
+from profaudit.dashboards.ui import empty_figure, guarded, kv_table, message, page_header, state
+from profaudit.schema import MEMORY_LEVELS, PRECISIONS
+
+NAME = "Roofline"
+PATH = "/roofline"
+DESCRIPTION = "Hierarchical roofline with ceilings at the datasheet and the measured clock"
+AS_REPORTED = "__reported__"
+
+
+def _kernel_profiles(st) -> list[str]:
+    k = st.ps.kernels
+    return k["profile_id"].unique(maintain_order=True).to_list() if k.height else []
+
+
+def _specs(st, rf: pl.DataFrame) -> dict:
+    from profaudit.specs import get_spec
+
+    keys = [k for k in rf["device_key"].unique(maintain_order=True).to_list() if k] if rf.height else []
+    return {k: get_spec(k, st.specs) for k in keys}
+
+
+def layout(**_query):
+    from profaudit.specs import BANDWIDTH_LEVELS
+
+    st = state()
+    pids = _kernel_profiles(st)
+    used, levels_avail, measured = set(), list(MEMORY_LEVELS), False
+    try:
+        rf = st.roofline(pids, None, False) if pids else None
+    except Exception:  # the page still opens; the chart callback reports the problem
+        rf = None
+    if rf is not None and rf.height:
+        for s in rf["flops_precisions"].drop_nulls().unique().to_list():
+            used.update(s.split("+"))
+        specs = _specs(st, rf)
+        extra = {lv for sp in specs.values() for lv in sp.levels()}
+        levels_avail = [lv for lv in BANDWIDTH_LEVELS if lv in MEMORY_LEVELS or lv in extra]
+        measured = rf["kernel_clock_hz"].null_count() < rf.height
+    precisions_default = [p for p in PRECISIONS if p in used] or ["fp32", "fp16_tensor", "bf16_tensor", "tf32_tensor"]
+    devices = [{"label": "as each profile reports", "value": AS_REPORTED}] + [{"label": k, "value": k} for k in st.device_keys()]
+    return html.Div(
+        [
+            page_header(NAME, "Each kernel appears once per memory level: arithmetic intensity at that level against the FLOP/s it achieved. Ceilings are the device's peaks; toggle levels, precisions and clocks, or assume another device."),
+            html.Div(id="rf-msg"),
+            html.Div(
+                [
+                    html.Div([html.Label("profiles", htmlFor="rf-profiles"), dcc.Dropdown(id="rf-profiles", options=[{"label": p, "value": p} for p in pids], value=pids, multi=True)], className="ctl grow"),
+                    html.Div([html.Label("device", htmlFor="rf-device"), dcc.Dropdown(id="rf-device", options=devices, value=AS_REPORTED, clearable=False)], className="ctl"),
+                ],
+                className="controls",
+            ),
+            html.Div(
+                [
+                    html.Div([html.Label("memory levels"), dcc.Checklist(id="rf-levels", options=[{"label": f" {lv}", "value": lv} for lv in levels_avail], value=list(MEMORY_LEVELS), inline=True)], className="ctl"),
+                    html.Div([html.Label("precisions (compute ceilings)"), dcc.Checklist(id="rf-precisions", options=[{"label": f" {p}", "value": p} for p in PRECISIONS], value=precisions_default, inline=True)], className="ctl grow"),
+                    html.Div([html.Label("ceilings at"), dcc.Checklist(id="rf-clocks", options=[{"label": " datasheet clock", "value": "boost"}, {"label": " measured clock", "value": "kernel"}], value=["boost", "kernel"] if measured else ["boost"], inline=True)], className="ctl"),
+                    html.Div([html.Label("peaks"), dcc.Checklist(id="rf-sparse", options=[{"label": " 2:4 sparse", "value": "sparse"}], value=[], inline=True)], className="ctl"),
+                ],
+                className="controls",
+            ),
+            dcc.Loading(dcc.Graph(id="rf-graph", figure=empty_figure("loading…"), config={"displaylogo": False}), type="dot"),
+            html.Div(id="rf-notes"),
+            html.Div(id="rf-detail", className="detail"),
+        ],
+        className="page page-roofline",
+    )
+
+
+def _frame(st, pids, device, sparse):
+    dev = None if device in (None, "", AS_REPORTED) else device
+    if dev is not None and dev not in st.device_keys():
+        from profaudit.errors import UsageError
+
+        raise UsageError(f"no device spec {dev!r}")
+    return st.roofline(list(pids or []), dev, bool(sparse))
+
+
+@guarded(fallback=[empty_figure("no chart"), no_update, None], msg_at=2)
+def update(pids, device, levels, precisions, clocks, sparse):
+    st = state()
+    if not pids:
+        return empty_figure("choose at least one profile with kernels"), message("No profile with kernels is selected.", "info"), ""
+    rf = _frame(st, pids, device, "sparse" in (sparse or []))
+    res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []))
+    notes = [message(n, "info") for n in res.notes]
+    reasons = rf.filter(pl.col("roof_note").is_not_null()).group_by("roof_note").len().sort("len", descending=True) if rf.height else rf
+    if reasons.height:
+        rows = [html.Li(f"{n:,} kernels: {why}") for why, n in reasons.head(8).iter_rows()]
+        notes.append(html.Details([html.Summary(f"{int(reasons['len'].sum()):,} of {rf.height:,} kernels have a partial or no roofline: why"), html.Ul(rows)], className="notes", open=res.points == 0))
+    return res.figure, notes, ""
+
+
+@guarded()
+def show_point(click, pids, device, sparse):
+    if not click or not click.get("points"):
+        raise PreventUpdate
+    idx = click["points"][0].get("customdata")
+    if idx is None:
+        raise PreventUpdate
+    st = state()
+    rf = _frame(st, pids, device, "sparse" in (sparse or []))
+    try:
+        r = rf.row(int(idx), named=True)
+    except (IndexError, ValueError, TypeError):
+        raise PreventUpdate from None
+    shown = [(c, v) for c, v in r.items() if v is not None]
+    return html.Div([html.H3(f"{r.get('short_name') or r.get('name')} — profile {r['profile_id']}, kernel {r['kernel_id']}", id="rf-detail-title"), kv_table(shown)])
+
+
+def register(app) -> None:
+    app.callback(
+        Output("rf-graph", "figure"),
+        Output("rf-notes", "children"),
+        Output("rf-msg", "children"),
+        Input("rf-profiles", "value"),
+        Input("rf-device", "value"),
+        Input("rf-levels", "value"),
+        Input("rf-precisions", "value"),
+        Input("rf-clocks", "value"),
+        Input("rf-sparse", "value"),
+    )(update)
+    app.callback(
+        Output("rf-detail", "children"),
+        Input("rf-graph", "clickData"),
+        State("rf-profiles", "value"),
+        State("rf-device", "value"),
+        State("rf-sparse", "value"),
+        prevent_initial_call=True,
+    )(show_point)

@@ -1,0 +1,133 @@
+"""The GPU-only code paths, exercised on CPU with stand-ins for NVML and CUDA events.
+
+These check the harness's logic (units, bit decoding, event pairing, identity fields); they do
+not prove it on a GPU: benchmarks/gpu_capture.sh does that on a machine that has one.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+
+def test_throttle_reason_names():
+    from profaudit.bench.env import throttle_names
+
+    assert throttle_names(0) == "none"
+    assert throttle_names(0x1) == "gpu_idle"
+    assert throttle_names(0x4 | 0x20) == "sw_power_cap|sw_thermal_slowdown"
+    assert throttle_names(0x10000) == "0x10000"
+
+
+def _fake_pynvml():
+    nv = types.ModuleType("pynvml")
+    nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM, nv.NVML_TEMPERATURE_GPU = 0, 2, 0
+    state = {"init": 0}
+    nv.nvmlInit = lambda: state.__setitem__("init", state["init"] + 1)
+    nv.nvmlShutdown = lambda: state.__setitem__("init", state["init"] - 1)
+    nv.nvmlDeviceGetHandleByIndex = lambda i: ("h", i)
+    nv.nvmlDeviceGetClockInfo = lambda h, kind: {0: 1755, 2: 2619}[kind]
+    nv.nvmlDeviceGetTemperature = lambda h, kind: 61
+    nv.nvmlDeviceGetPowerUsage = lambda h: 412_345  # milliwatts
+    nv.nvmlDeviceGetCurrentClocksEventReasons = lambda h: 0x4
+    nv.nvmlDeviceGetName = lambda h: b"NVIDIA H200"
+    nv.nvmlDeviceGetUUID = lambda h: "GPU-1234"
+    nv.nvmlSystemGetDriverVersion = lambda: "560.35.03"
+    nv.nvmlSystemGetCudaDriverVersion = lambda: 12060
+    nv.nvmlDeviceGetEnforcedPowerLimit = lambda h: 700_000
+    nv.nvmlDeviceGetMaxClockInfo = lambda h, kind: {0: 1980, 2: 2619}[kind]
+    nv.nvmlDeviceGetApplicationsClock = lambda h, kind: 1980
+
+    def unsupported(*a):
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    nv.nvmlDeviceGetMigMode = unsupported
+    nv.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=150_000_000_000)
+    nv.nvmlDeviceGetPersistenceMode = lambda h: 1
+    nv.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=3)
+    nv.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=1), types.SimpleNamespace(pid=__import__("os").getpid())]
+    return nv, state
+
+
+def test_nvml_telemetry_units_and_identity(monkeypatch):
+    nv, state = _fake_pynvml()
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    from profaudit.bench.env import open_telemetry
+
+    t = open_telemetry("cuda", 0)
+    assert t.available and t.source == "nvml"
+    s = t.sample()
+    assert s == {"sm_clock_mhz": 1755.0, "mem_clock_mhz": 2619.0, "temperature_c": 61.0, "power_w": pytest.approx(412.345), "throttle_reasons": "sw_power_cap"}
+    ident = t.identity()
+    assert ident["name"] == "NVIDIA H200" and ident["uuid"] == "GPU-1234" and ident["cuda_driver_version"] == "12.6"
+    assert ident["power_limit_w"] == 700.0 and ident["max_sm_clock_mhz"] == 1980
+    assert ident["mig_mode"] is None  # unsupported query: unknown, not an error
+    assert t.before_run() == {"gpu_util_before_pct": 3.0, "other_gpu_processes": 1}  # our own pid is not "other"
+    t.close()
+    assert state["init"] == 0
+    assert open_telemetry("cpu").available is False
+
+
+def test_nvml_absent_is_recorded(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    from profaudit.bench.env import open_telemetry
+
+    t = open_telemetry("cuda", 0)
+    assert t.available is False and "nvidia-ml-py" in t.reason
+
+
+class _Event:
+    clock = [0.0]
+
+    def __init__(self, enable_timing=True):
+        self.t = None
+
+    def record(self):
+        _Event.clock[0] += 0.001  # each record 1 us (ms units) after the previous
+        self.t = _Event.clock[0]
+
+    def elapsed_time(self, other):
+        return other.t - self.t
+
+
+def test_cuda_event_timer_pairs_events(monkeypatch):
+    from profaudit.bench.backend_torch import CudaEventTimer
+    from profaudit.bench.backends import BoundCall
+
+    synced = []
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=_Event, synchronize=lambda *a: synced.append(1)))
+    timer = CudaEventTimer(fake_torch)
+    work = []
+
+    def call(k):
+        def f():
+            _Event.clock[0] += 0.002 * k  # "kernel" of k x 2 us
+            work.append(k)
+
+        return BoundCall(f, f"v{k}", {})
+
+    flushes = []
+    starts, durs = timer.run([call(1), call(3), call(2)], lambda: flushes.append(1))
+    assert work == [1, 3, 2] and len(flushes) == 3
+    # start/end events bracket each call only (the flush is before the start event)
+    assert durs == pytest.approx([3000.0, 7000.0, 5000.0])  # (1 us record + k x 2 us) in ns
+    assert starts == sorted(starts)
+    assert len(synced) == 2  # once before, once after the block: no per-call synchronisation
+    # the pool is reused, not grown, for a block of the same size
+    n = len(timer._pool)
+    timer.run([call(1), call(1), call(1)], None)
+    assert len(timer._pool) == n
+
+
+def test_jax_cost_record_shape():
+    pytest.importorskip("jax")
+    import jax
+    import jax.numpy as jnp
+
+    from profaudit.bench.backend_jax import JaxBackend
+
+    c = jax.jit(lambda a, b: a @ b).lower(jnp.ones((8, 4)), jnp.ones((4, 2))).compile()
+    rec = JaxBackend._cost(c)
+    assert rec["available"] is True and rec["flops"] == 2 * 8 * 4 * 2 and rec["module"].startswith("jit_")

@@ -1,0 +1,220 @@
+"""The dashboard in a real headless Chromium: every page loads without console errors, the main
+interactions work, uploads are checked, and each page is photographed into
+test-output/screenshots/ (gitignored) for a person to look at."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from browser_util import BENIGN_CONSOLE, browser_missing, launch
+from conftest import REPO
+
+pytestmark = pytest.mark.browser
+
+_missing = browser_missing()
+if _missing:
+    pytest.skip(f"browser tests skipped: {_missing}", allow_module_level=True)
+pytest.importorskip("dash")
+
+from dashboard_data import LOG_META, make_inputs, timing_samples  # noqa: E402
+from profaudit.dashboards.app import ServerThread, create_app  # noqa: E402
+from profaudit.timinglog import write_timing_log  # noqa: E402
+
+SHOTS = REPO / "test-output" / "screenshots"
+CAP = 256 * 1024
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    inputs = make_inputs(tmp_path_factory.mktemp("browser"))
+    app = create_app([inputs["data"]], upload_dir=tmp_path_factory.mktemp("up") / "u", max_upload_bytes=CAP)
+    srv = ServerThread(app).start()
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    browser = launch(pw)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield {"url": srv.url, "app": app, "inputs": inputs, "browser": browser, "tmp": tmp_path_factory.mktemp("files")}
+    finally:
+        browser.close()
+        pw.stop()
+        srv.stop()
+
+
+@pytest.fixture
+def page(served):
+    ctx = served["browser"].new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    problems: list[str] = []
+    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" and not any(b in m.text for b in BENIGN_CONSOLE) else None)
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    pg.problems = problems
+    yield pg
+    ctx.close()
+    assert not problems, "browser console errors:\n" + "\n".join(problems)
+
+
+def goto(pg, served, path: str, ready: str) -> None:
+    pg.goto(served["url"] + path)
+    pg.wait_for_selector(ready)
+    settle(pg)
+
+
+def settle(pg) -> None:
+    """Wait until no Dash callback is pending."""
+    pg.wait_for_function("() => !document.querySelector('[data-dash-is-loading=\"true\"]')")
+    time.sleep(0.3)
+
+
+def shot(pg, name: str) -> None:
+    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def plot_data(pg, gid: str) -> list[dict]:
+    return pg.evaluate(f"() => document.querySelector('#{gid} .js-plotly-plot').data.map(t => ({{name: t.name, type: t.type}}))")
+
+
+def choose(pg, dropdown_id: str, value: str) -> None:
+    pg.click(f"#{dropdown_id}")
+    pg.click(f'[role=listbox] label:has(input[value="{value}"])')
+    pg.keyboard.press("Escape")
+
+
+# --- every page --------------------------------------------------------------------------------
+
+
+def test_overview(page, served):
+    goto(page, served, "/", "#ov-audit-table")
+    t = page.inner_text("#ov-content")
+    k = served["app"]._profaudit_state.ps.kernels.height
+    assert f"{k:,}" in page.inner_text("#ov-count-kernel-rows") and "h100-sxm" in t
+    audits = page.inner_text("#ov-audit-table")
+    assert "good.yaml" in audits and "WARN" in audits and "outside the files given to the dashboard" in audits
+    shot(page, "overview")
+
+
+def test_kernels_sort_filter_click_export(page, served):
+    st = served["app"]._profaudit_state
+    k = st.kernels()
+    goto(page, served, "/kernels", "#kn-grid .ag-row")
+    assert page.inner_text("#kn-count").strip() == f"{k.height:,} kernels"
+    # sort by duration, descending: two clicks on the header
+    header = page.locator('#kn-grid .ag-header-cell[col-id="duration_ns"] .ag-header-cell-label')
+    header.click()
+    settle(page)
+    header.click()
+    top = str(k.sort("duration_ns", descending=True)["_row"][0])
+    page.wait_for_selector(f'#kn-grid .ag-center-cols-container .ag-row[row-index="0"][row-id="{top}"]')
+    # filter the pinned name column through its floating filter
+    page.locator("#kn-grid .ag-pinned-left-header .ag-floating-filter input").first.fill("softmax")
+    n = k.filter(pl.col("short_name").str.to_lowercase().str.contains("softmax")).height
+    page.wait_for_function(f"() => document.querySelector('#kn-count').innerText.trim() === '{n:,} of {k.height:,} kernels'")
+    settle(page)
+    names = page.locator('#kn-grid .ag-pinned-left-cols-container .ag-cell[col-id="short_name"]').all_inner_texts()
+    assert names and all(x == "softmax_warp_forward" for x in names)
+    # a click shows the kernel's metrics
+    page.locator('#kn-grid .ag-center-cols-container .ag-row[row-index="0"] .ag-cell[col-id="duration_ns"]').click()
+    page.wait_for_selector("#kn-detail-title")
+    page.wait_for_selector("#kn-metrics .ag-row")
+    assert page.locator("#kn-metrics .ag-center-cols-container .ag-row").count() == 4
+    assert "softmax_warp_forward" in page.inner_text("#kn-detail-title")
+    shot(page, "kernels")
+    # CSV export of the filtered, sorted view
+    with page.expect_download() as dl:
+        page.click("#kn-export")
+    text = Path(dl.value.path()).read_text()
+    lines = text.strip().splitlines()
+    assert len(lines) == n + 1 and lines[0].startswith("profile_id,kernel_id,short_name,duration_ns")
+
+
+def test_roofline_toggles(page, served):
+    goto(page, served, "/roofline", "#rf-graph .js-plotly-plot .main-svg")
+    page.wait_for_function("() => document.querySelector('#rf-graph .js-plotly-plot').data.some(t => t.type === 'scattergl')")
+    data = plot_data(page, "rf-graph")
+    assert any(t["type"] == "scattergl" and t["name"].endswith("· L1") for t in data)
+    assert any("measured" in (t["name"] or "") for t in data)
+    shot(page, "roofline")
+    page.uncheck('#rf-levels input[value="l1"]')
+    page.wait_for_function("() => !document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').endsWith('· L1'))")
+    page.uncheck('#rf-clocks input[value="kernel"]')
+    page.wait_for_function("() => !document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').includes('measured'))")
+    page.check('#rf-precisions input[value="fp64"]')
+    page.wait_for_function("() => document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').includes(': fp64 '))")
+    choose(page, "rf-device", "a100-sxm-80gb")
+    page.wait_for_function("() => document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').startsWith('a100-sxm-80gb'))")
+    settle(page)
+
+
+def test_timing(page, served):
+    goto(page, served, "/timing", "#tm-stats-table")
+    page.wait_for_function("() => document.querySelector('#tm-trace .js-plotly-plot').data.some(t => (t.name || '').includes('throttled'))")
+    names = [t["name"] for t in plot_data(page, "tm-trace")]
+    assert any("warm-up" in n for n in names) and any("drift" in n for n in names) and any("SM clock" in n for n in names)
+    assert [t["name"] for t in plot_data(page, "tm-violin")] == ["eager", "fused"]
+    shot(page, "timing")
+    page.check('#tm-source input[value="kernels"]')
+    page.wait_for_function("() => document.querySelector('#tm-case').innerText.includes('samples')")
+    settle(page)
+
+
+def test_compare_two_profiles(page, served):
+    goto(page, served, "/compare", "#cp-baseline")
+    choose(page, "cp-baseline", "gemm-before")
+    choose(page, "cp-candidate", "gemm-after")
+    page.click("#cp-run")
+    page.wait_for_selector("#cp-verdict")
+    page.wait_for_selector("#cp-waterfall .js-plotly-plot .main-svg")
+    settle(page)
+    assert "comparable" in page.inner_text("#cp-verdict")
+    body = page.inner_text("#cp-result")
+    assert body.index("Fairness findings") < body.index("Matched")
+    shot(page, "compare")
+
+
+def test_audit_claims(page, served):
+    goto(page, served, "/audit", "#au-claim")
+    st = served["app"]._profaudit_state
+    evil = next(cid for cid, e in st.claims.items() if e.path.name == "evil_rel.yaml")
+    good = next(cid for cid, e in st.claims.items() if e.path.name == "good.yaml")
+    choose(page, "au-claim", evil)
+    page.wait_for_function("() => document.querySelector('#au-msg').innerText.includes('outside the files given to the dashboard')")
+    choose(page, "au-claim", good)
+    page.wait_for_selector("#au-verdict")
+    settle(page)
+    assert "WARN" in page.inner_text("#au-verdict")
+    assert re.search(r"\d\.\d+x \[\d\.\d+, \d\.\d+\]", page.inner_text("#au-summary"))
+    page.click("#au-findings details summary >> nth=0")
+    assert "evidence" in page.inner_text("#au-findings")
+    shot(page, "audit")
+
+
+def test_uploads(page, served):
+    tmp = served["tmp"]
+    goto(page, served, "/", "#ov-upload")
+    before = page.inner_text("#ov-count-profiles")
+    good = write_timing_log(tmp / "uploaded.jsonl", timing_samples("uploaded", 20_000.0, 60, seed=21), LOG_META).read_bytes()
+    box = "#ov-upload input[type=file]"
+    page.set_input_files(box, files=[{"name": "uploaded.jsonl", "mimeType": "application/json", "buffer": good}])
+    page.wait_for_function("() => document.querySelector('#ov-upload-result').innerText.includes('uploaded.jsonl: loaded')")
+    settle(page)
+    assert int(page.inner_text("#ov-count-profiles").split()[0]) == int(before.split()[0]) + 1
+    # a file over the cap never leaves the browser: the page says so
+    page.set_input_files(box, files=[{"name": "huge.csv", "mimeType": "text/csv", "buffer": b"t_ms\n" + b"1.0\n" * (CAP // 4 + 100)}])
+    page.wait_for_selector("#ov-upload-client-msg:has-text('over the')")
+    assert page.is_visible("#ov-upload-client-msg")
+    assert not (served["app"]._profaudit_state.upload_dir / "huge.csv").exists()
+    # a file no parser recognises: an error message, nothing stored
+    page.set_input_files(box, files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"just some notes\n"}])
+    page.wait_for_function("() => document.querySelector('#ov-upload-result').innerText.includes('notes.txt: not stored')")
+    assert not (served["app"]._profaudit_state.upload_dir / "notes.txt").exists()
+    shot(page, "overview-uploads")
