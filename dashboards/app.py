@@ -36,6 +36,7 @@ def create_app(
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
     specs: Sequence[str | os.PathLike] = (),
     title: str = "profaudit",
+    warm: bool = True,
     **load_options,
 ):
     """A Dash app over the profiles, timing logs and claim files in `paths`.
@@ -43,6 +44,8 @@ def create_app(
     `upload_dir`: where uploads are stored (default: a private temporary folder removed at exit).
     `max_upload_bytes`: the most one upload (all files dropped at once) may hold; larger requests
     are refused before they are read. `specs`: extra device-spec YAML files for the roofline.
+    `warm`: compute the kernel grid's table and the roofline in a background thread at once, so
+    the first visit to those pages does not wait for them.
     `load_options` (device=, time_column=, ...) go to `profaudit.load`. Unreadable inputs are
     listed on the Overview page; a path that does not exist raises `InputError`.
     """
@@ -68,12 +71,33 @@ def create_app(
 
     modules = [importlib.import_module(f"{pages_pkg.__name__}.{name}") for name in pages_pkg.PAGES]
     for order, mod in enumerate(modules):
-        dash.register_page(mod.__name__, path=mod.PATH, name=mod.NAME, title=f"{mod.NAME} · {title}", order=order, layout=mod.layout, description=mod.DESCRIPTION)
+        dash.register_page(mod.__name__, path=mod.PATH, name=mod.NAME, title=f"{mod.NAME} · {title}", order=order, layout=safe_layout(mod.layout, mod.NAME), description=mod.DESCRIPTION)
         mod.register(app)
 
     app.layout = _shell(modules, title)
     app._profaudit_state = st  # for tests and callers holding the app
+    if warm:
+        threading.Thread(target=st.warm, name="profaudit-dashboard-warm", daemon=True).start()
     return app
+
+
+def safe_layout(layout, name: str):
+    """A page layout that shows a message instead of failing the page when building it fails."""
+    import functools
+
+    @functools.wraps(layout)
+    def build(**query):
+        from dash import html
+
+        from profaudit.dashboards.ui import error_text, log, message
+
+        try:
+            return layout(**query)
+        except Exception as exc:  # the page still opens, saying what went wrong
+            log.exception("dashboard page %s failed to build", name)
+            return html.Div([html.H2(name), message(error_text(exc))], className="page")
+
+    return build
 
 
 def _shell(modules, title: str):
@@ -101,7 +125,7 @@ def _shell(modules, title: str):
 
 def check_port(host: str, port: int) -> None:
     """UsageError in one line when `host:port` cannot be listened on (taken, not ours, bad host)."""
-    if not (0 <= int(port) <= 65535):
+    if not (1 <= int(port) <= 65535):
         raise UsageError(f"--port {port}: choose a port between 1 and 65535")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)

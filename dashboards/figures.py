@@ -1,10 +1,13 @@
 """Charts the pages draw from library results: the interactive roofline and the timing views.
 
-The roofline chart sends its points as typed arrays (base64 float/int buffers, which plotly.js
-reads directly) in WebGL traces, so 100k kernels x 3 memory levels stay a few megabytes and
-draw in about a second; kernel names ride along for hover only while there are few enough points
-(beyond that a click on a point shows the kernel). Ceilings come from `DeviceSpec` peaks, at the
-datasheet clock and/or rescaled to the median clock the device's kernels were measured at.
+The roofline chart sends its points as typed arrays (base64 buffers plotly.js reads directly) in
+WebGL traces. Up to `MAX_EXACT_POINTS` points go as they are. Beyond that, points that would land
+on the same spot of the chart are sent once (screen-space level of detail: the visible log-log
+range is cut into `BINS_X` x `BINS_Y` cells, finer than the chart's pixels, and each occupied
+cell keeps one kernel and the count of kernels in it), so 100k kernels x 3 memory levels cost
+what their distinct positions cost; zooming asks the server for the zoomed range at the same
+resolution, so detail comes back where the user looks. Ceilings come from `DeviceSpec` peaks, at
+the datasheet clock and/or rescaled to the median clock the device's kernels were measured at.
 
 The timing views take steady state and drift from `profaudit.audit.stats` (the same detectors the
 audit rules use), so what the chart marks as warm-up or drift is what the audit judges.
@@ -15,7 +18,7 @@ from __future__ import annotations
 import base64
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -25,8 +28,10 @@ from profaudit.schema import MEMORY_LEVELS
 LEVEL_STYLE = {"dram": ("circle", "DRAM"), "l2": ("square", "L2"), "l1": ("diamond", "L1"), "llc": ("x", "LLC"), "vmem": ("x", "VMEM"), "cmem": ("x", "CMEM"), "sbuf": ("x", "SBUF"), "psum": ("x", "PSUM"), "sram": ("x", "SRAM")}
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 DEVICE_COLORS = ["#333333", "#7a3e9d", "#00707a", "#a0522d", "#4b6cb7"]
-# Above this many points, names stay off the hover (they would dominate the payload).
-MAX_NAMED_POINTS = 20_000
+# Up to this many points every point is sent; beyond, one point per occupied screen cell.
+MAX_EXACT_POINTS = 20_000
+# About one cell per pixel of the chart's plotting area at its default size.
+BINS_X, BINS_Y = 1000, 600
 MAX_PROFILE_TRACES = 10
 CLOCK_LABEL = {"boost": "datasheet", "kernel": "measured clock"}
 
@@ -59,13 +64,23 @@ def _base_layout(**kw) -> dict:
 class RooflineResult:
     figure: dict
     notes: list[str] = field(default_factory=list)
-    points: int = 0
+    points: int = 0  # kernel x level points in the data
+    sent: int = 0  # points in the figure (fewer when cells merged them)
 
 
 def measured_clock(rf: pl.DataFrame, key: str) -> float | None:
     """Median SM clock of a device's kernels (what 'at the measured clock' draws the roofs at)."""
     s = rf.filter(pl.col("device_key") == key)["kernel_clock_hz"].drop_nulls()
     return float(s.median()) if s.len() else None
+
+
+def _cells(lx: np.ndarray, ly: np.ndarray, view: tuple[float, float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one point per occupied cell, points in that cell) over the log10 `view`."""
+    x0, x1, y0, y1 = view
+    bx = np.clip(((lx - x0) / max(x1 - x0, 1e-12) * BINS_X).astype(np.int64), 0, BINS_X - 1)
+    by = np.clip(((ly - y0) / max(y1 - y0, 1e-12) * BINS_Y).astype(np.int64), 0, BINS_Y - 1)
+    _, first, counts = np.unique(bx * BINS_Y + by, return_index=True, return_counts=True)
+    return first, counts
 
 
 def roofline_figure(
@@ -76,43 +91,64 @@ def roofline_figure(
     precisions: Sequence[str],
     clocks: Sequence[str] = ("boost",),
     sparse: bool = False,
-    max_named: int = MAX_NAMED_POINTS,
+    view: tuple[float, float, float, float] | None = None,
+    max_exact: int = MAX_EXACT_POINTS,
 ) -> RooflineResult:
     """A plotly figure (as a dict) for a `profaudit.roofline.roofline(..., clock="both")` frame.
 
     Points: one per kernel and selected memory level (x = arithmetic intensity at that level,
-    y = achieved FLOP/s), customdata = the row's index in `rf`. Ceilings: every selected precision
-    and level of every device in `rf`, at each clock in `clocks` ('boost' = datasheet, 'kernel' =
-    the median measured clock of that device's kernels).
+    y = achieved FLOP/s), customdata = the row's index in `rf`; beyond `max_exact` points, one per
+    occupied screen cell of `view` (log10 x0, x1, y0, y1; default: all points). Ceilings: every
+    selected precision and level of every device in `rf`, at each clock in `clocks` ('boost' =
+    datasheet, 'kernel' = the median measured clock of that device's kernels).
     """
     notes: list[str] = []
     traces: list[dict] = []
     xs_min, xs_max, ys_min, ys_max = math.inf, 0.0, math.inf, 0.0
-    n_points = 0
-    idx_all = np.arange(rf.height, dtype=np.int32)
     pids = rf["profile_id"].unique(maintain_order=True).to_list() if rf.height else []
     by_profile = len(pids) <= MAX_PROFILE_TRACES
     point_levels = [lv for lv in levels if lv in MEMORY_LEVELS]
-    total_pts = sum(int(((rf[f"ai_{lv}_flops_per_byte"] > 0) & (rf["achieved_flops_per_s"] > 0)).sum()) for lv in point_levels) if rf.height else 0
-    named = total_pts <= max_named
-    if not named:
-        notes.append(f"{total_pts:,} points: kernel names are left off the hover; click a point to see its kernel")
+    ach = rf["achieved_flops_per_s"].to_numpy().astype(np.float64, copy=False) if rf.height else np.array([])
+    names_all = rf["short_name"].fill_null(rf["name"]).fill_null("?").to_numpy() if rf.height else np.array([])
+    level_pts = {}
     for lv in point_levels:
-        symbol, label = LEVEL_STYLE[lv]
-        ai = rf[f"ai_{lv}_flops_per_byte"].to_numpy().astype(np.float64, copy=False)
-        ach = rf["achieved_flops_per_s"].to_numpy().astype(np.float64, copy=False)
+        ai = rf[f"ai_{lv}_flops_per_byte"].to_numpy().astype(np.float64, copy=False) if rf.height else np.array([])
         ok = np.isfinite(ai) & np.isfinite(ach) & (ai > 0) & (ach > 0)
-        if not ok.any():
-            continue
+        if ok.any():
+            level_pts[lv] = (ai, ok)
+    total = sum(int(ok.sum()) for _, ok in level_pts.values())
+    if total:
+        all_x = np.concatenate([ai[ok] for ai, ok in level_pts.values()])
+        all_y = np.concatenate([ach[ok] for _, ok in level_pts.values()])
+        xs_min, xs_max, ys_min, ys_max = float(all_x.min()), float(all_x.max()), float(all_y.min()), float(all_y.max())
+    binned = total > max_exact
+    if binned:
+        if view is None:
+            pad_x = max((math.log10(xs_max) - math.log10(xs_min)) * 0.01, 1e-6)
+            pad_y = max((math.log10(ys_max) - math.log10(ys_min)) * 0.01, 1e-6)
+            cells_view = (math.log10(xs_min) - pad_x, math.log10(xs_max) + pad_x, math.log10(ys_min) - pad_y, math.log10(ys_max) + pad_y)
+        else:
+            cells_view = view
+    n_sent = 0
+    for lv, (ai, ok) in level_pts.items():
+        symbol, label = LEVEL_STYLE[lv]
         groups = [(pid, (rf["profile_id"] == pid).to_numpy()) for pid in pids] if by_profile else [("all profiles", np.ones(rf.height, dtype=bool))]
         for gi, (gname, gmask) in enumerate(groups):
-            m = ok & gmask
-            if not m.any():
+            idx = np.flatnonzero(ok & gmask).astype(np.int32)
+            if idx.size == 0:
                 continue
-            x, y, idx = ai[m], ach[m], idx_all[m]
-            xs_min, xs_max = min(xs_min, float(x.min())), max(xs_max, float(x.max()))
-            ys_min, ys_max = min(ys_min, float(y.min())), max(ys_max, float(y.max()))
-            n_points += int(m.sum())
+            x, y = ai[idx], ach[idx]
+            counts = None
+            if binned:
+                lx, ly = np.log10(x), np.log10(y)
+                if view is not None:
+                    inside = (lx >= view[0]) & (lx <= view[1]) & (ly >= view[2]) & (ly <= view[3])
+                    idx, x, y, lx, ly = idx[inside], x[inside], y[inside], lx[inside], ly[inside]
+                    if idx.size == 0:
+                        continue
+                first, counts = _cells(lx, ly, cells_view)
+                idx, x, y = idx[first], x[first], y[first]
+            n_sent += int(idx.size)
             t = {
                 "type": "scattergl",
                 "mode": "markers",
@@ -122,13 +158,17 @@ def roofline_figure(
                 "y": typed(y.astype(np.float64)),
                 "customdata": typed(idx),
                 "marker": {"symbol": symbol, "size": 7, "opacity": 0.7, "color": PALETTE[gi % len(PALETTE)]},
-                "hovertemplate": ("<b>%{text}</b><br>" if named else "kernel row %{customdata}<br>") + f"AI ({label}) %{{x:.3g}} FLOP/B<br>%{{y:.3s}}FLOP/s<extra>{gname}</extra>",
+                "hovertemplate": f"<b>%{{text}}</b><br>AI ({label}) %{{x:.3g}} FLOP/B<br>%{{y:.3s}}FLOP/s<extra>{gname}</extra>",
             }
-            if named:
-                names = rf["short_name"].fill_null(rf["name"]).fill_null("?").to_numpy()[m]
-                t["text"] = [str(s)[:120] for s in names]
+            names = names_all[idx]
+            if counts is None:
+                t["text"] = [str(n)[:120] for n in names]
+            else:
+                t["text"] = [str(n)[:80] if c == 1 else f"{str(n)[:80]} and {c - 1:,} more kernels here" for n, c in zip(names, counts, strict=True)]
             traces.append(t)
-    if rf.height and n_points == 0:
+    if binned:
+        notes.append(f"{total:,} points drawn as {n_sent:,} distinct positions (one per {BINS_X} x {BINS_Y} cell of the visible range); zoom in for detail, click a point for its kernel")
+    if rf.height and total == 0:
         notes.append("no kernel has both FLOPs and bytes at the selected memory levels, so there are no points to place")
 
     ceilings: list[dict] = []
@@ -155,7 +195,7 @@ def roofline_figure(
             ceilings.append({"key": key, "color": color, "dash": dash, "tag": tag, "peaks": peaks, "bws": bws})
             for v in peaks.values():
                 ys_max = max(ys_max, v)
-            for p, v in peaks.items():
+            for v in peaks.values():
                 for w in bws.values():
                     xs_min, xs_max = min(xs_min, v / w), max(xs_max, v / w)
     if not math.isfinite(xs_min) or xs_max <= 0:
@@ -189,10 +229,13 @@ def roofline_figure(
         hoverlabel={"align": "left"},
         margin={"l": 70, "r": 10, "t": 40, "b": 60},
         height=620,
-        title={"text": f"Hierarchical roofline: {n_points:,} points, ceilings {' and '.join(CLOCK_LABEL[c] for c in clocks)}{' (2:4 sparse)' if sparse else ''}", "font": {"size": 15}},
+        title={"text": f"Hierarchical roofline: {total:,} points, ceilings {' and '.join(CLOCK_LABEL[c] for c in clocks)}{' (2:4 sparse)' if sparse else ''}", "font": {"size": 15}},
         uirevision="roofline",
     )
-    return RooflineResult({"data": traces, "layout": layout}, notes, n_points)
+    if view is not None:
+        layout["xaxis"]["range"] = [view[0], view[1]]
+        layout["yaxis"]["range"] = [view[2], view[3]]
+    return RooflineResult({"data": traces, "layout": layout}, notes, total, n_sent)
 
 
 # -- timing ------------------------------------------------------------------------------------------
@@ -242,10 +285,10 @@ def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None
     from profaudit.audit import stats
 
     out: list[Series] = []
+    pids: list[str] = []
     keys = ["profile_id", "variant", "run"]
     ordered = samples.sort(["profile_id", "variant", "run", "iteration", "timestamp_ns"], nulls_last=True, maintain_order=True)
     groups = ordered.partition_by(keys, maintain_order=True, as_dict=True)
-    multi_profile = ordered["profile_id"].n_unique() > 1
     for (pid, variant, run), g in groups.items():
         d = g["duration_ns"].to_numpy().astype(np.float64)
         ok = np.isfinite(d)
@@ -274,11 +317,17 @@ def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None
                 thr |= np.nan_to_num(clocks, nan=np.inf) < 0.75 * ref
         vname = variant if variant is not None else str(pid)
         parts = [vname]
-        if multi_profile and variant is not None:
-            parts.append(str(pid))
         if run is not None:
             parts.append(f"run {run}")
         out.append(Series(" · ".join(parts), vname, it.astype(np.float64), d, warm, head, thr, clocks, temps, ss, tr, intercept))
+        pids.append(str(pid))
+    # Variant and run name a series; the profile is added only where they leave two alike.
+    seen: dict[str, int] = {}
+    for s_ in out:
+        seen[s_.label] = seen.get(s_.label, 0) + 1
+    for s_, pid in zip(out, pids, strict=True):
+        if seen[s_.label] > 1:
+            s_.label = f"{s_.label} · {pid}"
     return out
 
 
@@ -303,6 +352,14 @@ def timing_figures(series: Sequence[Series]):
     color = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
     fig = go.Figure()
     have_clock = have_temp = False
+    shown: set[str] = set()
+
+    def legend(kind: str) -> bool:
+        # one legend entry per kind of mark (clicking it toggles that mark on every series)
+        first = kind not in shown
+        shown.add(kind)
+        return first
+
     for s in series:
         c = color[s.variant]
         st = s.steady
@@ -310,12 +367,12 @@ def timing_figures(series: Sequence[Series]):
                                    hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>steady</extra>"))
         warm = s.labelled_warmup | s.head
         if warm.any():
-            fig.add_trace(go.Scattergl(x=s.iteration[warm], y=s.duration_ns[warm] / scale, mode="markers", name=f"{s.label}: warm-up ({int(s.labelled_warmup.sum())} labelled, {int(s.head.sum())} detected)",
-                                       legendgroup=s.label, marker=dict(color="#f0a202", size=6, symbol="triangle-up", line=dict(color=c, width=1)),
+            fig.add_trace(go.Scattergl(x=s.iteration[warm], y=s.duration_ns[warm] / scale, mode="markers", name="warm-up (labelled or detected)", legendgroup="warm-up", showlegend=legend("warm-up"),
+                                       marker=dict(color="#f0a202", size=6, symbol="triangle-up", line=dict(color=c, width=1)),
                                        hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>warm-up</extra>"))
         if s.throttled.any():
-            fig.add_trace(go.Scattergl(x=s.iteration[s.throttled], y=s.duration_ns[s.throttled] / scale, mode="markers", name=f"{s.label}: throttled ({int(s.throttled.sum())})",
-                                       legendgroup=s.label, marker=dict(color="#d00000", size=8, symbol="x"),
+            fig.add_trace(go.Scattergl(x=s.iteration[s.throttled], y=s.duration_ns[s.throttled] / scale, mode="markers", name="throttled", legendgroup="throttled", showlegend=legend("throttled"),
+                                       marker=dict(color="#d00000", size=8, symbol="x"),
                                        hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>throttled</extra>"))
         tr = s.trend
         if s.intercept_ns is not None and st.any():
@@ -323,16 +380,16 @@ def timing_figures(series: Sequence[Series]):
             x0, x1 = float(xi.min()), float(xi.max())
             y0, y1 = s.intercept_ns + tr.slope_per_iteration * x0, s.intercept_ns + tr.slope_per_iteration * x1
             sig = "significant" if tr.drift_significant else "not significant"
-            fig.add_trace(go.Scatter(x=[x0, x1], y=[y0 / scale, y1 / scale], mode="lines", name=f"{s.label}: drift {tr.drift_rel * 100:+.1f}% over the run ({sig})",
-                                     legendgroup=s.label, line=dict(color=c, width=2, dash="dash" if tr.drift_significant else "dot"), hoverinfo="name"))
+            fig.add_trace(go.Scatter(x=[x0, x1], y=[y0 / scale, y1 / scale], mode="lines", name="drift (Theil-Sen; dashed = significant)", legendgroup="drift", showlegend=legend("drift"),
+                                     line=dict(color=c, width=2, dash="dash" if tr.drift_significant else "dot"), hovertemplate=f"{s.label}: drift {tr.drift_rel * 100:+.1f}% over the run ({sig})<extra></extra>"))
         if s.sm_clock_mhz is not None:
             have_clock = True
-            fig.add_trace(go.Scattergl(x=s.iteration, y=s.sm_clock_mhz, mode="lines", name=f"{s.label}: SM clock", legendgroup=s.label, yaxis="y2", line=dict(color=c, width=1), opacity=0.45,
-                                       hovertemplate="%{y:.0f} MHz<extra>SM clock</extra>"))
+            fig.add_trace(go.Scattergl(x=s.iteration, y=s.sm_clock_mhz, mode="lines", name="SM clock (right axis)", legendgroup="clock", showlegend=legend("clock"), yaxis="y2", line=dict(color=c, width=1), opacity=0.45,
+                                       hovertemplate=f"{s.label}<br>%{{y:.0f}} MHz<extra>SM clock</extra>"))
         if s.temperature_c is not None:
             have_temp = True
-            fig.add_trace(go.Scattergl(x=s.iteration, y=s.temperature_c, mode="lines", name=f"{s.label}: temperature", legendgroup=s.label, yaxis="y3", line=dict(color=c, width=1, dash="dot"), opacity=0.45,
-                                       hovertemplate="%{y:.0f} °C<extra>temperature</extra>"))
+            fig.add_trace(go.Scattergl(x=s.iteration, y=s.temperature_c, mode="lines", name="temperature (right axis)", legendgroup="temperature", showlegend=legend("temperature"), yaxis="y3", line=dict(color=c, width=1, dash="dot"), opacity=0.45,
+                                       hovertemplate=f"{s.label}<br>%{{y:.0f}} °C<extra>temperature</extra>"))
     right = 0.9 if (have_clock and have_temp) else 0.95 if (have_clock or have_temp) else 1.0
     layout = dict(template="plotly_white", height=560, margin=dict(l=60, r=20, t=40, b=40), title=dict(text="Per-iteration times", font=dict(size=15)),
                   xaxis=dict(title="iteration", domain=[0, right]), yaxis=dict(title=f"time ({unit})"),

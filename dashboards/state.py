@@ -129,11 +129,20 @@ class DashboardState:
                 if e.path.resolve() == rp:
                     return e
             cid = f"claim-{len(self.claims)}"
-            label = path.name if origin != CLI else os.fspath(path)
-            entry = ClaimEntry(cid, path, label if origin == CLI else f"{label} (uploaded)", origin)
+            label = self._cli_label(path) if origin == CLI else f"{path.name} (uploaded)"
+            entry = ClaimEntry(cid, path, label, origin)
             self.claims[cid] = entry
             self._changed()
             return entry
+
+    def _cli_label(self, path: Path) -> str:
+        """A claim's path from the folder given on the command line (`claims/x.yaml`, not the
+        whole absolute path)."""
+        for raw in self.paths:
+            root = Path(raw)
+            if root.is_dir() and path.is_relative_to(root):
+                return os.fspath(Path(root.resolve().name) / path.relative_to(root))
+        return os.fspath(path)
 
     def add_uploaded_profile(self, path: Path) -> list[Profile]:
         """Load one uploaded file (already inside the upload folder); replaces an earlier upload of
@@ -253,6 +262,16 @@ class DashboardState:
             raise UsageError("choose two different profiles to compare")
         key = ("compare", baseline, candidate, match, tuple(intended), device)
         return self.cached(key, lambda: compare(self.profile(baseline), self.profile(candidate), match=match, intended=tuple(intended), device=device))
+
+    def warm(self) -> None:
+        """Fill the caches the Kernels and Roofline pages open with (run in a background thread)."""
+        try:
+            self.kernels()
+            k = self.ps.kernels
+            if k.height:
+                self.roofline(k["profile_id"].unique(maintain_order=True).to_list(), None, False)
+        except Exception:  # the pages compute (and report) it themselves
+            pass
 
     def device_keys(self) -> list[str]:
         from profaudit.specs import load_specs

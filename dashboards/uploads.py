@@ -94,7 +94,7 @@ def store_uploads(st, contents: Sequence[str] | str | None, filenames: Sequence[
     if total > cap:
         return [UploadResult(safe_name(n), False, f"{safe_name(n)}: not stored: the upload ({mb(total)}) is over the {mb(cap)} limit") for n in filenames]
     results = []
-    for data, raw_name, size in zip(contents, filenames, sizes):
+    for data, raw_name, size in zip(contents, filenames, sizes, strict=False):
         name = safe_name(raw_name)
         try:
             results.append(_store_one(st, data, name, size))

@@ -24,6 +24,7 @@ profile-relative in XLA). `metadata.extra["time_origin"]` says which.
 
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import math
@@ -168,66 +169,62 @@ _NEEDS_TEXT_TS = re.compile(rb'"ts"\s*:\s*-?\d{13,}\.\d*[1-9]')
 _QUOTE_TS = re.compile(rb'("ts"\s*:\s*)(-?[0-9][0-9.eE+\-]*)')
 
 _TWO43 = float(2**43)
+_DEC = r"^([+-]?)(\d*)(?:\.(\d*))?$"
+
+
+def us_ns_expr(x: pl.Expr) -> pl.Expr:
+    """Microseconds (Float64) to integer nanoseconds, nearest (half away from zero).
+
+    Exact for the decimal a writer printed with up to three decimals below 2**43 us (102 days):
+    there the double lies within 0.49 ns of that decimal, `floor` and `x - floor(x)` are exact,
+    and only the fraction is scaled and rounded. Larger integral values are exact too; larger
+    fractional ones are rounded from the double (see `inexact_expr`)."""
+    fl = x.floor()
+    return fl.cast(I64) * 1000 + ((x - fl) * 1000).round(0, mode="half_away_from_zero").cast(I64)
+
+
+def inexact_expr(x: pl.Expr) -> pl.Expr:
+    return (x.abs() >= _TWO43) & (x != x.floor())
 
 
 def us_to_ns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Microseconds (float64) to integer nanoseconds, rounding half away from zero.
+    """`us_ns_expr` for a numpy array: (nanoseconds, inexact flags)."""
+    s = pl.Series("x", np.asarray(x, dtype=np.float64))
+    out = pl.select(us_ns_expr(pl.lit(s)).alias("ns"), inexact_expr(pl.lit(s)).alias("bad"))
+    return out["ns"].to_numpy(), out["bad"].to_numpy()
 
-    Below 2**43 us a double pins a 3-decimal value to one integer ns, and x*1000 is computed
-    exactly (mantissa times 1000 fits in 64 bits) before rounding. Larger values are exact when
-    integral; otherwise they are rounded from the double and flagged in the second array."""
-    x = np.asarray(x, dtype=np.float64)
-    out = np.zeros(x.shape, np.int64)
-    inexact = np.zeros(x.shape, bool)
-    finite = np.isfinite(x)
-    small = finite & (np.abs(x) < _TWO43)
-    if small.any():
-        xs = x[small]
-        m, e = np.frexp(xs)
-        mant = np.ldexp(m, 53).astype(np.int64)
-        prod = np.abs(mant).astype(np.uint64) * np.uint64(1000)
-        shift = (53 - e).astype(np.int64)
-        ok = shift <= 63
-        sh = np.clip(shift, 1, 63).astype(np.uint64)
-        half = np.left_shift(np.uint64(1), sh - np.uint64(1))
-        q = np.right_shift(prod + half, sh).astype(np.int64)
-        q = np.where(ok, q, 0)
-        out[small] = np.where(mant < 0, -q, q)
-    big = finite & ~small
-    if big.any():
-        xb = x[big]
-        integral = np.floor(xb) == xb
-        vals = np.where(integral, xb, np.rint(xb * 1000.0) / 1000.0)
-        out[big] = np.where(integral, xb.astype(np.int64) * 1000, np.rint(vals * 1000.0).astype(np.int64))
-        idx = np.flatnonzero(big)
-        inexact[idx[~integral]] = True
-    return out, inexact
+
+def text_ns_expr(t: pl.Expr) -> pl.Expr:
+    """Decimal microsecond text ("1712195495519689.047", "15", "-0.5") to integer ns, exactly
+    (half away from zero beyond the third decimal). Other forms (exponents) give null; see
+    `text_us_to_ns`."""
+    t = t.str.strip_chars()
+    sign = t.str.extract(_DEC, 1)
+    ip = t.str.extract(_DEC, 2)
+    fp = t.str.extract(_DEC, 3).fill_null("").str.pad_end(4, "0")
+    ok = ip.is_not_null() & ((ip.str.len_chars() + fp.str.len_chars()) > 0) & (ip.str.len_chars() <= 15)
+    whole = (
+        pl.when(ip.str.len_chars() > 0).then(ip).otherwise(pl.lit("0")).cast(I64, strict=False) * 1000
+        + fp.str.slice(0, 3).cast(I64, strict=False)
+        + (fp.str.slice(3, 1).cast(I64, strict=False) >= 5).cast(I64)
+    )
+    return pl.when(ok).then(pl.when(sign == "-").then(-whole).otherwise(whole))
 
 
 def text_us_to_ns(s: pl.Series) -> pl.Series:
-    """Decimal microsecond text ("1712195495519689.047", "15", "-0.5") to integer ns, exactly
-    (half away from zero beyond the third decimal). Exponent forms go through Decimal."""
-    t = s.str.strip_chars()
-    neg = t.str.starts_with("-")
-    body = t.str.strip_chars_start("+-")
-    parts = body.str.split_exact(".", 1)
-    ip = parts.struct.field("field_0")
-    fp = parts.struct.field("field_1").fill_null("")
-    plain = ip.str.contains(r"^\d*$") & fp.str.contains(r"^\d*$") & ((ip.str.len_chars() + fp.str.len_chars()) > 0) & (ip.str.len_chars() <= 15)
-    fp4 = fp.str.pad_end(4, "0")
-    whole = pl.select(
-        pl.when(ip.str.len_chars() > 0).then(ip).otherwise(pl.lit("0")).cast(I64, strict=False) * 1000
-        + fp4.str.slice(0, 3).cast(I64, strict=False)
-        + (fp4.str.slice(3, 1).cast(I64, strict=False) >= 5).cast(I64)
-    ).to_series()
-    ns = pl.select(pl.when(plain).then(pl.when(neg).then(-whole).otherwise(whole))).to_series()
-    odd = (~plain & t.is_not_null()).fill_null(False)
-    if odd.any():
-        vals = ns.to_list()
-        for i in np.flatnonzero(odd.to_numpy()):
-            vals[i] = _decimal_ns(t[int(i)])
-        ns = pl.Series(vals, dtype=I64)
-    return ns.alias(s.name)
+    """`text_ns_expr` over a Series, with exponent forms ("1.5e3") read through Decimal."""
+    ns = pl.select(text_ns_expr(pl.lit(s)).alias(s.name)).to_series()
+    return _fix_odd_text(s, ns)
+
+
+def _fix_odd_text(text: pl.Series, ns: pl.Series) -> pl.Series:
+    odd = (ns.is_null() & text.is_not_null()).fill_null(False)
+    if not odd.any():
+        return ns
+    vals = ns.to_list()
+    for i in np.flatnonzero(odd.to_numpy()):
+        vals[i] = _decimal_ns(text[int(i)].strip())
+    return pl.Series(ns.name, vals, dtype=I64)
 
 
 def _decimal_ns(text: str | None) -> int | None:
@@ -284,11 +281,10 @@ def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool 
         except Exception:
             failed = failed or name != "text"
             continue
-        ph, cat = raw["ph"], raw["cat"]
-        if ph.is_in(["C"]).any() or cat.is_in(["cuda_profiler_range"]).any():
+        flags = raw.select((pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), pl.col("ts").abs().max() >= _TWO43).row(0)
+        if flags[0] or flags[1]:
             break  # counters and range-profiler metrics carry free-form args: the Python loop reads them
-        ts = raw["ts"]
-        if ts.len() and ts.abs().max() >= _TWO43 and _NEEDS_TEXT_TS.search(chunk):
+        if flags[2] and _NEEDS_TEXT_TS.search(chunk):
             # absolute epoch microseconds with fractions: doubles cannot hold them, read the text
             try:
                 raw = pl.read_json(io.BytesIO(_QUOTE_TS.sub(rb'\1"\2"', chunk)), schema={**SCHEMAS[name], "ts": STR})
@@ -456,97 +452,168 @@ def _cat_rules() -> tuple[pl.Expr, pl.Expr]:
 _CORE = ["seq", "ph", "cat", "name", "pid", "tid", "pid_i", "tid_i", "ts_ns", "end_raw", "corr", "ext", "device", "stream"]
 
 
+_TIMED = ["X", "B", "E", "i", "I", "C", "s", "t", "f", "b", "e", "n"]
+_OPTIONAL = {**{c: I64 for c in _INT_ARGS}, **{c: F64 for c in _FLOAT_ARGS}, **{c: STR for c in _STR_ARGS},
+             "a_name": STR, "a_sort": I64, "m_alloc": F64, "m_reserved": F64, "m_device": I64, "m_devtype": I64}
+_DEVICE_EXTRA = ("context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details") + _DIM_COLS
+
+
 def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
     """Turn a raw chunk frame into typed per-chunk frames. With `split` (Kineto and other traces
-    classified by category) slices are classified here, on the worker thread, and only the
-    columns their table needs are kept; otherwise all columns are kept for classification by
-    process and thread names once those are known."""
+    classified by category) slices are classified here, on the worker thread, and keep only the
+    columns their table needs; otherwise all columns stay for classification by process and
+    thread names once those are known."""
     n = raw.height
     out.n_events = n
-    cols = set(raw.columns)
-    ts_ns, ts_inexact = _time_column(raw, "ts", cols)
-    dur_ns, dur_inexact = _time_column(raw, "dur", cols)
-    out.inexact += ts_inexact + dur_inexact
-    raw = raw.with_columns(seq=pl.int_range(0, n, dtype=I64) + (index << 32), ts_ns=ts_ns, dur_ns=dur_ns)
-    ph = raw["ph"]
-    vc = ph.value_counts()
-    out.phases = {k if k is not None else "": int(v) for k, v in zip(vc["ph"].to_list(), vc["count"].to_list())}
-    # required: ts on timed phases, dur on complete events; `{}` elements (XLA ends with one) pass
-    timed = ph.is_in(["X", "B", "E", "i", "I", "C", "s", "t", "f", "b", "e", "n"]).fill_null(False)
-    no_ts = timed & raw["ts_ns"].is_null()
-    no_dur = (ph == "X").fill_null(False) & raw["dur_ns"].is_null()
-    no_ph = (ph.is_null() & (raw["name"].is_not_null() | raw["ts_ns"].is_not_null() | raw["cat"].is_not_null())).fill_null(False)
-    for mask, field in ((no_ph, "ph"), (no_ts, "ts"), (no_dur, "dur")):
-        if mask.any():
-            bad = raw.filter(mask).select("seq", "ph").head(3)
-            out.missing.extend((s, p or "", field) for s, p in bad.iter_rows())
-            out.missing.append((-1, str(int(mask.sum())), field))
-    for c in ("grid", "block"):
-        if c in cols:
-            raw = raw.with_columns([pl.col(c).list.get(j, null_on_oob=True).alias(f"{c}{j}") for j in range(3)]).drop(c)
-    cols = set(raw.columns)
-    missing = [pl.lit(None, dtype=I64 if c in _DIM_COLS else STR).alias(c)
-               for c in _INT_ARGS + _FLOAT_ARGS + _STR_ARGS + _DIM_COLS + ("a_name", "a_sort", "m_alloc", "m_reserved", "m_device", "m_devtype")
-               if c not in cols]
-    if missing:
-        raw = raw.with_columns(missing)
-
-    sl = raw.filter(pl.col("ph").is_in(["X", "B", "E"]))
-    if sl.height:
-        out.cats = set(sl["cat"].drop_nulls().unique().to_list())
-        t0 = sl["ts_ns"].min()
-        out.t_min = int(t0) if t0 is not None else None
-        typed = [_int_expr(sl, c).alias(c) for c in _INT_ARGS]
-        typed += [pl.col(c).cast(F64, strict=False).alias(c) for c in _FLOAT_ARGS]
-        typed += [pl.col(c).cast(I64, strict=False).alias(c) for c in _DIM_COLS]
-        sl = _int_ids(sl.with_columns(typed)).with_columns(
-            end_raw=pl.col("ts_ns") + pl.col("dur_ns"),
-            corr=pl.coalesce(pl.col("corr"), pl.col("corr_xla")),
-            ext=pl.coalesce(pl.col("ext"), pl.col("ext_old")),
-        )
-        if split:
-            cls, kind = _cat_rules()
-            sl = sl.with_columns(cls=cls, kind=kind)
-            r = sl.filter(pl.col("cls") == "range").select(_CORE + ["kind"])
-            d = sl.filter(pl.col("cls").is_in(_DEVICE_CLASSES))
-            if r.height:
-                out.ranges = r
-            if d.height:
-                keep = ["cls"] + _CORE + [c for c in ("context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module",
-                                                      "kernel_details", "memcpy_details") + _DIM_COLS if d[c].null_count() < d.height]
-                out.devices = d.select(keep)
-        else:
-            keep = [c for c in sl.columns if c in _CORE or c in ("dur_ns",) or sl[c].null_count() < sl.height]
-            out.slices = sl.select(keep)
-    fl = raw.filter(pl.col("ph").is_in(["s", "t", "f"]))
-    if fl.height:
-        out.flows = fl.select("seq", "ph", "cat", pl.col("id").alias("fid"), "pid", "tid", "ts_ns", "bp")
-    me = raw.filter(pl.col("ph") == "M")
-    if me.height:
-        out.meta = me.select("name", "pid", "tid", pl.col("a_name").cast(STR), _int_expr(me, "a_sort").alias("a_sort"))
-    # profile_memory instants: the caching allocator's totals over time
-    mem = raw.filter(pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]"))
-    if mem.height:
-        out.mem = mem.select(
-            "seq", "pid", "ts_ns",
-            _int_expr(mem, "m_device").alias("m_device"), _int_expr(mem, "m_devtype").alias("m_devtype"),
-            pl.col("m_alloc").cast(F64, strict=False).alias("alloc"), pl.col("m_reserved").cast(F64, strict=False).alias("reserved"),
-        )
-    ctr = raw.filter(pl.col("ph") == "C")
-    if ctr.height:  # only the Python loop produces these; it also fills out.cvalues
-        out.cevents = ctr.select("seq", "name", "pid", "ts_ns")
+    # text timestamps (quoted on purpose, or strings in the file) are converted eagerly: the rare
+    # exponent forms need Decimal
+    texts = []
+    for c in ("ts", "dur"):
+        src = c if raw.schema.get(c) == STR else (c + "_txt" if c + "_txt" in raw.schema else None)
+        if src is not None and raw[src].null_count() < n:
+            texts.append(text_us_to_ns(raw[src]).alias(f"_{c}_text_ns"))
+    raw = raw.with_columns(*texts, seq=pl.int_range(0, n, dtype=I64) + (index << 32))
+    text_ids = tuple(c for c in ("pid", "tid") if c in raw.schema and raw.schema[c] == STR
+                     and raw[c].cast(I64, strict=False).null_count() > raw[c].null_count())
+    plan = _plan(tuple(raw.schema.items()), split, text_ids)
+    lf = raw.lazy()
+    # one evaluation of everything: the typed slices and the other kept events are computed once
+    # (cached) and split from there
+    sl = lf.filter(plan.is_slice).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived).cache()
+    rest = lf.filter(plan.is_rest).with_columns(plan.base).cache()
+    queries = {
+        "checks": lf.select(plan.checks),
+        "phases": lf.group_by("ph").agg(pl.len().alias("n")),
+        "cats": sl.select(pl.col("cat").drop_nulls().unique()),
+        "tmin": sl.select(pl.col("ts_ns").min()),
+        "flows": rest.filter(pl.col("ph").is_in(["s", "t", "f"])).select(plan.flow_cols),
+        "meta": rest.filter(pl.col("ph") == "M").select(plan.meta_cols),
+        "mem": rest.filter(pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]")).select(plan.mem_cols),
+        "cevents": rest.filter(pl.col("ph") == "C").select(plan.cevent_cols),
+    }
+    if split:
+        queries["ranges"] = sl.filter(pl.col("cls") == "range").select(_CORE + ["kind"])
+        queries["devices"] = sl.filter(pl.col("cls").is_in(_DEVICE_CLASSES)).select(["cls"] + _CORE + list(_DEVICE_EXTRA))
+    else:
+        queries["slices"] = sl.drop("dur_ns")
+    frames = dict(zip(queries, pl.collect_all(list(queries.values()))))
+    chk = frames.pop("checks").row(0, named=True)
+    out.inexact += int(chk["inexact"] or 0)
+    out.phases = {k if k is not None else "": int(v) for k, v in frames.pop("phases").iter_rows()}
+    out.cats = set(frames.pop("cats")["cat"].to_list())
+    t0 = frames.pop("tmin")["ts_ns"][0]
+    out.t_min = int(t0) if t0 is not None else None
+    if chk["no_ph"] or chk["no_ts"] or chk["no_dur"]:
+        _missing_examples(lf.with_columns(plan.base), out, chk)
+    for k, f in frames.items():
+        if not f.height:
+            continue
+        if k == "slices":  # every event: drop the columns this chunk does not use
+            f = f.select([c for c in f.columns if c in _CORE or f[c].null_count() < f.height])
+        setattr(out, k, f)
     return out
 
 
-def _int_ids(df: pl.DataFrame) -> pl.DataFrame:
-    """pid/tid as Int64 beside the text (`"stream 7"` -> 7, `"Spans"` -> null)."""
-    out = []
-    for c in ("pid", "tid"):
-        v = df[c].cast(I64, strict=False)
-        if (v.is_null() & df[c].is_not_null()).any():
-            v = pl.select(pl.coalesce(v, df[c].str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))).to_series()
-        out.append(v.alias(c + "_i"))
-    return df.with_columns(out)
+class _Plan:
+    """The expressions that shape a chunk with a given schema."""
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(schema_items: tuple, split: bool, text_ids: tuple[str, ...]):
+    """The lazy queries that shape a chunk with this schema, built once per schema: each maps
+    the chunk's LazyFrame to one output frame. (Building the expressions costs more Python time
+    than running them on a chunk.)"""
+    schema = dict(schema_items)
+
+    def col(c: str) -> pl.Expr:
+        """A column in its final type; a typed null where the chunk did not have it."""
+        want = _OPTIONAL.get(c, STR)
+        if c not in schema:
+            return pl.lit(None, dtype=want).alias(c)
+        if want == I64:
+            return (_to_int(pl.col(c)) if schema[c] == STR else pl.col(c).cast(I64, strict=False)).alias(c)
+        return pl.col(c).cast(want, strict=False).alias(c)
+
+    def time(c: str) -> pl.Expr:
+        text = f"_{c}_text_ns" in schema
+        if c not in schema:
+            return pl.lit(None, dtype=I64)
+        if schema[c] == STR:
+            return pl.col(f"_{c}_text_ns") if text else pl.lit(None, dtype=I64)
+        e = us_ns_expr(pl.col(c))
+        return pl.coalesce(e, pl.col(f"_{c}_text_ns")) if text else e
+
+    def ident(c: str) -> pl.Expr:
+        if c not in schema:
+            return pl.lit(None, dtype=I64)
+        v = pl.col(c).cast(I64, strict=False)
+        if c in text_ids:
+            v = pl.coalesce(v, pl.col(c).str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))
+        return v
+
+    plan = _Plan()
+    plan.base = [time("ts").alias("ts_ns"), time("dur").alias("dur_ns")]
+    ph = pl.col("ph")
+    timed = ph.is_in(_TIMED).fill_null(False)
+    floats = schema.get("ts") == F64 and schema.get("dur") == F64
+    ts_null = pl.col("ts").is_null() if "ts" in schema else pl.lit(True)
+    if "_ts_text_ns" in schema:
+        ts_null = pl.col("_ts_text_ns").is_null() & (pl.col("ts").is_null() if schema.get("ts") == F64 else pl.lit(True))
+    dur_null = pl.col("dur").is_null() if "dur" in schema else pl.lit(True)
+    if "_dur_text_ns" in schema:
+        dur_null = pl.col("_dur_text_ns").is_null() & (pl.col("dur").is_null() if schema.get("dur") == F64 else pl.lit(True))
+    has = [pl.col(c).is_not_null() for c in ("name", "cat", "ts") if c in schema] or [pl.lit(False)]
+    plan.checks = [
+        (ph.is_null() & pl.any_horizontal(has)).sum().alias("no_ph"),
+        (timed & ts_null).sum().alias("no_ts"),
+        ((ph == "X").fill_null(False) & dur_null).sum().alias("no_dur"),
+        (inexact_expr(pl.col("ts")).sum() + inexact_expr(pl.col("dur")).sum()).alias("inexact") if floats else pl.lit(0).alias("inexact"),
+    ]
+    dims = []
+    for c in ("grid", "block"):
+        for j in range(3):
+            if c in schema:  # a list column (polars reader)
+                dims.append(pl.col(c).list.get(j, null_on_oob=True).alias(f"{c}{j}"))
+            elif f"{c}{j}" in schema:  # already split (Python loop)
+                dims.append(pl.col(f"{c}{j}").cast(I64, strict=False))
+            else:
+                dims.append(pl.lit(None, dtype=I64).alias(f"{c}{j}"))
+    plan.slice_cols = [pl.col(c) for c in ("seq", "ph", "cat", "name", "pid", "tid", "ts_ns", "dur_ns")] + dims
+    plan.slice_cols += [col(c) for c in _INT_ARGS + _FLOAT_ARGS + _STR_ARGS]
+    plan.slice_cols += [ident("pid").alias("pid_i"), ident("tid").alias("tid_i")]
+    plan.derived = [
+        (pl.col("ts_ns") + pl.col("dur_ns")).alias("end_raw"),
+        pl.coalesce(pl.col("corr"), pl.col("corr_xla")).alias("corr"),
+        pl.coalesce(pl.col("ext"), pl.col("ext_old")).alias("ext"),
+    ]
+    if split:
+        cls, kind = _cat_rules()
+        plan.derived += [cls.alias("cls"), kind.alias("kind")]
+    plan.is_slice = ph.is_in(["X", "B", "E"]).fill_null(False)
+    plan.is_rest = ph.is_in(["s", "t", "f", "M", "i", "I", "C"]).fill_null(False)
+    plan.flow_cols = ["seq", "ph", "cat", (pl.col("id") if "id" in schema else pl.lit(None, dtype=STR)).cast(STR).alias("fid"),
+                      "pid", "tid", "ts_ns", (pl.col("bp") if "bp" in schema else pl.lit(None, dtype=STR)).alias("bp")]
+    plan.meta_cols = ["name", "pid", "tid", col("a_name"), col("a_sort")]
+    # profile_memory instants: the caching allocator's totals over time
+    plan.mem_cols = ["seq", "pid", "ts_ns", col("m_device"), col("m_devtype"), col("m_alloc").alias("alloc"), col("m_reserved").alias("reserved")]
+    plan.cevent_cols = ["seq", "name", "pid", "ts_ns"]  # the Python loop fills cvalues
+    return plan
+
+
+def _missing_examples(base: pl.LazyFrame, out: Chunk, chk: dict) -> None:
+    ph = pl.col("ph")
+    timed = ph.is_in(_TIMED).fill_null(False)
+    masks = {
+        "ph": ph.is_null() & (pl.col("name").is_not_null() | pl.col("ts_ns").is_not_null() | pl.col("cat").is_not_null()),
+        "ts": timed & pl.col("ts_ns").is_null(),
+        "dur": (ph == "X").fill_null(False) & pl.col("dur_ns").is_null(),
+    }
+    for field, mask in masks.items():
+        n = chk["no_" + field]
+        if n:
+            bad = base.filter(mask.fill_null(False)).select("seq", "ph").head(3).collect()
+            out.missing.extend((s, p or "", field) for s, p in bad.iter_rows())
+            out.missing.append((-1, str(int(n)), field))
 
 
 def _int_expr(df: pl.DataFrame, col: str) -> pl.Expr:
@@ -561,19 +628,6 @@ def _to_int(expr: pl.Expr) -> pl.Expr:
         .then(s.str.slice(2).str.to_integer(base=16, strict=False))
         .otherwise(pl.coalesce(s.cast(I64, strict=False), s.cast(F64, strict=False).cast(I64, strict=False)))
     )
-
-
-def _time_column(raw: pl.DataFrame, col: str, cols: set[str]) -> tuple[pl.Series, int]:
-    if raw[col].dtype == STR:  # quoted on purpose: absolute timestamps with fractions
-        return text_us_to_ns(raw[col]).alias(col + "_ns"), 0
-    num = raw[col]
-    ns_arr, inexact = us_to_ns(num.fill_null(0.0).to_numpy())
-    ns = pl.Series(col + "_ns", ns_arr, dtype=I64)
-    if num.null_count():
-        ns = pl.select(pl.when(num.is_not_null()).then(ns)).to_series().alias(col + "_ns")
-    if col + "_txt" in cols and raw[col + "_txt"].null_count() < raw.height:
-        ns = pl.select(pl.coalesce(ns, text_us_to_ns(raw[col + "_txt"]))).to_series().alias(col + "_ns")
-    return ns, int((inexact & num.is_not_null().to_numpy()).sum())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1021,12 +1075,14 @@ def _ranges(R: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict
     launch_kind = pl.col("kind").is_in(_LAUNCH_KINDS)
     if acc.flows and R.filter(launch_kind & pl.col("corr").is_null()).height:
         flows = _stack(acc.flows, _FLOWS)
-        starts = (flows.filter((pl.col("ph") == "s") & (pl.col("cat").fill_null("") != "fwdbwd"))
-                  .select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
-                  .unique(["pid", "tid", "ts_ns"], keep="first"))
-        R = (R.join(starts, on=["pid", "tid", "ts_ns"], how="left")
+        key = ["pid", "tid", "ts_ns"]
+        starts = (flows.filter((pl.col("ph") == "s") & (pl.col("cat").fill_null("") != "fwdbwd")).sort("seq")
+                  .select(*key, pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
+                  .with_columns(_k=pl.int_range(pl.len()).over(key)))
+        R = (R.sort("seq").with_columns(_k=pl.int_range(pl.len()).over(key))
+             .join(starts, on=key + ["_k"], how="left")
              .with_columns(corr=pl.when(launch_kind).then(pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).otherwise(pl.col("corr")))
-             .drop("_fcorr"))
+             .drop("_fcorr", "_k"))
     # nesting per thread (per stream for device ranges), in (thread, start, longest first) order,
     # which is also the order of range_id. Only the sort keys are reordered for the nesting
     # pass; each output column is gathered once at the end.
@@ -1132,10 +1188,14 @@ def _flow_corr(acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
     ends = flows.filter(pl.col("ph").is_in(["f", "t"]) & (pl.col("cat").fill_null("") != "fwdbwd"))
     if not ends.height:
         return rows
-    link = (ends.select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
-            .unique(["pid", "tid", "ts_ns"], keep="first"))
-    return (rows.join(link, on=["pid", "tid", "ts_ns"], how="left")
-            .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr"))
+    # a flow binds to the slice it ends on; slices sharing (pid, tid, ts) take the flows ending
+    # there in file order
+    key = ["pid", "tid", "ts_ns"]
+    link = (ends.sort("seq").select(*key, pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
+            .with_columns(_k=pl.int_range(pl.len()).over(key)))
+    rows = rows.sort("seq").with_columns(_k=pl.int_range(pl.len()).over(key))
+    return (rows.join(link, on=key + ["_k"], how="left")
+            .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr", "_k"))
 
 
 def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ops: pl.DataFrame):
@@ -1181,7 +1241,15 @@ def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")),
         name=pl.col("kname").replace(dem) if dem else pl.col("kname"),
     )
-    K = K.join(launch, on="corr", how="left").join(ops, left_on="ext", right_on="_ext", how="left")
+    K = K.join(launch, on="corr", how="left")
+    # Kineto's External id names the framework op, except in traces where it repeats the
+    # correlation id (2022-2023 builds); it is used only to place kernels whose launch call is
+    # not in the trace, and only where it is not a correlation id.
+    both = K.filter(pl.col("ext").is_not_null() & pl.col("corr").is_not_null())
+    if both.height and (both["ext"] == both["corr"]).all():
+        K = K.with_columns(_extname=pl.lit(None, dtype=STR), _lextname=pl.lit(None, dtype=STR))
+    else:
+        K = K.join(ops, left_on="ext", right_on="_ext", how="left")
     names = _device_names(meta)
     dev_name = pl.col("device_id").replace_strict(names, default=None, return_dtype=STR) if names else pl.lit(None, dtype=STR)
     K = K.sort(["start_ns", "seq"], nulls_last=True).with_columns(kernel_id=pl.int_range(0, K.height, dtype=I64))
@@ -1189,7 +1257,8 @@ def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         pl.lit(source).alias("source"),
         dev_name.alias("device_name"),
         "device_id", "kernel_id", "name", "mangled_name",
-        (pl.col("hlo_op") if source == "xla" else pl.coalesce(pl.col("_extname"), pl.col("_lextname"), pl.col("_lop"))).alias("op_name"),
+        # the innermost framework op around the launching call; else the op its External id names
+        (pl.col("hlo_op") if source == "xla" else pl.coalesce(pl.col("_lop"), pl.col("_extname"), pl.col("_lextname"))).alias("op_name"),
         pl.col("hlo_module").alias("module"),
         (pl.lit("kernel") if source == "xla" else pl.col("cat")).alias("category"),
         pl.coalesce(pl.col("r_pid"), pl.col("_lpid")).alias("process_id"),

@@ -368,3 +368,19 @@ def test_audit_kernel_durations_of_a_real_nsys_trace(path, tmp_path):
     assert report.evidence.baseline.get("time_source") == "nsys"
     pa105 = next(f for f in report.findings if f.rule == "PA105")
     assert pa105.status is Status.UNKNOWN
+
+
+SAMPLE_CLAIMS = Path(__file__).resolve().parents[1] / "sample_reports" / "claims"
+
+
+@pytest.mark.skipif(not (SAMPLE_CLAIMS / "verdicts.json").is_file(), reason="sample_reports/claims not generated")
+def test_sample_claims_reproduce_their_recorded_verdicts(cli):
+    """The example claims (logs measured by make_claims.py) audit to the verdicts recorded when
+    they were made: fixed logs and a seeded bootstrap give the same answer every time."""
+    recorded = json.loads((SAMPLE_CLAIMS / "verdicts.json").read_text())
+    assert len(recorded) >= 3
+    for name, verdict in recorded.items():
+        res = cli("audit", SAMPLE_CLAIMS / name, "--format", "json")
+        d = json.loads(res.out)
+        assert d["verdict"] == verdict, (name, d["reasons"])
+        assert res.code == (0 if verdict in ("PASS", "WARN") else 1)

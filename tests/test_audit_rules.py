@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import importlib
-import re
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
-from audit_fixtures import A100, H100, claim, fair_claim, ratio, side, trace
+from audit_fixtures import A100, claim, fair_claim, ratio, side, trace
 from profaudit import schema
 from profaudit.audit import PITFALLS, RULES, Claim, Side, Severity, Status, audit, gather
 from profaudit.audit.rules import BY_CODE, select_rules

@@ -280,3 +280,12 @@ def test_run_to_run_spread_widens_the_speedup_interval():
     loose = gather(claim(side("baseline", 1.0e6, seed=1), side("candidate", 0.5e6, seed=2, run_offsets=(1.0, 1.15, 0.9)))).comparison.primary_interval
     assert (loose.high / loose.low) > 3 * (tight.high / tight.low) - 2
     assert loose.low < 1.9 < 2.1 < loose.high
+
+
+def test_best_of_bootstrap_is_the_resample_minimum():
+    x = np.random.default_rng(19).lognormal(0, 0.2, 300)
+    best = st.parse_statistic("best_of")
+    d = st._direct_draws(x, [best], 200, np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    ref = x[rng.integers(0, x.size, size=(200, x.size))].min(axis=1)
+    np.testing.assert_allclose(d["best_of"], ref)

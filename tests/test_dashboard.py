@@ -9,6 +9,7 @@ import io
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,6 @@ import pytest
 
 pytest.importorskip("dash")
 pytest.importorskip("dash_ag_grid")
-
-from dash import html  # noqa: E402
 
 from dashboard_data import make_inputs, timing_samples, write_claim, LOG_META  # noqa: E402
 from profaudit.dashboards import access, grid, uploads  # noqa: E402
@@ -440,7 +439,7 @@ def test_roofline_points_and_toggles(app, ctx):
 
     st = ctx
     pids = ["gemm-before", "gemm-after"]
-    fig, notes, msg = roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram", "l2", "l1"], ["fp32", "fp16_tensor"], ["boost", "kernel"], [])
+    fig, notes, view, msg = roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram", "l2", "l1"], ["fp32", "fp16_tensor"], ["boost", "kernel"], [])
     assert msg == ""
     rf = roofline(st.subset(pids))
     pts = [t for t in fig["data"] if t["type"] == "scattergl"]
@@ -459,13 +458,48 @@ def test_roofline_points_and_toggles(app, ctx):
     clk = float(rf["kernel_clock_hz"].median())
     meas = next(t for t in fig["data"] if t["type"] == "scatter" and "fp16_tensor" in t["name"] and "measured" in t["name"])
     assert meas["y"][0] == pytest.approx(spec.peak_flops_per_s("fp16_tensor", clock_hz=clk))
-    fig2, _, _ = roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram"], ["fp32"], ["boost"], [])
+    fig2, _, _, _ = roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram"], ["fp32"], ["boost"], [])
     assert all("L1" not in t["name"] and "L2" not in t["name"] for t in fig2["data"] if t["type"] == "scattergl")
     assert not any("fp16_tensor" in t["name"] or "measured" in t["name"] for t in fig2["data"] if t["type"] == "scatter")
-    fig3, _, _ = roofline_page.update(pids, "a100-sxm-80gb", ["dram"], ["fp32"], ["boost"], [])
+    fig3, _, _, _ = roofline_page.update(pids, "a100-sxm-80gb", ["dram"], ["fp32"], ["boost"], [])
     assert any(t["name"].startswith("a100-sxm-80gb") for t in fig3["data"] if t["type"] == "scatter")
-    _, _, msg = roofline_page.update(pids, "no-such-gpu", ["dram"], ["fp32"], ["boost"], [])
+    _, _, _, msg = roofline_page.update(pids, "no-such-gpu", ["dram"], ["fp32"], ["boost"], [])
     assert "no device spec" in text_of(msg)
+
+
+def test_roofline_level_of_detail(app, ctx):
+    """Past the exact-point limit, one point per occupied screen cell; a zoom re-bins its range."""
+    from profaudit.dashboards.figures import BINS_X, roofline_figure
+
+    st = ctx
+    rf = st.roofline(["gemm-before", "gemm-after"], None, False)
+    specs = roofline_page._specs(st, rf)
+    exact = roofline_figure(rf, specs, levels=["dram"], precisions=["fp32"], clocks=["boost"])
+    coarse = roofline_figure(rf, specs, levels=["dram"], precisions=["fp32"], clocks=["boost"], max_exact=10)
+    assert exact.sent == exact.points == coarse.points > coarse.sent > 0
+
+    def pts(res):
+        out = []
+        for t in res.figure["data"]:
+            if t["type"] == "scattergl":
+                out.append((np.frombuffer(base64.b64decode(t["x"]["bdata"]), np.float64), np.frombuffer(base64.b64decode(t["customdata"]["bdata"]), np.int32), t["text"]))
+        return out
+
+    for x, idx, _ in pts(coarse):
+        assert np.allclose(x, rf["ai_dram_flops_per_byte"].to_numpy()[idx])  # each point is a real kernel
+    merged = sum(int(t.split(" and ")[1].split()[0].replace(",", "")) + 1 if " and " in t else 1 for _, _, ts in pts(coarse) for t in ts)
+    assert merged == coarse.points  # every kernel is counted in exactly one cell
+    lx = np.log10(rf["ai_dram_flops_per_byte"].to_numpy())
+    view = (float(np.nanmin(lx)) - 0.01, float(np.nanmin(lx)) + 0.2, 0.0, 20.0)
+    zoomed = roofline_figure(rf, specs, levels=["dram"], precisions=["fp32"], clocks=["boost"], max_exact=10, view=view)
+    assert zoomed.figure["layout"]["xaxis"]["range"] == [view[0], view[1]]
+    for x, _, _ in pts(zoomed):
+        assert np.all((np.log10(x) >= view[0]) & (np.log10(x) <= view[1]))
+    assert BINS_X >= 1000
+    assert roofline_page.view_from_relayout({"xaxis.range[0]": -1, "xaxis.range[1]": 2, "yaxis.range[0]": 9, "yaxis.range[1]": 14}, None) == [-1.0, 2.0, 9.0, 14.0]
+    assert roofline_page.view_from_relayout({"xaxis.range": [0, 1]}, [-1, 2, 9, 14]) == [0.0, 1.0, 9, 14]
+    assert roofline_page.view_from_relayout({"xaxis.autorange": True}, [-1, 2, 9, 14]) is None
+    assert roofline_page.view_from_relayout({"dragmode": "pan"}, None) is None
 
 
 def test_roofline_click_shows_kernel(app, ctx):
@@ -490,7 +524,9 @@ def test_timing_marks_warmup_drift_and_throttling(app, ctx):
     s = timing_samples("fused", 33_000.0, 300, seed=4, throttle_every=25)
     assert thr == int((s["throttle_reasons"] == "sw_thermal_slowdown").sum()) == 12
     names = [t.name for t in trace.data]
-    assert any("throttled (12)" in n for n in names) and any("SM clock" in n for n in names) and any("temperature" in n for n in names)
+    assert sum(len(t.x) for t in trace.data if t.name == "throttled") == 12
+    assert any("SM clock" in n for n in names) and any("temperature" in n for n in names)
+    assert sorted(t.name for t in trace.data if t.showlegend is not False) == sorted(["eager", "fused", "warm-up (labelled or detected)", "throttled", "drift (Theil-Sen; dashed = significant)", "SM clock (right axis)", "temperature (right axis)"])
     assert trace.layout.yaxis2.title.text == "SM clock (MHz)"
     assert [t.name for t in violin.data] == ["eager", "fused"]
     opts_k, value, _ = timing_page.choose_source("kernels")
@@ -562,10 +598,70 @@ def test_port_taken_is_one_line_exit_2(cli):
         s.close()
 
 
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def test_cli_bad_inputs(cli, tmp_path):
-    assert_one_line_error(cli("dashboard", str(tmp_path / "missing.csv"), "--port", "0", "--no-browser"), "no such file")
+    assert_one_line_error(cli("dashboard", str(tmp_path / "missing.csv"), "--port", str(_free_port()), "--no-browser"), "no such file")
+    assert_one_line_error(cli("dashboard", "--port", "0", "--no-browser"), "between 1 and 65535")
     assert_one_line_error(cli("dashboard", "--max-upload-mb", "0", "--no-browser"), "--max-upload-mb")
     assert_one_line_error(cli("dashboard", "--host", "256.1.1.1", "--no-browser"), "--host")
+
+
+def test_cli_serves_on_loopback(tmp_path):
+    """The real command: it listens on 127.0.0.1, serves the pages, and stops on SIGINT."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "profaudit", "dashboard", str(REPO / "sample_reports" / "jax_cpu"), "--port", str(port), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        body = None
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/roofline", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.3)
+        assert body is not None and "<title>" in body, proc.stderr.read() if proc.poll() is not None else "no answer"
+        conns = [c for c in __import__("psutil").net_connections("tcp") if c.laddr and c.laddr.port == port and c.status == "LISTEN"] if _has_psutil() else []
+        assert all(c.laddr.ip == "127.0.0.1" for c in conns)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+    assert "profaudit dashboard: 1 profiles" in err and f"http://localhost:{port}/" in err
+
+
+def _has_psutil() -> bool:
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_page_that_fails_to_build_shows_a_message(app):
+    from profaudit.dashboards.app import safe_layout
+
+    def broken(**_):
+        raise RuntimeError("cannot build")
+
+    with app.server.test_request_context():
+        out = safe_layout(broken, "Broken")()
+    assert "internal error: RuntimeError: cannot build" in text_of(out)
 
 
 def test_sample_reports_found_and_served():

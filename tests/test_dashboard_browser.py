@@ -144,6 +144,18 @@ def test_roofline_toggles(page, served):
     assert any(t["type"] == "scattergl" and t["name"].endswith("· L1") for t in data)
     assert any("measured" in (t["name"] or "") for t in data)
     shot(page, "roofline")
+    # a box zoom: plotly zooms, the server keeps the view for the next redraw, nothing breaks
+    box = page.locator("#rf-graph .nsewdrag").first.bounding_box()
+    before = page.evaluate("() => document.querySelector('#rf-graph .js-plotly-plot')._fullLayout.xaxis.range.slice()")
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.3)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.6, steps=5)
+    page.mouse.up()
+    settle(page)
+    after = page.evaluate("() => document.querySelector('#rf-graph .js-plotly-plot')._fullLayout.xaxis.range.slice()")
+    assert after != before
+    page.dblclick("#rf-graph .nsewdrag")
+    settle(page)
     page.uncheck('#rf-levels input[value="l1"]')
     page.wait_for_function("() => !document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').endsWith('· L1'))")
     page.uncheck('#rf-clocks input[value="kernel"]')
@@ -212,6 +224,7 @@ def test_uploads(page, served):
     page.set_input_files(box, files=[{"name": "huge.csv", "mimeType": "text/csv", "buffer": b"t_ms\n" + b"1.0\n" * (CAP // 4 + 100)}])
     page.wait_for_selector("#ov-upload-client-msg:has-text('over the')")
     assert page.is_visible("#ov-upload-client-msg")
+    shot(page, "overview-oversize-upload")
     assert not (served["app"]._profaudit_state.upload_dir / "huge.csv").exists()
     # a file no parser recognises: an error message, nothing stored
     page.set_input_files(box, files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"just some notes\n"}])

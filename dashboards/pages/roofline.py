@@ -71,6 +71,7 @@ def layout(**_query):
             ),
             dcc.Loading(dcc.Graph(id="rf-graph", figure=empty_figure("loading…"), config={"displaylogo": False}), type="dot"),
             html.Div(id="rf-notes"),
+            dcc.Store(id="rf-view"),
             html.Div(id="rf-detail", className="detail"),
         ],
         className="page page-roofline",
@@ -86,19 +87,51 @@ def _frame(st, pids, device, sparse):
     return st.roofline(list(pids or []), dev, bool(sparse))
 
 
-@guarded(fallback=[empty_figure("no chart"), no_update, None], msg_at=2)
-def update(pids, device, levels, precisions, clocks, sparse):
+def _triggered():
+    from dash import ctx
+    from dash.exceptions import MissingCallbackContextException
+
+    try:
+        return ctx.triggered_id
+    except MissingCallbackContextException:  # called directly (tests)
+        return None
+
+
+def view_from_relayout(relayout: dict | None, current: list | None) -> list | None:
+    """The visible log10 range [x0, x1, y0, y1] after a zoom or pan (None: the whole chart)."""
+    if not relayout:
+        return current
+    if relayout.get("xaxis.autorange") or relayout.get("yaxis.autorange") or relayout.get("autosize"):
+        return None
+    view = list(current) if current else [None, None, None, None]
+    for i, ax in ((0, "xaxis"), (2, "yaxis")):
+        rng = relayout.get(f"{ax}.range")
+        lo, hi = (rng[0], rng[1]) if isinstance(rng, (list, tuple)) and len(rng) == 2 else (relayout.get(f"{ax}.range[0]"), relayout.get(f"{ax}.range[1]"))
+        if lo is not None and hi is not None:
+            view[i], view[i + 1] = float(lo), float(hi)
+    return view if all(v is not None for v in view) else current
+
+
+@guarded(fallback=[empty_figure("no chart"), no_update, no_update, None], msg_at=3)
+def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view=None):
     st = state()
+    zoomed = _triggered() == "rf-graph"
+    new_view = view_from_relayout(relayout, view) if zoomed else view
     if not pids:
-        return empty_figure("choose at least one profile with kernels"), message("No profile with kernels is selected.", "info"), ""
+        return empty_figure("choose at least one profile with kernels"), message("No profile with kernels is selected.", "info"), None, ""
     rf = _frame(st, pids, device, "sparse" in (sparse or []))
-    res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []))
+    if zoomed and new_view == view:
+        return no_update, no_update, no_update, no_update
+    res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(new_view) if new_view else None)
+    if zoomed and res.sent == res.points:
+        # every point is already in the chart: plotly zooms on its own
+        return no_update, no_update, new_view, no_update
     notes = [message(n, "info") for n in res.notes]
     reasons = rf.filter(pl.col("roof_note").is_not_null()).group_by("roof_note").len().sort("len", descending=True) if rf.height else rf
     if reasons.height:
         rows = [html.Li(f"{n:,} kernels: {why}") for why, n in reasons.head(8).iter_rows()]
         notes.append(html.Details([html.Summary(f"{int(reasons['len'].sum()):,} of {rf.height:,} kernels have a partial or no roofline: why"), html.Ul(rows)], className="notes", open=res.points == 0))
-    return res.figure, notes, ""
+    return res.figure, notes, new_view, ""
 
 
 @guarded()
@@ -122,6 +155,7 @@ def register(app) -> None:
     app.callback(
         Output("rf-graph", "figure"),
         Output("rf-notes", "children"),
+        Output("rf-view", "data"),
         Output("rf-msg", "children"),
         Input("rf-profiles", "value"),
         Input("rf-device", "value"),
@@ -129,6 +163,8 @@ def register(app) -> None:
         Input("rf-precisions", "value"),
         Input("rf-clocks", "value"),
         Input("rf-sparse", "value"),
+        Input("rf-graph", "relayoutData"),
+        State("rf-view", "data"),
     )(update)
     app.callback(
         Output("rf-detail", "children"),

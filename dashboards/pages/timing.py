@@ -43,7 +43,8 @@ def cases(df: pl.DataFrame) -> list[dict]:
     out = []
     for b, p, n, v, np_ in g.iter_rows():
         params = "" if p in (None, "{}") else f" {p}"
-        out.append({"label": f"{b or '(unnamed)'}{params} — {n:,} samples, {np_} profile(s)", "value": json.dumps([b, p])})
+        variants = f", {v} variants" if v > 1 else ""
+        out.append({"label": f"{b or '(unnamed)'}{params} — {n:,} samples, {np_} profile(s){variants}", "value": json.dumps([b, p])})
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -404,7 +404,9 @@ def _samples(se: SideEvidence, side: Side) -> None:
         return
     if raw["iteration"].null_count() == 0 or raw["run"].null_count() == 0:
         keys = [c for c in ("run", "iteration") if raw[c].null_count() == 0]
-        raw = raw.sort(keys, maintain_order=True)
+        # Logs are nearly always written in order: sort only when they are not.
+        if not _in_order(*(raw[k].to_numpy() for k in keys)):
+            raw = raw.sort(keys, maintain_order=True)
     phase = raw["phase"].cast(pl.Utf8).str.to_lowercase()
     is_warm = (phase == "warmup").fill_null(False)
     se.warmup_rows = int(is_warm.sum())
@@ -443,6 +445,16 @@ def _samples(se: SideEvidence, side: Side) -> None:
     clocks = se.columns.get("sm_clock_mhz")
     if clocks is not None and np.isfinite(clocks).any():
         se.add("observed_sm_clock_mhz", float(np.nanmedian(clocks)), f"{shown}: median of column sm_clock_mhz", "derived")
+
+
+def _in_order(first: np.ndarray, second: np.ndarray | None = None) -> bool:
+    """Whether rows are already sorted by (first, second)."""
+    if first.size < 2:
+        return True
+    a, b = first[1:], first[:-1]
+    if second is None:
+        return bool(np.all(a >= b))
+    return bool(np.all((a > b) | ((a == b) & (second[1:] >= second[:-1]))))
 
 
 def _kernels(se: SideEvidence, side: Side) -> None:
@@ -558,10 +570,6 @@ def device_relation(a: str, b: str) -> str:
     return "different"
 
 
-def same_device(a: str, b: str) -> bool:
-    return device_relation(a, b) == "same"
-
-
 def _norm_device(name: str) -> str:
     s = str(name).lower().replace("nvidia", "").replace("geforce", "").replace("tesla", "").replace("-", " ").replace("_", " ")
     return " ".join(s.split())
@@ -570,12 +578,3 @@ def _norm_device(name: str) -> str:
 def dtype_of(se: SideEvidence) -> str | None:
     v = se.get("dtype")
     return normalise_dtype(v) if v is not None else None
-
-
-def facts_dict(*pairs: tuple[str, Fact | None]) -> dict[str, Any]:
-    """Evidence entries for a finding: name -> {value, source, kind}, skipping missing facts."""
-    return {name: f for name, f in pairs if f is not None}
-
-
-def values_of(facts: Iterable[Fact]) -> list[Any]:
-    return [f.value for f in facts]

@@ -138,7 +138,7 @@ def _compare_samples(ev, b, c, claimed, resamples, seed) -> Comparison:
     cmp.n = {"baseline": int(tb.size), "candidate": int(tc.size)}
     ss = np.random.SeedSequence(seed)
     time_sets = (SampleSet(tb, b.steady_runs, b.steady_sorted), SampleSet(tc, c.steady_runs, c.steady_sorted))
-    cmp.time_intervals, method, infl = _intervals(time_sets, stats, resamples, ss.spawn(2), ev.confidence, "time")
+    cmp.time_intervals, method, infl, ar = _intervals_ar(time_sets, stats, resamples, ss.spawn(2), ev.confidence, "time")
     cmp.inflation = infl
     cmp.method = method
     if space == "cycles":
@@ -146,7 +146,8 @@ def _compare_samples(ev, b, c, claimed, resamples, seed) -> Comparison:
         cyc_b = tb * (fb if np.isscalar(fb) else fb) * 1e-3
         cyc_c = tc * (fc if np.isscalar(fc) else fc) * 1e-3
         cyc_sets = (SampleSet(cyc_b, b.steady_runs), SampleSet(cyc_c, c.steady_runs))
-        cmp.cycle_intervals, _, infl_c = _intervals(cyc_sets, stats, resamples, ss.spawn(2), ev.confidence, "cycles")
+        # Cycles are times scaled by a near-constant clock: reuse the times' autocorrelation.
+        cmp.cycle_intervals, _, infl_c, _ = _intervals_ar(cyc_sets, stats, resamples, ss.spawn(2), ev.confidence, "cycles", ar)
         cmp.intervals = cmp.cycle_intervals
         cmp.inflation = infl_c
         cmp.clock_mhz = {"baseline": float(np.median(fb)), "candidate": float(np.median(fc))}
@@ -170,7 +171,23 @@ def _compare_samples(ev, b, c, claimed, resamples, seed) -> Comparison:
     return cmp
 
 
-def _intervals(sets, stats, resamples, seeds, confidence, space):
+def intervals(sets, stats, resamples, seeds, confidence, space, ar_known=None):
+    """Bootstrap intervals of baseline / candidate for each statistic, as the audit computes them.
+
+    `sets` is (baseline SampleSet, candidate SampleSet), `seeds` two seeds (or SeedSequences).
+    Returns (intervals by statistic name, method text, inflation info). The inflation info holds
+    per side `lag1_autocorrelation`, `autocorrelation_factor`, `factor` by statistic and, with
+    runs, `runs` and `run_factor` by statistic; paired runs add a `paired_runs` entry.
+    `ar_known` reuses (r1, factor) per side from an earlier call (cycle space reuses time's)."""
+    out, method, infl, _ = _intervals_ar(sets, stats, resamples, seeds, confidence, space, ar_known)
+    return out, method, infl
+
+
+# profaudit.compare.significance imports this name; it keeps the 3-value contract of `intervals`.
+_intervals = intervals
+
+
+def _intervals_ar(sets, stats, resamples, seeds, confidence, space, ar_known=None):
     b_set, c_set = sets
     draws_b, method_b = st.bootstrap_draws(b_set, stats, resamples, np.random.default_rng(seeds[0]))
     draws_c, method_c = st.bootstrap_draws(c_set, stats, resamples, np.random.default_rng(seeds[1]))
@@ -178,9 +195,12 @@ def _intervals(sets, stats, resamples, seeds, confidence, space):
     factors: dict[str, dict[str, float]] = {"baseline": {}, "candidate": {}}
     ar: dict[str, float] = {}
     for role, sset in (("baseline", b_set), ("candidate", c_set)):
-        r1 = st.lag1_autocorrelation(sset.values, sorted_x=sset.sorted)
-        # Widen only for autocorrelation distinguishable from chance (|r1| > 2 / sqrt(n) for iid).
-        ar[role] = st.autocorrelation_inflation(r1) if r1 == r1 and r1 > 2 / math.sqrt(max(sset.n, 1)) else 1.0
+        if ar_known is not None:
+            r1, ar[role] = ar_known[role]
+        else:
+            r1 = st.lag1_autocorrelation(sset.values, sorted_x=sset.sorted)
+            # Widen only for autocorrelation distinguishable from chance (|r1| > 2 / sqrt(n) for iid).
+            ar[role] = st.autocorrelation_inflation(r1) if r1 == r1 and r1 > 2 / math.sqrt(max(sset.n, 1)) else 1.0
         infl[role] = {"lag1_autocorrelation": r1, "autocorrelation_factor": ar[role]}
     paired_info: dict[str, Any] = {}
     for s in stats:
@@ -224,7 +244,7 @@ def _intervals(sets, stats, resamples, seeds, confidence, space):
             space=space,
             method=method,
         )
-    return out, method, infl
+    return out, method, infl, {r: (infl[r]["lag1_autocorrelation"], ar[r]) for r in ("baseline", "candidate")}
 
 
 def _side_summary(se: "SideEvidence") -> dict[str, float]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -39,7 +39,7 @@ DEFAULT_NOISE_THRESHOLD = 0.01
 DIRECT_MAX = 1_000
 _CHUNK_VALUES = 2_000_000
 _GROUPS = 64
-_SINGLETONS_PER_TAIL = 48
+_SINGLETONS_PER_TAIL = 24
 _NORMAL_POISSON_MIN = 200
 TRIM_FRACTION = 0.10
 MAD_TO_SIGMA = 1.4826
@@ -410,7 +410,7 @@ class Trend:
         return {k: _clean(v) for k, v in self.__dict__.items()}
 
 
-def trend(x: np.ndarray) -> Trend:
+def trend(x: np.ndarray, *, median: float | None = None) -> Trend:
     """Spearman rho(t, index) and the Theil-Sen drift over the run (both on thinned series)."""
     from scipy import stats as sps
 
@@ -434,7 +434,7 @@ def trend(x: np.ndarray) -> Trend:
         tx, ty = xi, yi
     ts = sps.theilslopes(ty, tx)
     slope = float(ts.slope)
-    med = float(np.median(x))
+    med = float(np.median(x)) if median is None else float(median)
     scale = (n - 1) / med if med else math.nan
     return Trend(rho, p, slope, slope * scale, n, int(yi.size), float(ts.low_slope) * scale, float(ts.high_slope) * scale)
 
@@ -499,7 +499,7 @@ class Bimodal:
         return {k: _clean(v) for k, v in self.__dict__.items()} | {"ratio": _clean(self.ratio)}
 
 
-def bimodality(x: np.ndarray, *, min_ratio: float = 1.15, min_share: float = 0.05) -> Bimodal | None:
+def bimodality(x: np.ndarray, *, min_ratio: float = 1.15, min_share: float = 0.05, sorted_x: np.ndarray | None = None) -> Bimodal | None:
     """Two separated clusters of times: an Otsu split on log t, both clusters holding at least
     `min_share` of the samples, medians at least `min_ratio` apart, and an empty valley (the
     density around the split under 20 % of the density at the smaller mode)."""
@@ -531,8 +531,14 @@ def bimodality(x: np.ndarray, *, min_ratio: float = 1.15, min_share: float = 0.0
     share = float(low.mean())
     if not (min_share <= share <= 1 - min_share):
         return None
-    m_lo = float(np.median(y[low]))
-    m_hi = float(np.median(y[~low]))
+    if sorted_x is not None:
+        # log is monotone: the clusters are the two runs of the sorted data either side of the split
+        k = int(np.count_nonzero(low))
+        ys = np.log(np.maximum(sorted_x, np.finfo(float).tiny))
+        m_lo, m_hi = _sorted_quantile(ys[:k], 0.5), _sorted_quantile(ys[k:], 0.5)
+    else:
+        m_lo = float(np.median(y[low]))
+        m_hi = float(np.median(y[~low]))
     if m_hi - m_lo < math.log(min_ratio):
         return None
     band = 0.1 * (m_hi - m_lo)
@@ -691,7 +697,7 @@ def _order_index(n: int, q: float) -> int:
 def _direct_draws(x: np.ndarray, stats: Sequence[Statistic], resamples: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     n = x.size
     out = {s.name: np.empty(resamples) for s in stats}
-    need_sort = any(s.kind in ("quantile", "trimmed_mean") for s in stats)
+    need_sort = any(s.kind in ("quantile", "trimmed_mean", "best_of") for s in stats)
     chunk = max(1, _CHUNK_VALUES // n)
     cut = int(TRIM_FRACTION * n)
     for start in range(0, resamples, chunk):
@@ -950,7 +956,3 @@ def _clean(v):
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
-
-
-def as_array(values: Iterable[float]) -> np.ndarray:
-    return np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from profaudit.audit.claim import Claim
-from profaudit.audit.evidence import Evidence, gather
+from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity, Status
 from profaudit.audit.speedup import Comparison
 from profaudit.audit.stats import Interval
@@ -184,11 +184,3 @@ def audit_evidence(ev: Evidence, rules: list[Rule]) -> AuditReport:
     verdict, reasons = decide(findings)
     sup = supported_speedup(ev, findings)
     return AuditReport(verdict, ev.claim, ev, findings, sup, [r.code for r in rules], reasons, time.perf_counter() - t0)
-
-
-def audit_claim_object(claim: Claim, rules: list[Rule]) -> AuditReport:
-    t0 = time.perf_counter()
-    ev = gather(claim)
-    report = audit_evidence(ev, rules)
-    report.elapsed_s = time.perf_counter() - t0
-    return report

@@ -197,7 +197,7 @@ def compare_run(
         ratio = value if value >= 1 else 1 / value
         doc["claim"] = description or f"{candidate} is {_sig3(ratio)}x {word} than {baseline} on {be.case_id} ({statistic} per call)"
         doc["speedup"] = value
-        header = f"# written by profaudit bench compare from {src}\n# speedup = {baseline} time / {candidate} time ({statistic}); every other fact comes from the timing logs' headers\n"
+        header = f"# written by profaudit bench compare from {os.path.relpath(src.resolve(), claim_dir.resolve())}\n# speedup = {baseline} time / {candidate} time ({statistic}); every other fact comes from the timing logs' headers\n"
         text = header + yaml.safe_dump(doc, sort_keys=False).replace(f"speedup: {value}\n", f"speedup: {value_text}\n")
         atomic_write_text(claim_path, text)
         report = audit(load_claim(claim_path))

@@ -430,7 +430,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         reason = None
         while reason is None:
             names_all: list[str] = []
-            for _ in range(rounds_per_block):
+            left = opts.max_samples - min(len(v) for v in samples.values())
+            for _ in range(max(1, min(rounds_per_block, left))):
                 names_all += order(rnd, group)
                 rnd += 1
             try:

@@ -102,7 +102,10 @@ class _Backends:
 
     def get(self, name: str) -> Backend:
         if name not in self.cache:
-            self.cache[name] = get_backend(name, self.opts.device, self.opts.backend_options)
+            o = dict(self.opts.backend_options)
+            # the simulated device draws its noise per process, like a real one
+            o.setdefault("seed", self.opts.seed * 1_000_003 + self.opts.run_index)
+            self.cache[name] = get_backend(name, self.opts.device, o)
         return self.cache[name]
 
     def close(self) -> None:
@@ -329,6 +332,7 @@ def _run_processes(path: Path, outdir: Path, pattern, variants, opts: RunOptions
                 "log": None,
                 "median_ns": [r.get("median_ns") for r in runs],
                 "samples": [r.get("samples") for r in runs],
+                "stop_reason": [r.get("stop_reason") for r in runs],
                 "correctness": [r.get("correctness") for r in runs],
                 "dtype": ve.get("dtype"),
             }

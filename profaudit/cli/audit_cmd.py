@@ -114,7 +114,11 @@ def register(app: typer.Typer) -> None:
             rows = [r.describe() | {"explanation": r.explanation()} for r in chosen]
         else:
             rows = catalogue()
-        emit_frame(pl.DataFrame(rows), "table" if fmt == "text" else fmt, output, title="audit rules", limit=0)
+        df = pl.DataFrame(rows)
+        if fmt in ("table", "text") and not code:
+            # The terminal view: what each rule is; csv/json keep the evidence each one needs.
+            df = df.select("code", "name", "severity", "pitfalls", "summary")
+        emit_frame(df, "table" if fmt == "text" else fmt, output, title="audit rules (profaudit rules CODE explains one)", limit=0)
 
 
 class _null:

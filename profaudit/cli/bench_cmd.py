@@ -108,7 +108,7 @@ def run_cmd(
                     "status": ve.get("status"),
                     "median": _fmt_ns(ve.get("median_ns")),
                     "samples": ve.get("samples"),
-                    "stop": ve.get("stop_reason"),
+                    "stop": ve.get("stop_reason") if not isinstance(ve.get("stop_reason"), list) else ",".join(map(str, ve["stop_reason"])),
                     "checked": ve.get("correctness") if not isinstance(ve.get("correctness"), list) else ",".join(map(str, ve["correctness"])),
                     "error": ve.get("error"),
                 }

@@ -67,7 +67,7 @@ class DriftDuringRun(Rule):
     def _trend(se: SideEvidence) -> st.Trend:
         runs = se.steady_runs
         if runs is None:
-            return st.trend(se.steady)
+            return st.trend(se.steady, median=se.typical_time_ns())
         # A drift is judged inside each process-level run; the longest run speaks for the side.
         vals = se.steady
         uniq, counts = np.unique(runs, return_counts=True)

@@ -43,7 +43,7 @@ class GpuContention(Rule):
                     out.append(self.flag(Severity.WARN, f"the GPU was {float(u.value):.0f}% busy before the {se.role}'s run started", se.role, gpu_util_before_pct=u))
             if se.has_samples:
                 checked.append(f"{se.role} times")
-                bm = st.bimodality(se.steady)
+                bm = st.bimodality(se.steady, sorted_x=se.steady_sorted)
                 if bm is not None:
                     out.append(self.flag(Severity.WARN, f"the {se.role}'s times are bimodal: {pct(bm.low_fraction)} near {fmt_time(bm.low_median)} and the rest near {fmt_time(bm.high_median)} ({bm.ratio:.2f}x): a competing workload or a second code path", se.role, bimodality=bm))
         if out:

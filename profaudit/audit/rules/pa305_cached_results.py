@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import numpy as np
-
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import cache_state, fmt_bytes, fmt_time

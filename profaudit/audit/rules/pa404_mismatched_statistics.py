@@ -84,7 +84,7 @@ class MismatchedStatistics(Rule):
             return out
         if claimed_ok:
             return [self.ok(f"the claim reproduces with the {stat.name} on both sides", **evid)]
-        return [self.ok(f"no mixed pair of statistics reproduces the claim either (see PA407)", **evid)]
+        return [self.ok("no mixed pair of statistics reproduces the claim either (see PA407)", **evid)]
 
 
 RULE = MismatchedStatistics()
