@@ -129,8 +129,8 @@ def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
     return n_events, copies
 
 
-def run_child(code: str, path: Path, workdir: Path) -> tuple[float, float, str]:
-    """(seconds inside the load call, peak RSS in MB, summary) of one child process."""
+def run_child(code: str, path: Path, workdir: Path) -> tuple[float, float, float, str]:
+    """(seconds inside the load call, peak RSS in MB, CPU seconds of the whole child, summary)."""
     out_p, err_p = workdir / "child.out", workdir / "child.err"
     with open(out_p, "w") as out, open(err_p, "w") as err:
         proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=out, stderr=err, cwd=REPO)
@@ -142,7 +142,7 @@ def run_child(code: str, path: Path, workdir: Path) -> tuple[float, float, str]:
         tail = err_p.read_text().strip().splitlines()
         raise SystemExit(f"child failed (exit {proc.returncode}): {tail[-1] if tail else text}")
     _, seconds, summary = line.split(" ", 2)
-    return float(seconds), usage.ru_maxrss / 1024.0, summary
+    return float(seconds), usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime, summary
 
 
 def main(argv=None) -> int:
@@ -171,13 +171,18 @@ def main(argv=None) -> int:
             runs = [run_child(code, path, tmp) for _ in range(args.repeat)]
             t = statistics.median(r[0] for r in runs)
             m = max(r[1] for r in runs)
-            results[name] = (t, m)
-            print(f"{name:10s} load {t:7.2f} s  {raw_mb / t:7.1f} MB/s  peak RSS {m:8.0f} MB  ({runs[-1][2]})")
+            c = statistics.median(r[2] for r in runs)
+            results[name] = (t, m, c)
+            print(f"{name:10s} load {t:7.2f} s  {raw_mb / t:7.1f} MB/s  peak RSS {m:8.0f} MB  child CPU {c:6.2f} s  ({runs[-1][3]})")
+        load = os.getloadavg()[0]
         if "hta" in results:
-            (pt, pm), (ht, hm) = results["profaudit"], results["hta"]
+            (pt, pm, pc), (ht, hm, hc) = results["profaudit"], results["hta"]
             tr, mr = ht / pt, pm / hm
-            print(f"time ratio HTA/profaudit = {tr:.2f}x (goal >= {GOAL_TIME:g}x: {'met' if tr >= GOAL_TIME else 'NOT met'})")
+            print(f"time ratio HTA/profaudit = {tr:.2f}x (goal >= {GOAL_TIME:g}x: {'met' if tr >= GOAL_TIME else 'NOT met'}); "
+                  f"CPU-time ratio {hc / pc:.2f}x (includes interpreter start-up and imports)")
             print(f"memory ratio profaudit/HTA = {mr:.3f} (goal <= {GOAL_MEM:g}: {'met' if mr <= GOAL_MEM else 'NOT met'})")
+        print(f"load average during the run: {load:.1f} on {os.cpu_count()} CPUs (wall-time ratios shrink on a busy machine: "
+              "profaudit decodes on several threads, HTA on one)")
     return 0
 
 

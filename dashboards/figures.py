@@ -51,6 +51,12 @@ def si(v: float | None, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
+def plain(text: object) -> str:
+    """Text from a profile as plotly shows it literally: its labels are pseudo-HTML (a kernel name
+    like `gemm<float, 128>` must not become a tag) and hover templates expand `%{...}`."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("%", "&#37;")
+
+
 def _base_layout(**kw) -> dict:
     import plotly.graph_objects as go
 
@@ -133,7 +139,8 @@ def roofline_figure(
     for lv, (ai, ok) in level_pts.items():
         symbol, label = LEVEL_STYLE[lv]
         groups = [(pid, (rf["profile_id"] == pid).to_numpy()) for pid in pids] if by_profile else [("all profiles", np.ones(rf.height, dtype=bool))]
-        for gi, (gname, gmask) in enumerate(groups):
+        for gi, (gname_raw, gmask) in enumerate(groups):
+            gname = plain(gname_raw)
             idx = np.flatnonzero(ok & gmask).astype(np.int32)
             if idx.size == 0:
                 continue
@@ -162,9 +169,9 @@ def roofline_figure(
             }
             names = names_all[idx]
             if counts is None:
-                t["text"] = [str(n)[:120] for n in names]
+                t["text"] = [plain(str(n)[:120]) for n in names]
             else:
-                t["text"] = [str(n)[:80] if c == 1 else f"{str(n)[:80]} and {c - 1:,} more kernels here" for n, c in zip(names, counts, strict=True)]
+                t["text"] = [plain(str(n)[:80]) if c == 1 else f"{plain(str(n)[:80])} and {c - 1:,} more kernels here" for n, c in zip(names, counts, strict=True)]
             traces.append(t)
     if binned:
         notes.append(f"{total:,} points drawn as {n_sent:,} distinct positions (one per {BINS_X} x {BINS_Y} cell of the visible range); zoom in for detail, click a point for its kernel")
@@ -176,6 +183,9 @@ def roofline_figure(
     for di, key in enumerate(keys):
         spec = specs[key]
         color = DEVICE_COLORS[di % len(DEVICE_COLORS)]
+        unpublished = [lv for lv in levels if lv not in spec.levels()]
+        if unpublished:
+            notes.append(f"{key}: its spec publishes no {', '.join(unpublished)} bandwidth, so that level has points but no ceiling")
         for clock in clocks:
             clk = None
             if clock == "kernel":
@@ -254,9 +264,9 @@ def time_unit(median_ns: float) -> tuple[str, float]:
 
 def _throttled_reasons(reasons: np.ndarray) -> np.ndarray:
     # The audit's own reading of NVML throttle reasons (rule PA203), so chart and audit agree.
-    from profaudit.audit.rules.pa203_clock_throttling import _throttled
+    from profaudit.samples import is_throttled
 
-    return np.array([_throttled(r) for r in reasons], dtype=bool)
+    return np.array([is_throttled(r) for r in reasons], dtype=bool)
 
 
 @dataclass
@@ -363,17 +373,18 @@ def timing_figures(series: Sequence[Series]):
     for s in series:
         c = color[s.variant]
         st = s.steady
-        fig.add_trace(go.Scattergl(x=s.iteration[st], y=s.duration_ns[st] / scale, mode="markers", name=s.label, legendgroup=s.label, marker=dict(color=c, size=4, opacity=0.8),
-                                   hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>steady</extra>"))
+        lab = plain(s.label)
+        fig.add_trace(go.Scattergl(x=s.iteration[st], y=s.duration_ns[st] / scale, mode="markers", name=lab, legendgroup=lab, marker=dict(color=c, size=4, opacity=0.8),
+                                   hovertemplate=f"{lab}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>steady</extra>"))
         warm = s.labelled_warmup | s.head
         if warm.any():
             fig.add_trace(go.Scattergl(x=s.iteration[warm], y=s.duration_ns[warm] / scale, mode="markers", name="warm-up (labelled or detected)", legendgroup="warm-up", showlegend=legend("warm-up"),
                                        marker=dict(color="#f0a202", size=6, symbol="triangle-up", line=dict(color=c, width=1)),
-                                       hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>warm-up</extra>"))
+                                       hovertemplate=f"{lab}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>warm-up</extra>"))
         if s.throttled.any():
             fig.add_trace(go.Scattergl(x=s.iteration[s.throttled], y=s.duration_ns[s.throttled] / scale, mode="markers", name="throttled", legendgroup="throttled", showlegend=legend("throttled"),
                                        marker=dict(color="#d00000", size=8, symbol="x"),
-                                       hovertemplate=f"{s.label}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>throttled</extra>"))
+                                       hovertemplate=f"{lab}<br>iteration %{{x}}<br>%{{y:.4g}} {unit}<extra>throttled</extra>"))
         tr = s.trend
         if s.intercept_ns is not None and st.any():
             xi = s.iteration[st]
@@ -381,15 +392,15 @@ def timing_figures(series: Sequence[Series]):
             y0, y1 = s.intercept_ns + tr.slope_per_iteration * x0, s.intercept_ns + tr.slope_per_iteration * x1
             sig = "significant" if tr.drift_significant else "not significant"
             fig.add_trace(go.Scatter(x=[x0, x1], y=[y0 / scale, y1 / scale], mode="lines", name="drift (Theil-Sen; dashed = significant)", legendgroup="drift", showlegend=legend("drift"),
-                                     line=dict(color=c, width=2, dash="dash" if tr.drift_significant else "dot"), hovertemplate=f"{s.label}: drift {tr.drift_rel * 100:+.1f}% over the run ({sig})<extra></extra>"))
+                                     line=dict(color=c, width=2, dash="dash" if tr.drift_significant else "dot"), hovertemplate=f"{lab}: drift {tr.drift_rel * 100:+.1f}% over the run ({sig})<extra></extra>"))
         if s.sm_clock_mhz is not None:
             have_clock = True
             fig.add_trace(go.Scattergl(x=s.iteration, y=s.sm_clock_mhz, mode="lines", name="SM clock (right axis)", legendgroup="clock", showlegend=legend("clock"), yaxis="y2", line=dict(color=c, width=1), opacity=0.45,
-                                       hovertemplate=f"{s.label}<br>%{{y:.0f}} MHz<extra>SM clock</extra>"))
+                                       hovertemplate=f"{lab}<br>%{{y:.0f}} MHz<extra>SM clock</extra>"))
         if s.temperature_c is not None:
             have_temp = True
             fig.add_trace(go.Scattergl(x=s.iteration, y=s.temperature_c, mode="lines", name="temperature (right axis)", legendgroup="temperature", showlegend=legend("temperature"), yaxis="y3", line=dict(color=c, width=1, dash="dot"), opacity=0.45,
-                                       hovertemplate=f"{s.label}<br>%{{y:.0f}} °C<extra>temperature</extra>"))
+                                       hovertemplate=f"{lab}<br>%{{y:.0f}} °C<extra>temperature</extra>"))
     right = 0.9 if (have_clock and have_temp) else 0.95 if (have_clock or have_temp) else 1.0
     layout = dict(template="plotly_white", height=560, margin=dict(l=60, r=20, t=40, b=40), title=dict(text="Per-iteration times", font=dict(size=15)),
                   xaxis=dict(title="iteration", domain=[0, right]), yaxis=dict(title=f"time ({unit})"),
@@ -407,8 +418,8 @@ def timing_figures(series: Sequence[Series]):
         if vals.size == 0:
             continue
         q = _quantile_sample(vals) / scale
-        violin.add_trace(go.Violin(y=q, name=v, box_visible=True, meanline_visible=True, points=False, line_color=color[v], spanmode="hard"))
-        ecdf.add_trace(go.Scatter(x=q, y=np.linspace(0, 1, q.size) if q.size > 1 else np.array([1.0]), mode="lines", name=f"{v} (n={vals.size:,})", line=dict(color=color[v], shape="hv")))
+        violin.add_trace(go.Violin(y=q, name=plain(v), box_visible=True, meanline_visible=True, points=False, line_color=color[v], spanmode="hard"))
+        ecdf.add_trace(go.Scatter(x=q, y=np.linspace(0, 1, q.size) if q.size > 1 else np.array([1.0]), mode="lines", name=f"{plain(v)} (n={vals.size:,})", line=dict(color=color[v], shape="hv")))
     violin.update_layout(template="plotly_white", height=380, margin=dict(l=60, r=20, t=40, b=40), title=dict(text="Steady-state distribution per variant", font=dict(size=15)), yaxis_title=f"time ({unit})", showlegend=False)
     ecdf.update_layout(template="plotly_white", height=380, margin=dict(l=60, r=20, t=40, b=50), title=dict(text="ECDF of steady-state times", font=dict(size=15)), xaxis_title=f"time ({unit})", yaxis_title="fraction of samples ≤ x")
     # Figures, not dicts: Dash serialises a Figure's numpy arrays as typed arrays.

@@ -8,14 +8,17 @@ How a file is read (memory bounded by the tables, not by the JSON document):
    schema (it releases the GIL, so chunks decode on several threads); a chunk it cannot read
    (string timestamps, counters with free-form args, unusual value types) goes through orjson and
    a Python loop instead. Both produce the same columns.
-3. Timestamps become integer nanoseconds exactly. `ts`/`dur` are microseconds; a double carries
-   the Kineto `<us>.<3 digits>` form exactly below 2**43 us, and the conversion there is done in
-   exact integer arithmetic. Chunks holding absolute epoch microseconds with fractions (older
-   ns-resolution Kineto) have their `ts` quoted before parsing and are converted from the decimal
-   text. `displayTimeUnit` only changes how viewers display time and is ignored.
-4. The frames are stacked and split into kernels, transfers, ranges (with per-thread nesting, B/E
-   pairs matched as a stack) and counters; kernels are linked to their launch through the
-   correlation id (or `ac2g`/flow events), to their framework op through Kineto's External id.
+3. Timestamps become integer nanoseconds exactly. `ts`/`dur` are microseconds; below 2**43 us a
+   double lies within 0.49 ns of the `<us>.<3 digits>` decimal Kineto printed, and the conversion
+   scales only the exact fractional part (`us_ns_expr`). Chunks holding absolute epoch
+   microseconds with fractions (ns-resolution Kineto of 2024) have their `ts` quoted before
+   parsing and are converted from the decimal text. `displayTimeUnit` only changes how viewers
+   display time and is ignored.
+4. Per chunk (on the worker threads) slices are typed, classified and pruned; at the end the
+   frames are stacked into kernels, transfers, ranges (per-thread nesting, B/E pairs matched as a
+   stack) and counters. Kernels are linked to their launch call through the correlation id (or
+   `ac2g`/flow events), and through it to the innermost framework op and user annotation around
+   the call.
 
 Time base: `start_ns` is `baseTimeNanoseconds + ts` when the trace records a base (Kineto since
 2023 writes `ts` relative to it), else `ts` as written (Unix-epoch microseconds in older Kineto,
@@ -84,8 +87,7 @@ def diagnose(head: bytes) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # per-chunk decoding
 
-# args keys read from events, and the column each lands in. Every arg is read as text (polars
-# turns numbers into their text) and cast afterwards, so one odd value type does not fail a chunk.
+# args keys read from events, and the column each lands in.
 _ARG_COLUMNS: dict[str, str] = {
     "External id": "ext",
     "external id": "ext_old",
@@ -129,12 +131,10 @@ _ARG_COLUMNS: dict[str, str] = {
 _LIST_ARGS = {"grid": "grid", "block": "block"}
 _ARG_NAME = {**_ARG_COLUMNS, **_LIST_ARGS}
 
-_ARG_RENAME = [*_ARG_COLUMNS.values(), *_LIST_ARGS.values()]
-
 # Typed args per writer. Reading numbers as text makes polars format every one of them, which
 # doubles the decode cost, so the first try declares the types each writer uses; a chunk that
-# does not fit (ROCm's `"stream": "0x0"` on HIP calls) is read again with every arg as text, and
-# from then on the whole file is.
+# does not fit (ROCm's `"stream": "0x0"` on HIP calls) is read again with every arg as text
+# (then cast), and from then on the whole file is.
 _KINETO_TYPED = {
     "External id": I64, "external id": I64, "correlation": I64, "device": I64, "context": I64, "stream": I64,
     "registers per thread": I64, "shared memory": I64, "est. achieved occupancy %": F64, "bytes": F64,
@@ -157,6 +157,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "generic": _schema({**_XLA_TYPED, **_KINETO_TYPED}),
     "text": _schema(_TEXT_ARGS),
 }
+# the args struct's fields renamed to their column names, per schema
+_RENAMES = {k: [_ARG_NAME.get(f, f) for f in v["args"].to_schema()] for k, v in SCHEMAS.items()}
 
 # Columns of the per-chunk slice frame after shaping (X, B, E events); absent ones are nulls.
 _INT_ARGS = ("ext", "ext_old", "corr", "corr_xla", "device", "device_xla", "context", "stream", "regs", "smem",
@@ -247,6 +249,10 @@ class BadChunk(Exception):
         self.pos = pos
 
 
+class NotAnEvent(Exception):
+    """The events array holds something other than an event object."""
+
+
 class Chunk:
     """The typed frames one chunk of events turns into."""
 
@@ -290,7 +296,7 @@ def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool 
                 raw = pl.read_json(io.BytesIO(_QUOTE_TS.sub(rb'\1"\2"', chunk)), schema={**SCHEMAS[name], "ts": STR})
             except Exception:
                 break
-        raw = raw.with_columns(pl.col("args").struct.rename_fields([_ARG_NAME.get(f, f) for f in SCHEMAS[name]["args"].to_schema()])).unnest("args")
+        raw = raw.with_columns(pl.col("args").struct.rename_fields(_RENAMES[name])).unnest("args")
         return _shape(raw, index, Chunk(), split), failed
     if _NEEDS_TEXT_TS.search(chunk):
         chunk = _QUOTE_TS.sub(rb'\1"\2"', chunk)
@@ -305,7 +311,7 @@ def decode_events(events: list, index: int, split: bool = False) -> Chunk:
     """Decode parsed events (dicts) with a Python loop: handles every value type, counters
     (`C` events, free-form args) and CUPTI range-profiler metrics."""
     if not isinstance(events, list):
-        raise BadChunk("traceEvents is not an array", None)
+        raise NotAnEvent(f"traceEvents is a JSON {type(events).__name__}, not an array of trace events")
     out = Chunk()
     n = len(events)
     cols: dict[str, list] = {k: [None] * n for k in ("ph", "cat", "name", "pid", "tid", "ts", "ts_txt", "dur", "dur_txt", "id", "bp")}
@@ -318,7 +324,8 @@ def decode_events(events: list, index: int, split: bool = False) -> Chunk:
     seq0 = index << 32
     for i, e in enumerate(events):
         if type(e) is not dict:
-            raise BadChunk(f"traceEvents element {i} of a chunk is a {type(e).__name__}, not an object", None)
+            raise NotAnEvent(f"the traceEvents array holds a JSON {type(e).__name__ if e is not None else 'null'} "
+                             f"where an event object belongs ({str(e)[:40]!r})")
         g = e.get
         ph = g("ph")
         ph_c[i] = ph if isinstance(ph, str) else None
@@ -505,13 +512,34 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
     out.t_min = int(t0) if t0 is not None else None
     if chk["no_ph"] or chk["no_ts"] or chk["no_dur"]:
         _missing_examples(lf.with_columns(plan.base), out, chk)
+    if split and frames["flows"].height:
+        # Kineto writes a flow next to the slices it binds and puts the correlation id in args as
+        # well: the flows are only worth keeping where a launch or device row lacks that id
+        r, d = frames.get("ranges"), frames.get("devices")
+        lacking = (d is not None and d["corr"].null_count() > 0) or (
+            r is not None and r.filter(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("corr").is_null()).height > 0)
+        if not lacking:
+            frames["flows"] = frames["flows"].clear()
     for k, f in frames.items():
         if not f.height:
             continue
         if k == "slices":  # every event: drop the columns this chunk does not use
             f = f.select([c for c in f.columns if c in _CORE or f[c].null_count() < f.height])
+        elif k == "ranges":
+            f = f.select([c for c in f.columns if _keep_range_col(f, c, frames["flows"].height > 0)])
         setattr(out, k, f)
     return out
+
+
+def _keep_range_col(f: pl.DataFrame, c: str, flows: bool) -> bool:
+    """Range frames are the bulk of what a chunk keeps: drop what this chunk does not need."""
+    if c in ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw"):
+        return True
+    if c == "ph":  # only B/E pairing needs the phase
+        return bool(f["ph"].is_in(["B", "E"]).any())
+    if c in ("pid", "tid"):  # the text ids: for grouping when not numeric, for flow joins
+        return flows or bool((f[c + "_i"].is_null() & f[c].is_not_null()).any())
+    return f[c].null_count() < f.height
 
 
 class _Plan:
@@ -696,10 +724,18 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
     walker = TraceWalker(path, block)
     meta: dict[str, Any] = {}
     acc = _Acc()
+    nthreads = _threads()
+    try:
+        _pump(path, walker, meta, acc, nthreads)
+    except NotAnEvent as exc:
+        raise InputError(path, str(exc)) from None
+    return meta, acc, walker.form
+
+
+def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, nthreads: int) -> None:
     pending: deque = deque()  # (future, chunk bytes, offset, index)
     carry: tuple[bytes, int, int, BadChunk] | None = None
     index = 0
-    nthreads = _threads()
     schema: str | None = None
     split = False
 
@@ -765,13 +801,9 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
                 meta.update(doc)
             else:
                 events = doc
-            try:
-                acc.add(index, decode_events(events, index, split))
-            except BadChunk as exc:
-                raise InputError(path, str(exc)) from None
+            acc.add(index, decode_events(events, index, split))
             index += 1
         settle(0)
-    return meta, acc, walker.form
 
 
 def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str | None, split: bool) -> None:
@@ -810,7 +842,7 @@ def _stack(frames: list[pl.DataFrame], types: dict[str, pl.DataType], need: tupl
     chunk had, as typed nulls."""
     if not frames:
         return pl.DataFrame(schema={c: types[c] for c in (need or types)})
-    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed", rechunk=False)
     missing = [pl.lit(None, dtype=types[c]).alias(c) for c in (need or types) if c not in df.columns]
     return df.with_columns(missing) if missing else df
 
@@ -965,6 +997,78 @@ def _nest(g: list, s: list, e: list, kinds: list) -> tuple[list[int], list[int],
     return parent, depth, ann, op
 
 
+def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray, is_op: np.ndarray):
+    """`_nest` for arrays sorted by (group, start, -end, seq), without a per-range Python loop.
+
+    In a laminar family (any two ranges nested or disjoint, which exact-nanosecond Kineto traces
+    are) a range's ancestors are the earlier ranges of its group, not zero-length, that end after
+    it starts: depth = (such earlier ranges) - (those that ended by its start), counted with one
+    binary search over packed (group, time-rank) keys; the parent is the last earlier range one
+    level up. Groups where a range only partly overlaps the one it starts in are re-done with the
+    stack walk. Returns (parent, depth, innermost annotation, innermost cpu_op) as int64 arrays."""
+    n = len(g)
+    parent = np.full(n, -1, np.int64)
+    depth = np.zeros(n, np.int64)
+    if n == 0:
+        return parent, depth, parent.copy(), parent.copy()
+    pos = np.arange(n, dtype=np.int64)
+    starts_grp = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    grp_first = np.repeat(starts_grp, np.diff(np.r_[starts_grp, n]))
+    nz = e > s  # zero-length ranges contain nothing
+    nz_before = np.cumsum(nz) - nz  # non-zero ranges before each row (global)
+    a = nz_before - nz_before[grp_first]  # ... within its group
+    # dense time ranks make (group, time) one sortable int64 key
+    times = np.sort(np.concatenate([s, e[nz]]))
+    times = times[np.r_[True, times[1:] != times[:-1]]]  # (np.unique is a slow hash set in numpy 2.x)
+    span = len(times) + 1
+    gid = np.cumsum(np.r_[True, g[1:] != g[:-1]]) - 1
+    end_keys = np.sort(gid[nz] * span + np.searchsorted(times, e[nz]))
+    start_keys = gid * span + np.searchsorted(times, s)
+    del times
+    b = np.searchsorted(end_keys, start_keys, side="right") - np.searchsorted(end_keys, gid * span, side="left")
+    del end_keys, start_keys
+    depth = a - b
+    del a, b, nz_before, grp_first
+    # parent: the last earlier row of the group one level up
+    maxd = int(depth.max()) + 2
+    cand = np.flatnonzero(nz)
+    if cand.size == 0:  # only zero-length ranges: nothing nests
+        depth[:] = 0
+        return parent, depth, np.where(is_ann, pos, -1), np.where(is_op, pos, -1)
+    ckey = (gid[cand] * maxd + depth[cand]) * n + pos[cand]
+    order = np.argsort(ckey, kind="stable")
+    ckey, cand = ckey[order], cand[order]
+    want = (gid * maxd + depth - 1) * n + pos
+    hit = np.searchsorted(ckey, want, side="left") - 1
+    ok = (depth > 0) & (hit >= 0)
+    hit = np.clip(hit, 0, None)
+    p = cand[hit]
+    good = ok & (gid[p] == gid) & (depth[p] == depth - 1)
+    parent = np.where(good, p, -1)
+    # a parent must contain its child; where it does not, the family is not laminar there
+    pp = np.clip(parent, 0, None)
+    bad_rows = ((depth > 0) & ~good) | ((parent >= 0) & ((s[pp] > s) | (e[pp] < e)))
+    if bad_rows.any():
+        for gi in np.unique(gid[bad_rows]):
+            lo, hi = np.searchsorted(gid, gi), np.searchsorted(gid, gi, side="right")
+            sub_p, sub_d, _, _ = _nest([0] * (hi - lo), s[lo:hi].tolist(), e[lo:hi].tolist(), [None] * (hi - lo))
+            sp = np.asarray(sub_p, np.int64)
+            parent[lo:hi] = np.where(sp >= 0, sp + lo, -1)
+            depth[lo:hi] = sub_d
+    ann = np.where(is_ann, pos, -1)
+    op = np.where(is_op, pos, -1)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+    for d in range(1, int(depth.max()) + 1):
+        rows = by_depth[bounds[d] : bounds[d + 1]]
+        par = parent[rows]
+        has = par >= 0
+        rows, par = rows[has], par[has]
+        ann[rows] = np.where(is_ann[rows], rows, ann[par])
+        op[rows] = np.where(is_op[rows], rows, op[par])
+    return parent, depth, ann, op
+
+
 def _match_begin_end(be: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """Pair B and E events per (pid, tid) as a stack (the Trace Event Format rule). Returns the
     B rows with `end_raw` (null when never closed), and the counts of unclosed B and stray E."""
@@ -1037,16 +1141,17 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
         D = S.filter(pl.col("cls").is_in(_DEVICE_CLASSES))
         del S
     else:
-        R = _stack(acc.ranges, _EV_TYPES, _RANGE_COLS)
+        R = _stack(acc.ranges, _EV_TYPES, ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw"))
         D = _stack(acc.devices, _EV_TYPES, _DEVICE_COLS)
     acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them
-    R, D = (_times(f, base, source) for f in (R, D))
+    D = _times(D, base, source)
     t_min = acc.t_min + base if acc.t_min is not None else None
     time_origin = "unix_epoch" if (base or (t_min is not None and t_min > 10**18)) else "relative"
 
-    ranges, range_stats, launch, ops = _ranges(R, acc, source)
-    del R
-    kernels, metrics = _kernels(D, acc, source, meta, launch, ops)
+    box = [R]
+    del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
+    ranges, range_stats, launch = _ranges(box, acc, source, base)
+    kernels, metrics = _kernels(D, acc, source, meta, launch, ranges)
     transfers = _transfers(D)
     counters = _counters(acc, D, base)
     del D
@@ -1063,17 +1168,25 @@ def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
     return df
 
 
-def _ranges(R: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict, pl.DataFrame, pl.DataFrame]:
+def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+    R = box.pop()
+
+    def col(c: str, dtype=I64) -> pl.Expr:
+        return pl.col(c) if c in R.columns else pl.lit(None, dtype=dtype)
+
     unclosed = stray = 0
-    be = R.filter(pl.col("ph").is_in(["B", "E"]))
-    if be.height:
-        B, unclosed, stray = _match_begin_end(be.drop("end_raw"))
-        B = B.with_columns(end_ns=pl.col("end_raw") + (pl.col("start_ns") - pl.col("ts_ns")))
-        R = pl.concat([R.filter(pl.col("ph") == "X"), B.select(R.columns)], how="vertical_relaxed")
-    del be
+    if "ph" in R.columns:
+        be = R.filter(pl.col("ph").is_in(["B", "E"]))
+        if be.height:
+            if "pid" not in be.columns:
+                be = be.with_columns(pid=pl.col("pid_i").cast(STR), tid=pl.col("tid_i").cast(STR))
+            B, unclosed, stray = _match_begin_end(be.drop("end_raw"))
+            # chunks without B/E events carry no phase column: their rows are complete events
+            R = pl.concat([R.filter(pl.col("ph").fill_null("X") == "X"), B.select(R.columns)], how="vertical_relaxed")
+        del be
     # launches without a correlation arg: take it from the flow event that starts on them
     launch_kind = pl.col("kind").is_in(_LAUNCH_KINDS)
-    if acc.flows and R.filter(launch_kind & pl.col("corr").is_null()).height:
+    if acc.flows and "pid" in R.columns and R.filter(launch_kind & col("corr").is_null()).height:
         flows = _stack(acc.flows, _FLOWS)
         key = ["pid", "tid", "ts_ns"]
         starts = (flows.filter((pl.col("ph") == "s") & (pl.col("cat").fill_null("") != "fwdbwd")).sort("seq")
@@ -1081,23 +1194,32 @@ def _ranges(R: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict
                   .with_columns(_k=pl.int_range(pl.len()).over(key)))
         R = (R.sort("seq").with_columns(_k=pl.int_range(pl.len()).over(key))
              .join(starts, on=key + ["_k"], how="left")
-             .with_columns(corr=pl.when(launch_kind).then(pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).otherwise(pl.col("corr")))
+             .with_columns(corr=pl.when(launch_kind).then(pl.coalesce(col("corr"), pl.col("_fcorr"))).otherwise(col("corr")))
              .drop("_fcorr", "_k"))
+    # times on the profile's base, computed where they are gathered (the stacked frame is not
+    # rewritten); rocprof carries exact nanoseconds in args
+    start = pl.col("ts_ns") + base
+    end = pl.col("end_raw") + base
+    if source == "rocprof" and "r_begin" in R.columns:
+        start, end = pl.coalesce(pl.col("r_begin"), start), pl.coalesce(pl.col("r_end"), end)
     # nesting per thread (per stream for device ranges), in (thread, start, longest first) order,
     # which is also the order of range_id. Only the sort keys are reordered for the nesting
     # pass; each output column is gathered once at the end.
-    numeric = not (R["pid_i"].is_null() & R["pid"].is_not_null()).any() and not (R["tid_i"].is_null() & R["tid"].is_not_null()).any()
-    keys = ["pid_i", "tid_i"] if numeric else ["pid", "tid"]
-    end_key = pl.col("end_ns").fill_null(_OPEN_END)
-    perm = R.select(pl.arg_sort_by([pl.col(k) for k in keys] + [pl.col("start_ns"), end_key, pl.col("seq")],
-                                   descending=[False, False, False, True, False], nulls_last=True)).to_series()
-    K = R.select([pl.col(k).gather(perm) for k in keys] + [pl.col("start_ns").gather(perm).fill_null(0),
-                                                            end_key.gather(perm).alias("_end"), pl.col("kind").gather(perm)])
-    group = pl.any_horizontal([pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys]).fill_null(True).cum_sum()
-    g = K.select(group).to_series().to_list()
-    parent, depth, ann, op = _nest(g, K["start_ns"].to_list(), K["_end"].to_list(), K["kind"].to_list())
-    del K, g
-    api = R.filter(launch_kind)["name"].drop_nulls().unique().to_list()
+    numeric = "pid" not in R.columns or (
+        not (R["pid_i"].is_null() & R["pid"].is_not_null()).any() and not (R["tid_i"].is_null() & R["tid"].is_not_null()).any())
+    ids = ([pl.col("pid_i").fill_null(-1), pl.col("tid_i").fill_null(-1)] if numeric
+           else [pl.col("pid").rank("dense").fill_null(0).cast(I64), pl.col("tid").rank("dense").fill_null(0).cast(I64)])
+    K = R.select(ids[0].alias("p"), ids[1].alias("t"), start.fill_null(0).alias("s"), end.fill_null(_OPEN_END).alias("e"), "seq",
+                 pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))
+    p, t, s_, e_ = (K[c].to_numpy() for c in ("p", "t", "s", "e"))
+    # numpy's lexsort: several times faster, and lighter, than a multi-key polars sort here
+    perm = np.lexsort((K["seq"].to_numpy(), -e_, s_, t, p))
+    p, t, s_, e_ = p[perm], t[perm], s_[perm], e_[perm]
+    g = np.cumsum(np.r_[True, (p[1:] != p[:-1]) | (t[1:] != t[:-1])])
+    del p, t
+    parent, depth, ann, op = nest_sorted(g, s_, e_, K["ann"].to_numpy()[perm], K["op"].to_numpy()[perm])
+    del K, g, s_, e_
+    api = R.select(pl.col("name").filter(launch_kind).drop_nulls().unique()).to_series().to_list()
     renames = {n: _clean_api(n) for n in api if _clean_api(n) != n}
     device_side = pl.col("kind").is_in(_DEVICE_RANGE_KINDS)
     plane_dev = (pl.col("plane").str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False)
@@ -1107,42 +1229,59 @@ def _ranges(R: pl.DataFrame, acc: _Acc, source: str) -> tuple[pl.DataFrame, dict
     # rocprof's chrome pid is a lane number ("CPU HSA API" = 3), not the OS process
     host_pid = pl.lit(None, dtype=I64) if source == "rocprof" else pl.col("pid_i")
     name = pl.when(launch_kind).then(pl.col("name").replace(renames)).otherwise(pl.col("name")) if renames else pl.col("name")
-    n = R.height
-    ranges = R.select(
-        pl.int_range(0, n, dtype=I64).alias("range_id"),
-        pl.col("kind").gather(perm),
-        name.gather(perm).alias("name"),
-        pl.col("cat").gather(perm).alias("domain"),
-        pl.when(device_side).then(None).otherwise(host_pid).gather(perm).alias("process_id"),
-        pl.when(device_side).then(None).otherwise(pl.col("tid_i")).gather(perm).alias("thread_id"),
-        pl.when(device_side).then(pl.coalesce(pl.col("device"), plane_dev, pl.col("pid_i"))).otherwise(pl.col("device")).gather(perm).alias("device_id"),
-        pl.when(device_side).then(pl.coalesce(pl.col("stream"), line_stream, pl.col("tid_i"))).otherwise(None).gather(perm).alias("stream"),
-        pl.col("start_ns").gather(perm),
-        pl.col("end_ns").gather(perm),
-        (pl.col("end_ns") - pl.col("start_ns")).cast(F64).gather(perm).alias("duration_ns"),
-        pl.Series("depth", depth, dtype=I64),
-        pl.Series("parent_range_id", parent, dtype=I64),
-        pl.col("corr").gather(perm).alias("correlation_id"),
-        pl.col("ext").gather(perm).alias("external_id"),
-    ).with_columns(parent_range_id=pl.when(pl.col("parent_range_id") >= 0).then(pl.col("parent_range_id")))
+    # the output, one column at a time; the stacked columns a step no longer needs are dropped
+    # so the table is never held twice
+    steps = [
+        ("kind", pl.col("kind"), ()),
+        ("name", name, ("name",)),
+        ("domain", pl.col("cat"), ("cat",)),
+        ("process_id", pl.when(device_side).then(None).otherwise(host_pid), ()),
+        ("device_id", pl.when(device_side).then(pl.coalesce(col("device"), plane_dev, pl.col("pid_i"))).otherwise(col("device")), ("device", "pid_i")),
+        ("thread_id", pl.when(device_side).then(None).otherwise(pl.col("tid_i")), ()),
+        ("stream", pl.when(device_side).then(pl.coalesce(col("stream"), line_stream, pl.col("tid_i"))).otherwise(None), ("stream", "tid_i", "kind")),
+        ("start_ns", start, ()),
+        ("end_ns", end, ("ts_ns", "end_raw", "r_begin", "r_end")),
+        ("correlation_id", col("corr"), ("corr",)),
+        ("external_id", col("ext"), ("ext",)),
+    ]
+    out: dict[str, pl.Series] = {"range_id": pl.Series("range_id", np.arange(R.height, dtype=np.int64))}
+    for out_name, expr, done in steps:
+        # evaluated in file order (a literal broadcasts to the frame), then reordered
+        out[out_name] = R.with_columns(expr.alias("_out")).get_column("_out").gather(perm).alias(out_name)
+        drop = [c for c in done if c in R.columns]
+        if drop:
+            R = R.drop(drop)
     del R, perm
-    names = ranges["name"].to_list()
+    out["duration_ns"] = (out["end_ns"] - out["start_ns"]).cast(F64).alias("duration_ns")
+    out["depth"] = pl.Series("depth", depth, dtype=I64)
+    out["parent_range_id"] = pl.Series("parent_range_id", np.where(parent >= 0, parent, 0), dtype=I64).set(pl.Series(parent < 0), None)
+    ranges = pl.DataFrame(out).select(
+        "range_id", "kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns",
+        "duration_ns", "depth", "parent_range_id", "correlation_id", "external_id")
     idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_not_null()).to_series().to_numpy())
+    names = ranges["name"]
+
+    def name_at(ix: np.ndarray) -> pl.Series:
+        got = names.gather(np.clip(ix, 0, None))
+        return pl.select(pl.when(pl.lit(pl.Series(ix >= 0))).then(pl.lit(got))).to_series()
+
     launch = pl.DataFrame({
         "corr": ranges["correlation_id"].gather(idx),
         "_lpid": ranges["process_id"].gather(idx),
         "_lext": ranges["external_id"].gather(idx),
-        "_lann": pl.Series([names[ann[i]] if ann[i] >= 0 else None for i in idx], dtype=STR),
-        "_lop": pl.Series([names[op[i]] if op[i] >= 0 else None for i in idx], dtype=STR),
+        "_lann": name_at(ann[idx]).cast(STR),
+        "_lop": name_at(op[idx]).cast(STR),
     }).unique("corr", keep="first")
     del names, ann, op
-    # External id -> the framework op it names (cpu_op first, then annotations)
-    ops = (ranges.filter(pl.col("external_id").is_not_null() & pl.col("kind").is_in(["cpu_op", "user_annotation"]))
-           .select("external_id", "name", "start_ns", _rank=pl.when(pl.col("kind") == "cpu_op").then(0).otherwise(1))
-           .sort("_rank", "start_ns").unique("external_id", keep="first")
-           .select(pl.col("external_id").alias("_ext"), pl.col("name").alias("_extname")))
-    launch = launch.join(ops.rename({"_extname": "_lextname"}), left_on="_lext", right_on="_ext", how="left")
-    return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch, ops
+    return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch
+
+
+def _ops_named(ranges: pl.DataFrame, ext_ids: pl.Series) -> pl.DataFrame:
+    """External id -> the framework op it names (a cpu_op first, else an annotation)."""
+    return (ranges.filter(pl.col("external_id").is_in(ext_ids.implode()) & pl.col("kind").is_in(["cpu_op", "user_annotation"]))
+            .select("external_id", "name", "start_ns", _rank=pl.when(pl.col("kind") == "cpu_op").then(0).otherwise(1))
+            .sort("_rank", "start_ns").unique("external_id", keep="first")
+            .select(pl.col("external_id").alias("_ext"), pl.col("name").alias("_extname")))
 
 
 _XLA_DETAIL = {
@@ -1198,7 +1337,7 @@ def _flow_corr(acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
             .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr", "_k"))
 
 
-def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ops: pl.DataFrame):
+def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ranges: pl.DataFrame):
     K = _flow_corr(acc, D.filter(pl.col("cls").is_in(["kernel", "prof"])))
     det = pl.col("kernel_details")
     plane = pl.col("plane") if "plane" in K.columns else pl.lit(None, dtype=STR)
@@ -1225,9 +1364,10 @@ def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         # CUPTI range-profiler rows are replays: their times are not the kernel's
         start_ns=pl.when(is_prof).then(None).otherwise(pl.col("start_ns")),
         end_ns=pl.when(is_prof).then(None).otherwise(pl.col("end_ns")),
-        # AMD code-object symbols carry a ".kd" (kernel descriptor) suffix
-        kname=pl.coalesce(pl.col("r_kname"), pl.col("name")).str.replace(r"\.kd$", ""),
+        kname=pl.coalesce(pl.col("r_kname"), pl.col("name")) if "r_kname" in K.columns and K["r_kname"].null_count() < K.height else pl.col("name"),
     )
+    if K["kname"].str.ends_with(".kd").any():  # AMD code-object symbols carry a ".kd" (kernel descriptor) suffix
+        K = K.with_columns(kname=pl.col("kname").str.replace(r"\.kd$", ""))
     K = K.with_columns(
         grid_size=pl.coalesce(pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), r_blocks),
         block_size=pl.coalesce(pl.col("block_x") * pl.col("block_y") * pl.col("block_z"), pl.col("r_wgr")),
@@ -1235,21 +1375,25 @@ def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
     )
     from profaudit.names import demangle
 
-    mangled = K.filter(pl.col("kname").str.starts_with("_Z"))["kname"].unique().to_list()
-    dem = {m: demangle(m) for m in mangled}
-    K = K.with_columns(
-        mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")),
-        name=pl.col("kname").replace(dem) if dem else pl.col("kname"),
-    )
+    mangled = K.select(pl.col("kname").filter(pl.col("kname").str.starts_with("_Z")).unique()).to_series().to_list()
+    if mangled:
+        dem = {m: demangle(m) for m in mangled}
+        K = K.with_columns(mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")), name=pl.col("kname").replace(dem))
+    else:
+        K = K.with_columns(mangled_name=pl.lit(None, dtype=STR), name=pl.col("kname"))
+    K = K.drop("kname")
     K = K.join(launch, on="corr", how="left")
     # Kineto's External id names the framework op, except in traces where it repeats the
     # correlation id (2022-2023 builds); it is used only to place kernels whose launch call is
     # not in the trace, and only where it is not a correlation id.
     both = K.filter(pl.col("ext").is_not_null() & pl.col("corr").is_not_null())
-    if both.height and (both["ext"] == both["corr"]).all():
-        K = K.with_columns(_extname=pl.lit(None, dtype=STR), _lextname=pl.lit(None, dtype=STR))
-    else:
-        K = K.join(ops, left_on="ext", right_on="_ext", how="left")
+    ext_is_corr = both.height > 0 and bool((both["ext"] == both["corr"]).all())
+    need = K.filter(pl.col("_lop").is_null()).select(pl.concat_list("ext", "_lext").explode().drop_nulls().unique()).to_series()
+    K = K.with_columns(_extname=pl.lit(None, dtype=STR), _lextname=pl.lit(None, dtype=STR))
+    if need.len() and not ext_is_corr and ranges.height:
+        ops = _ops_named(ranges, need)
+        K = (K.drop("_extname", "_lextname").join(ops, left_on="ext", right_on="_ext", how="left")
+             .join(ops.rename({"_extname": "_lextname"}), left_on="_lext", right_on="_ext", how="left"))
     names = _device_names(meta)
     dev_name = pl.col("device_id").replace_strict(names, default=None, return_dtype=STR) if names else pl.lit(None, dtype=STR)
     K = K.sort(["start_ns", "seq"], nulls_last=True).with_columns(kernel_id=pl.int_range(0, K.height, dtype=I64))

@@ -11,16 +11,26 @@ __version__ = "0.1.0"
 from profaudit.errors import InputError, MissingExtraError, ProfauditError, UsageError  # noqa: E402
 from profaudit.loader import load, load_one  # noqa: E402
 from profaudit.profile import Profile, ProfileSet  # noqa: E402
-# `profaudit.compare` is the function; its package is reached as `from profaudit.compare import ...`
-from profaudit.compare import compare  # noqa: E402
 
 
 def audit_claim(*args, **kwargs):
-    """Audit a speedup claim (see `profaudit.audit.audit`). `from profaudit import audit` gives the
-    audit package, whose module object is itself callable: `audit("claim.yaml")`."""
+    """Audit a speedup claim (see `profaudit.audit.audit`). `profaudit.audit` is the audit package,
+    itself callable: `profaudit.audit("claim.yaml")`."""
     from profaudit.audit import audit
 
     return audit(*args, **kwargs)
+
+
+_CALLABLE_MODULES = ("roofline", "audit", "compare")
+
+
+def __getattr__(name: str):
+    # Imported on first use so that `import profaudit` stays light; each is a callable module.
+    if name in _CALLABLE_MODULES:
+        import importlib
+
+        return importlib.import_module(f"profaudit.{name}")
+    raise AttributeError(f"module 'profaudit' has no attribute {name!r}")
 
 
 __all__ = [
@@ -29,6 +39,8 @@ __all__ = [
     "load_one",
     "Profile",
     "ProfileSet",
+    "roofline",
+    "audit",
     "compare",
     "audit_claim",
     "ProfauditError",

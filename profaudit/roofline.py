@@ -358,3 +358,9 @@ def unmatched_devices(ps_or_kernels, extra_specs: Iterable = ()) -> dict[str, st
 
 
 __all__ = ["roofline", "ceilings", "roofline_columns", "unmatched_devices"]
+
+
+from profaudit._callable import make_module_callable  # noqa: E402
+
+# `profaudit.roofline(ps)` calls roofline(); the module's other helpers stay reachable
+make_module_callable(__name__, roofline)

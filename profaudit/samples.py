@@ -340,4 +340,25 @@ __all__ = [
     "select",
     "raw",
     "preferred",
+    "is_throttled",
 ]
+
+
+# NVML reasons that do not slow a running kernel (idle, application clocks) and spellings of none.
+_BENIGN = {"", "none", "0", "0x0", "gpu_idle", "idle", "applications_clocks_setting", "application_clocks_setting", "app_clocks", "applications_clocks", "clocks_setting", "nvmlclocksthrottlereasongpuidle", "nvmlclocksthrottlereasonapplicationsclockssetting"}
+_BENIGN_BITS = 0x1 | 0x2  # GpuIdle, ApplicationsClocksSetting
+
+
+def is_throttled(reason) -> bool:
+    """Whether a `throttle_reasons` value names a reason that slows a running kernel.
+
+    Accepts NVML bitmasks (decimal or hex) and reason names joined by | , ; + or spaces; idle and
+    application-clock settings are benign."""
+    if reason is None:
+        return False
+    s = str(reason).strip().lower()
+    if re.fullmatch(r"0x[0-9a-f]+|\d+", s):
+        v = int(s, 16) if s.startswith("0x") else int(s)
+        return bool(v & ~_BENIGN_BITS)
+    parts = [p.strip() for p in re.split(r"[|,;+ ]+", s) if p.strip()]
+    return any(p not in _BENIGN for p in parts)

@@ -494,3 +494,14 @@ def test_mixed_statistics_only_fail_when_they_inflate():
     c.speedup = 1.8  # below every same-statistic interval: whatever pair it matches, it is not inflated
     fs = BY_CODE["PA404"].check(gather(c))
     assert not [f for f in fs if f.severity is Severity.FAIL]
+
+
+@pytest.mark.parametrize("atol, fires", [(5e-2, False), (0.5, False), (1.0, True)])
+def test_pa304_atol_is_judged_with_an_allowance(atol, fires):
+    """bf16 warrants rtol 5e-2; atol up to 10x that (0.5) is fine for O(1) outputs, 1.0 is not."""
+    from profaudit.audit.evidence import gather
+    from profaudit.audit.rules import BY_CODE
+
+    ev = gather(claim(side("baseline", 1.0e6, seed=1), side("candidate", 0.5e6, seed=2, meta={"atol": atol, "rtol": 1e-2})))
+    msgs = [f.message for f in BY_CODE["PA304"].check(ev) if f.status is Status.FAIL]
+    assert any("atol" in m for m in msgs) == fires, msgs

@@ -531,3 +531,11 @@ def test_compare_from_a_shared_log_and_a_folder_without_manifest(clean_run, tmp_
         shutil.copy(l, folder / f"log{i}.jsonl")
     o2 = bench.compare_run(folder, "base", "fast")[0]
     assert o2.case_id == "vadd[n=1024]" and o2.verdict == "PASS"
+
+
+def test_blocked_runs_are_recorded_as_not_interleaved(tmp_path):
+    m = _run_one(tmp_path, ADD_TWO.replace("params=bench.grid(n=[1024, 2048])", "params=[{'n': 64}]"), interleave=False)
+    out = Path(m["file"]).parent / "out"
+    (ha, ra), (hb, rb) = (read_log(out / m["cases"][0]["variants"][v]["log"]) for v in ("base", "fast"))
+    assert ha["meta"]["interleaved"] is False and hb["meta"]["interleaved"] is False
+    assert max(r["timestamp_ns"] for r in ra) < min(r["timestamp_ns"] for r in rb)  # AAAA then BBBB

@@ -450,6 +450,43 @@ def test_partial_overlap_is_not_nesting(tmp_path):
     assert r["inner"]["parent_range_id"] == r["op2"]["range_id"]
 
 
+@pytest.mark.parametrize("laminar", [True, False])
+def test_vectorised_nesting_matches_the_stack_walk(laminar, monkeypatch):
+    rng = random.Random(11 if laminar else 12)
+    rows = []
+    for g in range(30):
+        def tree(lo, hi, d):
+            t = lo
+            while t < hi and len(rows) < 40000:
+                a = t + rng.randrange(0, 5)
+                b = min(hi, a + rng.choice([0, 0, 1, 3, 10, 50, 200]))
+                if a > hi:
+                    break
+                rows.append((g, a, b))
+                if rng.random() < 0.2:
+                    rows.append((g, a, b))  # an identical twin
+                if d < 6 and b - a > 2:
+                    tree(a, b, d + 1)
+                t = b if laminar or rng.random() < 0.8 else max(a, b - 1)
+        tree(0, 5000, 0)
+        if not laminar:  # ranges that outlive the one they start in
+            rows.extend((g, x, x + rng.randrange(1, 400)) for x in rng.sample(range(5000), 40))
+    rows.sort(key=lambda r: (r[0], r[1], -r[2]))
+    g, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows))
+    kinds = [rng.choice(["cpu_op", "user_annotation", "cuda_runtime"]) for _ in rows]
+    ref = ct._nest(g.tolist(), s.tolist(), e.tolist(), kinds)
+    calls = []
+    monkeypatch.setattr(ct, "_nest", lambda *a: calls.append(1) or _stack_walk(*a))
+    got = ct.nest_sorted(g, s, e, np.array([k == "user_annotation" for k in kinds]), np.array([k == "cpu_op" for k in kinds]))
+    for r, x, what in zip(ref, got, ("parent", "depth", "annotation", "cpu_op")):
+        assert x.tolist() == list(r), what
+    # laminar families never need the per-range walk; the others take it for the broken groups only
+    assert (len(calls) == 0) if laminar else (0 < len(calls) <= 30)
+
+
+_stack_walk = ct._nest
+
+
 def _kineto_events(n: int, weird_names: bool = False) -> list[dict]:
     ev = []
     for i in range(n):
@@ -566,6 +603,9 @@ def test_json_that_is_not_a_trace(tmp_path):
     e = tmp_path / "empty.json"
     e.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [{}, {}]}))
     assert_one_line_error(run_cli("kernels", e), "no trace events")
+    o = tmp_path / "odd.json"
+    o.write_text(json.dumps({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1}, 5]}))
+    assert_one_line_error(run_cli("kernels", o), "holds a JSON int where an event object belongs")
 
 
 def test_truncated_and_corrupt_inputs(tmp_path):

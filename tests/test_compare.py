@@ -428,11 +428,12 @@ def test_api_rejects_bad_arguments(known):
         compare(b, empty)
 
 
-def test_top_level_api_is_the_function():
-    import profaudit.compare as pkg_attr  # `import a.b as c` resolves the attribute: the function
+def test_top_level_api_is_callable_and_the_package_stays_a_package(known):
+    import profaudit.compare as pkg
 
-    assert profaudit.compare is compare
-    assert pkg_attr is compare
+    b, c, _ = known
+    assert callable(profaudit.compare) and profaudit.compare is pkg
+    assert isinstance(profaudit.compare(b, c), pkg.Comparison)
     from profaudit.compare import Comparison, match  # the package stays importable
 
     assert Comparison.__name__ == "Comparison" and hasattr(match, "match_entities")
@@ -632,3 +633,15 @@ def test_unknown_intended_difference_is_a_usage_error(known, cli, tmp_path):
 
     write_dataset(ProfileSet([b]), tmp_path / "b")
     assert_one_line_error(cli("compare", tmp_path / "b", tmp_path / "b", "--intended", "device,gpu"), "--intended gpu")
+
+
+def test_roofline_panels_share_a_log_axis():
+    from profaudit.compare.figures import roofline_figure
+
+    extra = {"flops_fp32": 2.0e9, "dram_bytes": 1.0e8}
+    b = profile("rb", [("k", 5, 100_000, extra)], source="ncu")
+    c = profile("rc", [("k", 5, 50_000, extra)], source="ncu")
+    fig = roofline_figure(compare(b, c))
+    assert fig is not None
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]
+    assert len(axes) == 2 and all(fig.layout[a].type == "log" for a in axes)

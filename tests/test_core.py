@@ -118,3 +118,15 @@ def test_every_command_has_help(cli):
         res = cli(name, "--help")
         assert res.code == 0, (name, res)
         assert "Usage" in res.out, name
+
+
+def test_table_cells_are_not_rich_markup():
+    import io
+
+    from rich.console import Console
+
+    from profaudit.cli.common import frame_to_rich
+
+    buf = io.StringIO()
+    Console(file=buf, width=120).print(frame_to_rich(pl.DataFrame({"name": ["vadd[n=256]", "[bold]x[/bold]"]})))
+    assert "vadd[n=256]" in buf.getvalue() and "[bold]x[/bold]" in buf.getvalue()

@@ -502,6 +502,12 @@ def test_roofline_level_of_detail(app, ctx):
     assert roofline_page.view_from_relayout({"dragmode": "pan"}, None) is None
 
 
+def test_profile_text_is_shown_literally_in_charts():
+    from profaudit.dashboards.figures import plain
+
+    assert plain("gemm<float, 128>&%{x}") == "gemm&lt;float, 128&gt;&amp;&#37;{x}"
+
+
 def test_roofline_click_shows_kernel(app, ctx):
     pids = ["gemm-before", "gemm-after"]
     out = roofline_page.show_point({"points": [{"customdata": 3}]}, pids, roofline_page.AS_REPORTED, [])

@@ -65,6 +65,8 @@ def _interval(d: dict) -> str:
 
 
 def report_view(rep) -> html.Div:
+    from profaudit.compare.render import fmt_ns
+
     d = rep.as_dict()
     verdict = d["verdict"]
     sup = d["supported_speedup"]
@@ -89,8 +91,8 @@ def report_view(rep) -> html.Div:
         out.append(message(f"speedup not recomputed: {cmp['reason']}", "warn"))
     side_rows = []
     for role, s in d["sides"].items():
-        side_rows.append([role, s["label"], s["samples"], s["steady_state_samples"], s["warmup_head_samples"], s["labelled_warmup_rows"], s["typical_time_ns"], s["device_spec"] or "—"])
-    out += [html.H3("Sides"), table(["side", "label", "samples", "steady-state", "warm-up head", "labelled warm-up", "typical time (ns)", "device spec"], side_rows, id="au-sides")]
+        side_rows.append([role, s["label"], s["samples"], s["steady_state_samples"], s["warmup_head_samples"], s["labelled_warmup_rows"], fmt_ns(s["typical_time_ns"]), s["device_spec"] or "—"])
+    out += [html.H3("Sides"), table(["side", "label", "samples", "steady-state", "warm-up head", "labelled warm-up", "typical time", "device spec"], side_rows, id="au-sides")]
     return html.Div(out)
 
 

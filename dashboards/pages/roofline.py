@@ -49,10 +49,14 @@ def layout(**_query):
         measured = rf["kernel_clock_hz"].null_count() < rf.height
     precisions_default = [p for p in PRECISIONS if p in used] or ["fp32", "fp16_tensor", "bf16_tensor", "tf32_tensor"]
     devices = [{"label": "as each profile reports", "value": AS_REPORTED}] + [{"label": k, "value": k} for k in st.device_keys()]
+    clocks_default = ["boost", "kernel"] if measured else ["boost"]
+    # The first chart comes with the page (no second round trip before anything is drawn); the
+    # callback redraws it when a control changes.
+    figure, notes, view, msg = (None if v is no_update else v for v in update(pids, AS_REPORTED, list(MEMORY_LEVELS), precisions_default, clocks_default, []))
     return html.Div(
         [
             page_header(NAME, "Each kernel appears once per memory level: arithmetic intensity at that level against the FLOP/s it achieved. Ceilings are the device's peaks; toggle levels, precisions and clocks, or assume another device."),
-            html.Div(id="rf-msg"),
+            html.Div(msg, id="rf-msg"),
             html.Div(
                 [
                     html.Div([html.Label("profiles", htmlFor="rf-profiles"), dcc.Dropdown(id="rf-profiles", options=[{"label": p, "value": p} for p in pids], value=pids, multi=True)], className="ctl grow"),
@@ -64,14 +68,14 @@ def layout(**_query):
                 [
                     html.Div([html.Label("memory levels"), dcc.Checklist(id="rf-levels", options=[{"label": f" {lv}", "value": lv} for lv in levels_avail], value=list(MEMORY_LEVELS), inline=True)], className="ctl"),
                     html.Div([html.Label("precisions (compute ceilings)"), dcc.Checklist(id="rf-precisions", options=[{"label": f" {p}", "value": p} for p in PRECISIONS], value=precisions_default, inline=True)], className="ctl grow"),
-                    html.Div([html.Label("ceilings at"), dcc.Checklist(id="rf-clocks", options=[{"label": " datasheet clock", "value": "boost"}, {"label": " measured clock", "value": "kernel"}], value=["boost", "kernel"] if measured else ["boost"], inline=True)], className="ctl"),
+                    html.Div([html.Label("ceilings at"), dcc.Checklist(id="rf-clocks", options=[{"label": " datasheet clock", "value": "boost"}, {"label": " measured clock", "value": "kernel"}], value=clocks_default, inline=True)], className="ctl"),
                     html.Div([html.Label("peaks"), dcc.Checklist(id="rf-sparse", options=[{"label": " 2:4 sparse", "value": "sparse"}], value=[], inline=True)], className="ctl"),
                 ],
                 className="controls",
             ),
-            dcc.Loading(dcc.Graph(id="rf-graph", figure=empty_figure("loading…"), config={"displaylogo": False}), type="dot"),
-            html.Div(id="rf-notes"),
-            dcc.Store(id="rf-view"),
+            dcc.Loading(dcc.Graph(id="rf-graph", figure=figure, config={"displaylogo": False}), type="dot"),
+            html.Div(notes, id="rf-notes"),
+            dcc.Store(id="rf-view", data=view),
             html.Div(id="rf-detail", className="detail"),
         ],
         className="page page-roofline",
@@ -165,6 +169,7 @@ def register(app) -> None:
         Input("rf-sparse", "value"),
         Input("rf-graph", "relayoutData"),
         State("rf-view", "data"),
+        prevent_initial_call=True,
     )(update)
     app.callback(
         Output("rf-detail", "children"),

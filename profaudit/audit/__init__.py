@@ -16,9 +16,9 @@ object is also callable: `audit(...)` and `audit.audit(...)` are the same functi
 
 from __future__ import annotations
 
+from profaudit._callable import make_module_callable
+
 import os
-import sys
-import types
 from typing import Any, Iterable, Mapping
 
 from profaudit.audit.claim import META_KEYS, Claim, Side, claim_from_paths, load_claim
@@ -98,12 +98,4 @@ __all__ = [
 ]
 
 
-class _CallableModule(types.ModuleType):
-    """Lets `from profaudit import audit; audit(...)` call the function while `profaudit.audit`
-    stays the package (assigning a module's __class__ is supported since Python 3.5)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> AuditReport:
-        return audit(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_module_callable(__name__, audit)

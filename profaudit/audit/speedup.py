@@ -183,10 +183,6 @@ def intervals(sets, stats, resamples, seeds, confidence, space, ar_known=None):
     return out, method, infl
 
 
-# profaudit.compare.significance imports this name; it keeps the 3-value contract of `intervals`.
-_intervals = intervals
-
-
 def _intervals_ar(sets, stats, resamples, seeds, confidence, space, ar_known=None):
     b_set, c_set = sets
     draws_b, method_b = st.bootstrap_draws(b_set, stats, resamples, np.random.default_rng(seeds[0]))

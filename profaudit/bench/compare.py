@@ -167,8 +167,6 @@ def compare_run(
     claim_dir.mkdir(parents=True, exist_ok=True)
     outcomes = []
     for (bench, params), be, ce in pairs:
-        from profaudit.bench.spec import Case
-
         slug = _case_slug(be)
         name = stem or f"{bench}__{slug}__{candidate}-vs-{baseline}"
         claim_path = claim_dir / f"{name}.yaml"

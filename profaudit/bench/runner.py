@@ -20,7 +20,9 @@ For each case (one point of a benchmark's sweep) and the variants chosen:
    `min_warmup_calls` calls and `min_warmup_s` have passed; or `max_warmup_s` ran out
    (recorded: `warmup_steady: false`). A warm-up that settled at a slow plateau shows as a head
    in the measured samples; the audit's own detector (FAIRNESS P1) finds it during measurement,
-   those calls are relabelled warm-up and measuring continues (`warmup_extended`).
+   and when it is a clear warm-up (a leading run above 1.5x the steady median, in all at most
+   half of the variant's measured calls) those calls are relabelled warm-up and measuring
+   continues (`warmup_extended`). Anything else (drift, bimodality) stays for the audit to see.
 4. Measurement: rounds that run every variant once, in ABBA-alternating order (FAIRNESS P4),
    grouped in blocks of about `block_target_s`; telemetry (NVML clocks, temperature, power,
    throttle reasons) is sampled once per block outside the timed calls. It stops when every
@@ -38,7 +40,7 @@ import math
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -448,7 +450,14 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 # a warm-up that looked steady at a slow level (clock ramp, lazy init over many
                 # calls) leaves a head in the samples: the audit's own P1 detector finds it; those
                 # calls become warm-up and measuring goes on (recorded as warmup_extended)
-                head = steady_state(np.asarray(samples[n], dtype=np.float64)).start if len(samples[n]) <= 5000 else 0
+                st = steady_state(np.asarray(samples[n], dtype=np.float64)) if len(samples[n]) <= 5000 else None
+                # only a clear warm-up: a leading run well above the steady level (the P1
+                # threshold), shorter than what remains; bimodal or drifting series stay as they are
+                head = st.start if st is not None and "threshold" in st.method and st.head_median > 1.5 * st.median else 0
+                # never more than half of the variant's measured calls in all: beyond that it is
+                # not a warm-up but a change of regime, which the log keeps and the audit reports
+                if head and 2 * (extended[n] + head) > extended[n] + len(samples[n]):
+                    head = 0
                 if head:
                     samples[n] = samples[n][head:]
                     extended[n] += head

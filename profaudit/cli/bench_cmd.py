@@ -8,7 +8,6 @@ failed them or errored; `bench compare` 0 for PASS/WARN verdicts, 1 for FAIL/INC
 from __future__ import annotations
 
 import functools
-import math
 from pathlib import Path
 from typing import List, Optional
 
@@ -120,10 +119,8 @@ def run_cmd(
 
         from profaudit.cli.common import emit_frame
 
-        from rich.markup import escape
-
-        # case ids hold brackets (matmul[n=256]) that rich would read as markup
-        df = pl.DataFrame([{k: escape(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows], strict=False)
+        # emit_frame escapes cells itself: case ids hold brackets (matmul[n=256])
+        df = pl.DataFrame(rows, strict=False)
         if df.height and df["error"].null_count() == df.height:
             df = df.drop("error")
         emit_frame(df, "table", None, title=f"{file} -> {output_dir}", limit=0)

@@ -85,8 +85,11 @@ def frame_to_rich(df: pl.DataFrame, title: str | None = None, limit: int | None 
         numeric = df.schema[c].is_numeric()
         t.add_column(c, justify="right" if numeric else "left", overflow="fold")
     shown = df if limit is None else df.head(limit)
+    from rich.markup import escape
+
     for row in shown.iter_rows():
-        t.add_row(*[_fmt_cell(v) for v in row])
+        # cells are data, not markup: `[n=256]` in a kernel name must print as written
+        t.add_row(*[escape(_fmt_cell(v)) for v in row])
     if limit is not None and df.height > limit:
         t.caption = f"{limit} of {df.height} rows shown; use --limit 0 or --format csv for all"
     return t

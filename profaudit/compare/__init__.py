@@ -7,12 +7,15 @@
     cmp.contributions                    # where the time went, shares summing to 100 %
     print(cmp.render("markdown"))        # table, markdown, html, json
 
-`profaudit.compare(...)` at the top level is this same function (the top-level name is the
-function, so reach the submodules as `from profaudit.compare import match`, not as attributes of
-`profaudit.compare`).
+The package itself is callable: `profaudit.compare(a, b)` is `compare(a, b)`, and its submodules
+stay reachable (`profaudit.compare.match`, `from profaudit.compare import render`).
 """
 
 from profaudit.compare.core import Comparison, Side, compare, resolve_side
 from profaudit.compare.match import MATCH_MODES, library_class, match_entities, similarity
 
 __all__ = ["compare", "Comparison", "Side", "resolve_side", "MATCH_MODES", "match_entities", "library_class", "similarity"]
+
+from profaudit._callable import make_module_callable  # noqa: E402
+
+make_module_callable(__name__, compare)

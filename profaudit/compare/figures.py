@@ -105,7 +105,9 @@ def roofline_figure(c: Comparison, top: int = 15):
         for ceiling in _ceilings(sub):
             fig.add_trace(go.Scatter(x=ceiling["x"], y=ceiling["y"], mode="lines", line={"color": "#888", "dash": ceiling["dash"]}, name=ceiling["name"], showlegend=False, hoverinfo="name"), row=1, col=col)
     fig.update_xaxes(type="log", title_text="FLOP / byte")
-    fig.update_yaxes(type="log", title_text="FLOP/s", col=1)
+    # both panels share one log axis; setting the type on the first alone leaves the second linear
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title_text="FLOP/s", col=1)
     fig.update_layout(title="Roofline before and after", height=480, margin={"l": 60, "r": 20, "t": 60, "b": 50})
     return fig
 

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from profaudit.audit import stats as S
-from profaudit.audit.speedup import _intervals as intervals
+from profaudit.audit.speedup import intervals
 
 GROUP_RESAMPLES = 2_000
 MAX_TESTED_GROUPS = 500

@@ -1,28 +1,11 @@
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import pct
-
-# NVML reasons that do not slow a running kernel (idle, application clocks) and spellings of none.
-_BENIGN = {"", "none", "0", "0x0", "gpu_idle", "idle", "applications_clocks_setting", "application_clocks_setting", "app_clocks", "applications_clocks", "clocks_setting", "nvmlclocksthrottlereasongpuidle", "nvmlclocksthrottlereasonapplicationsclockssetting"}
-_BENIGN_BITS = 0x1 | 0x2  # GpuIdle, ApplicationsClocksSetting
-
-
-def _throttled(reason) -> bool:
-    if reason is None:
-        return False
-    s = str(reason).strip().lower()
-    if re.fullmatch(r"0x[0-9a-f]+|\d+", s):
-        v = int(s, 16) if s.startswith("0x") else int(s)
-        return bool(v & ~_BENIGN_BITS)
-    parts = [p.strip() for p in re.split(r"[|,;+ ]+", s) if p.strip()]
-    return any(p not in _BENIGN for p in parts)
-
+from profaudit.samples import is_throttled
 
 class ClockThrottling(Rule):
     """Samples taken while the GPU was throttled (clock below 75 % of default, throttle reasons).
@@ -101,7 +84,7 @@ class ClockThrottling(Rule):
         why = np.zeros(n, dtype=bool)
         seen: list[str] = []
         if reasons is not None:
-            why = np.array([_throttled(r) for r in reasons], dtype=bool)
+            why = np.array([is_throttled(r) for r in reasons], dtype=bool)
             seen = sorted({str(r) for r, w in zip(reasons, why) if w})
         both = low | why
         return {

@@ -7,6 +7,9 @@ from profaudit.audit.findings import Finding, Rule, Severity
 # looser than the dtype warrants"): ~100x torch.testing's defaults, allowing reductions.
 MAX_RTOL = {"fp64": 1e-5, "fp32": 1e-3, "fp16": 1e-2, "bf16": 5e-2, "fp8": 0.25, "fp4": 0.5, "int8": 0.0}
 MAX_RTOL_TF32 = 1e-2
+# atol is absolute, so it only compares with a relative limit for outputs of order one; allow 10x
+# (torch.testing's own atol defaults sit at about rtol/10..rtol for fp32/fp16, the other way round).
+ATOL_ALLOWANCE = 10.0
 
 
 class CorrectnessUnchecked(Rule):
@@ -14,7 +17,7 @@ class CorrectnessUnchecked(Rule):
 
     What it detects: `correctness_checked` false or not recorded for the candidate, a check made
     only before the timing loop (before_timing), and rtol/atol looser than the dtype warrants
-    (fp32 1e-3, TF32 1e-2, fp16 1e-2, bf16 5e-2, fp8 0.25).
+    (rtol above fp32 1e-3, TF32 1e-2, fp16 1e-2, bf16 5e-2, fp8 0.25; atol above 10x those).
 
     Why it matters: the fastest kernel is the one that skips work (Sakana's "150x" kernel avoided
     the correctness check and was 3x slower; robust-kbench's average speedup fell from 3.13x to
@@ -43,10 +46,14 @@ class CorrectnessUnchecked(Rule):
             out.append(self.flag(Severity.WARN, "the candidate's output was checked only before the timing loop: cached or skipped work during timing would pass", "candidate", correctness_checked=f))
         dt = dtype_of(c)
         limit = MAX_RTOL_TF32 if dt == "fp32" and c.get("tf32") else MAX_RTOL.get(dt or "")
-        for key in ("rtol", "atol"):
+        for key, allowance in (("rtol", 1.0), ("atol", ATOL_ALLOWANCE)):
             tol = c.fact(key)
-            if tol is not None and limit is not None and float(tol.value) > limit and limit > 0:
-                out.append(self.flag(Severity.WARN, f"the candidate's {key} {float(tol.value):g} is looser than {dt} warrants ({limit:g})", "candidate", **{key: tol, "dtype": c.fact("dtype")}))
+            if tol is None or limit is None or limit <= 0:
+                continue
+            bound = limit * allowance
+            if float(tol.value) > bound:
+                what = f"{bound:g}" if key == "rtol" else f"{bound:g} for outputs of order one"
+                out.append(self.flag(Severity.WARN, f"the candidate's {key} {float(tol.value):g} is looser than {dt} warrants ({what})", "candidate", **{key: tol, "dtype": c.fact("dtype")}))
         if out:
             return out
         return [self.ok(f"the candidate's output was checked ({f.value})")]
