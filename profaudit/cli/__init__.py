@@ -27,6 +27,7 @@ COMMANDS = [
     "profaudit.cli.audit_cmd",
     "profaudit.cli.dashboard_cmd",
     "profaudit.cli.bench_cmd",
+    "profaudit.cli.demo_cmd",
 ]
 
 app = typer.Typer(

@@ -1,0 +1,31 @@
+"""`profaudit demo --no-serve`: the README's main job on the embedded sample reports."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import SAMPLES
+
+
+def test_demo_ingests_audits_and_writes_reports(cli, tmp_path):
+    res = cli("demo", "--no-serve", "-o", tmp_path / "out")
+    assert res.code == 0, res
+    verdicts = json.loads((SAMPLES / "claims" / "verdicts.json").read_text())
+    summary = {r["claim"]: r["verdict"] for r in json.loads((tmp_path / "out" / "audits" / "summary.json").read_text())}
+    for claim, expected in verdicts.items():
+        assert summary[claim] == expected, claim
+        md = (tmp_path / "out" / "audits" / f"{claim.rsplit('.', 1)[0]}.md").read_text()
+        assert expected in md, (claim, expected)
+    assert "audit of" in res.out and "profiles from" in res.out
+    import profaudit
+
+    ds = profaudit.load(tmp_path / "out" / "dataset")
+    direct = profaudit.load(SAMPLES, skip_bad=True)
+    assert sorted(ds.ids) == sorted(direct.ids)
+    assert ds.samples.height == direct.samples.height and ds.kernels.height == direct.kernels.height
+
+
+def test_demo_without_reports_is_one_line(cli, tmp_path):
+    from conftest import assert_one_line_error
+
+    assert_one_line_error(cli("demo", "--no-serve", "--reports", tmp_path / "missing", "-o", tmp_path / "o"), "not found")
