@@ -105,6 +105,19 @@ def open_maybe_gzip(path: Path, probe_: Probe | None = None):
     return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
 
 
+def load_json(path: Path, what: str):
+    """Parse a (possibly gzipped) JSON document; any damage becomes one InputError line."""
+    import json
+    import zlib as _zlib
+
+    try:
+        with open_maybe_gzip(path) as fh:
+            return json.load(fh)
+    except (ValueError, EOFError, _zlib.error, gzip.BadGzipFile) as exc:
+        # ValueError covers JSONDecodeError and UnicodeDecodeError; EOFError a truncated gzip
+        raise InputError(path, f"not valid {what}: {exc or type(exc).__name__}") from None
+
+
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 

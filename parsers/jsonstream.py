@@ -31,7 +31,7 @@ from profaudit.errors import InputError
 
 # Small blocks keep the decoders' working sets (JSON text, parser tape, raw frame) small; the
 # allocator keeps freed pages around for a while, so a smaller working set is a smaller peak.
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 2 << 20
 _WS = b" \t\r\n"
 # A token of JSON structure: a whole string, an unterminated string start, a bracket, or a run of
 # other bytes. Used only for the metadata values that precede the events array.

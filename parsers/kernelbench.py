@@ -19,7 +19,6 @@ so metadata says `time_source_origin: default`); the cache state is unknown.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import polars as pl
 
 from profaudit import schema
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
 
 _STATS = (("mean", "mean"), ("std", "stdev"), ("min", "min"), ("max", "max"))
@@ -100,11 +99,7 @@ class KernelBenchParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        try:
-            with open_maybe_gzip(path) as fh:
-                doc = json.load(fh)
-        except ValueError as exc:
-            raise InputError(path, f"not valid KernelBench JSON: {exc}") from None
+        doc = load_json(path, "KernelBench JSON")
         if is_baseline(doc):
             return self._baseline(path, doc, options)
         if is_eval_results(doc):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from pathlib import Path
@@ -37,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, parse_scalar
 from profaudit import schema
 
@@ -151,11 +150,7 @@ def _read_bin(path: Path, json_path: Path, rel: str, size: int | None, what: str
 
 
 def read_json(path: Path, parser, options: ReadOptions):
-    try:
-        with open_maybe_gzip(path) as fh:
-            doc = json.load(fh)
-    except ValueError as exc:
-        raise InputError(path, f"not valid nvbench JSON: {exc}") from None
+    doc = load_json(path, "nvbench JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise InputError(path, "nvbench JSON without a 'benchmarks' list")
     devices = {d.get("id"): d for d in doc.get("devices") or [] if isinstance(d, dict)}

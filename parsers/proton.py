@@ -17,7 +17,6 @@ An empty profile (ROOT only) is an error naming the problem.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import polars as pl
 
 from profaudit import schema
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
 
 _TIME_KEYS = ("time (ns)", "time(ns)")
@@ -50,11 +49,7 @@ class ProtonParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        try:
-            with open_maybe_gzip(path) as fh:
-                doc = json.load(fh)
-        except ValueError as exc:
-            raise InputError(path, f"not valid Proton JSON: {exc}") from None
+        doc = load_json(path, "Proton JSON")
         if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict) or "frame" not in doc[0]:
             raise InputError(path, "not a Proton hatchet profile (expected [call tree, device table])")
         devtab = doc[1] if len(doc) > 1 and isinstance(doc[1], dict) else {}

@@ -16,7 +16,6 @@ itself; a file with no benchmarks is an error.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import polars as pl
 
 from profaudit import schema
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
 
 _STATS = (("min", "min"), ("max", "max"), ("mean", "mean"), ("stddev", "stdev"), ("median", "median"), ("q1", "q1"), ("q3", "q3"), ("iqr", "iqr"), ("total", "total"))
@@ -42,11 +41,7 @@ class PytestBenchmarkParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        try:
-            with open_maybe_gzip(path) as fh:
-                doc = json.load(fh)
-        except ValueError as exc:
-            raise InputError(path, f"not valid pytest-benchmark JSON: {exc}") from None
+        doc = load_json(path, "pytest-benchmark JSON")
         benches = doc.get("benchmarks") if isinstance(doc, dict) else None
         if not isinstance(benches, list):
             raise InputError(path, "pytest-benchmark JSON without a 'benchmarks' list")

@@ -18,7 +18,6 @@ export's metadata says otherwise; the cache state is unknown.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import polars as pl
 
 from profaudit import schema
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
 
 
@@ -52,11 +51,7 @@ class TorchBenchmarkParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        try:
-            with open_maybe_gzip(path) as fh:
-                doc = json.load(fh)
-        except ValueError as exc:
-            raise InputError(path, f"not valid JSON: {exc}") from None
+        doc = load_json(path, "JSON")
         ms, meta = _measurements(doc)
         if not ms:
             raise InputError(path, "no torch.utils.benchmark measurements (expected objects with raw_times, number_per_run, task_spec)")

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 

@@ -434,7 +434,7 @@ def test_hot_vs_cold_comparison_is_flagged_unfair(tmp_path):
 
 
 def test_throttled_telemetry_reaches_the_audit(tmp_path):
-    from profaudit import audit, bench
+    from profaudit import bench
 
     f = write(tmp_path, ADD_TWO.replace("params=bench.grid(n=[1024, 2048])", "params=[{'n': 64}]"))
     bench.run_file(f, tmp_path / "o", options=opts(backend_options={"throttle": "sw_thermal_slowdown"}))

@@ -130,3 +130,15 @@ def test_table_cells_are_not_rich_markup():
     buf = io.StringIO()
     Console(file=buf, width=120).print(frame_to_rich(pl.DataFrame({"name": ["vadd[n=256]", "[bold]x[/bold]"]})))
     assert "vadd[n=256]" in buf.getvalue() and "[bold]x[/bold]" in buf.getvalue()
+
+
+@pytest.mark.parametrize("payload", [b'{"benchmarks": [', b"\x1f\x8b\x08\x00garbage"])
+def test_load_json_damage_is_one_input_error(tmp_path, payload):
+    import gzip as _gz
+
+    from profaudit.parsers.base import load_json
+
+    p = tmp_path / "x.json"
+    p.write_bytes(payload if payload[:2] != b"\x1f\x8b" else _gz.compress(b'{"a": [1, 2')[:-6])
+    with pytest.raises(profaudit.InputError, match="not valid thing JSON"):
+        load_json(p, "thing JSON")

@@ -13,7 +13,6 @@ plumbing is tested with a stand-in executable.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import sys
@@ -26,9 +25,8 @@ import pytest
 
 import profaudit
 from profaudit.errors import InputError
-from profaudit.parsers.base import ReadOptions
 from profaudit.parsers.neuron_common import capture_evidence, device_from_instance_type, engine_category, hlo_short
-from profaudit.parsers.neuron_ntff import PARSER as NTFF, find_tool, neff_candidates
+from profaudit.parsers.neuron_ntff import neff_candidates
 from tests.conftest import assert_one_line_error, corpus_files, corpus_ids
 
 NTFFS = corpus_files("neuron", "*.ntff")

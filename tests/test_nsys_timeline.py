@@ -129,7 +129,7 @@ def _random_nested(seed: int, threads: int = 3, events: int = 400) -> pl.DataFra
     rng = random.Random(seed)
     rows, rid = [], 0
     for tid in range(threads):
-        t, stack, opened = 0, [], []
+        t, stack = 0, []
         for _ in range(events):
             t += rng.choice([0, 0, 1, 3, 10])
             if stack and rng.random() < 0.45:

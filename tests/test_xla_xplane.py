@@ -5,13 +5,12 @@ XSpaces serialised by jax (`ProfileData.text_proto_to_serialized_xspace`), so th
 from __future__ import annotations
 
 import gzip
-import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.conftest import assert_one_line_error, corpus_files, corpus_ids, run_cli
+from tests.conftest import assert_one_line_error, corpus_files, corpus_ids
 
 jax = pytest.importorskip("jax")
 from jax.profiler import ProfileData  # noqa: E402

@@ -97,7 +97,7 @@ def _case_label(bench: pl.Expr) -> pl.Expr:
 
 def compare_samples(b: Side, c: Side, *, match: str, intended: tuple[str, ...] = ()) -> Comparison:
     from profaudit.compare import fairness, significance
-    from profaudit.compare.kernels import contributions_table, verdict_line
+    from profaudit.compare.kernels import contributions_table
     from profaudit.compare.match import groups_frame
 
     rb, rc = case_rows(b.samples), case_rows(c.samples)
