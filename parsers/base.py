@@ -66,6 +66,9 @@ class Parser(Protocol):
 
     def read(self, path: Path, options: ReadOptions) -> Profile | list[Profile]: ...
 
+    # Optional: `diagnose(probe) -> str | None` names what an unclaimed file is when the parser
+    # recognises a near miss of its family (the loader asks when no parser claims the file).
+
 
 _COMPOUND_SUFFIXES = (".xplane.pb", ".json.gz", ".csv.gz", ".jsonl.gz")
 

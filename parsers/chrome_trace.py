@@ -167,6 +167,22 @@ _FLOAT_ARGS = ("occ", "bytes")
 _STR_ARGS = ("a_kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "r_kname")
 _DIM_COLS = ("grid0", "grid1", "grid2", "block0", "block1", "block2")
 
+# Python's json writes NaN and Infinity as bare tokens, which are not JSON: read as null (only
+# after a parse failed, and only in value position)
+_NAN = re.compile(rb"(?<=[:\[,])(\s*)(?:NaN|-?Infinity)(?=\s*[,\]}])")
+
+
+def loads_lenient(text: bytes):
+    """orjson.loads, retried with bare NaN/Infinity values read as null."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        fixed = _NAN.sub(rb"\1null", text)
+        if fixed == text:
+            raise
+        return orjson.loads(fixed)
+
+
 _NEEDS_TEXT_TS = re.compile(rb'"ts"\s*:\s*-?\d{13,}\.\d*[1-9]')
 _QUOTE_TS = re.compile(rb'("ts"\s*:\s*)(-?[0-9][0-9.eE+\-]*)')
 
@@ -301,7 +317,7 @@ def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool 
     if _NEEDS_TEXT_TS.search(chunk):
         chunk = _QUOTE_TS.sub(rb'\1"\2"', chunk)
     try:
-        events = orjson.loads(chunk)
+        events = loads_lenient(chunk)
     except orjson.JSONDecodeError as exc:
         raise BadChunk(str(exc.args[0]) if exc.args else str(exc), getattr(exc, "pos", None)) from None
     return decode_events(events, index, split), failed
@@ -526,7 +542,9 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         if k == "slices":  # every event: drop the columns this chunk does not use
             f = f.select([c for c in f.columns if c in _CORE or f[c].null_count() < f.height])
         elif k == "ranges":
-            f = f.select([c for c in f.columns if _keep_range_col(f, c, frames["flows"].height > 0)])
+            # names and kinds repeat millions of times: held as categoricals until the table is built
+            f = f.select([pl.col(c).cast(pl.Categorical) if c in ("kind", "cat", "name") else pl.col(c)
+                          for c in f.columns if _keep_range_col(f, c, frames["flows"].height > 0)])
         setattr(out, k, f)
     return out
 
@@ -720,19 +738,20 @@ def _first_schema(meta: dict) -> str:
 
 
 def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any], _Acc, str | None]:
-    """Read the trace at `path` chunk by chunk. Returns (top-level metadata, chunk frames, form)."""
+    """Read the trace at `path` chunk by chunk, decoding chunks on worker threads. Returns
+    (top-level metadata, chunk frames, document form)."""
     walker = TraceWalker(path, block)
     meta: dict[str, Any] = {}
     acc = _Acc()
-    nthreads = _threads()
     try:
-        _pump(path, walker, meta, acc, nthreads)
+        with ThreadPoolExecutor(max_workers=_threads()) as pool:
+            _pump(path, walker, meta, acc, pool, _threads())
     except NotAnEvent as exc:
         raise InputError(path, str(exc)) from None
     return meta, acc, walker.form
 
 
-def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, nthreads: int) -> None:
+def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPoolExecutor, nthreads: int) -> None:
     pending: deque = deque()  # (future, chunk bytes, offset, index)
     carry: tuple[bytes, int, int, BadChunk] | None = None
     index = 0
@@ -758,7 +777,7 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, nthreads: int)
             else:
                 carry = first
 
-    with ThreadPoolExecutor(max_workers=nthreads) as pool:
+    try:
         for item in walker:
             if item[0] == "meta":
                 meta[item[1]] = item[2]
@@ -787,7 +806,7 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, nthreads: int)
             if _NEEDS_TEXT_TS.search(text):
                 text = _QUOTE_TS.sub(rb'\1"\2"', text)
             try:
-                doc = orjson.loads(text)
+                doc = loads_lenient(text)
             except orjson.JSONDecodeError as exc:
                 if carry is not None:
                     raise _bad_json(path, carry[3], carry[1]) from None
@@ -804,6 +823,9 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, nthreads: int)
             acc.add(index, decode_events(events, index, split))
             index += 1
         settle(0)
+    finally:
+        for fut, *_ in pending:
+            fut.cancel()
 
 
 def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str | None, split: bool) -> None:
@@ -1111,6 +1133,7 @@ def _direction(expr: pl.Expr) -> pl.Expr:
 
 
 def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
+    """The tables and metadata of a streamed trace, as a Profile."""
     if not acc.saw_events:
         if "traceEvents" in meta:
             raise InputError(path, f"traceEvents is a JSON {type(meta['traceEvents']).__name__}, not an array of trace events")
@@ -1150,11 +1173,12 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
 
     box = [R]
     del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
+    # one step after the other: running the device side beside the ranges was no faster and
+    # raised the peak by the size of its working set
     ranges, range_stats, launch = _ranges(box, acc, source, base)
-    kernels, metrics = _kernels(D, acc, source, meta, launch, ranges)
-    transfers = _transfers(D)
-    counters = _counters(acc, D, base)
+    K, transfers, counters = _kernel_rows(D, acc, source), _transfers(D), _counters(acc, D, base)
     del D
+    kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
     tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
     return new_profile(path, parser, tables, md)
@@ -1232,9 +1256,9 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int) -> tuple
     # the output, one column at a time; the stacked columns a step no longer needs are dropped
     # so the table is never held twice
     steps = [
-        ("kind", pl.col("kind"), ()),
-        ("name", name, ("name",)),
-        ("domain", pl.col("cat"), ("cat",)),
+        ("kind", pl.col("kind").cast(STR), ()),
+        ("name", name.cast(STR), ("name",)),
+        ("domain", pl.col("cat").cast(STR), ("cat",)),
         ("process_id", pl.when(device_side).then(None).otherwise(host_pid), ()),
         ("device_id", pl.when(device_side).then(pl.coalesce(col("device"), plane_dev, pl.col("pid_i"))).otherwise(col("device")), ("device", "pid_i")),
         ("thread_id", pl.when(device_side).then(None).otherwise(pl.col("tid_i")), ()),
@@ -1337,7 +1361,8 @@ def _flow_corr(acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
             .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr", "_k"))
 
 
-def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ranges: pl.DataFrame):
+def _kernel_rows(D: pl.DataFrame, acc: _Acc, source: str) -> pl.DataFrame:
+    """Kernel rows with their launch configuration and names; launch attribution comes later."""
     K = _flow_corr(acc, D.filter(pl.col("cls").is_in(["kernel", "prof"])))
     det = pl.col("kernel_details")
     plane = pl.col("plane") if "plane" in K.columns else pl.lit(None, dtype=STR)
@@ -1381,7 +1406,10 @@ def _kernels(D: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         K = K.with_columns(mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")), name=pl.col("kname").replace(dem))
     else:
         K = K.with_columns(mangled_name=pl.lit(None, dtype=STR), name=pl.col("kname"))
-    K = K.drop("kname")
+    return K.drop("kname")
+
+
+def _kernels(K: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ranges: pl.DataFrame):
     K = K.join(launch, on="corr", how="left")
     # Kineto's External id names the framework op, except in traces where it repeats the
     # correlation id (2022-2023 builds); it is used only to place kernels whose launch call is

@@ -86,6 +86,9 @@ _MAX_PLAUSIBLE_SHARED = 1 << 20
 _PICO = 1000
 
 
+_TOOL_FILE = re.compile(r"\.(input_pipeline|overview_page|tensorflow_stats|pod_viewer|op_profile|memory_profile|memory_viewer|kernel_stats|trace_viewer|framework_op_stats|roofline_model|hlo_stats)\.(pb|json)(\.gz)?$")
+
+
 class XPlaneParser:
     name = "xplane"
     source = "xla"
@@ -95,6 +98,15 @@ class XPlaneParser:
     def sniff(self, probe: Probe) -> bool:
         # a file named .xplane.pb is claimed whatever it holds, so damage gets an XSpace-specific error
         return probe.name_endswith(".xplane.pb") or (not probe.gzipped and sniff_xspace(probe.raw_head))
+
+    def diagnose(self, probe: Probe) -> str | None:
+        # TensorBoard's profile plugin wrote one file per tool before XSpace existed (and xprof
+        # still caches them beside the run): derived views, not the profile
+        m = _TOOL_FILE.search(probe.path.name.lower())
+        if m and not probe.is_dir:
+            return (f"a TensorBoard profile-plugin tool file ({m.group(1)}), a derived view rather than a profile: "
+                    "load the run's <host>.xplane.pb (or its folder) instead")
+        return None
 
     def read(self, path: Path, options: ReadOptions):
         space = read_xspace(path)

@@ -113,10 +113,14 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
 def _unrecognised_reason(pr) -> str:
     from profaudit.parsers import REGISTRY
 
-    known = sorted({s for p in REGISTRY for s in p.suffixes if s != "/"})
     if pr.gzipped and not pr.head:
         return "gzip data is truncated or corrupt"
-    return f"not a recognised profile or timing-log format (known suffixes: {' '.join(known)})"
+    # a parser may recognise a near miss (a file of its family it cannot read) and say what it is
+    for p in REGISTRY:
+        why = getattr(p, "diagnose", None) and p.diagnose(pr)
+        if why:
+            return why
+    return "not a recognised profile or timing-log format (`profaudit formats` lists what profaudit reads)"
 
 
 def _read_worker(args):

@@ -28,6 +28,14 @@ def corpus_files(sub: str, pattern: str = "*") -> list[Path]:
     return sorted(p for p in d.glob(pattern) if p.is_file()) if d.is_dir() else []
 
 
+def corpus_file(sub: str, contains: str) -> Path:
+    """The one corpus file in `sub` whose name contains `contains`; the test skips when absent."""
+    matches = [p for p in corpus_files(sub) if contains in p.name]
+    if len(matches) != 1:
+        pytest.skip(f"corpus file *{contains}* in {sub}/ not present")
+    return matches[0]
+
+
 def corpus_ids(paths: list[Path]) -> list[str]:
     return [p.name for p in paths]
 

@@ -21,7 +21,7 @@ from profaudit.parsers import by_name, find_parser
 from profaudit.parsers import chrome_trace as ct
 from profaudit.parsers import jsonstream
 from profaudit.parsers.base import probe
-from tests.conftest import assert_one_line_error, corpus_dir, corpus_files, corpus_ids, run_cli
+from tests.conftest import assert_one_line_error, corpus_dir, corpus_file, corpus_files, corpus_ids, run_cli
 
 TRACES = [p for p in corpus_files("chrome-trace") if "rocprof_908_results" not in p.name]
 SDK = [p for p in corpus_files("chrome-trace") if "rocprof_908_results" in p.name]
@@ -115,7 +115,7 @@ def test_sniff_claims_exactly_the_traces():
 
 @pytest.mark.corpus
 def test_ns_resolution_trace_is_exact():
-    (path,) = [p for p in TRACES if "rank-0.Apr_03" in p.name]
+    path = corpus_file("chrome-trace", "rank-0.Apr_03")
     doc = plain(path)
     kern, xfer, rng = expected_device_rows(doc)
     ps = profaudit.load(path)
@@ -131,7 +131,7 @@ def test_ns_resolution_trace_is_exact():
 
 @pytest.mark.corpus
 def test_kineto_metadata_and_attribution():
-    (path,) = [p for p in TRACES if "step_based_trace" in p.name]
+    path = corpus_file("chrome-trace", "step_based_trace")
     doc = plain(path)
     ps = profaudit.load(path)
     md = next(iter(ps)).metadata
@@ -164,9 +164,25 @@ def test_kineto_metadata_and_attribution():
 
 
 @pytest.mark.corpus
+@pytest.mark.parametrize("name", ["step_based_trace", "rank-0.Apr_03", "torch_compile_triton"])
+def test_tables_fit_the_timeline_module(name):
+    # profaudit.timeline attributes kernels to annotations from ranges alone (correlation id ->
+    # launch call -> enclosing range); it must agree with the nvtx_range the parser filled
+    from profaudit import timeline
+
+    path = corpus_file("chrome-trace", name)
+    ps = profaudit.load(path)
+    att = timeline.attribute_kernels_to_nvtx(ps)
+    assert att["nvtx_range"].drop_nulls().len() > 0
+    assert att["nvtx_range"].eq_missing(ps.kernels["nvtx_range"]).all()
+    summary = timeline.kernel_summary(ps.kernels)
+    assert int(summary["instances"].sum()) == ps.kernels.height
+
+
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", ["benchmark_result_2869224", "rank-0.Apr_03"])
 def test_transfers_and_bandwidth(name):
-    (path,) = [p for p in TRACES if name in p.name]
+    path = corpus_file("chrome-trace", name)
     doc = plain(path)
     _, xfer, _ = expected_device_rows(doc)
     t = profaudit.load(path).transfers.sort("start_ns", "correlation_id")
@@ -187,7 +203,7 @@ def test_transfers_and_bandwidth(name):
 
 @pytest.mark.corpus
 def test_rocprof_string_timestamps():
-    (path,) = [p for p in TRACES if "rocprof_rome" in p.name]
+    path = corpus_file("chrome-trace", "rocprof_rome")
     doc = plain(path)
     ps = profaudit.load(path)
     k = ps.kernels.sort("start_ns")
@@ -239,7 +255,7 @@ def _check_nesting(r: pl.DataFrame) -> None:
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", ["rank-0.Apr_03", "resnet50", "benchmark_result_924719"])
 def test_nesting_invariants_on_large_traces(name):
-    (path,) = [p for p in TRACES if name in p.name]
+    path = corpus_file("chrome-trace", name)
     r = profaudit.load(path).ranges
     _check_nesting(r.filter(pl.col("device_id").is_null()))
     assert r["depth"].max() >= 2
@@ -247,12 +263,12 @@ def test_nesting_invariants_on_large_traces(name):
 
 @pytest.mark.corpus
 def test_counters_and_memory_events():
-    (gm,) = [p for p in TRACES if "gpu_metrics_expected" in p.name]
+    gm = corpus_file("chrome-trace", "gpu_metrics_expected")
     c = profaudit.load(gm).counters
     ev = [e for e in events_of(plain(gm)) if e.get("ph") == "C"]
     assert c.height == sum(len(e["args"]) for e in ev)
     assert c["device_id"].drop_nulls().unique().to_list() == [0]
-    (mem,) = [p for p in TRACES if "unsloth" in p.name]
+    mem = corpus_file("chrome-trace", "unsloth")
     c = profaudit.load(mem).counters
     ev = [e for e in events_of(plain(mem)) if e.get("name") == "[memory]"]
     alloc = c.filter(pl.col("counter") == "memory_allocated_bytes").sort("timestamp_ns", maintain_order=True)
@@ -263,7 +279,7 @@ def test_counters_and_memory_events():
 
 @pytest.mark.corpus
 def test_cupti_range_profiler_metrics_and_flops():
-    (path,) = [p for p in TRACES if "benchmark_result_924719" in p.name]
+    path = corpus_file("chrome-trace", "benchmark_result_924719")
     ps = profaudit.load(path)
     ev = [e for e in events_of(plain(path)) if e.get("cat") == "cuda_profiler_range"]
     k = ps.kernels.filter(pl.col("category") == "cuda_profiler_range")
@@ -277,7 +293,7 @@ def test_cupti_range_profiler_metrics_and_flops():
 
 @pytest.mark.corpus
 def test_amd_kineto_and_hip_names():
-    (path,) = [p for p in TRACES if "mi210" in p.name]
+    path = corpus_file("chrome-trace", "mi210")
     ps = profaudit.load(path)
     md = next(iter(ps)).metadata
     assert md["device_name"] == "AMD Instinct MI210" and md["cuda_version"] == "6.4.43483" and md["runtime"] == "hip"
@@ -587,10 +603,10 @@ def test_text_timestamps_round_and_parse_every_form():
 
 @pytest.mark.corpus
 def test_execution_trace_is_not_claimed_and_fails_in_one_line():
-    (et,) = [p for p in corpus_files("other") if "_et.json" in p.name]
+    et = corpus_file("other", "_et.json")
     assert find_parser(et) is None
     assert "ExecutionTrace" in by_name("chrome-trace").diagnose(probe(et))
-    assert_one_line_error(run_cli("kernels", et))
+    assert_one_line_error(run_cli("kernels", et), "ExecutionTrace")
 
 
 def test_json_that_is_not_a_trace(tmp_path):
@@ -624,6 +640,18 @@ def test_truncated_and_corrupt_inputs(tmp_path):
     inv = tmp_path / "invalid.json"
     inv.write_bytes(text.replace(b'"cudaLaunchKernel", "pid"', b'"cudaLaunchKernel" "pid"', 1))
     assert_one_line_error(run_cli("kernels", inv), "invalid JSON")
+
+
+def test_bare_nan_values(tmp_path):
+    # Python's json.dump writes NaN; a NaN arg is a missing value, a NaN timestamp a missing field
+    p = tmp_path / "nan.json"
+    p.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "args": {"External id": NaN}},'
+                 ' {"ph": "C", "name": "c", "ts": 1, "args": {"v": -Infinity, "w": 3}}]}')
+    ps = profaudit.load(p)
+    assert ps.ranges["external_id"].to_list() == [None] and ps.counters["value"].to_list() == [3.0]
+    q = tmp_path / "nan_ts.json"
+    q.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": NaN, "dur": 2}]}')
+    assert_one_line_error(run_cli("kernels", q), "lack a required field")
 
 
 def test_events_lacking_required_fields(tmp_path):

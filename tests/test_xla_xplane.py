@@ -248,7 +248,7 @@ def test_xprof_tool_files_are_not_xplanes(cli, name):
     from profaudit.parsers import find_parser
 
     assert find_parser(files[0]) is None or find_parser(files[0]).name != "xplane"
-    assert_one_line_error(cli("kernels", str(files[0])), "not a recognised")
+    assert_one_line_error(cli("kernels", str(files[0])), "profile-plugin tool file")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,3 +487,4 @@ def test_mi300x_roofline_after_cost_attach():
     r = roofline(p2.kernels.filter(pl.col("module") == "jit_matmul"), flops_precision="bf16_tensor", clock="boost")
     assert set(r["device_key"]) == {"mi300x"}
     assert r["attainable_flops_per_s_at_boost"].null_count() == 0 and (r["roof_pct_at_boost"] > 0).all()
+
