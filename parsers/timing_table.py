@@ -931,6 +931,8 @@ class TimingTableParser:
     source = "timing"
     suffixes = (".csv", ".tsv", ".txt", ".tab", ".jsonl", ".ndjson", ".json", ".csv.gz", ".jsonl.gz", ".json.gz", ".log", ".dat")
     description = "per-iteration timing logs: CSV/TSV/JSON Lines/JSON with a time column named with its unit (time_ms, latency_us, ...)"
+    # catch-all: it sniffs any numeric table, so files it cannot read are skipped in folder walks
+    generic = True
 
     def sniff(self, probe: Probe) -> bool:
         return sniff_table(probe)

@@ -47,9 +47,6 @@ def require(module: str, extra: str, feature: str):
         raise MissingExtraError(module, extra, feature) from exc
 
 
-def _rebuild_input_error(path, problem):
-    return InputError(path, problem)
-
-
-InputError.__reduce__ = lambda self: (_rebuild_input_error, (self.path, self.problem))  # type: ignore[assignment]
+# Errors cross process boundaries in parallel loads; rebuild them (subclasses too) from their fields.
+InputError.__reduce__ = lambda self: (type(self), (self.path, self.problem))  # type: ignore[assignment]
 MissingExtraError.__reduce__ = lambda self: (MissingExtraError, (self.module, self.extra, self.feature))  # type: ignore[assignment]

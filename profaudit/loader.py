@@ -100,6 +100,12 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         return []
     try:
         result = parser.read(path, options)
+    except InputError as exc:
+        # A folder may hold unrelated CSV/JSON files that a catch-all parser (the generic timing
+        # table) sniffs as its own; found by walking, not named by the user, they are skipped.
+        if not explicit and getattr(parser, "generic", False):
+            raise SkippedInput(exc.path, exc.problem) from None
+        raise
     except ProfauditError:
         raise
     except MemoryError:
@@ -108,6 +114,10 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(path, f"cannot read as {parser.name}: {type(exc).__name__}: {msg}") from None
     return result if isinstance(result, list) else [result]
+
+
+class SkippedInput(InputError):
+    """An input found by walking a folder that a catch-all parser could not read: listed, not fatal."""
 
 
 def _unrecognised_reason(pr) -> str:
@@ -160,7 +170,7 @@ def load(
 
     def collect(path: Path, result_or_exc) -> None:
         if isinstance(result_or_exc, ProfauditError):
-            if not skip_bad:
+            if not skip_bad and not isinstance(result_or_exc, SkippedInput):
                 raise result_or_exc
             skipped.append((str(path), str(result_or_exc)))
         else:

@@ -23,8 +23,9 @@ Clocks: "boost" uses the peaks as the vendor prints them (each at the clock it a
 `DeviceSpec`); "kernel_clock" rescales compute peaks and on-chip bandwidth linearly to the kernel's
 `sm_clock_hz` (Nsight Compute locks clocks to base by default, so profiled kernels usually ran well
 below boost). DRAM bandwidth does not scale with the SM clock. The kernel clock is whatever the parser
-put in `sm_clock_hz` (for ncu, elapsed cycles / duration, which launch overhead drags down on very short
-kernels, making their kernel-clock roof slightly low). Missing inputs give nulls, never zeros, and
+put in `sm_clock_hz` (for ncu, `gpc__cycles_elapsed.avg.per_second`, i.e. elapsed cycles / duration,
+which launch overhead drags down a little on very short kernels, making their kernel-clock roof
+slightly low). Missing inputs give nulls, never zeros, and
 `roof_note` says what was missing.
 """
 

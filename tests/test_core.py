@@ -142,3 +142,35 @@ def test_load_json_damage_is_one_input_error(tmp_path, payload):
     p.write_bytes(payload if payload[:2] != b"\x1f\x8b" else _gz.compress(b'{"a": [1, 2')[:-6])
     with pytest.raises(profaudit.InputError, match="not valid thing JSON"):
         load_json(p, "thing JSON")
+
+
+def test_folder_walk_skips_unrelated_tables_but_explicit_files_fail(tmp_path, cli):
+    import pickle
+
+    from conftest import assert_one_line_error
+    from profaudit.loader import SkippedInput
+
+    (tmp_path / "results.csv").write_text("size,throughput_gbps\n1024,12.5\n2048,13.1\n")
+    (tmp_path / "log.csv").write_text("iteration,time_ms\n0,1.5\n1,1.4\n2,1.45\n")
+    ps = profaudit.load(tmp_path)
+    assert ps.samples.height == 3 and len(ps.skipped) == 1 and "results.csv" in ps.skipped[0][0]
+    assert_one_line_error(cli("kernels", tmp_path / "results.csv"))
+    err = pickle.loads(pickle.dumps(SkippedInput("a.csv", "no time column")))
+    assert type(err) is SkippedInput and str(err) == "a.csv: no time column"
+
+
+def test_parallel_load_equals_serial_and_keeps_errors(tmp_path):
+    """Many inputs are parsed in worker processes; the result must equal a serial load, and a bad
+    file must still surface as one InputError naming it (errors cross the process boundary)."""
+    for i in range(4):
+        rows = "\n".join(f"{j},{1.0 + 0.01 * ((i * 7 + j) % 5)}" for j in range(50))
+        (tmp_path / f"log{i}.csv").write_text("iteration,time_ms\n" + rows + "\n")
+    par = profaudit.load(sorted(tmp_path.glob("*.csv")), parallel=True)
+    ser = profaudit.load(sorted(tmp_path.glob("*.csv")), parallel=False)
+    assert par.ids == ser.ids and par.samples.equals(ser.samples)
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(b"NVR\x00\x10\x00\x00\x00abc")
+    with pytest.raises(profaudit.InputError, match="bad.ncu-rep"):
+        profaudit.load([*sorted(tmp_path.glob("*.csv")), bad], parallel=True)
+    ps = profaudit.load([*sorted(tmp_path.glob("*.csv")), bad], parallel=True, skip_bad=True)
+    assert len(ps) == 4 and ps.skipped and "bad.ncu-rep" in ps.skipped[0][0]

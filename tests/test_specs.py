@@ -450,6 +450,8 @@ REPORTED = {
     "Tesla V100-PCIE-32GB": "v100-pcie-32gb",        # nsys-sqlite lockfuehrer__beast_ressoruces
     "NVIDIA GeForce RTX 3090": "rtx-3090",           # nsys-sqlite LeiWang1999__memfusion
     "TPU v6 Lite": "tpu-v6e",                        # xplane openxla__xprof tpu_inference (strings)
+    "TPU v7x": "tpu7x",                              # xprof device_type_string for Ironwood
+    "TPU v7": "tpu7x",
     # names other tools report (not in the corpus)
     "NVIDIA H100 80GB HBM3": "h100-sxm",
     "NVIDIA H100 PCIe": "h100-pcie",
