@@ -5,18 +5,21 @@ How a file is read (memory bounded by the tables, not by the JSON document):
 
 1. `jsonstream.TraceWalker` cuts the `traceEvents` array into chunks of whole events.
 2. Each chunk becomes a small typed frame. The fast decoder is polars' JSON reader with a fixed
-   schema (it releases the GIL, so chunks decode on several threads); a chunk it cannot read
-   (string timestamps, counters with free-form args, unusual value types) goes through orjson and
-   a Python loop instead. Both produce the same columns.
+   schema (it releases the GIL, so chunks decode on several threads), fed 256 KiB pieces of the
+   chunk (`PIECE_BYTES`: it builds a document tree of its input first, cheaper in small pieces);
+   a chunk it cannot read (string timestamps, counters with free-form args, unusual value types)
+   goes through orjson and a Python loop instead. Both produce the same columns.
 3. Timestamps become integer nanoseconds exactly. `ts`/`dur` are microseconds; below 2**43 us a
    double lies within 0.49 ns of the `<us>.<3 digits>` decimal Kineto printed, and the conversion
    scales only the exact fractional part (`us_ns_expr`). Chunks holding absolute epoch
    microseconds with fractions (ns-resolution Kineto of 2024) have their `ts` quoted before
    parsing and are converted from the decimal text. `displayTimeUnit` only changes how viewers
    display time and is ignored.
-4. Per chunk (on the worker threads) slices are typed, classified and pruned; at the end the
-   frames are stacked into kernels, transfers, ranges (per-thread nesting, B/E pairs matched as a
-   stack) and counters. Kernels are linked to their launch call through the correlation id (or
+4. Per chunk (on the worker threads) slices are typed, classified and pruned (repeated names as
+   categoricals, columns no row of the chunk has dropped); at the end the frames are stacked into
+   kernels, transfers, ranges (per-thread nesting, B/E pairs matched as a stack) and counters,
+   each output column built once, in table order (the peak is the tables plus the stacked frames,
+   not the JSON). Kernels are linked to their launch call through the correlation id (or
    `ac2g`/flow events), and through it to the innermost framework op and user annotation around
    the call.
 
@@ -46,7 +49,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, new_profile
-from profaudit.parsers.jsonstream import TraceWalker, merge_chunks
+from profaudit.parsers.jsonstream import TraceWalker, merge_chunks, split_events
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
 
@@ -293,34 +296,62 @@ class Chunk:
         self.inexact = 0
 
 
-def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool = False) -> tuple[Chunk, bool]:
-    """Decode one chunk (a JSON array of events). Returns the frames and whether the typed
-    schema `schema` failed (the caller then stops trying it). Raises BadChunk on invalid JSON."""
-    failed = False
-    for name in ((schema, "text") if schema != "text" else ("text",)):
+# polars' JSON reader builds a document tree of the whole input first: about 30 times the text
+# for a 4 MB chunk, and slower per byte than for small inputs that stay in the CPU caches. Chunks
+# are read in pieces of this size (measured: 250 MB/s and ~20 MB of working set per thread at
+# 256 KiB, against 130 MB/s and ~130 MB at 4 MB) and shaped together.
+PIECE_BYTES = 256 << 10
+
+
+def _read_json(chunk: bytes, schema: dict[str, pl.DataType], piece: int | None, quote_ts: bool = False) -> pl.DataFrame:
+    """The events of `chunk` as a frame of `schema`, read `piece` bytes at a time (None: whole)."""
+    frames = []
+    for text in (split_events(chunk, piece) if piece else (chunk,)):
+        if quote_ts:
+            text = _QUOTE_TS.sub(rb'\1"\2"', text)
+        frames.append(pl.read_json(io.BytesIO(text), schema=schema))
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical", rechunk=False)
+
+
+def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool = False,
+                 pieces: bool = True) -> tuple[Chunk, bool, bool]:
+    """Decode one chunk (a JSON array of events). Returns the frames, whether the typed schema
+    `schema` failed (the caller then stops trying it), and whether reading in pieces worked (or
+    was not tried); the caller stops trying that when it did not. Raises BadChunk on invalid
+    JSON."""
+    names = (schema, "text") if schema != "text" else ("text",)
+    # in pieces first; a piece cut inside a nested structure fails, and the chunk is read whole
+    attempts = [(name, None) for name in names]
+    if pieces and len(chunk) >= 2 * PIECE_BYTES:
+        attempts = [(name, PIECE_BYTES) for name in names] + attempts
+    failed = schema != "text"
+    pieces_failed = False
+    for name, piece in attempts:
         try:
-            raw = pl.read_json(io.BytesIO(chunk), schema=SCHEMAS[name])
+            raw = _read_json(chunk, SCHEMAS[name], piece)
         except Exception:
-            failed = failed or name != "text"
+            pieces_failed = pieces_failed or piece is not None
             continue
+        failed = name != schema
+        pieces_ok = piece is not None or not pieces_failed
         flags = raw.select((pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), pl.col("ts").abs().max() >= _TWO43).row(0)
         if flags[0] or flags[1]:
             break  # counters and range-profiler metrics carry free-form args: the Python loop reads them
         if flags[2] and _NEEDS_TEXT_TS.search(chunk):
             # absolute epoch microseconds with fractions: doubles cannot hold them, read the text
             try:
-                raw = pl.read_json(io.BytesIO(_QUOTE_TS.sub(rb'\1"\2"', chunk)), schema={**SCHEMAS[name], "ts": STR})
+                raw = _read_json(chunk, {**SCHEMAS[name], "ts": STR}, piece, quote_ts=True)
             except Exception:
                 break
         raw = raw.with_columns(pl.col("args").struct.rename_fields(_RENAMES[name])).unnest("args")
-        return _shape(raw, index, Chunk(), split), failed
+        return _shape(raw, index, Chunk(), split), failed, pieces_ok
     if _NEEDS_TEXT_TS.search(chunk):
         chunk = _QUOTE_TS.sub(rb'\1"\2"', chunk)
     try:
         events = loads_lenient(chunk)
     except orjson.JSONDecodeError as exc:
         raise BadChunk(str(exc.args[0]) if exc.args else str(exc), getattr(exc, "pos", None)) from None
-    return decode_events(events, index, split), failed
+    return decode_events(events, index, split), failed, True
 
 
 def decode_events(events: list, index: int, split: bool = False) -> Chunk:
@@ -478,6 +509,7 @@ _CORE = ["seq", "ph", "cat", "name", "pid", "tid", "pid_i", "tid_i", "ts_ns", "e
 _TIMED = ["X", "B", "E", "i", "I", "C", "s", "t", "f", "b", "e", "n"]
 _OPTIONAL = {**{c: I64 for c in _INT_ARGS}, **{c: F64 for c in _FLOAT_ARGS}, **{c: STR for c in _STR_ARGS},
              "a_name": STR, "a_sort": I64, "m_alloc": F64, "m_reserved": F64, "m_device": I64, "m_devtype": I64}
+_DEVICE_KEEP = ("cls", *_CORE)  # device rows always carry these; the rest only where present
 _DEVICE_EXTRA = ("context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details") + _DIM_COLS
 
 
@@ -515,8 +547,12 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         "cevents": rest.filter(pl.col("ph") == "C").select(plan.cevent_cols),
     }
     if split:
-        queries["ranges"] = sl.filter(pl.col("cls") == "range").select(_CORE + ["kind"])
-        queries["devices"] = sl.filter(pl.col("cls").is_in(_DEVICE_CLASSES)).select(["cls"] + _CORE + list(_DEVICE_EXTRA))
+        # names, categories and kinds repeat millions of times: held as categoricals until the
+        # tables are built (`cat_to_str`)
+        queries["ranges"] = (sl.filter(pl.col("cls") == "range").select(_CORE + ["kind"])
+                             .with_columns(pl.col("kind", "cat", "name").cast(pl.Categorical)))
+        queries["devices"] = (sl.filter(pl.col("cls").is_in(_DEVICE_CLASSES)).select(["cls"] + _CORE + list(_DEVICE_EXTRA))
+                              .with_columns(pl.col("cls", "cat", "name").cast(pl.Categorical)))
     else:
         queries["slices"] = sl.drop("dur_ns")
     frames = dict(zip(queries, pl.collect_all(list(queries.values()))))
@@ -542,10 +578,12 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         if k == "slices":  # every event: drop the columns this chunk does not use
             f = f.select([c for c in f.columns if c in _CORE or f[c].null_count() < f.height])
         elif k == "ranges":
-            # names and kinds repeat millions of times: held as categoricals until the table is built
-            f = f.select([pl.col(c).cast(pl.Categorical) if c in ("kind", "cat", "name") else pl.col(c)
-                          for c in f.columns if _keep_range_col(f, c, frames["flows"].height > 0)])
-        setattr(out, k, f)
+            f = f.select([c for c in f.columns if _keep_range_col(f, c, frames["flows"].height > 0)])
+        elif k == "devices":  # launch details this chunk's rows do not carry (all null) are not kept
+            f = f.select([c for c in f.columns if c in _DEVICE_KEEP or f[c].null_count() < f.height])
+        # one chunk per column (the chunk was read in pieces): frames with uneven chunks get
+        # copied whole by the first operation that aligns them, after the stacking
+        setattr(out, k, f.rechunk())
     return out
 
 
@@ -757,15 +795,18 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
     index = 0
     schema: str | None = None
     split = False
+    pieces = True
 
     def settle(limit: int) -> None:
-        nonlocal carry, schema
+        nonlocal carry, schema, pieces
         while len(pending) > limit:
             fut, chunk, off, idx = pending.popleft()
             try:
-                frames, failed = fut.result()
+                frames, failed, pieces_ok = fut.result()
                 if failed:
                     schema = "text"
+                if not pieces_ok:  # events hold lists of objects: cuts between pieces keep failing
+                    pieces = False
                 acc.add(idx, frames)
                 continue
             except BadChunk as exc:
@@ -792,7 +833,7 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
                     first, carry = carry, None
                     _decode_merged(path, acc, first, chunk, schema, split)
                     continue
-                pending.append((pool.submit(decode_chunk, chunk, index, schema, split), chunk, off, index))
+                pending.append((pool.submit(decode_chunk, chunk, index, schema, split, pieces), chunk, off, index))
                 index += 1
                 settle(nthreads + 1)
                 continue
@@ -864,9 +905,26 @@ def _stack(frames: list[pl.DataFrame], types: dict[str, pl.DataType], need: tupl
     chunk had, as typed nulls."""
     if not frames:
         return pl.DataFrame(schema={c: types[c] for c in (need or types)})
-    df = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed", rechunk=False)
-    missing = [pl.lit(None, dtype=types[c]).alias(c) for c in (need or types) if c not in df.columns]
-    return df.with_columns(missing) if missing else df
+    have = {c for f in frames for c in f.columns}
+    missing = [pl.lit(None, dtype=types[c]).alias(c) for c in (need or types) if c not in have]
+    if missing:  # added to each frame: adding them to the stacked frame would rechunk all of it
+        frames = [f.with_columns(missing) for f in frames]
+    if len(frames) == 1:
+        df = frames[0]
+    elif len({tuple(f.schema.items()) for f in frames}) == 1:
+        df = pl.concat(frames, how="vertical", rechunk=False)  # (diagonal concat copies every column)
+    else:
+        df = pl.concat(frames, how="diagonal_relaxed", rechunk=False)
+    return df
+
+
+def cat_to_str(s: pl.Series) -> pl.Series:
+    """A Categorical series as String whose rows share one copy of each distinct value (a plain
+    cast writes every row's text out: 100 bytes a kernel name, a million times)."""
+    if s.dtype != pl.Categorical:
+        return s
+    values = s.drop_nulls().unique().cast(STR)
+    return values.gather(s.cast(pl.Enum(values)).to_physical()).alias(s.name)
 
 
 def _int_or_none(v) -> int | None:
@@ -1025,70 +1083,112 @@ def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray,
     In a laminar family (any two ranges nested or disjoint, which exact-nanosecond Kineto traces
     are) a range's ancestors are the earlier ranges of its group, not zero-length, that end after
     it starts: depth = (such earlier ranges) - (those that ended by its start), counted with one
-    binary search over packed (group, time-rank) keys; the parent is the last earlier range one
-    level up. Groups where a range only partly overlaps the one it starts in are re-done with the
-    stack walk. Returns (parent, depth, innermost annotation, innermost cpu_op) as int64 arrays."""
+    binary search over packed (group, time) keys; the parent is the last earlier range one level
+    up. Groups where a range only partly overlaps the one it starts in are re-done with the stack
+    walk. Returns (parent, depth, innermost annotation, innermost cpu_op) as int64 arrays.
+
+    Memory matters here (a million ranges per 300 MB of trace): arrays are freed as soon as they
+    are used, and the parents are found level by level rather than with a global sort."""
     n = len(g)
-    parent = np.full(n, -1, np.int64)
-    depth = np.zeros(n, np.int64)
     if n == 0:
-        return parent, depth, parent.copy(), parent.copy()
-    pos = np.arange(n, dtype=np.int64)
-    starts_grp = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    grp_first = np.repeat(starts_grp, np.diff(np.r_[starts_grp, n]))
+        empty = np.zeros(0, np.int64)
+        return empty, empty.copy(), empty.copy(), empty.copy()
+    new_grp = np.empty(n, bool)
+    new_grp[0] = True
+    np.not_equal(g[1:], g[:-1], out=new_grp[1:])
+    starts_grp = np.flatnonzero(new_grp)
+    del new_grp
     nz = e > s  # zero-length ranges contain nothing
-    nz_before = np.cumsum(nz) - nz  # non-zero ranges before each row (global)
-    a = nz_before - nz_before[grp_first]  # ... within its group
-    # dense time ranks make (group, time) one sortable int64 key
-    times = np.sort(np.concatenate([s, e[nz]]))
-    times = times[np.r_[True, times[1:] != times[:-1]]]  # (np.unique is a slow hash set in numpy 2.x)
-    span = len(times) + 1
-    gid = np.cumsum(np.r_[True, g[1:] != g[:-1]]) - 1
-    end_keys = np.sort(gid[nz] * span + np.searchsorted(times, e[nz]))
-    start_keys = gid * span + np.searchsorted(times, s)
-    del times
-    b = np.searchsorted(end_keys, start_keys, side="right") - np.searchsorted(end_keys, gid * span, side="left")
-    del end_keys, start_keys
-    depth = a - b
-    del a, b, nz_before, grp_first
-    # parent: the last earlier row of the group one level up
-    maxd = int(depth.max()) + 2
-    cand = np.flatnonzero(nz)
-    if cand.size == 0:  # only zero-length ranges: nothing nests
-        depth[:] = 0
-        return parent, depth, np.where(is_ann, pos, -1), np.where(is_op, pos, -1)
-    ckey = (gid[cand] * maxd + depth[cand]) * n + pos[cand]
-    order = np.argsort(ckey, kind="stable")
-    ckey, cand = ckey[order], cand[order]
-    want = (gid * maxd + depth - 1) * n + pos
-    hit = np.searchsorted(ckey, want, side="left") - 1
-    ok = (depth > 0) & (hit >= 0)
-    hit = np.clip(hit, 0, None)
-    p = cand[hit]
-    good = ok & (gid[p] == gid) & (depth[p] == depth - 1)
-    parent = np.where(good, p, -1)
-    # a parent must contain its child; where it does not, the family is not laminar there
-    pp = np.clip(parent, 0, None)
-    bad_rows = ((depth > 0) & ~good) | ((parent >= 0) & ((s[pp] > s) | (e[pp] < e)))
-    if bad_rows.any():
-        for gi in np.unique(gid[bad_rows]):
-            lo, hi = np.searchsorted(gid, gi), np.searchsorted(gid, gi, side="right")
+    depth = _depths(starts_grp, s, e, nz)
+    parent, order, bounds, bad = _parents(depth, nz, g, s, e)
+    if bad is not None:
+        for lo in np.unique(starts_grp[np.searchsorted(starts_grp, bad, side="right") - 1]):
+            hi = int(starts_grp[np.searchsorted(starts_grp, lo, side="right")]) if lo < starts_grp[-1] else n
             sub_p, sub_d, _, _ = _nest([0] * (hi - lo), s[lo:hi].tolist(), e[lo:hi].tolist(), [None] * (hi - lo))
             sp = np.asarray(sub_p, np.int64)
             parent[lo:hi] = np.where(sp >= 0, sp + lo, -1)
             depth[lo:hi] = sub_d
-    ann = np.where(is_ann, pos, -1)
-    op = np.where(is_op, pos, -1)
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
-    for d in range(1, int(depth.max()) + 1):
-        rows = by_depth[bounds[d] : bounds[d + 1]]
+        order, bounds = _levels(depth)
+    # innermost annotation / cpu_op: inherited from the parent, level by level
+    ann = np.full(n, -1, np.int64)
+    ann[is_ann] = np.flatnonzero(is_ann)
+    op = np.full(n, -1, np.int64)
+    op[is_op] = np.flatnonzero(is_op)
+    for d in range(1, len(bounds) - 1):
+        rows = order[bounds[d] : bounds[d + 1]]
         par = parent[rows]
         has = par >= 0
-        rows, par = rows[has], par[has]
+        if not has.all():
+            rows, par = rows[has], par[has]
         ann[rows] = np.where(is_ann[rows], rows, ann[par])
         op[rows] = np.where(is_op[rows], rows, op[par])
     return parent, depth, ann, op
+
+
+def _depths(starts_grp: np.ndarray, s: np.ndarray, e: np.ndarray, nz: np.ndarray) -> np.ndarray:
+    """Per row: non-zero ranges earlier in its group minus those of its group that end by its
+    start (ends of later rows never do: they start no earlier and are not empty). Groups are
+    packed into one key, group * span + time; the counts before the row's group cancel out."""
+    n = len(s)
+    sizes = np.diff(np.r_[starts_grp, n])
+    s_min = int(s.min())
+    finite = e[nz]
+    finite = finite[finite < _OPEN_END]
+    top = max(int(s.max()), int(finite.max()) if finite.size else s_min)
+    del finite
+    span = top + 2 - s_min  # an open end (or any end after every start) counts as top + 1
+    if len(starts_grp) * span < 2**62:
+        q = np.repeat(np.arange(len(starts_grp), dtype=np.int64) * span - s_min, sizes)
+        end = np.minimum(e, top + 1)
+        end += q
+        q += s
+    else:  # too wide for offsets: dense time ranks instead
+        times = np.sort(np.concatenate([s, e[nz]]))
+        times = times[np.r_[True, times[1:] != times[:-1]]]  # (np.unique is a slow hash set in numpy 2.x)
+        key = np.repeat(np.arange(len(starts_grp), dtype=np.int64) * (len(times) + 1), sizes)
+        q = key + np.searchsorted(times, s)
+        end = key + np.searchsorted(times, e)
+        del key, times
+    ends = end[nz]
+    del end
+    ends.sort()
+    depth = np.cumsum(nz, dtype=np.int64)
+    depth -= nz
+    depth -= np.searchsorted(ends, q, side="right")
+    return depth
+
+
+def _levels(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ordered by depth (ascending positions within a level), and where each level
+    starts in that order."""
+    maxd = int(depth.max())
+    small = depth.astype(np.int16) if maxd < 2**15 else depth  # radix sort for small integers
+    order = np.argsort(small, kind="stable")
+    del small
+    bounds = np.r_[0, np.cumsum(np.bincount(depth, minlength=maxd + 1))]
+    return order, bounds
+
+
+def _parents(depth, nz, g, s, e):
+    """Parent of each row in a laminar family: the last non-zero row before it one level up, which
+    must be of its group and contain it. Returns (parent, level order, level bounds, rows where
+    that fails or None)."""
+    n = len(depth)
+    parent = np.full(n, -1, np.int64)
+    order, bounds = _levels(depth)
+    bad = []
+    for d in range(1, len(bounds) - 1):
+        rows = order[bounds[d] : bounds[d + 1]]
+        cand = order[bounds[d - 1] : bounds[d]]
+        cand = cand[nz[cand]]
+        hit = np.searchsorted(cand, rows) - 1
+        ok = hit >= 0
+        p = cand[np.maximum(hit, 0)] if cand.size else np.zeros(len(rows), np.int64)
+        ok &= (g[p] == g[rows]) & (s[p] <= s[rows]) & (e[p] >= e[rows])
+        parent[rows] = np.where(ok, p, -1)
+        if not ok.all():
+            bad.append(rows[~ok])
+    return parent, order, bounds, (np.concatenate(bad) if bad else None)
 
 
 def _match_begin_end(be: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
@@ -1165,19 +1265,22 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
         del S
     else:
         R = _stack(acc.ranges, _EV_TYPES, ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw"))
-        D = _stack(acc.devices, _EV_TYPES, _DEVICE_COLS)
+        D = _stack(acc.devices, _EV_TYPES, _DEVICE_KEEP)  # the others are optional (`_opt`)
+        D = D.with_columns(cat_to_str(D[c]) for c in ("cls", "cat", "name"))
     acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them
     D = _times(D, base, source)
     t_min = acc.t_min + base if acc.t_min is not None else None
     time_origin = "unix_epoch" if (base or (t_min is not None and t_min > 10**18)) else "relative"
 
-    box = [R]
-    del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
     # one step after the other: running the device side beside the ranges was no faster and
-    # raised the peak by the size of its working set
-    ranges, range_stats, launch = _ranges(box, acc, source, base)
+    # raised the peak by the size of its working set. The device side first: its rows are
+    # narrower than the stacked frame they come from, and the ranges step then keeps only the
+    # launch calls of these kernels.
     K, transfers, counters = _kernel_rows(D, acc, source), _transfers(D), _counters(acc, D, base)
     del D
+    box = [R]
+    del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
+    ranges, range_stats, launch = _ranges(box, acc, source, base, K["corr"])
     kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
     tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
@@ -1192,7 +1295,10 @@ def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
     return df
 
 
-def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
+            kernel_corr: pl.Series) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+    """The ranges table, B/E pairing and nesting statistics, and the launch calls (one per
+    correlation id in `kernel_corr`) with the op and annotation around each."""
     R = box.pop()
 
     def col(c: str, dtype=I64) -> pl.Expr:
@@ -1233,16 +1339,16 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int) -> tuple
         not (R["pid_i"].is_null() & R["pid"].is_not_null()).any() and not (R["tid_i"].is_null() & R["tid"].is_not_null()).any())
     ids = ([pl.col("pid_i").fill_null(-1), pl.col("tid_i").fill_null(-1)] if numeric
            else [pl.col("pid").rank("dense").fill_null(0).cast(I64), pl.col("tid").rank("dense").fill_null(0).cast(I64)])
-    K = R.select(ids[0].alias("p"), ids[1].alias("t"), start.fill_null(0).alias("s"), end.fill_null(_OPEN_END).alias("e"), "seq",
-                 pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))
-    p, t, s_, e_ = (K[c].to_numpy() for c in ("p", "t", "s", "e"))
-    # numpy's lexsort: several times faster, and lighter, than a multi-key polars sort here
-    perm = np.lexsort((K["seq"].to_numpy(), -e_, s_, t, p))
-    p, t, s_, e_ = p[perm], t[perm], s_[perm], e_[perm]
-    g = np.cumsum(np.r_[True, (p[1:] != p[:-1]) | (t[1:] != t[:-1])])
-    del p, t
-    parent, depth, ann, op = nest_sorted(g, s_, e_, K["ann"].to_numpy()[perm], K["op"].to_numpy()[perm])
-    del K, g, s_, e_
+    rocprof_times = source == "rocprof" and "r_begin" in R.columns
+    perm, g, s_, e_ = _nest_order(R, ids, start.fill_null(0), end.fill_null(_OPEN_END), None if rocprof_times else base)
+    flags = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))
+    parent, depth, ann, op = nest_sorted(g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
+    del flags, g
+    # where no time was missing the sorted keys are the output columns already
+    exact = not rocprof_times
+    sorted_times = {"start_ns": s_ if exact and not R["ts_ns"].null_count() else None,
+                    "end_ns": e_ if exact and not R["end_raw"].null_count() else None}
+    del s_, e_
     api = R.select(pl.col("name").filter(launch_kind).drop_nulls().unique()).to_series().to_list()
     renames = {n: _clean_api(n) for n in api if _clean_api(n) != n}
     device_side = pl.col("kind").is_in(_DEVICE_RANGE_KINDS)
@@ -1252,13 +1358,12 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int) -> tuple
                    if "line" in R.columns else pl.lit(None, dtype=I64))
     # rocprof's chrome pid is a lane number ("CPU HSA API" = 3), not the OS process
     host_pid = pl.lit(None, dtype=I64) if source == "rocprof" else pl.col("pid_i")
-    name = pl.when(launch_kind).then(pl.col("name").replace(renames)).otherwise(pl.col("name")) if renames else pl.col("name")
     # the output, one column at a time; the stacked columns a step no longer needs are dropped
     # so the table is never held twice
     steps = [
-        ("kind", pl.col("kind").cast(STR), ()),
-        ("name", name.cast(STR), ("name",)),
-        ("domain", pl.col("cat").cast(STR), ("cat",)),
+        ("kind", pl.col("kind"), ()),
+        ("name", pl.col("name"), ("name",)),
+        ("domain", pl.col("cat"), ("cat",)),
         ("process_id", pl.when(device_side).then(None).otherwise(host_pid), ()),
         ("device_id", pl.when(device_side).then(pl.coalesce(col("device"), plane_dev, pl.col("pid_i"))).otherwise(col("device")), ("device", "pid_i")),
         ("thread_id", pl.when(device_side).then(None).otherwise(pl.col("tid_i")), ()),
@@ -1269,35 +1374,89 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int) -> tuple
         ("external_id", col("ext"), ("ext",)),
     ]
     out: dict[str, pl.Series] = {"range_id": pl.Series("range_id", np.arange(R.height, dtype=np.int64))}
+    order = pl.Series("order", perm, dtype=pl.get_index_type())  # (converted once, not per gather)
+    del perm
     for out_name, expr, done in steps:
-        # evaluated in file order (a literal broadcasts to the frame), then reordered
-        out[out_name] = R.with_columns(expr.alias("_out")).get_column("_out").gather(perm).alias(out_name)
+        if sorted_times.get(out_name) is not None:
+            out[out_name] = pl.Series(out_name, sorted_times.pop(out_name))
+        else:
+            # evaluated in file order (a literal broadcasts to the frame), then reordered
+            out[out_name] = cat_to_str(R.with_columns(expr.alias("_out")).get_column("_out").gather(order).alias(out_name))
         drop = [c for c in done if c in R.columns]
         if drop:
             R = R.drop(drop)
-    del R, perm
+    del R, order, sorted_times
+    if renames:
+        launch_row = pl.lit(out["kind"]).is_in(_LAUNCH_KINDS)
+        out["name"] = pl.select(pl.when(launch_row).then(pl.lit(out["name"]).replace(renames)).otherwise(pl.lit(out["name"]))).to_series().alias("name")
     out["duration_ns"] = (out["end_ns"] - out["start_ns"]).cast(F64).alias("duration_ns")
     out["depth"] = pl.Series("depth", depth, dtype=I64)
     out["parent_range_id"] = pl.Series("parent_range_id", np.where(parent >= 0, parent, 0), dtype=I64).set(pl.Series(parent < 0), None)
     ranges = pl.DataFrame(out).select(
         "range_id", "kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns",
         "duration_ns", "depth", "parent_range_id", "correlation_id", "external_id")
-    idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_not_null()).to_series().to_numpy())
+    idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_in(kernel_corr.drop_nulls().implode()))
+                         .to_series().to_numpy())
     names = ranges["name"]
 
     def name_at(ix: np.ndarray) -> pl.Series:
-        got = names.gather(np.clip(ix, 0, None))
-        return pl.select(pl.when(pl.lit(pl.Series(ix >= 0))).then(pl.lit(got))).to_series()
+        # a gather of the name column shares its text; -1 (no such range) gathers null
+        at = pl.Series(ix)
+        return names.gather(pl.select(pl.when(pl.lit(at) >= 0).then(pl.lit(at))).to_series())
 
     launch = pl.DataFrame({
         "corr": ranges["correlation_id"].gather(idx),
         "_lpid": ranges["process_id"].gather(idx),
         "_lext": ranges["external_id"].gather(idx),
-        "_lann": name_at(ann[idx]).cast(STR),
-        "_lop": name_at(op[idx]).cast(STR),
-    }).unique("corr", keep="first")
+        "_lann": name_at(ann[idx]),
+        "_lop": name_at(op[idx]),
+    })
+    launch = launch.filter(pl.col("corr").is_first_distinct())  # (`unique` copies every row's text)
     del names, ann, op
     return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch
+
+
+def _nest_order(R: pl.DataFrame, ids: list[pl.Expr], start: pl.Expr, end: pl.Expr, base: int | None):
+    """The order of the nesting pass, (thread, start, longest first, seq), as a permutation of
+    R's rows, and the group key, starts and ends in that order (numpy). With `base`, the times
+    are R's ts_ns / end_raw plus base (added in place where no value is missing)."""
+    # the (pid, tid) pair as one key: each id's rank among its distinct values, combined
+    codes = []
+    for expr in ids:
+        v = R.select(expr).to_series()
+        codes.append(v.unique().sort().search_sorted(v).to_numpy())
+        del v
+    width = int(codes[1].max()) + 1 if len(codes[1]) else 1
+    top = (int(codes[0].max()) + 1) * width if len(codes[0]) else 1
+    g = codes[0].astype(np.uint32 if top < 2**32 else np.int64)
+    g *= width
+    g += codes[1]
+    del codes
+    s = _times_array(R, "ts_ns", base, start)
+    e = _times_array(R, "end_raw", base, end)
+    neg_e = np.negative(e)
+    # numpy's lexsort: several times faster, and lighter, than a multi-key polars sort here. It is
+    # stable: rows already in file order need no seq key.
+    keys = (neg_e, s, g) if R["seq"].is_sorted() else (R["seq"].to_numpy(), neg_e, s, g)
+    perm = np.lexsort(keys)
+    del keys, neg_e
+    # (one array at a time: each unsorted one is dropped before the next is gathered)
+    g = g[perm]
+    s = s[perm]
+    e = e[perm]
+    return perm, g, s, e
+
+
+def _times_array(R: pl.DataFrame, col: str, base: int | None, expr: pl.Expr) -> np.ndarray:
+    """R[col] + base as a writable int64 array (one copy); `expr` evaluated where a value is
+    missing (its fill) or the times are not plain."""
+    if base is not None and not R[col].null_count():
+        a = R[col].to_numpy()
+        if not a.flags.writeable:  # a view of a single-chunk column
+            a = a.copy()
+        a += base
+        return a
+    return R.select(expr).to_series().to_numpy()
 
 
 def _ops_named(ranges: pl.DataFrame, ext_ids: pl.Series) -> pl.DataFrame:
@@ -1345,7 +1504,7 @@ def _device_names(meta: dict) -> dict[int, str]:
 
 def _flow_corr(acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
     """Correlation ids for device rows that lack one, from the flow event that ends on them."""
-    if not acc.flows or not rows.filter(pl.col("corr").is_null()).height:
+    if not acc.flows or not rows["corr"].null_count():
         return rows
     flows = _stack(acc.flows, _FLOWS)
     ends = flows.filter(pl.col("ph").is_in(["f", "t"]) & (pl.col("cat").fill_null("") != "fwdbwd"))
@@ -1356,46 +1515,49 @@ def _flow_corr(acc: _Acc, rows: pl.DataFrame) -> pl.DataFrame:
     key = ["pid", "tid", "ts_ns"]
     link = (ends.sort("seq").select(*key, pl.col("fid").cast(I64, strict=False).alias("_fcorr"))
             .with_columns(_k=pl.int_range(pl.len()).over(key)))
-    rows = rows.sort("seq").with_columns(_k=pl.int_range(pl.len()).over(key))
-    return (rows.join(link, on=key + ["_k"], how="left")
+    # rows keep their order (the caller's): their rank by seq among rows with the same key
+    rows = rows.with_columns(_k=(pl.col("seq").rank("ordinal").over(key) - 1).cast(I64))
+    return (rows.join(link, on=key + ["_k"], how="left", maintain_order="left")
             .with_columns(corr=pl.coalesce(pl.col("corr"), pl.col("_fcorr"))).drop("_fcorr", "_k"))
 
 
 def _kernel_rows(D: pl.DataFrame, acc: _Acc, source: str) -> pl.DataFrame:
     """Kernel rows with their launch configuration and names; launch attribution comes later."""
-    K = _flow_corr(acc, D.filter(pl.col("cls").is_in(["kernel", "prof"])))
-    det = pl.col("kernel_details")
+    # range-profiler replays have no time of their own (see start_ns below): last
+    K = _flow_corr(acc, _rows_by_time(D, pl.col("cls").is_in(["kernel", "prof"]), pl.col("cls") == "prof"))
+    o = functools.partial(_opt, K)
+    det = o("kernel_details")
     plane = pl.col("plane") if "plane" in K.columns else pl.lit(None, dtype=STR)
     line = pl.col("line") if "line" in K.columns else pl.lit(None, dtype=STR)
     xg = [det.str.extract(_XLA_DETAIL["grid"], i).cast(I64, strict=False) for i in (1, 2, 3)]
     xb = [det.str.extract(_XLA_DETAIL["block"], i).cast(I64, strict=False) for i in (1, 2, 3)]
     # rocprof: grd/wgr are HSA work-item counts (grid in work-items); blocks = ceil(grd / wgr)
-    r_blocks = pl.when(pl.col("r_wgr") > 0).then((pl.col("r_grd") + pl.col("r_wgr") - 1) // pl.col("r_wgr"))
+    r_blocks = pl.when(o("r_wgr") > 0).then((o("r_grd") + o("r_wgr") - 1) // o("r_wgr"))
     static = det.str.extract(_XLA_DETAIL["static"], 1).cast(I64, strict=False)
     dynamic = det.str.extract(_XLA_DETAIL["dynamic"], 1).cast(I64, strict=False)
-    occ = pl.coalesce(pl.col("occ"), det.str.extract(_XLA_DETAIL["occ"], 1).cast(F64, strict=False))
+    occ = pl.coalesce(o("occ"), det.str.extract(_XLA_DETAIL["occ"], 1).cast(F64, strict=False))
     is_prof = pl.col("cls") == "prof"
     K = K.with_columns(
-        device_id=pl.coalesce(pl.col("device"), pl.col("r_gpu"), plane.str.extract(r"^(?:/device:[A-Za-z_]+:|GPU)(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
-        stream=pl.coalesce(pl.col("stream"), pl.col("r_queue"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
-        grid_x=pl.coalesce(pl.col("grid0"), xg[0]), grid_y=pl.coalesce(pl.col("grid1"), xg[1]), grid_z=pl.coalesce(pl.col("grid2"), xg[2]),
-        block_x=pl.coalesce(pl.col("block0"), xb[0]), block_y=pl.coalesce(pl.col("block1"), xb[1]), block_z=pl.coalesce(pl.col("block2"), xb[2]),
-        registers_per_thread=pl.coalesce(pl.col("regs"), det.str.extract(_XLA_DETAIL["regs"], 1).cast(I64, strict=False), pl.col("r_vgpr"), pl.col("r_vgpr2")),
+        device_id=pl.coalesce(pl.col("device"), o("r_gpu"), plane.str.extract(r"^(?:/device:[A-Za-z_]+:|GPU)(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
+        stream=pl.coalesce(pl.col("stream"), o("r_queue"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
+        grid_x=pl.coalesce(o("grid0"), xg[0]), grid_y=pl.coalesce(o("grid1"), xg[1]), grid_z=pl.coalesce(o("grid2"), xg[2]),
+        block_x=pl.coalesce(o("block0"), xb[0]), block_y=pl.coalesce(o("block1"), xb[1]), block_z=pl.coalesce(o("block2"), xb[2]),
+        registers_per_thread=pl.coalesce(o("regs"), det.str.extract(_XLA_DETAIL["regs"], 1).cast(I64, strict=False), o("r_vgpr"), o("r_vgpr2")),
         static_shared_mem_bytes=static,
         dynamic_shared_mem_bytes=dynamic,
-        shared_mem_bytes=pl.coalesce(pl.col("smem"), static + dynamic, det.str.extract(_XLA_DETAIL["group"], 1).cast(I64, strict=False), pl.col("r_lds")),
+        shared_mem_bytes=pl.coalesce(o("smem"), static + dynamic, det.str.extract(_XLA_DETAIL["group"], 1).cast(I64, strict=False), o("r_lds")),
         # 0% is what writers put when they did not compute occupancy; a kernel that ran had >0
         theoretical_occupancy_pct=pl.when(occ > 0).then(occ),
         # CUPTI range-profiler rows are replays: their times are not the kernel's
         start_ns=pl.when(is_prof).then(None).otherwise(pl.col("start_ns")),
         end_ns=pl.when(is_prof).then(None).otherwise(pl.col("end_ns")),
-        kname=pl.coalesce(pl.col("r_kname"), pl.col("name")) if "r_kname" in K.columns and K["r_kname"].null_count() < K.height else pl.col("name"),
+        kname=pl.coalesce(o("r_kname"), pl.col("name")) if "r_kname" in K.columns and K["r_kname"].null_count() < K.height else pl.col("name"),
     )
     if K["kname"].str.ends_with(".kd").any():  # AMD code-object symbols carry a ".kd" (kernel descriptor) suffix
         K = K.with_columns(kname=pl.col("kname").str.replace(r"\.kd$", ""))
     K = K.with_columns(
         grid_size=pl.coalesce(pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), r_blocks),
-        block_size=pl.coalesce(pl.col("block_x") * pl.col("block_y") * pl.col("block_z"), pl.col("r_wgr")),
+        block_size=pl.coalesce(pl.col("block_x") * pl.col("block_y") * pl.col("block_z"), o("r_wgr")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
     )
     from profaudit.names import demangle
@@ -1406,29 +1568,39 @@ def _kernel_rows(D: pl.DataFrame, acc: _Acc, source: str) -> pl.DataFrame:
         K = K.with_columns(mangled_name=pl.when(pl.col("kname").str.starts_with("_Z")).then(pl.col("kname")), name=pl.col("kname").replace(dem))
     else:
         K = K.with_columns(mangled_name=pl.lit(None, dtype=STR), name=pl.col("kname"))
-    return K.drop("kname")
+    # only what `_kernels` reads: a join copies each column it carries
+    return K.select(o(c) if c in ("context", "hlo_op", "hlo_module", "r_pid") else pl.col(c) for c in _KERNEL_ROW_COLS)
+
+
+_KERNEL_ROW_COLS = ["seq", "cat", "corr", "ext", "context", "hlo_op", "hlo_module", "r_pid", "device_id", "stream",
+                    "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "grid_size", "block_size",
+                    "registers_per_thread", "shared_mem_bytes", "static_shared_mem_bytes", "dynamic_shared_mem_bytes",
+                    "theoretical_occupancy_pct", "start_ns", "end_ns", "duration_ns", "name", "mangled_name"]
 
 
 def _kernels(K: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.DataFrame, ranges: pl.DataFrame):
-    K = K.join(launch, on="corr", how="left")
+    # each join on its key alone, aligned to K's rows (a join copies every column it carries);
+    # the right sides hold one row per key, so the heights match
+    K = K.hstack(K.select("corr").join(launch, on="corr", how="left", maintain_order="left").drop("corr"))
     # Kineto's External id names the framework op, except in traces where it repeats the
     # correlation id (2022-2023 builds); it is used only to place kernels whose launch call is
     # not in the trace, and only where it is not a correlation id.
-    both = K.filter(pl.col("ext").is_not_null() & pl.col("corr").is_not_null())
-    ext_is_corr = both.height > 0 and bool((both["ext"] == both["corr"]).all())
-    need = K.filter(pl.col("_lop").is_null()).select(pl.concat_list("ext", "_lext").explode().drop_nulls().unique()).to_series()
+    both = pl.col("ext").is_not_null() & pl.col("corr").is_not_null()
+    ext_is_corr = K.select(both.any() & (pl.col("ext") == pl.col("corr")).filter(both).all()).item()
+    need = K.select(pl.concat_list("ext", "_lext").filter(pl.col("_lop").is_null()).explode().drop_nulls().unique()).to_series()
     K = K.with_columns(_extname=pl.lit(None, dtype=STR), _lextname=pl.lit(None, dtype=STR))
     if need.len() and not ext_is_corr and ranges.height:
         ops = _ops_named(ranges, need)
-        K = (K.drop("_extname", "_lextname").join(ops, left_on="ext", right_on="_ext", how="left")
-             .join(ops.rename({"_extname": "_lextname"}), left_on="_lext", right_on="_ext", how="left"))
+        X = (K.select("ext", "_lext").join(ops, left_on="ext", right_on="_ext", how="left", maintain_order="left")
+             .join(ops.rename({"_extname": "_lextname"}), left_on="_lext", right_on="_ext", how="left", maintain_order="left"))
+        K = K.with_columns(_extname=X["_extname"], _lextname=X["_lextname"])
+        del X
     names = _device_names(meta)
     dev_name = pl.col("device_id").replace_strict(names, default=None, return_dtype=STR) if names else pl.lit(None, dtype=STR)
-    K = K.sort(["start_ns", "seq"], nulls_last=True).with_columns(kernel_id=pl.int_range(0, K.height, dtype=I64))
     kernels = K.select(
         pl.lit(source).alias("source"),
         dev_name.alias("device_name"),
-        "device_id", "kernel_id", "name", "mangled_name",
+        "device_id", pl.lit(0, dtype=I64).alias("kernel_id"), "name", "mangled_name",
         # the innermost framework op around the launching call; else the op its External id names
         (pl.col("hlo_op") if source == "xla" else pl.coalesce(pl.col("_lop"), pl.col("_extname"), pl.col("_lextname"))).alias("op_name"),
         pl.col("hlo_module").alias("module"),
@@ -1443,6 +1615,9 @@ def _kernels(K: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         pl.col("_lann").alias("nvtx_range"),
         "seq",
     )
+    del K
+    # K is in table order (`_kernel_rows`), and the joins above keep it
+    kernels = kernels.with_columns(kernel_id=pl.int_range(0, kernels.height, dtype=I64))
     kernels = kernels.with_columns(short_name=_short_names(kernels["name"]))
     metrics = _range_profiler_metrics(acc, kernels)
     if metrics is not None and metrics.height:
@@ -1475,38 +1650,54 @@ def _sass_flops(kernels: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
     return kernels.join(fl, on="kernel_id", how="left")
 
 
+def _opt(df: pl.DataFrame, name: str) -> pl.Expr:
+    """Column `name` of df, or a typed null where no row had it."""
+    return pl.col(name) if name in df.columns else pl.lit(None, dtype=_EV_TYPES[name]).alias(name)
+
+
+def _rows_by_time(D: pl.DataFrame, which: pl.Expr, untimed: pl.Expr | None = None) -> pl.DataFrame:
+    """The rows of D where `which` holds, in table order: by start (null last; also where
+    `untimed` holds), then file order. Gathered in that order at once: sorting the finished table
+    instead would copy every column once more."""
+    start = pl.col("start_ns") if untimed is None else pl.when(untimed).then(None).otherwise(pl.col("start_ns"))
+    order = (D.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_i"), start.alias("_s"), "seq", which.alias("_w"))
+             .filter(pl.col("_w")).sort(["_s", "seq"], nulls_last=True)["_i"])
+    return D[order]
+
+
 def _transfers(D: pl.DataFrame) -> pl.DataFrame | None:
-    T = D.filter(pl.col("cls").is_in(["memcpy", "memset"]))
+    T = _rows_by_time(D, pl.col("cls").is_in(["memcpy", "memset"]))
     if not T.height:
         return None
     name = pl.col("name")
+    o = functools.partial(_opt, T)
     plane = pl.col("plane") if "plane" in T.columns else pl.lit(None, dtype=STR)
     line = pl.col("line") if "line" in T.columns else pl.lit(None, dtype=STR)
     direction = pl.coalesce(
         _direction(name.str.extract(r"^Memcpy\s*(\w+)", 1)),
         _direction(name.str.extract(r"^Copy(\w+)", 1)),
-        _direction(pl.col("memcpy_details").str.extract(r"kind:(\w+)", 1)),
-        _direction(pl.col("a_kind")),
+        _direction(o("memcpy_details").str.extract(r"kind:(\w+)", 1)),
+        _direction(o("a_kind")),
     )
-    size = pl.col("memcpy_details").str.extract(r"size:(\d+)", 1).cast(F64, strict=False)
+    size = o("memcpy_details").str.extract(r"size:(\d+)", 1).cast(F64, strict=False)
     is_copy = pl.col("cls") == "memcpy"
     T = T.with_columns(
         direction=pl.when(is_copy).then(direction),
         src_kind=pl.when(is_copy).then(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase()),
         dst_kind=pl.when(is_copy).then(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase())
         .otherwise(name.str.extract(r"^Memset\s*\((\w+)\)", 1).str.to_lowercase()),
-        bytes=pl.coalesce(pl.col("bytes"), size),
+        bytes=pl.coalesce(o("bytes"), size),
         device_id=pl.coalesce(pl.col("device"), plane.str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
         stream=pl.coalesce(pl.col("stream"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
     )
-    T = T.sort(["start_ns", "seq"], nulls_last=True).with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64))
-    return T.select(
-        "transfer_id", pl.col("cls").alias("kind"), "direction", "src_kind", "dst_kind", "name", "bytes",
+    T = T.select(
+        pl.lit(0, dtype=I64).alias("transfer_id"), pl.col("cls").alias("kind"), "direction", "src_kind", "dst_kind", "name", "bytes",
         "start_ns", "end_ns", "duration_ns",
-        pl.when(pl.col("duration_ns") > 0).then(pl.col("bytes") / (pl.col("duration_ns") * 1e-9)).alias("throughput_bytes_per_s"),
-        "device_id", "stream", pl.col("corr").alias("correlation_id"),
+        pl.when(pl.col("duration_ns") > 0).then(o("bytes") / (pl.col("duration_ns") * 1e-9)).alias("throughput_bytes_per_s"),
+        "device_id", "stream", pl.col("corr").alias("correlation_id"), "seq",
     )
+    return T.with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64)).drop("seq")
 
 
 def _counters(acc: _Acc, D: pl.DataFrame, base: int) -> pl.DataFrame | None:

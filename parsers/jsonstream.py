@@ -12,10 +12,10 @@ A Chrome/Kineto trace is `{"traceEvents": [...], <metadata keys>}` or a bare `[.
   trailing metadata together, so the end of the array never has to be located by hand.
 
 Only the buffer (two to three blocks) and the chunk in hand are in memory, never the document.
-Chunks are cut at a `}` `,` `{"ph"` style boundary searched backwards from the end of the buffer; a
-cut is kept only when the text before it holds an even number of unescaped quotes, so it cannot
-fall inside a string. A cut inside a nested list of objects (not produced by any known profiler)
-still yields invalid JSON, which the consumer repairs with `merge_chunks`.
+Chunks are cut at a `}` `,` `{"ph"` style boundary searched backwards from the end of the buffer,
+which cannot lie inside a string of valid JSON (see `TraceWalker._cut`). A cut inside a nested list
+of objects (not produced by any known profiler) still yields invalid JSON, which the consumer
+repairs with `merge_chunks`. `split_events` cuts a chunk further the same way.
 """
 
 from __future__ import annotations
@@ -40,6 +40,29 @@ _STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"', re.S)
 _SCALAR_END = re.compile(rb"[\s,\]}]")
 # Keys an event object starts with in every writer seen (Kineto, XLA, rocprof, catapult samples).
 _EVENT_START = re.compile(rb'\{\s*"(?:ph|cat|name|pid|tid|ts|dur|args)"')
+
+
+# the gap between two events: `}` `,` and an event's opening `{"key"` (see TraceWalker._cut)
+_EVENT_GAP = re.compile(rb'\}\s*,\s*(?=\{\s*"(?:ph|cat|name|pid|tid|ts|dur|args)")')
+
+
+def split_events(chunk: bytes, piece: int):
+    """`chunk` (the JSON array text of whole events) as JSON arrays of about `piece` bytes each,
+    cut between events the way `TraceWalker._cut` cuts, one at a time. A cut inside a nested list
+    of objects makes an invalid piece: a piece that fails to parse means "read the chunk whole"."""
+    n = len(chunk)
+    if n < 2 * piece:
+        yield chunk
+        return
+    view = memoryview(chunk)
+    lo = 1  # past the chunk's "["
+    while n - lo > piece + piece // 2:
+        m = _EVENT_GAP.search(chunk, lo + piece)
+        if m is None:
+            break
+        yield b"".join((b"[", view[lo : m.start() + 1], b"]"))
+        lo = m.end()
+    yield b"".join((b"[", view[lo:]))  # the chunk's own "]" closes the last piece
 
 
 def merge_chunks(a: bytes, b: bytes) -> bytes:
@@ -113,7 +136,7 @@ class TraceWalker:
         data = self.blocks.read()
         if not data:
             return False
-        self.buf = self.buf[self.pos :] + data
+        self.buf = b"".join((memoryview(self.buf)[self.pos :], data))  # (one copy)
         self.pos = 0
         return True
 
@@ -197,8 +220,11 @@ class TraceWalker:
         """Buffer position of the last `,` between two whole events, or None.
 
         Candidates are `}` `,` `{` with only whitespace between; with `strict` the `{` must open
-        with a key events start with. The text before the cut must hold an even number of
-        unescaped quotes: a cut inside a string is impossible then."""
+        with a key events start with. A strict candidate cannot lie inside a string of valid JSON:
+        there every `"` follows a backslash, and the `"` after `{` here follows `{` or whitespace
+        (a string ending there would be followed by the key's letters, not valid JSON either).
+        A loose candidate is kept only when the text before it holds an even number of unescaped
+        quotes. (Counting quotes over every chunk cost a third of the walker's time.)"""
         b, lo = self.buf, self.pos
         hi = len(b)
         for _ in range(4096):
@@ -216,11 +242,17 @@ class TraceWalker:
                 q -= 1
             if b[q] != 0x7D:
                 continue
-            if strict and not _EVENT_START.match(b, brace):
+            if strict:
+                if _EVENT_START.match(b, brace):
+                    return p
                 continue
             if unescaped_quotes(b, lo, p) % 2 == 0:
                 return p
         return None
+
+    def _chunk(self, cut: int) -> bytes:
+        """The events from the cursor to `cut` as a JSON array text (one copy)."""
+        return b"".join((b"[", memoryview(self.buf)[self.pos : cut], b"]"))
 
     def _events(self):
         block = self.blocks.block
@@ -242,7 +274,7 @@ class TraceWalker:
                 if not self._more():
                     break
                 continue
-            yield ("events", b"[" + self.buf[self.pos : cut] + b"]", self.offset())
+            yield ("events", self._chunk(cut), self.offset())
             self.pos = cut + 1
         # the input is exhausted. Hand out the bulk of what is left as an ordinary chunk; the rest
         # (the last event and whatever follows the array) becomes the tail. A cut that fell past
@@ -250,12 +282,12 @@ class TraceWalker:
         if self.form == "object" and len(self.buf) - self.pos > (64 << 10):
             cut = self._cut(strict=True)
             if cut is not None:
-                yield ("events", b"[" + self.buf[self.pos : cut] + b"]", self.offset())
+                yield ("events", self._chunk(cut), self.offset())
                 self.pos = cut + 1
         elif self.form == "array" and len(self.buf) - self.pos > (64 << 10):
             cut = self._cut(strict=True)
             if cut is not None:
-                yield ("events", b"[" + self.buf[self.pos : cut] + b"]", self.offset())
+                yield ("events", self._chunk(cut), self.offset())
                 self.pos = cut + 1
         rest = self.buf[self.pos :]
         off = self.offset()

@@ -538,6 +538,101 @@ def test_chunk_cuts_inside_strings_and_small_blocks(tmp_path, monkeypatch):
     assert k["op_name"].to_list() == ["aten::op}, {"] * 3000 and k["grid_x"].to_list() == list(range(1, 3001))
 
 
+def _spy_reads(monkeypatch) -> list[tuple[int | None, bool]]:
+    """(piece size, parsed) of every attempt to read a chunk with polars' JSON reader."""
+    seen = []
+    real = ct._read_json
+
+    def spy(chunk, schema, piece, quote_ts=False):
+        try:
+            out = real(chunk, schema, piece, quote_ts)
+        except Exception:
+            seen.append((piece, False))
+            raise
+        seen.append((piece, True))
+        return out
+
+    monkeypatch.setattr(ct, "_read_json", spy)
+    return seen
+
+
+@pytest.mark.parametrize("weird", [False, True])
+def test_chunks_read_in_pieces_agree_with_whole_chunks(tmp_path, monkeypatch, weird):
+    # weird: strings full of `}, {` and lists of objects, where a cut between pieces is invalid
+    # and the chunk has to be read whole
+    ev = _fix_ts(_kineto_events(3000, weird_names=weird))
+    path = write_trace(tmp_path / "w.json", ev, schemaVersion=1, baseTimeNanoseconds=10**18)
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", 64 << 10)
+    monkeypatch.setattr(ct, "PIECE_BYTES", 1 << 40)
+    whole = profaudit.load(path)
+    monkeypatch.setattr(ct, "PIECE_BYTES", 3000)
+    seen = _spy_reads(monkeypatch)
+    parts = profaudit.load(path)
+    for t in ("kernels", "ranges", "transfers"):
+        assert parts.table(t).drop("profile_id").equals(whole.table(t).drop("profile_id")), t
+    assert parts.kernels.height == 3000
+    in_pieces = [ok for piece, ok in seen if piece]
+    assert in_pieces and all(in_pieces) != weird  # chunks of the weird trace fell back
+    if weird:  # ... until the reader stopped cutting them
+        assert any(piece is None and ok for piece, ok in seen) and seen[-1][0] is None
+
+
+def test_a_piece_the_typed_schema_does_not_fit(tmp_path, monkeypatch):
+    # ROCm writes some handles as hex strings: the typed read of that piece fails, the chunk is
+    # read as text, and so is the rest of the file
+    ev = _fix_ts(_kineto_events(2000))
+    ev[3002]["args"]["stream"] = "0x11"
+    path = write_trace(tmp_path / "hex.json", ev, schemaVersion=1)
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", 64 << 10)
+    monkeypatch.setattr(ct, "PIECE_BYTES", 1 << 40)
+    whole = profaudit.load(path)
+    monkeypatch.setattr(ct, "PIECE_BYTES", 4000)
+    parts = profaudit.load(path)
+    for t in ("kernels", "ranges"):
+        assert parts.table(t).drop("profile_id").equals(whole.table(t).drop("profile_id")), t
+    streams = parts.kernels["stream"].to_list()
+    assert streams[1000] == 0x11 and set(streams[:1000] + streams[1001:]) == {7}
+
+
+def test_split_events_cuts_between_events_only():
+    events = [{"ph": "X", "name": 'x"}, {"ph": "X", "cat": "' * (i % 3), "pid": i, "args": {"v": [i, "},{"]}} for i in range(400)]
+    text = json.dumps(events).encode()
+    pieces = list(jsonstream.split_events(text, 500))
+    assert len(pieces) > 10 and b"".join(pieces).count(b"},{") == text.count(b"},{")
+    assert [e for p in pieces for e in json.loads(p)] == events
+    assert list(jsonstream.split_events(text, len(text))) == [text]
+    # a list of objects inside an event has the same gaps: such a cut makes an invalid piece
+    nested = json.dumps([{"ph": "X", "args": {"l": [{"name": j} for j in range(50)]}} for _ in range(20)]).encode()
+    bad = 0
+    for p in jsonstream.split_events(nested, 300):
+        try:
+            json.loads(p)
+        except ValueError:
+            bad += 1
+    assert bad > 0
+
+
+def test_categorical_names_come_back_as_text():
+    s = pl.Series("n", ["b", None, "a", "b", ""]).cast(pl.Categorical)
+    out = ct.cat_to_str(s)
+    assert out.dtype == pl.String and out.name == "n" and out.to_list() == ["b", None, "a", "b", ""]
+    assert ct.cat_to_str(pl.Series("t", ["x"])).to_list() == ["x"]
+
+
+def test_nesting_with_time_spans_too_wide_to_pack():
+    # groups whose times are 4e18 ns apart cannot share one int64 key: ranks are used instead
+    rows = []
+    for g in range(4):
+        shift = 0 if g % 2 else 4 * 10**18
+        rows += [(g, shift + a, shift + b) for a, b in ((0, 100), (10, 50), (20, 30), (20, 20), (60, 90), (95, 140), (200, 300))]
+    g, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows))
+    kinds = ["cpu_op", "user_annotation", "cuda_runtime", "cpu_op", "cuda_runtime", "cpu_op", "cpu_op"] * 4
+    ref = ct._nest(g.tolist(), s.tolist(), e.tolist(), kinds)
+    got = ct.nest_sorted(g, s, e, np.array([k == "user_annotation" for k in kinds]), np.array([k == "cpu_op" for k in kinds]))
+    for r, x, what in zip(ref, got, ("parent", "depth", "annotation", "cpu_op")):
+        assert x.tolist() == list(r), what
+
+
 def test_gzip_and_plain_and_array_form_agree(tmp_path):
     ev = _fix_ts(_kineto_events(500))
     a = profaudit.load(write_trace(tmp_path / "a.json", ev, schemaVersion=1))
