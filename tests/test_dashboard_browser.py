@@ -118,7 +118,7 @@ def test_kernels_sort_filter_click_export(page, served):
     # filter the pinned name column through its floating filter
     page.locator("#kn-grid .ag-pinned-left-header .ag-floating-filter input").first.fill("softmax")
     n = k.filter(pl.col("short_name").str.to_lowercase().str.contains("softmax")).height
-    page.wait_for_function(f"() => document.querySelector('#kn-count').innerText.trim() === '{n:,} of {k.height:,} kernels'")
+    page.wait_for_function(f"() => (document.querySelector('#kn-count')?.innerText ?? '').trim() === '{n:,} of {k.height:,} kernels'")
     settle(page)
     names = page.locator('#kn-grid .ag-pinned-left-cols-container .ag-cell[col-id="short_name"]').all_inner_texts()
     assert names and all(x == "softmax_warp_forward" for x in names)
@@ -139,7 +139,7 @@ def test_kernels_sort_filter_click_export(page, served):
 
 def test_roofline_toggles(page, served):
     goto(page, served, "/roofline", "#rf-graph .js-plotly-plot .main-svg")
-    page.wait_for_function("() => document.querySelector('#rf-graph .js-plotly-plot').data.some(t => t.type === 'scattergl')")
+    page.wait_for_function("() => (document.querySelector('#rf-graph .js-plotly-plot')?.data || []).some(t => t.type === 'scattergl')")
     data = plot_data(page, "rf-graph")
     assert any(t["type"] == "scattergl" and t["name"].endswith("· L1") for t in data)
     assert any("measured" in (t["name"] or "") for t in data)
@@ -157,25 +157,25 @@ def test_roofline_toggles(page, served):
     page.dblclick("#rf-graph .nsewdrag")
     settle(page)
     page.uncheck('#rf-levels input[value="l1"]')
-    page.wait_for_function("() => !document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').endsWith('· L1'))")
+    page.wait_for_function("() => { const d = document.querySelector('#rf-graph .js-plotly-plot')?.data; return !!d && !d.some(t => (t.name || '').endsWith('· L1')); }")
     page.uncheck('#rf-clocks input[value="kernel"]')
-    page.wait_for_function("() => !document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').includes('measured'))")
+    page.wait_for_function("() => { const d = document.querySelector('#rf-graph .js-plotly-plot')?.data; return !!d && !d.some(t => (t.name || '').includes('measured')); }")
     page.check('#rf-precisions input[value="fp64"]')
-    page.wait_for_function("() => document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').includes(': fp64 '))")
+    page.wait_for_function("() => (document.querySelector('#rf-graph .js-plotly-plot')?.data || []).some(t => (t.name || '').includes(': fp64 '))")
     choose(page, "rf-device", "a100-sxm-80gb")
-    page.wait_for_function("() => document.querySelector('#rf-graph .js-plotly-plot').data.some(t => (t.name || '').startsWith('a100-sxm-80gb'))")
+    page.wait_for_function("() => (document.querySelector('#rf-graph .js-plotly-plot')?.data || []).some(t => (t.name || '').startsWith('a100-sxm-80gb'))")
     settle(page)
 
 
 def test_timing(page, served):
     goto(page, served, "/timing", "#tm-stats-table")
-    page.wait_for_function("() => document.querySelector('#tm-trace .js-plotly-plot').data.some(t => (t.name || '').includes('throttled'))")
+    page.wait_for_function("() => (document.querySelector('#tm-trace .js-plotly-plot')?.data || []).some(t => (t.name || '').includes('throttled'))")
     names = [t["name"] for t in plot_data(page, "tm-trace")]
     assert any("warm-up" in n for n in names) and any("drift" in n for n in names) and any("SM clock" in n for n in names)
     assert [t["name"] for t in plot_data(page, "tm-violin")] == ["eager", "fused"]
     shot(page, "timing")
     page.check('#tm-source input[value="kernels"]')
-    page.wait_for_function("() => document.querySelector('#tm-case').innerText.includes('samples')")
+    page.wait_for_function("() => (document.querySelector('#tm-case')?.innerText ?? '').includes('samples')")
     settle(page)
 
 
@@ -199,7 +199,7 @@ def test_audit_claims(page, served):
     evil = next(cid for cid, e in st.claims.items() if e.path.name == "evil_rel.yaml")
     good = next(cid for cid, e in st.claims.items() if e.path.name == "good.yaml")
     choose(page, "au-claim", evil)
-    page.wait_for_function("() => document.querySelector('#au-msg').innerText.includes('outside the files given to the dashboard')")
+    page.wait_for_function("() => (document.querySelector('#au-msg')?.innerText ?? '').includes('outside the files given to the dashboard')")
     choose(page, "au-claim", good)
     page.wait_for_selector("#au-verdict")
     settle(page)
@@ -217,7 +217,7 @@ def test_uploads(page, served):
     good = write_timing_log(tmp / "uploaded.jsonl", timing_samples("uploaded", 20_000.0, 60, seed=21), LOG_META).read_bytes()
     box = "#ov-upload input[type=file]"
     page.set_input_files(box, files=[{"name": "uploaded.jsonl", "mimeType": "application/json", "buffer": good}])
-    page.wait_for_function("() => document.querySelector('#ov-upload-result').innerText.includes('uploaded.jsonl: loaded')")
+    page.wait_for_function("() => (document.querySelector('#ov-upload-result')?.innerText ?? '').includes('uploaded.jsonl: loaded')")
     settle(page)
     assert int(page.inner_text("#ov-count-profiles").split()[0]) == int(before.split()[0]) + 1
     # a file over the cap never leaves the browser: the page says so
@@ -228,6 +228,6 @@ def test_uploads(page, served):
     assert not (served["app"]._profaudit_state.upload_dir / "huge.csv").exists()
     # a file no parser recognises: an error message, nothing stored
     page.set_input_files(box, files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"just some notes\n"}])
-    page.wait_for_function("() => document.querySelector('#ov-upload-result').innerText.includes('notes.txt: not stored')")
+    page.wait_for_function("() => (document.querySelector('#ov-upload-result')?.innerText ?? '').includes('notes.txt: not stored')")
     assert not (served["app"]._profaudit_state.upload_dir / "notes.txt").exists()
     shot(page, "overview-uploads")
