@@ -1,22 +1,27 @@
-"""Reading XSpace profiles: profaudit's pure-Python wire decoder against jax's C++ reader
-(`jax.profiler.ProfileData`), measured in the same run on the same bytes.
+"""Reading XSpace profiles: profaudit's column-wise (numpy) XSpace decoder and table builder against
+jax's C++ reader (`jax.profiler.ProfileData`), measured in the same run on the same bytes.
 
 Input: the largest usable xplane.pb of ../shared/corpus/xplane (a TensorFlow multi-GPU profile,
 ~23k events), repeated N times back to back (concatenated serialized messages are one valid XSpace
 with N times the planes), so the scaling with profile size shows.
 
-Measured:
-- "decode": `decode_xspace` (every plane, line, event and stat into columnar lists) against
-  `ProfileData.from_serialized_xspace` plus a loop that touches every event's name, start,
-  duration and stats (the least a consumer of ProfileData does);
-- "tables": the whole parser (`space_to_tables`: kernels, ranges, transfers, counters, metrics).
+Measured (best of --repeat):
+- "decode": `decode_xspace` (every plane, line, event and stat into columns);
+- "decode+tables": the whole parser (`space_to_tables(decode_xspace(...))`: kernels, ranges with
+  nesting, transfers, counters, metrics);
+- baseline, for both ratios: `ProfileData.from_serialized_xspace` plus a loop that touches every
+  event's name, start, duration and stats (the least a consumer of ProfileData does);
+- memory: the peak resident growth of decode+tables in a fresh process (the file's bytes already
+  read), next to the size of the tables it builds.
 
-    .venv/bin/python benchmarks/bench_xla_load.py [--repeat 3] [--scale 1 4 16]
+    .venv/bin/python benchmarks/bench_xla_load.py [--repeat 3] [--scale 1 4 16] [--no-memory]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,22 +39,54 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def _input() -> Path | None:
+    files = sorted((p for p in CORPUS.glob("*.xplane.pb") if "tpu_inference_2" not in p.name), key=lambda p: p.stat().st_size)
+    return files[-1] if files else None
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        import os
+
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _memory_child(scale: int) -> None:
+    """Run in a fresh process: peak resident growth of decode+tables over the bytes already read."""
+    import resource
+
+    sys.path.insert(0, str(ROOT))
+    from profaudit.parsers.xplane import space_to_tables
+    from profaudit.parsers.xspace import decode_xspace
+
+    buf = _input().read_bytes() * scale
+    before = _rss_bytes()
+    tables, _ = space_to_tables(decode_xspace(buf))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"peak_growth": peak - before, "tables": sum(t.estimated_size() for t in tables.values() if t is not None)}))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--scale", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.memory_child:
+        _memory_child(a.memory_child)
+        return 0
     sys.path.insert(0, str(ROOT))
     from jax.profiler import ProfileData
 
-    from profaudit.parsers.xspace import decode_xspace
     from profaudit.parsers.xplane import space_to_tables
+    from profaudit.parsers.xspace import decode_xspace
 
-    files = sorted((p for p in CORPUS.glob("*.xplane.pb") if "tpu_inference_2" not in p.name), key=lambda p: p.stat().st_size)
-    if not files:
+    path = _input()
+    if path is None:
         print(f"no corpus xplane files under {CORPUS}")
         return 0
-    base = files[-1].read_bytes()
+    base = path.read_bytes()
 
     def touch(pd):
         n = 0
@@ -60,16 +97,27 @@ def main() -> int:
                     n += 1
         return n
 
-    print(f"input: {files[-1].name} ({len(base) / 1e6:.1f} MB) x scale; best of {a.repeat}")
-    print(f"{'scale':>5} {'MB':>7} {'events':>9} {'ours decode s':>14} {'ProfileData s':>14} {'ratio':>6} {'ours tables s':>14}")
+    print(f"input: {path.name} ({len(base) / 1e6:.1f} MB) x scale; best of {a.repeat}")
+    head = f"{'scale':>5} {'MB':>7} {'events':>9} {'ProfileData s':>14} {'decode s':>9} {'ratio':>6} {'decode+tables s':>16} {'ratio':>6}"
+    if not a.no_memory:
+        head += f" {'peak MB':>8} {'tables MB':>10}"
+    print(head)
     for s in a.scale:
         buf = base * s
         events = touch(ProfileData.from_serialized_xspace(buf))
-        t_ours = best(lambda: decode_xspace(buf), a.repeat)
-        t_cpp = best(lambda: touch(ProfileData.from_serialized_xspace(buf)), a.repeat)
-        t_tab = best(lambda: space_to_tables(decode_xspace(buf)), a.repeat)
-        print(f"{s:>5} {len(buf) / 1e6:>7.1f} {events:>9} {t_ours:>14.3f} {t_cpp:>14.3f} {t_ours / t_cpp:>6.2f} {t_tab:>14.3f}")
-    print("ratio = ours / ProfileData (below 1: faster than jax's C++ reader plus a Python pass over its events)")
+        t_cpp = best(lambda b=buf: touch(ProfileData.from_serialized_xspace(b)), a.repeat)
+        t_dec = best(lambda b=buf: decode_xspace(b), a.repeat)
+        t_all = best(lambda b=buf: space_to_tables(decode_xspace(b)), a.repeat)
+        row = f"{s:>5} {len(buf) / 1e6:>7.1f} {events:>9} {t_cpp:>14.3f} {t_dec:>9.3f} {t_dec / t_cpp:>6.2f} {t_all:>16.3f} {t_all / t_cpp:>6.2f}"
+        if not a.no_memory:
+            out = subprocess.run([sys.executable, __file__, "--memory-child", str(s)], capture_output=True, text=True, check=True)
+            m = json.loads(out.stdout.strip().splitlines()[-1])
+            row += f" {m['peak_growth'] / 1e6:>8.0f} {m['tables'] / 1e6:>10.0f}"
+        print(row)
+    print("ratio = ours / ProfileData (jax's C++ reader plus a Python pass over its events); below 1: ours is faster")
+    if not a.no_memory:
+        print("peak MB = resident growth while decoding and building the tables (the file's bytes already in memory); "
+              "tables MB = their estimated size")
     return 0
 
 

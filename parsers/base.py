@@ -171,7 +171,9 @@ def new_profile(
     md = {
         "source": parser.source,
         "format": parser.name,
-        "path": str(path),
+        # a name that is not valid UTF-8 arrives with surrogate escapes, which polars, Parquet and
+        # JSON refuse: keep its undecodable bytes visible as \xNN instead
+        "path": os.fsencode(path).decode("utf-8", "backslashreplace"),
         "file_bytes": path.stat().st_size if path.is_file() else None,
     }
     md.update({k: v for k, v in (metadata or {}).items() if v is not None})

@@ -1283,6 +1283,24 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     ranges, range_stats, launch = _ranges(box, acc, source, base, K["corr"])
     kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
+    # a negative `dur` is no duration at all: keep the event with an unknown end, and say how many
+    negative = 0
+    for name, df in (("kernels", kernels), ("ranges", ranges), ("transfers", transfers)):
+        if df is not None and df.height and "duration_ns" in df.columns:
+            bad = pl.col("duration_ns") < 0
+            n = df.select(bad.sum()).item() or 0
+            if n:
+                negative += n
+                cols = [c for c in ("end_ns", "duration_ns", "throughput_bytes_per_s") if c in df.columns]
+                df = df.with_columns([pl.when(bad).then(None).otherwise(pl.col(c)).alias(c) for c in cols])
+                if name == "kernels":
+                    kernels = df
+                elif name == "ranges":
+                    ranges = df
+                else:
+                    transfers = df
+    if negative:
+        md["negative_durations_nulled"] = negative
     tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
     return new_profile(path, parser, tables, md)
 

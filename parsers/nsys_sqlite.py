@@ -22,6 +22,7 @@ Python tuples a plain `fetchall` builds (see benchmarks/bench_nsys_load.py).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 import sqlite3
 import urllib.parse
@@ -118,7 +119,9 @@ def check_sqlite_file(path: Path) -> None:
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
     """Read-only, immutable connection: no locks, no journal, nothing written next to the input."""
-    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro&immutable=1"
+    # quoting the raw bytes keeps a file name that is not valid UTF-8 intact (a str would hold
+    # surrogate escapes, which sqlite3 cannot encode)
+    uri = "file:" + urllib.parse.quote(os.fsencode(Path(path).resolve())) + "?mode=ro&immutable=1"
     return sqlite3.connect(uri, uri=True)
 
 

@@ -390,9 +390,13 @@ def read_csv(path: Path, parser, options: ReadOptions):
             return v if isinstance(v, int) else None
         return _float_or_none(cell)
 
+    # nvbench's CSV printer writes every cell of every row and ends each line with a newline: a
+    # short row or a missing last newline is a cut file whose last number may itself be cut
+    if not text.endswith("\n"):
+        raise InputError(path, "truncated nvbench CSV: the last line ends without a newline")
     rows, skipped, state = _Rows(), [], {}
     for n, rec in enumerate(table[1:], 2):
-        if len(rec) > len(headers):
+        if len(rec) != len(headers):
             raise InputError(path, f"line {n} has {len(rec)} cells for {len(headers)} columns")
         _emit_row(rows, roles, rec + [""] * (len(headers) - len(rec)), parse_cell, {}, options, skipped, state)
     if len(rows) == 0 and not skipped:

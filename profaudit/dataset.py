@@ -33,17 +33,43 @@ def is_dataset(path: Path) -> bool:
     return (Path(path) / MARKER).is_file()
 
 
+def _cannot_write(path: Path, exc: OSError) -> InputError:
+    # an unwritable -o (read-only folder, /proc, a folder in the way, a full disk) is the user's to
+    # fix: name the target, not our temporary sibling
+    return InputError(path, f"cannot write: {exc.strerror or exc}")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _temp_sibling(path: Path) -> str:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    os.close(fd)
+    # mkstemp makes the file private (0600); what we write is a report or a dataset meant to be
+    # shared, so it gets the mode a plain open() would give it
+    os.chmod(tmp, 0o666 & ~_umask())
+    return tmp
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a file through a temporary sibling and a rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = _temp_sibling(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _cannot_write(path, exc) from None
         raise
 
 
@@ -54,9 +80,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_frame(df: pl.DataFrame, path: Path, fmt: str) -> None:
     """Write a table as csv/json/parquet through a temporary file and a rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = _temp_sibling(path)
     try:
         if fmt == "parquet":
             df.write_parquet(tmp)
@@ -67,8 +91,10 @@ def atomic_write_frame(df: pl.DataFrame, path: Path, fmt: str) -> None:
         else:
             raise UsageError(f"cannot write format {fmt!r}")
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _cannot_write(path, exc) from None
         raise
 
 
@@ -86,8 +112,12 @@ def write_dataset(ps: ProfileSet, out: Path, *, merge: bool = True) -> Path:
             for p in ps:
                 merged.add(p)
             ps = merged
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 would keep the dataset from its readers
+    except OSError as exc:
+        raise _cannot_write(out, exc) from None
     try:
         for p in ps:
             for name, df in p.tables.items():
@@ -110,8 +140,10 @@ def write_dataset(ps: ProfileSet, out: Path, *, merge: bool = True) -> Path:
         }
         (tmp / MARKER).write_text(json.dumps(marker, indent=1))
         _swap_into_place(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _cannot_write(out, exc) from None
         raise
     return out
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import glob
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -59,6 +61,9 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
                 add(e, False)
 
     for raw in _as_list(paths):
+        if not raw.strip():
+            # Path("") is ".": an empty argument (an unset shell variable) would load the cwd
+            raise InputError(repr(raw), "empty path")
         if any(ch in raw for ch in "*?["):
             matches = sorted(glob.glob(raw, recursive=True))
             if not matches:
@@ -88,6 +93,10 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
     from profaudit.parsers import ReadOptions, find_parser, probe
 
     options = options or ReadOptions()
+    if not path.is_dir() and not path.is_file() and path.exists():
+        # a pipe (`<(zcat trace.json.gz)`) would be half eaten by the format sniffing, or block
+        # forever with no writer; devices are no profiles either
+        raise InputError(path, "not a regular file (a pipe or a device): save it to a file first")
     pr = probe(path)
     if not pr.is_dir and pr.raw_head == b"":
         if explicit:
@@ -133,6 +142,38 @@ def _unrecognised_reason(pr) -> str:
     return "not a recognised profile or timing-log format (`profaudit formats` lists what profaudit reads)"
 
 
+def _workers_can_start() -> bool:
+    """Whether worker processes can start without re-running the caller's script.
+
+    `spawn` re-imports the main module in every worker. A script that calls `load()` at its top
+    level, without an `if __name__ == "__main__":` guard, would load again inside each worker,
+    which multiprocessing refuses, and the pool breaks. Interactive sessions, notebooks,
+    `python -c`, `python -m pkg` (a `__main__` module is not re-imported) and guarded scripts,
+    console entry points such as `profaudit` included, are safe.
+    """
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None and (name == "__main__" or name.endswith(".__main__")):
+        return True
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return True
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.If) and _is_main_test(node.test) for node in tree.body)
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+        isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+    )
+
+
 def _read_worker(args):
     path, explicit, options = args
     return read_one(path, explicit, options)
@@ -152,6 +193,8 @@ def load(
     `skip_bad=True` keeps going past unreadable files and lists them in `ProfileSet.skipped`;
     otherwise the first unreadable input raises `InputError` naming the file and the problem.
     Keyword options (`device=`, `nsys=`, `time_column=`, ...) become `ReadOptions`.
+    `parallel=None` parses many large inputs in worker processes, except when called from the top
+    level of a script without an `if __name__ == "__main__":` guard (workers would re-run it).
     """
     from profaudit.parsers import ReadOptions
 
@@ -164,7 +207,7 @@ def load(
         raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
     total = sum(p.stat().st_size for p, _ in inputs if p.is_file())
     if parallel is None:
-        parallel = len(inputs) >= _PARALLEL_MIN_FILES and total >= _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1
+        parallel = len(inputs) >= _PARALLEL_MIN_FILES and total >= _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1 and _workers_can_start()
     profiles: list[Profile] = []
     skipped: list[tuple[str, str]] = []
 
@@ -203,6 +246,7 @@ def load(
 
 
 def load_one(path, **kw) -> Profile:
+    """`load` for an input that holds exactly one profile; returns that Profile."""
     ps = load(path, **kw)
     if len(ps) != 1:
         raise InputError(path, f"holds {len(ps)} profiles where one was expected")

@@ -149,6 +149,7 @@ class ProfileSet:
     samples = property(lambda self: self.table("samples"))
 
     def to_pandas(self, name: str = "kernels"):
+        """One table (kernels, metrics, ranges, transfers, counters, samples or metadata) as pandas."""
         return self.table(name).to_pandas()
 
     def merged(self, other: "ProfileSet") -> "ProfileSet":

@@ -31,6 +31,7 @@ slightly low). Missing inputs give nulls, never zeros, and
 
 from __future__ import annotations
 
+import os
 from functools import reduce
 from typing import Iterable, Literal, Mapping, Sequence
 
@@ -87,10 +88,17 @@ def _inputs(ps_or_kernels) -> tuple[pl.DataFrame, pl.DataFrame | None]:
         return ps.kernels, ps.metadata
     if isinstance(ps_or_kernels, pl.DataFrame):
         return schema.conform("kernels", ps_or_kernels), None
-    if isinstance(ps_or_kernels, (list, tuple)) and all(isinstance(p, Profile) for p in ps_or_kernels):
+    if isinstance(ps_or_kernels, (list, tuple)) and ps_or_kernels and all(isinstance(p, Profile) for p in ps_or_kernels):
         ps = ProfileSet(ps_or_kernels)
         return ps.kernels, ps.metadata
-    raise UsageError(f"roofline() takes a ProfileSet, a Profile or a kernels DataFrame, not {type(ps_or_kernels).__name__}")
+    if isinstance(ps_or_kernels, (str, os.PathLike)) or (
+        isinstance(ps_or_kernels, (list, tuple)) and ps_or_kernels and all(isinstance(p, (str, os.PathLike)) for p in ps_or_kernels)
+    ):
+        from profaudit.loader import load
+
+        ps = load(ps_or_kernels)
+        return ps.kernels, ps.metadata
+    raise UsageError(f"roofline() takes paths, a ProfileSet, a Profile or a kernels DataFrame, not {type(ps_or_kernels).__name__}")
 
 
 def _device_column(k: pl.DataFrame, md: pl.DataFrame | None) -> pl.DataFrame:

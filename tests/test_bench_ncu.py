@@ -131,6 +131,13 @@ if argv == ["--version"]:
 if argv == ["--list-sections"]:
     print("Identifier                Display Name\n-----\nSpeedOfLight              GPU Speed Of Light Throughput\nMemoryWorkloadAnalysis    Memory Workload Analysis\nLaunchStats               Launch Statistics")
     sys.exit(0)
+if argv == ["--query-metrics"]:
+    print("Device GA100\n----- -----\nMetric Name   Metric Description\n----- -----\n"
+          "dram__bytes   # of bytes accessed in DRAM\n"
+          "sm__ops_path_tensor_src_fp16_dst_fp32   # of tensor ops\n"
+          "sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_on   # of sparse tensor ops\n"
+          "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32   # of HMMA ops")
+    sys.exit(0)
 export = argv[argv.index("--export") + 1]
 target = argv[argv.index("--force-overwrite") + 1:]
 open("{log}", "a").write(" ".join(argv) + "\n")
@@ -164,6 +171,9 @@ def test_bench_ncu_runs_the_target_and_records_it(bench_file, tmp_path, cli, mon
     assert "SpeedOfLight_HierarchicalTensorRooflineChart" in rec["sections_dropped"]
     assert rec["sections"] == ["SpeedOfLight", "MemoryWorkloadAnalysis", "LaunchStats"]
     assert "--section SpeedOfLight_RooflineChart" not in calls.read_text()
+    # tensor FLOP counters are asked of ncu (chip-dependent names), all-instruction ones only
+    assert rec["tensor_flop_metrics"] == ["sm__ops_path_tensor_src_fp16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_on.sum"]
+    assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" in calls.read_text() and "_op_hmma_" not in calls.read_text()
     t = rec["target"]
     assert t["correctness"]["ok"] is True and t["profiled_calls"] == 2 and t["warmup_calls"] == 2
     assert t["range"] == "profaudit.vadd.n-1024.fast"

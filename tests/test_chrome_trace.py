@@ -755,3 +755,16 @@ def test_events_lacking_required_fields(tmp_path):
     res = run_cli("kernels", p)
     assert_one_line_error(res, "2 trace events lack a required field")
     assert "event #1" in res.err and "'dur'" in res.err
+
+
+def test_negative_durations_become_unknown_not_backwards(tmp_path):
+    p = tmp_path / "neg.json"
+    p.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k_ok", "pid": 0, "tid": 7, "ts": 10.0, "dur": 2.0, "args": {"stream": 7, "device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "k_bad", "pid": 0, "tid": 7, "ts": 20.0, "dur": -3.0, "args": {"stream": 7, "device": 0}},
+    ]}))
+    ps = profaudit.load(p)
+    k = ps.kernels.sort("start_ns")
+    assert k["name"].to_list() == ["k_ok", "k_bad"]
+    assert k["duration_ns"].to_list() == [2000.0, None] and k["end_ns"][1] is None
+    assert next(iter(ps)).metadata["negative_durations_nulled"] == 1

@@ -364,3 +364,18 @@ def test_a100_silu_kernels_are_dram_bound_at_77_pct():
         assert r["bound_at_boost"] == "dram" and 76 < r["roof_pct_at_boost"] < 78
         # ncu locked the clock to base (~1091 MHz): DRAM roof unchanged, compute roof lower, still DRAM-bound
         assert r["bound_at_kernel_clock"] == "dram" and r["roof_pct_at_kernel_clock"] == pytest.approx(r["roof_pct_at_boost"])
+
+
+def test_roofline_takes_paths_like_load(tmp_path):
+    """`profaudit.roofline("report")` loads the path the way `profaudit.load` does."""
+    import profaudit
+
+    p = profaudit.Profile("rp", {"source": "test"}, {"kernels": pl.DataFrame({"kernel_id": [0], "name": ["k"], "duration_ns": [1000.0], "device_name": ["NVIDIA H100 80GB HBM3"], "flops_fp32": [1e6], "dram_bytes": [1e6]})})
+    from profaudit.dataset import write_dataset
+
+    write_dataset(profaudit.ProfileSet([p]), tmp_path / "ds")
+    by_path = profaudit.roofline(str(tmp_path / "ds"))
+    direct = profaudit.roofline(profaudit.ProfileSet([p]))
+    assert by_path.drop("profile_id").equals(direct.drop("profile_id"))
+    with pytest.raises(profaudit.InputError):
+        profaudit.roofline(str(tmp_path / "missing.ncu-rep"))

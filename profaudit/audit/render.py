@@ -119,7 +119,9 @@ def _stats_lines(report: AuditReport) -> list[str]:
     lines = []
     if cmp.mann_whitney is not None and cmp.mann_whitney.p_value == cmp.mann_whitney.p_value:
         mw = cmp.mann_whitney
-        lines.append(f"Mann-Whitney U: p = {mw.p_value:.3g}, P(baseline slower than candidate) = {mw.prob_greater:.3f}")
+        # a p-value below the smallest double prints as 0, which no test can return
+        p = "p < 1e-300" if mw.p_value == 0 else f"p = {mw.p_value:.3g}"
+        lines.append(f"Mann-Whitney U: {p}, P(baseline slower than candidate) = {mw.prob_greater:.3f}")
     if cmp.noise:
         lines.append("noise (IQR / median): " + ", ".join(f"{r} {d.rel_iqr:.2%}" for r, d in cmp.noise.items() if d.rel_iqr == d.rel_iqr))
     lines.append(f"noise threshold: {report.evidence.noise_threshold:.1%}; {cmp.space_note}")

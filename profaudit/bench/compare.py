@@ -164,7 +164,10 @@ def compare_run(
         raise UsageError(f"a file name (stem) was given but {len(pairs)} cases match; narrow them with -k")
     default_dir = (src if src.is_dir() else src.parent) / "claims"
     claim_dir = Path(out_dir) if out_dir is not None else default_dir
-    claim_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        claim_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(claim_dir, f"cannot write: {exc.strerror or exc}") from None
     outcomes = []
     for (bench, params), be, ce in pairs:
         slug = _case_slug(be)

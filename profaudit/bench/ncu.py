@@ -131,6 +131,7 @@ class NcuPlan:
     clock_reason: str
     options: NcuOptions
     dropped_sections: list[str] = field(default_factory=list)
+    tensor_metrics: list[str] | None = None  # added from `ncu --query-metrics`; None: not asked / unavailable
 
     @property
     def command(self) -> str:
@@ -166,6 +167,7 @@ class NcuPlan:
             "section_set": o.section_set,
             "sections_dropped": self.dropped_sections,
             "metrics": list(o.metrics),
+            "tensor_flop_metrics": self.tensor_metrics,
         }
 
 
@@ -207,6 +209,26 @@ def available_sections(ncu: str) -> set[str] | None:
         if tok and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", tok[0]):
             names.add(tok[0])
     return names or None
+
+
+_TENSOR_OPS = re.compile(r"sm__ops_path_tensor_src_[a-z0-9_]+")
+
+
+def tensor_flop_metrics(ncu: str) -> list[str] | None:
+    """The tensor-core operation counters this ncu offers on this GPU, as `.sum` metrics.
+
+    Tensor FLOPs come from `sm__ops_path_tensor_src_<in>[_dst_<acc>][_sparsity_*]`, whose names
+    depend on the chip (FORMATS.md 1.3), so they are asked of the installed ncu instead of being
+    hard-coded; the per-instruction `_op_<inst>_` variants are left out (the parser counts the
+    all-instruction counter once). None when ncu cannot list metrics (no GPU, old ncu)."""
+    try:
+        proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = {tok[0] for tok in (line.split() for line in proc.stdout.splitlines()) if tok and _TENSOR_OPS.fullmatch(tok[0])}
+    return [f"{n}.sum" for n in sorted(names)]
 
 
 def ncu_version(ncu: str) -> str | None:
@@ -319,6 +341,13 @@ def run_ncu(plans: Sequence[NcuPlan], outdir: str | os.PathLike, *, ncu: str | N
                 i += 1
             argv = out_argv
             plan.dropped_sections = dropped
+        if "--metrics" in argv and plan.tensor_metrics is None:
+            tensor = tensor_flop_metrics(exe)
+            if tensor:
+                i = argv.index("--metrics") + 1
+                have = argv[i].split(",")
+                argv[i] = ",".join(have + [m for m in tensor if m not in have])
+            plan.tensor_metrics = tensor
         plan.argv = argv
         if echo:
             echo(plan.command)

@@ -195,6 +195,10 @@ def run_file(
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: exists and is not a folder")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(outdir, f"cannot write: {exc.strerror or exc}") from None
     if processes > 1:
         return _run_processes(path, outdir, pattern, variants, opts, processes, progress)
     return _run_in_process(path, outdir, pattern, variants, opts, progress, manifest_name=MANIFEST)

@@ -73,7 +73,8 @@ def _fmt_cell(v: Any) -> str:
             return "nan"
         if v != 0 and (abs(v) >= 1e7 or abs(v) < 1e-3):
             return f"{v:.4g}"
-        return f"{v:,.4g}" if abs(v) >= 1000 else f"{v:.4g}"
+        # ",.4g" turns 431648 into 4.316e+05: below 1e7 whole units read better (431,648 ns)
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
     return str(v)
 
 
@@ -102,6 +103,9 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
     fmt = Format(fmt)
     if fmt is Format.parquet and output is None:
         raise UsageError("--format parquet needs --output FILE")
+    if limit is not None and limit < 0:
+        # df.head(-n) would drop the last n rows instead of failing
+        raise UsageError(f"--limit {limit}: give a number of rows, or 0 for all")
     if output is not None:
         if fmt is Format.table:
             buf = io.StringIO()
@@ -118,7 +122,19 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
     elif fmt is Format.csv:
         sys.stdout.write(_flatten_for(fmt, df).write_csv())
     elif fmt is Format.json:
-        sys.stdout.write(json.dumps(df.to_dicts(), default=str, indent=1) + "\n")
+        # NaN/inf are not JSON (jq and strict parsers reject them): null, as the -o file has it
+        rows = [{k: _json_number(v) for k, v in r.items()} for r in df.to_dicts()]
+        sys.stdout.write(json.dumps(rows, default=str, indent=1, allow_nan=False) + "\n")
+
+
+def _json_number(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, list):
+        return [_json_number(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _json_number(x) for k, x in v.items()}
+    return v
 
 
 def _flatten_for(fmt: Format, df: pl.DataFrame) -> pl.DataFrame:

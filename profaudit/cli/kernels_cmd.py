@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
         name: Optional[str] = typer.Option(None, "--name", help="Keep kernels whose name contains this (regular expression)."),
         sort: Optional[str] = typer.Option(None, "--sort", help="Sort by this column, descending."),
-        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
         device: Optional[str] = typer.Option(None, "--device", help="Device name where the input does not say."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,
@@ -38,7 +38,12 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"no table {table!r}; tables: {', '.join(schema.ALL_TABLES)}")
         df = ps.table(table)
         if name and "name" in df.columns:
-            df = df.filter(pl.col("name").str.contains(name) | pl.col("short_name").str.contains(name) if "short_name" in df.columns else pl.col("name").str.contains(name))
+            try:
+                df = df.filter(pl.col("name").str.contains(name) | pl.col("short_name").str.contains(name) if "short_name" in df.columns else pl.col("name").str.contains(name))
+            except pl.exceptions.ComputeError as exc:
+                # polars reports a bad pattern as "regex error: regex parse error:" + a multi-line caret
+                why = " ".join(str(exc).split())
+                raise UsageError(f"--name {name!r} is not a valid regular expression ({why})") from None
         if sort:
             if sort not in df.columns:
                 raise UsageError(f"no column {sort!r} in {table}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
+import polars as pl
 import typer
 
 from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
-        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
     ) -> None:
         """Roofline per kernel: arithmetic intensity per memory level, attainable FLOP/s, % of roof and the
         binding ceiling, at the datasheet clock and at the clock each kernel ran at."""
@@ -59,10 +60,16 @@ def register(app: typer.Typer) -> None:
             print(f"profaudit: {msg}", file=sys.stderr)
 
         if device is None:
-            for why in unmatched_devices(ps, extra).values():
-                note(f"warning: {why}")
+            for name, why in unmatched_devices(ps, extra).items():
+                # with many inputs the warning must say which ones to fix (or pass --device for)
+                needle = why if name != "None" else "no device name in the profile"
+                ids = rf.filter(pl.col("roof_note").str.contains(needle, literal=True))["profile_id"].unique(maintain_order=True).to_list()
+                where = f" (in {', '.join(ids[:3])}{f' and {len(ids) - 3} more' if len(ids) > 3 else ''})" if ids else ""
+                note(f"warning: {why}{where}")
         for path, problem in ps.skipped:
             note(f"warning: skipped {path}: {problem}")
+        if ps.kernels.height == 0:
+            note("no kernel rows in the input: nothing to place on a roofline")
         if html is not None or png is not None:
             from profaudit.roofline_plot import roofline_figure, write_html, write_png
 

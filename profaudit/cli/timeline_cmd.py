@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
         by: By = typer.Option(By.name, "--by", help="Group by the demangled name, the short (base) name, the mangled name, or the enclosing NVTX range and name."),
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
-        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
         nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
         """Per-kernel time summary (total, instances, avg, median, min, max, stddev, % of kernel time)."""
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
         transfers: bool = typer.Option(False, "--transfers", help="Count memcpy/memset time as busy too."),
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
-        limit: int = typer.Option(200, "--limit", "-n", help="Rows shown in table format (0 = all)."),
+        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
         nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
         """GPU idle time between kernels: per-device span, busy time, idle time and gaps."""
@@ -84,6 +85,10 @@ def register(app: typer.Typer) -> None:
         ps = load_with_progress(paths, nsys=nsys)
         if ps.kernels.height == 0:
             _note_empty(ps, "kernel")
+        elif ps.kernels["start_ns"].null_count() == ps.kernels.height:
+            # an empty table alone would read as "no idle time"
+            print("profaudit: no kernel has a start time (ncu replays kernels one by one): gaps needs a timeline "
+                  "such as nsys, a Kineto trace or an XLA profile", file=sys.stderr)
         tr = ps.transfers if transfers else None
         if list_gaps:
             table = idle_gaps(ps.kernels, per.value, transfers=tr, min_gap_ns=min_gap_ns)

@@ -295,7 +295,7 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> st
     head = f"candidate {label} {diff:+.1f}% ({sp:.3g}x): candidate {direction}"
     basis = sig.get("basis") or ""
     p = sig.get("p_value")
-    ptxt = f", p={p:.2g}" if isinstance(p, float) and p == p else ""
+    ptxt = (", p<1e-300" if p == 0 else f", p={p:.2g}") if isinstance(p, float) and p == p else ""
     lo, hi = sig.get("speedup_ci_low"), sig.get("speedup_ci_high")
     ci = f", 95% CI {lo:.3g}x-{hi:.3g}x" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""
     if state == "unknown":

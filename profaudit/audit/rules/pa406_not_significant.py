@@ -49,7 +49,7 @@ class NotSignificant(Rule):
             return [self.flag(Severity.INCONCLUSIVE, f"the {what} {iv.describe()} does not clear the {noise:.1%} noise threshold", "both", **evid)]
         if mw is not None and math.isfinite(mw.p_value) and mw.p_value >= 0.05:
             return [self.flag(Severity.INCONCLUSIVE, f"the interval clears the noise threshold but the Mann-Whitney U test does not (p = {mw.p_value:.3g})", "both", **evid)]
-        p = f"; Mann-Whitney p = {mw.p_value:.2g}" if mw is not None and math.isfinite(mw.p_value) else ""
+        p = f"; Mann-Whitney p {'< 1e-300' if mw.p_value == 0 else f'= {mw.p_value:.2g}'}" if mw is not None and math.isfinite(mw.p_value) else ""
         return [self.ok(f"significant {what}: {iv.describe()}{p}", **evid)]
 
 
