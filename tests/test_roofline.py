@@ -181,7 +181,7 @@ def test_kernels_frame_input_and_user_spec(tmp_path):
     assert r["device_key"] == "my-gpu" and r["roof_pct_at_boost"] == pytest.approx(50.0) and r["bound_at_boost"] == "compute"
     assert r["clock_control"] is None
     with pytest.raises(UsageError):
-        roofline("not a profile")  # type: ignore[arg-type]
+        roofline(42)  # type: ignore[arg-type]
 
 
 def test_many_kernels_are_columnar():
