@@ -237,3 +237,11 @@ def test_roofline_device_warnings_name_the_profiles(tmp_path, cli):
     warn = {l.split(": ", 2)[2].split(" (in ")[0]: l for l in res.err.splitlines() if l.startswith("profaudit: warning:")}
     assert "(in one-" in warn["no device name was reported"]
     assert "(in vm-" in next(v for k, v in warn.items() if "'CPU'" in k)
+
+
+def test_dropped_timing_rows_are_reported_on_stderr(tmp_path, cli):
+    p = tmp_path / "drop.csv"
+    p.write_text("iteration,time_ms\n0,1.5\n1,abc\n2,1.4\n3,1.45\n")
+    res = cli("kernels", "-t", "samples", "-f", "csv", p)
+    assert res.code == 0 and res.out.count("\n") == 4  # header + 3 rows
+    assert "1 row(s) without a readable time were dropped" in res.err

@@ -62,7 +62,13 @@ def load_with_progress(paths: Sequence[str], **kw):
 
     n = len(expand(list(paths)))
     with progress_bar("loading", n) as advance:
-        return load(list(paths), progress=advance, **kw)
+        ps = load(list(paths), progress=advance, **kw)
+    # rows a parser had to drop (unreadable times) are counted in metadata; say so where people look
+    for p in ps:
+        dropped = p.metadata.get("rows_dropped")
+        if dropped:
+            stderr_console().print(f"warning: {p.metadata.get('path', p.profile_id)}: {dropped} row(s) without a readable time were dropped", markup=False, highlight=False)
+    return ps
 
 
 def _fmt_cell(v: Any) -> str:
