@@ -67,7 +67,7 @@ def load_with_progress(paths: Sequence[str], **kw):
     for p in ps:
         dropped = p.metadata.get("rows_dropped")
         if dropped:
-            stderr_console().print(f"warning: {p.metadata.get('path', p.profile_id)}: {dropped} row(s) without a readable time were dropped", markup=False, highlight=False)
+            stderr_console().print(f"warning: {p.metadata.get('path', p.profile_id)}: {dropped} row(s) without a readable time were dropped", markup=False, highlight=False, soft_wrap=True)
     return ps
 
 
