@@ -31,7 +31,8 @@ OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write to this file (a
 def stderr_console():
     from rich.console import Console
 
-    return Console(stderr=True)
+    # messages are single lines: let them run long rather than wrap at the terminal width
+    return Console(stderr=True, soft_wrap=True)
 
 
 def stdout_console():
