@@ -1,26 +1,26 @@
 """A small protobuf wire-format reader (no generated classes, no protoc, no `protobuf` package).
 
-Profiles written by XLA (XSpace) and the small messages nested in them are decoded from their field
-numbers. Everything here works on one immutable `bytes` buffer and integer offsets, so a sub-message
-is never copied before it is needed, and every length is checked against its enclosing message: a
-file mangled by a text conversion or cut short raises `WireError` with the byte offset, never an
-IndexError deep inside a parser.
+Messages are decoded from their field numbers, one field at a time: the small messages nested in
+profiles (HloProto, MemoryAccessBreakdown, ProfileOptions, Nsight Compute report sections) and the
+few big messages of an XSpace, whose millions of events and stats `xspace.py` then decodes
+column-wise with numpy. Everything here works on one immutable `bytes` buffer and integer offsets,
+so a sub-message is never copied before it is needed, and every length is checked against its
+enclosing message: a file mangled by a text conversion or cut short raises `WireError` with the
+byte offset, never an IndexError deep inside a parser.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
-_DOUBLE = struct.Struct("<d")
-_FLOAT = struct.Struct("<f")
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 
 TWO_63 = 1 << 63
 TWO_64 = 1 << 64
 
-VARINT, FIXED64, LEN, SGROUP, EGROUP, FIXED32 = 0, 1, 2, 3, 4, 5
+VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 
 
 class WireError(ValueError):
@@ -99,14 +99,6 @@ def decode(buf: bytes, start: int = 0, end: int | None = None) -> dict[int, list
     for field, _wt, v in iter_fields(buf, start, end):
         out.setdefault(field, []).append(v)
     return out
-
-
-def as_double(raw: int) -> float:
-    return _DOUBLE.unpack(_U64.pack(raw))[0]
-
-
-def as_float(raw: int) -> float:
-    return _FLOAT.unpack(_U32.pack(raw))[0]
 
 
 def text(buf: bytes, span: tuple[int, int]) -> str:

@@ -38,13 +38,29 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.protowire import WireError, iter_fields
+from profaudit.parsers.xspace import (
+    KIND_BYTES,
+    KIND_DOUBLE,
+    KIND_INT,
+    KIND_NONE,
+    KIND_REF,
+    KIND_STR,
+    KIND_UINT,
+    Plane,
+    XSpace,
+    _value,
+    decode_xspace,
+    payload_end,
+    sniff_xspace,
+    span_texts,
+)
 
 from profaudit.errors import InputError
 from profaudit.names import short_name
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
-from profaudit.parsers.protowire import WireError, iter_fields
-from profaudit.parsers.xspace import Plane, XSpace, decode_xspace, sniff_xspace
 
 # Derived / special line names (xla/tsl/profiler/utils/xplane_schema.cc).
 _STEP_LINES = {"Steps", "Sparse Core Steps"}
@@ -66,11 +82,12 @@ _RANGE_KIND_BY_LINE = {
 }
 
 _SKIP_PLANES = {"/host:metadata", "Task Environment"}
-_TRANSFER_NAMES = re.compile(r"^(Memcpy|Memset|Copy(HostToDevice|DeviceToHost|DeviceToDevice|HostToHost|PeerToPeer)|FillBuffer)", re.I)
+_TRANSFER_NAMES = re.compile(r"^(Memcpy|Memset|Copy(HostToDevice|DeviceToHost|DeviceToDevice|HostToHost|PeerToPeer)|FillBuffer)", re.IGNORECASE)
 _STREAM_RE = re.compile(r"^Stream #(\d+)")
 _DEVICE_NUM_RE = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
 _MODULE_EVENT_RE = re.compile(r"^(.*)\((\d+)\)$")
 _DETAIL_RE = re.compile(r"(\w+):(\S*)")
+_ALLOCATOR_GPU = re.compile(r"^GPU_(\d+)_")
 
 # Stats that become kernel columns (everything else lands in `metrics`).
 _CONSUMED = {
@@ -335,87 +352,10 @@ def _transfer_direction(name: str, details: dict) -> str | None:
     return details.get("kind") if details.get("kind") not in (None, "Unknown") else None
 
 
-def _nest(starts: list[int], ends: list[int]) -> tuple[list[int], list[int | None]]:
-    """Depth and parent index of each interval on one timeline (events nest, they do not cross).
-
-    Input order is arbitrary; parents are found by sorting on (start, -end)."""
-    order = sorted(range(len(starts)), key=lambda i: (starts[i], -ends[i]))
-    depth = [0] * len(starts)
-    parent: list[int | None] = [None] * len(starts)
-    stack: list[int] = []
-    for i in order:
-        s = starts[i]
-        while stack and ends[stack[-1]] <= s and not (ends[stack[-1]] == s == starts[stack[-1]]):
-            stack.pop()
-        if stack and ends[i] <= ends[stack[-1]]:
-            parent[i] = stack[-1]
-            depth[i] = depth[stack[-1]] + 1
-        elif stack:
-            # crossing intervals (should not happen in one XLine): treat as a sibling
-            while stack and ends[stack[-1]] < ends[i]:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1]
-                depth[i] = depth[stack[-1]] + 1
-        stack.append(i)
-    return depth, parent
-
-
-def _host_range_kind(name: str, stats: dict, line_name: str) -> str:
-    if "step_num" in stats:
-        return "step"
-    if name.startswith("$"):
-        return "python_function"
-    if "correlation_id" in stats:
-        if name.startswith("hip"):
-            return "hip_runtime"
-        if name.startswith("cuda"):
-            return "cuda_runtime"
-        if name.startswith("cu"):
-            return "cuda_driver"
-        return "launch_api"
-    if name.startswith("XlaModule:") or ("hlo_module" in stats and "hlo_op" not in stats):
-        return "xla_module"
-    return "host"
-
-
-# --------------------------------------------------------------------------------------------
-# the conversion
-
-
-class _Plane:
-    """A plane with event-metadata stats resolved once per metadata id."""
-
-    def __init__(self, plane: Plane):
-        self.p = plane
-        self._md_stats: dict[int, dict] = {}
-        self._md_names: dict[int, str] = {}
-
-    def md_name(self, mid: int) -> str:
-        n = self._md_names.get(mid)
-        if n is None:
-            md = self.p.event_metadata.get(mid)
-            n = (md.name or md.display_name) if md is not None else f"<event {mid}>"
-            self._md_names[mid] = n
-        return n
-
-    def stats(self, mid: int, raw: list | None) -> dict:
-        base = self._md_stats.get(mid)
-        if base is None:
-            md = self.p.event_metadata.get(mid)
-            base = self.p.named(md.stats) if md is not None else {}
-            self._md_stats[mid] = base
-        if not raw:
-            return base
-        merged = dict(base)
-        merged.update(self.p.named(raw))
-        return merged
-
-
 def _iso(ns: int | None) -> str | None:
     if not ns or ns < 10**17:
         return None
-    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _decode_profile_options(raw: Any) -> dict | None:
@@ -465,6 +405,10 @@ class _HloIndex:
         self.names, self._blobs, self._by_name = _hlo_modules(space)
         self._decoded: dict[Any, Any] = {}
 
+    @property
+    def has_protos(self) -> bool:
+        return bool(self._blobs or self._by_name)
+
     def instruction(self, program_id: int | None, module: str | None, op: str | None):
         if not op:
             return None
@@ -484,220 +428,871 @@ class _HloIndex:
         return mod.instructions.get(op) if mod else None
 
 
+# --------------------------------------------------------------------------------------------
+# nesting
+
+
+def _nest(starts: list[int], ends: list[int]) -> tuple[list[int], list[int | None]]:
+    """Depth and parent index of each interval on one timeline (events nest, they do not cross).
+
+    Input order is arbitrary; parents are found by sorting on (start, -end). This is the reference
+    `_nest_lines` reproduces column-wise, and what it falls back to for a timeline it cannot do."""
+    order = sorted(range(len(starts)), key=lambda i: (starts[i], -ends[i]))
+    depth = [0] * len(starts)
+    parent: list[int | None] = [None] * len(starts)
+    stack: list[int] = []
+    for i in order:
+        s = starts[i]
+        while stack and ends[stack[-1]] <= s and not (ends[stack[-1]] == s == starts[stack[-1]]):
+            stack.pop()
+        if stack and ends[i] <= ends[stack[-1]]:
+            parent[i] = stack[-1]
+            depth[i] = depth[stack[-1]] + 1
+        elif stack:
+            # crossing intervals (should not happen in one XLine): treat as a sibling
+            while stack and ends[stack[-1]] < ends[i]:
+                stack.pop()
+            if stack:
+                parent[i] = stack[-1]
+                depth[i] = depth[stack[-1]] + 1
+        stack.append(i)
+    return depth, parent
+
+
+def _nest_lines(group: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_nest` for many timelines at once: depth and parent (index into the inputs, -1 for none)
+    of intervals whose timeline is `group` and whose start/end on it are s/e (int64).
+
+    For properly nested intervals sorted by (start, -end) the stack of `_nest` is countable:
+    interval i's depth is the number of earlier intervals of its timeline still open at its start
+    (an interval is open at t while it ends after t, or is zero-length at t), and its parent is the
+    last earlier interval one level up. Each result is checked against what the stack would do
+    (the parent contains the child and is open at its start); a timeline that fails (crossing
+    intervals, negative durations, a zero-length interval on its parent's end, which keeps the
+    closed parent on the stack) goes through `_nest` itself. Input order breaks ties, as there."""
+    n = s.size
+    depth = np.zeros(n, np.int64)
+    parent = np.full(n, -1, np.int64)
+    if not n:
+        return depth, parent
+    at = np.arange(n)
+    # timelines are contiguous and in (start, -end) order already when read from a file: keep that
+    new = np.r_[True, group[1:] != group[:-1]]
+    same = ~new[1:]
+    in_order = (np.count_nonzero(new) == np.unique(group[new]).size
+                and bool(np.all(~same | (s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] <= e[:-1])))))
+    if in_order:
+        order = at
+        S, E = s, e
+    else:
+        order = np.lexsort((at, -e, s, group))
+        S, E = s[order], e[order]
+        g = group[order]
+        new = np.r_[True, g[1:] != g[:-1]]
+    gid = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    gstart = first[gid]
+    # (timeline, time) as one comparable integer, so every timeline is counted by one sort: each
+    # timeline's times shifted into its own range, or ranked when those ranges do not fit int64
+    lo = np.minimum.reduceat(np.minimum(S, E), first)
+    hi = np.maximum.reduceat(np.maximum(S, E), first)
+    width = hi.astype(np.float64) - lo.astype(np.float64) + 1
+    if float(width.sum()) < 2.0**62:
+        shift = np.r_[0, np.cumsum((hi - lo + 1)[:-1])]
+        rs, rend = (S - lo[gid]) + shift[gid], (E - lo[gid]) + shift[gid]
+    else:
+        tg = np.concatenate([gid, gid])
+        tv = np.concatenate([S, E])
+        o2 = np.lexsort((tv, tg))
+        step = np.r_[True, (tg[o2][1:] != tg[o2][:-1]) | (tv[o2][1:] != tv[o2][:-1])]
+        rank = np.empty(2 * n, np.int64)
+        rank[o2] = np.cumsum(step)
+        rs, rend = rank[:n], rank[n:]
+    # closed at S_i: ended before it, or ended at it unless zero-length (those stay open at their point)
+    closed = np.searchsorted(np.sort(rend), rs, "right") - gstart
+    zero = np.sort(rend[S == E])
+    if zero.size:
+        closed -= np.searchsorted(zero, rs, "right") - np.searchsorted(zero, rs, "left")
+    del rs, rend, zero
+    d = at - gstart - closed
+    del closed
+    keys = np.sort(np.maximum(d, 0) * n + at)
+    k = np.searchsorted(keys, (d - 1) * n + at, "left") - 1
+    cand = keys[np.maximum(k, 0)]
+    del keys
+    has = (d >= 1) & (k >= 0) & (cand // n == d - 1) & (cand % n >= gstart)
+    p = np.where(has, cand % n, -1)
+    del k, cand, gstart
+    bad = (d < 0) | (E < S) | ((d >= 1) & ~has)
+    hp = np.flatnonzero(has)
+    Sp, Ep = S[p[hp]], E[p[hp]]
+    bad[hp] |= (E[hp] > Ep) | ~((Ep > S[hp]) | ((Ep == S[hp]) & (Sp == Ep))) | ((S[hp] == E[hp]) & (S[hp] == Ep))
+    depth[order] = d
+    parent[order] = np.where(p >= 0, order[np.maximum(p, 0)], -1)
+    bounds = np.r_[first, n]
+    for b in np.unique(gid[bad]).tolist():
+        members = np.sort(order[bounds[b] : bounds[b + 1]])
+        dd, pp = _nest(s[members].tolist(), e[members].tolist())
+        depth[members] = dd
+        parent[members] = [-1 if x is None else int(members[x]) for x in pp]
+    return depth, parent
+
+
+# --------------------------------------------------------------------------------------------
+# stats, column-wise
+
+
+def _nulls(n: int, dtype=pl.String) -> pl.Series:
+    return pl.repeat(None, n, dtype=dtype, eager=True)
+
+
+def _series(values: np.ndarray, valid: np.ndarray | None = None, dtype=None) -> pl.Series:
+    s = pl.Series(values, dtype=dtype) if dtype is not None else pl.Series(values)
+    if valid is not None and not valid.all():
+        s = s.scatter(np.flatnonzero(~valid), None)
+    return s
+
+
+def _labels(*cases: tuple[np.ndarray, str]) -> pl.Series:
+    """The label of the first true mask per row (null where none is)."""
+    expr = pl.when(pl.Series(cases[0][0])).then(pl.lit(cases[0][1]))
+    for mask, label in cases[1:]:
+        expr = expr.when(pl.Series(mask)).then(pl.lit(label))
+    return pl.select(expr.otherwise(pl.lit(None, dtype=pl.String))).to_series()
+
+
+def _per_unique(values: pl.Series, fn, schema: dict) -> pl.DataFrame:
+    """fn(value) -> tuple, one column per schema entry, evaluated once per distinct non-null value
+    (Python per distinct string, never per event), aligned with `values`."""
+    u = values.drop_nulls().unique()
+    out = [fn(x) for x in u.to_list()]
+    table = pl.DataFrame({"_k": u, **{c: [r[i] for r in out] for i, c in enumerate(schema)}},
+                         schema_overrides=schema, strict=False)
+    return values.rename("_k").to_frame().join(table, on="_k", how="left", maintain_order="left").drop("_k")
+
+
+def _unique_map(values: pl.Series, fn, dtype) -> pl.Series:
+    return _per_unique(values, lambda x: (fn(x),), {"v": dtype}).to_series()
+
+
+class _Values:
+    """One stat, by name, of a list of target events: the event's own value where it has one, else
+    its event metadata's. Every accessor returns one entry per target."""
+
+    def __init__(self, cv: _Conv, n: int, at: np.ndarray, kind: np.ndarray, raw: np.ndarray, s: np.ndarray, e: np.ndarray, plane: np.ndarray):
+        self.cv, self.n, self.at, self.kind, self.raw, self.s, self.e, self.plane = cv, n, at, kind, raw, s, e, plane
+        self._texts: pl.Series | None = None
+
+    def _mask(self, rows: np.ndarray | None = None) -> np.ndarray:
+        m = np.zeros(self.n, bool)
+        m[self.at if rows is None else self.at[rows]] = True
+        return m
+
+    @property
+    def present(self) -> np.ndarray:
+        """The stat is there (a stat with no value set counts: `name in stats`)."""
+        return self._mask()
+
+    @property
+    def has_value(self) -> np.ndarray:
+        return self._mask(np.flatnonzero(self.kind != KIND_NONE))
+
+    def _row_texts(self) -> pl.Series:
+        """str and ref values per row (refs resolved to their stat metadata name), null otherwise."""
+        if self._texts is None:
+            t = _nulls(self.at.size)
+            r = np.flatnonzero(self.kind == KIND_STR)
+            if r.size:
+                t = t.scatter(r, span_texts(self.cv.buf, self.s[r], self.e[r]))
+            r = np.flatnonzero(self.kind == KIND_REF)
+            if r.size:
+                t = t.scatter(r, self.cv.ref_names(self.plane[r], self.raw[r]))
+            self._texts = t
+        return self._texts
+
+    def _py(self, rows: np.ndarray) -> list:
+        return [_value(self.cv.buf, k, r, s, e) for k, r, s, e in zip(
+            self.kind[rows].tolist(), self.raw[rows].tolist(), self.s[rows].tolist(), self.e[rows].tolist())]
+
+    def strs(self) -> pl.Series:
+        """str(value), null where absent or valueless."""
+        t = self._row_texts()
+        r = np.flatnonzero(np.isin(self.kind, (KIND_DOUBLE, KIND_UINT, KIND_INT, KIND_BYTES)))
+        if r.size:
+            t = t.clone().scatter(r, [str(v) for v in self._py(r)])
+        return _nulls(self.n).scatter(self.at, t) if self.at.size else _nulls(self.n)
+
+    def _numeric(self, float_out: bool, text_fn) -> tuple[np.ndarray, np.ndarray]:
+        dtype = np.float64 if float_out else np.int64
+        v = np.zeros(self.n, dtype)
+        ok = np.zeros(self.n, bool)
+        k, raw = self.kind, self.raw
+        for kind in (KIND_DOUBLE, KIND_UINT, KIND_INT):
+            r = np.flatnonzero(k == kind)
+            if not r.size:
+                continue
+            x = raw[r]
+            if kind == KIND_DOUBLE:
+                f = x.view(np.float64)
+                if float_out:
+                    good, val = np.ones(r.size, bool), f
+                else:  # int(v): truncation; nan/inf and values beyond int64 have no int64
+                    good = np.isfinite(f) & (np.abs(f) < 2.0**63)
+                    val = np.trunc(np.where(good, f, 0)).astype(np.int64)
+            elif kind == KIND_UINT:
+                good = np.ones(r.size, bool) if float_out else x < np.uint64(1 << 63)
+                val = x.astype(np.float64) if float_out else x.view(np.int64)
+            else:
+                good = np.ones(r.size, bool)
+                val = x.view(np.int64).astype(np.float64) if float_out else x.view(np.int64)
+            v[self.at[r]] = val
+            ok[self.at[r]] = good
+        r = np.flatnonzero((k == KIND_STR) | (k == KIND_REF))
+        if r.size:
+            conv = _unique_map(self._row_texts().gather(r), text_fn, pl.Float64 if float_out else pl.Int64)
+            good = conv.is_not_null().to_numpy()
+            v[self.at[r]] = conv.fill_null(0).to_numpy()
+            ok[self.at[r]] = good
+        r = np.flatnonzero(k == KIND_BYTES)
+        for row, val in zip(r.tolist(), self._py(r)):
+            x = text_fn(val)
+            if x is not None and (float_out or -(2**63) <= x < 2**63):
+                v[self.at[row]], ok[self.at[row]] = x, True
+        return v, ok
+
+    def floats(self) -> tuple[np.ndarray, np.ndarray]:
+        """_float(value): (values, valid)."""
+        return self._numeric(True, _float)
+
+    def ints(self, text_fn=None) -> tuple[np.ndarray, np.ndarray]:
+        """_int(value) where it fits int64: (values, valid)."""
+        return self._numeric(False, text_fn or _int)
+
+    def truthy(self) -> np.ndarray:
+        k = self.kind
+        t = np.zeros(self.at.size, bool)
+        num = (k == KIND_UINT) | (k == KIND_INT)
+        t[num] = self.raw[num] != 0
+        d = k == KIND_DOUBLE
+        t[d] = self.raw[d].view(np.float64) != 0  # nan is true, as in Python
+        sb = (k == KIND_STR) | (k == KIND_BYTES)
+        t[sb] = self.e[sb] > self.s[sb]
+        r = np.flatnonzero(k == KIND_REF)
+        if r.size:
+            t[r] = self._row_texts().gather(r).str.len_bytes().to_numpy() > 0
+        return self._mask(np.flatnonzero(t))
+
+    def blobs(self) -> tuple[list[int], list[bytes]]:
+        """The bytes values: (target positions, values)."""
+        r = np.flatnonzero(self.kind == KIND_BYTES)
+        return self.at[r].tolist(), self._py(r)
+
+
+class _Merged:
+    """The stats of a set of events merged as `{**metadata stats, **event stats}` by stat name:
+    one row per (event, name) with the winning value and the name's position in that dict."""
+
+    def __init__(self, cv: _Conv, targets: np.ndarray, ev, nid, kind, raw, s, e, pos):
+        order = np.lexsort((ev, nid))
+        self.cv, self.targets = cv, targets
+        self.ev, self.nid, self.kind, self.raw, self.s, self.e, self.pos = (x[order] for x in (ev, nid, kind, raw, s, e, pos))
+
+    def get(self, name: str) -> _Values:
+        x = self.cv.name_index.get(name, -1)
+        lo, hi = np.searchsorted(self.nid, [x, x + 1]) if x >= 0 else (0, 0)
+        ev = self.ev[lo:hi]
+        return _Values(self.cv, self.targets.size, np.searchsorted(self.targets, ev), self.kind[lo:hi], self.raw[lo:hi],
+                       self.s[lo:hi], self.e[lo:hi], self.cv.ev_plane[ev])
+
+    def all(self, rows: np.ndarray) -> _Values:
+        """Every merged row given (indices into this object's arrays) as one _Values."""
+        ev = self.ev[rows]
+        return _Values(self.cv, rows.size, np.arange(rows.size), self.kind[rows], self.raw[rows], self.s[rows], self.e[rows], self.cv.ev_plane[ev])
+
+
+class _PlaneTable:
+    """(plane, id) -> value for per-plane id spaces (a later entry for the same key wins): a dense
+    array when the ids are small, as writers make them, else a polars join."""
+
+    def __init__(self, plane: np.ndarray, key: np.ndarray, value: np.ndarray, n_planes: int):
+        self._dense = None
+        self._df = pl.DataFrame({"p": plane, "k": key, "v": value}).unique(["p", "k"], keep="last")
+        if key.size and key.min() >= 0 and n_planes * (int(key.max()) + 1) <= 1 << 24:
+            last = self._df
+            self._dense = np.full((n_planes, int(key.max()) + 1), -1, np.int64)
+            self._dense[last["p"].to_numpy(), last["k"].to_numpy()] = last["v"].to_numpy()
+
+    def get(self, plane: np.ndarray, key: np.ndarray) -> np.ndarray:
+        """Values, -1 where the plane has no such id."""
+        if not plane.size or not self._df.height:
+            return np.full(plane.size, -1, np.int64)
+        if self._dense is not None:
+            width = self._dense.shape[1]
+            inside = (key >= 0) & (key < width)
+            return np.where(inside, self._dense.ravel()[plane * width + np.where(inside, key, 0)], -1)
+        q = pl.DataFrame({"p": plane, "k": key})
+        return q.join(self._df, on=["p", "k"], how="left", maintain_order="left")["v"].fill_null(-1).to_numpy()
+
+
+class _Conv:
+    """Column-wise facts of a decoded XSpace the conversion needs: per-event plane and metadata row,
+    event names, stat names (one number per distinct name across planes) and merged stats."""
+
+    def __init__(self, space: XSpace):
+        self.space = space
+        self.buf = space.buf
+        ev = space.events
+        n_planes = len(space.planes)
+        line_plane = np.array([l.plane for l in space.lines], np.int64)
+        self.ev_plane = line_plane[ev.line] if len(ev) else np.zeros(0, np.int64)
+        self.name_index: dict[str, int] = {}
+        index = self.name_index
+        sn_plane = np.repeat(np.arange(n_planes, dtype=np.int64), [len(p.stat_names) for p in space.planes])
+        sn_sid = np.fromiter((sid for p in space.planes for sid in p.stat_names), np.int64, sn_plane.size)
+        sn_nid = np.fromiter((index.setdefault(n, len(index)) for p in space.planes for n in p.stat_names.values()), np.int64, sn_plane.size)
+        self.names: list[str] = list(index)
+        self._stat_names = _PlaneTable(sn_plane, sn_sid, sn_nid, n_planes)
+        md = space.metadata
+        self.ev_md = _PlaneTable(md.plane, md.key, np.arange(len(md)), n_planes).get(self.ev_plane, ev.metadata_id)
+        label = span_texts(self.buf, *md.name)
+        unnamed = np.flatnonzero((md.name[1] == md.name[0]) & (md.display_name[1] > md.display_name[0]))
+        if unnamed.size:
+            label = label.scatter(unnamed, span_texts(self.buf, md.display_name[0][unnamed], md.display_name[1][unnamed]))
+        self.md_label = label
+        self._ms_nid: np.ndarray | None = None
+        self._es_nid: np.ndarray | None = None
+
+    def nid(self, name: str) -> int:
+        i = self.name_index.get(name)
+        if i is None:
+            i = self.name_index[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+    def _lookup(self, plane: np.ndarray, sid: np.ndarray) -> np.ndarray:
+        """(plane, stat metadata id) -> name number, -1 where the plane has no such stat metadata."""
+        return self._stat_names.get(plane, sid)
+
+    def stat_nids(self, plane: np.ndarray, sid: np.ndarray) -> np.ndarray:
+        nid = self._lookup(plane, sid)
+        miss = np.flatnonzero(nid < 0)
+        if miss.size:
+            ids, inv = np.unique(sid[miss], return_inverse=True)
+            nid[miss] = np.array([self.nid(f"<stat {m}>") for m in ids.tolist()], np.int64)[inv]
+        return nid
+
+    def ref_names(self, plane: np.ndarray, raw: np.ndarray) -> pl.Series:
+        nid = self._lookup(plane, raw.view(np.int64))
+        out = pl.Series(self.names, dtype=pl.String).gather(np.maximum(nid, 0)) if self.names else _nulls(nid.size)
+        miss = np.flatnonzero(nid < 0)
+        if miss.size:
+            out = out.scatter(miss, [f"<ref {r}>" for r in raw[miss].tolist()])
+        return out
+
+    def event_names(self, idx: np.ndarray) -> pl.Series:
+        r = self.ev_md[idx]
+        has = r >= 0
+        out = self.md_label.gather(np.where(has, r, 0)) if self.md_label.len() else _nulls(idx.size)
+        if not has.all():
+            miss = np.flatnonzero(~has)
+            out = out.scatter(miss, [f"<event {m}>" for m in self.space.events.metadata_id[idx[miss]].tolist()])
+        return out
+
+    def merged(self, evs: np.ndarray, wanted: set[str] | None = None) -> _Merged:
+        """Stats of the events `evs` (sorted global event rows), only the `wanted` names if given."""
+        space = self.space
+        want = None if wanted is None else np.array(sorted(self.nid(w) for w in wanted), np.int64)
+        # the events' own stats
+        st = space.event_stats
+        if self._es_nid is None:
+            self._es_nid = self.stat_nids(self.ev_plane[st.owner], st.metadata_id).astype(np.int32) if len(st) else np.zeros(0, np.int32)
+        sel = np.zeros(len(space.events), bool)
+        sel[evs] = True
+        take = sel[st.owner] if len(st) else np.zeros(0, bool)
+        if want is not None:
+            wanted_name = np.zeros(len(self.names), bool)
+            wanted_name[want] = True
+            take &= wanted_name[self._es_nid]
+        r1 = np.flatnonzero(take)
+        del take
+        n1 = self._es_nid[r1]
+        # their metadata's stats, one copy per event
+        ms = space.metadata_stats
+        if self._ms_nid is None:
+            self._ms_nid = self.stat_nids(space.metadata.plane[ms.owner], ms.metadata_id) if len(ms) else np.zeros(0, np.int64)
+        mr = np.arange(len(ms)) if want is None else np.flatnonzero(np.isin(self._ms_nid, want))
+        owners = ms.owner[mr]
+        row = self.ev_md[evs]
+        lo = np.searchsorted(owners, row, "left")
+        cnt = np.where(row >= 0, np.searchsorted(owners, row, "right") - lo, 0)
+        total = int(cnt.sum())
+        start = np.cumsum(cnt) - cnt
+        r0 = mr[np.repeat(lo, cnt) + np.arange(total) - np.repeat(start, cnt)]
+        ev = np.concatenate([np.repeat(evs, cnt), st.owner[r1]])
+        nid = np.concatenate([self._ms_nid[r0], n1])
+        prio = np.concatenate([np.zeros(total, np.int64), np.ones(r1.size, np.int64)])
+        ordinal = np.concatenate([r0, r1])
+        cols = [np.concatenate([getattr(ms, c)[r0], getattr(st, c)[r1]]) for c in ("kind", "raw", "start")]
+        cols.append(payload_end(*cols))
+        order = np.lexsort((ordinal, prio, nid, ev))
+        ev, nid = ev[order], nid[order]
+        brk = np.flatnonzero((ev[1:] != ev[:-1]) | (nid[1:] != nid[:-1])) + 1
+        first = np.r_[0, brk] if ev.size else np.zeros(0, np.int64)
+        last = np.r_[brk - 1, ev.size - 1] if ev.size else np.zeros(0, np.int64)
+        # dict position: metadata keys first (in their order), then the event's new keys
+        pos = (prio[order][first] << 40) + ordinal[order][first]
+        win = order[last]
+        return _Merged(self, evs, ev[first], nid[first], *(c[win] for c in cols), pos)
+
+
+# --------------------------------------------------------------------------------------------
+# the conversion
+
+
+def _dims_of(details: str) -> tuple:
+    """Everything a kernel takes from its kernel_details string (once per distinct string)."""
+    det = parse_details(details)
+    gx, gy, gz = _dims(det.get("grid"))
+    bx, by, bz = _dims(det.get("block"))
+    regs = _int(det.get("regs"))
+    static_sh = _int(det.get("static_shared"))
+    dyn_sh = _int(det.get("dynamic_shared"))
+    shared = _int(det.get("shm")) if "shm" in det else _int(det.get("group_mem"))
+    dropped = 0
+    if regs is not None and not 0 <= regs <= _MAX_PLAUSIBLE_REGS:
+        regs, dropped = None, dropped + 1
+    for v in (static_sh, dyn_sh, shared):
+        if v is not None and not 0 <= v <= _MAX_PLAUSIBLE_SHARED:
+            static_sh = dyn_sh = shared = None
+            dropped += 1
+            break
+    if shared is None and static_sh is not None and dyn_sh is not None:
+        shared = static_sh + dyn_sh
+    occ = _float(det.get("occ_pct")) if det.get("occ_pct") not in (None, "", "0") else None
+    return (gx, gy, gz, bx, by, bz,
+            gx * (gy or 1) * (gz or 1) if gx is not None else None, bx * (by or 1) * (bz or 1) if bx is not None else None,
+            regs, shared, static_sh, dyn_sh, dropped, occ)
+
+
+_DIMS_SCHEMA = {c: pl.Int64 for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "grid_size", "block_size",
+                                       "registers_per_thread", "shared_mem_bytes", "static_shared_mem_bytes", "dynamic_shared_mem_bytes", "_dropped")}
+_DIMS_SCHEMA["_occ"] = pl.Float64
+
+
+def _context_id(v: Any) -> int | None:
+    # ROCm builds record the context as a string ("$3")
+    return _int(v.lstrip("$")) if isinstance(v, str) else None
+
+
+def _kernels(cv: _Conv, idx: np.ndarray, M: _Merged, t: dict, hlo: _HloIndex, dev_name: pl.Series, dev_id: tuple,
+             line_stream: tuple, op_line: np.ndarray) -> tuple[pl.DataFrame, int]:
+    """Kernel columns of the events `idx` (and how many implausible kernel_details were dropped)."""
+    n = idx.size
+    names = cv.event_names(idx)
+    det_v = M.get("kernel_details")
+    det = _per_unique(pl.select(pl.when(pl.Series(det_v.truthy())).then(det_v.strs()).otherwise(pl.lit(""))).to_series(),
+                      _dims_of, _DIMS_SCHEMA)
+    occ, occ_ok = M.get("theoretical_occupancy_pct").floats()
+    program, program_ok = M.get("program_id").ints()
+    module = M.get("hlo_module").strs()
+    if hlo.names:
+        known = np.flatnonzero(module.is_null().to_numpy() & program_ok & np.isin(program, list(hlo.names)))
+        if known.size:
+            module = module.scatter(known, [hlo.names[p] for p in program[known].tolist()])
+    op = M.get("hlo_op").strs()
+    op_name = pl.select(pl.when(op.is_not_null()).then(op).when(pl.Series(op_line)).then(names)).to_series()
+    ctx_v = M.get("context_id")
+    ctx, ctx_ok = ctx_v.ints(_context_id)
+    stream, stream_ok = M.get("stream").ints()
+    stream = np.where(stream_ok, stream, line_stream[0])
+    stream_ok = stream_ok | line_stream[1]
+    corr, corr_ok = M.get("correlation_id").ints()
+    flops, flops_ok = M.get("flops").floats()
+    acc, acc_ok = M.get("bytes_accessed").floats()
+    rd = np.zeros(n)
+    wr = np.zeros(n)
+    rd_ok = np.zeros(n, bool)
+    wr_ok = np.zeros(n, bool)
+    seen: dict = {}
+    for i, b in zip(*M.get("memory_access_breakdown").blobs()):
+        r = seen.get(b)
+        if r is None:
+            r = seen[b] = _memory_breakdown(b)
+        if r[0] is not None:
+            rd[i], rd_ok[i] = r[0], True
+        if r[1] is not None:
+            wr[i], wr_ok[i] = r[1], True
+    brk = rd_ok | wr_ok
+    dram = np.where(brk, np.where(rd_ok, rd, 0.0) + np.where(wr_ok, wr, 0.0), acc)
+    dram_ok = brk | acc_ok
+    nv, an = M.get("nvtx_range"), M.get("annotation")
+    nv_t, an_t = nv.truthy(), an.truthy()
+    nvtx = pl.select(pl.when(pl.Series(nv_t)).then(nv.strs()).when(pl.Series(an_t)).then(an.strs())).to_series()
+    occ_det = det["_occ"]
+    df = pl.DataFrame({
+        "device_name": dev_name, "device_id": _series(dev_id[0], dev_id[1], pl.Int64),
+        "name": names, "short_name": _unique_map(names, short_name, pl.String),
+        "op_name": op_name, "module": module, "category": M.get("hlo_category").strs(),
+        "context_id": _series(ctx, ctx_ok, pl.Int64), "stream": _series(stream, stream_ok, pl.Int64),
+        "correlation_id": _series(corr, corr_ok, pl.Int64),
+        "start_ns": t["start_ns"][idx], "end_ns": t["end_ns"][idx], "duration_ns": t["duration_ns"][idx],
+        **{c: det[c] for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "grid_size", "block_size",
+                               "registers_per_thread", "shared_mem_bytes", "static_shared_mem_bytes", "dynamic_shared_mem_bytes")},
+        "dram_read_bytes": _series(rd, rd_ok, pl.Float64), "dram_write_bytes": _series(wr, wr_ok, pl.Float64),
+        "dram_bytes": _series(dram, dram_ok, pl.Float64), "dram_bytes_method": _labels((brk, "cost-analysis:hbm-breakdown"), (acc_ok, "cost-analysis")),
+        "flops_total": _series(flops, flops_ok, pl.Float64),
+        "flops_method": _labels((flops_ok, "cost-analysis")),
+        "theoretical_occupancy_pct": pl.select(pl.when(pl.Series(occ_ok)).then(pl.Series(occ)).otherwise(occ_det)).to_series(),
+        "nvtx_range": nvtx,
+        "_program_id": _series(program, program_ok, pl.Int64),
+        "_start_rem_ps": t["start_rem_ps"][idx],
+    })
+    return df, int(det["_dropped"].fill_null(0).sum()) if n else 0
+
+
+def _metric_values(sv: str) -> tuple:
+    """(value, value_str, value_int) of a string-valued stat (once per distinct string)."""
+    try:
+        exact = int(sv) if sv.lstrip("-").isdigit() and -(2**63) <= int(sv) < 2**63 else None
+    except ValueError:  # digits int() does not take (superscripts)
+        exact = None
+    return (float(exact) if exact is not None else None, None if exact is not None else sv, exact)
+
+
+_METRIC_NUMERIC_TEXT = ("model_flops", "raw_bytes_accessed", "bytes_accessed", "flops")
+
+
+def _metrics(cv: _Conv, M: _Merged, kernel_ids: np.ndarray) -> pl.DataFrame | None:
+    """One row per non-column stat of each kernel, in the kernels' order and each stat dict's order.
+    `kernel_ids[i]` is the kernel_id of M.targets[i]."""
+    skip = np.array(sorted(cv.name_index[n] for n in (_CONSUMED | _INTERNAL_STATS) if n in cv.name_index), np.int64)
+    rows = np.flatnonzero(~np.isin(M.nid, skip) & (M.kind != KIND_BYTES))
+    if not rows.size:
+        return None
+    target = np.searchsorted(M.targets, M.ev[rows])
+    order = np.lexsort((M.pos[rows], target))
+    rows, target = rows[order], target[order]
+    names = pl.Series(cv.names, dtype=pl.String).gather(M.nid[rows])
+    kind, raw = M.kind[rows], M.raw[rows]
+    n = rows.size
+    # numbers: float(v), and v itself where it is an int64 integer
+    value = np.full(n, np.nan)
+    value_ok = np.zeros(n, bool)
+    exact = np.zeros(n, np.int64)
+    exact_ok = np.zeros(n, bool)
+    for k in (KIND_DOUBLE, KIND_UINT, KIND_INT):
+        r = np.flatnonzero(kind == k)
+        x = raw[r]
+        value[r] = x.view(np.float64) if k == KIND_DOUBLE else x.astype(np.float64) if k == KIND_UINT else x.view(np.int64).astype(np.float64)
+        value_ok[r] = True
+        if k != KIND_DOUBLE:
+            exact[r] = x.view(np.int64)
+            exact_ok[r] = x < np.uint64(1 << 63) if k == KIND_UINT else True
+    numeric = value_ok.copy()
+    # strings (str, ref; a stat with no value reads "None"): integers in them count, the rest is text
+    text = _nulls(n)
+    t = np.flatnonzero(~numeric)
+    if t.size:
+        tv = M.all(rows[t])
+        tt = tv.strs()
+        none = np.flatnonzero(tv.kind == KIND_NONE)
+        if none.size:
+            tt = tt.scatter(none, "None")
+        parsed = _per_unique(tt, _metric_values, {"v": pl.Float64, "s": pl.String, "i": pl.Int64})
+        v, vs, vi = parsed["v"], parsed["s"], parsed["i"]
+        floaty = names.gather(t).is_in(_METRIC_NUMERIC_TEXT).to_numpy() & v.is_null().to_numpy()
+        if floaty.any():  # these four read as floats even when not integers
+            as_float = _unique_map(tt.gather(np.flatnonzero(floaty)), _float, pl.Float64)
+            v = v.scatter(np.flatnonzero(floaty), as_float)
+            vs = pl.select(pl.when(v.is_null()).then(vs)).to_series()
+        value[t] = v.fill_null(np.nan).to_numpy()
+        value_ok[t] = v.is_not_null().to_numpy()
+        exact[t] = vi.fill_null(0).to_numpy()
+        exact_ok[t] = vi.is_not_null().to_numpy()
+        text = text.scatter(t, vs)
+    unit = pl.when(names.str.contains("bytes", literal=True)).then(pl.lit("byte")).when(names.str.contains("flops", literal=True)).then(pl.lit("flop")).otherwise(pl.lit(""))
+    df = pl.select(
+        kernel_id=pl.Series(kernel_ids[target], dtype=pl.Int64),
+        metric=names,
+        unit=pl.when(pl.Series(numeric)).then(unit).otherwise(pl.lit("")),
+        value=_series(value, value_ok, pl.Float64),
+        value_str=text,
+        kind=pl.when(text.is_not_null()).then(pl.lit("launch")).otherwise(pl.lit("metric")),
+        value_int=_series(exact, exact_ok, pl.Int64),
+    )
+    from profaudit.schema import METRICS
+
+    return df if "value_int" in METRICS.names else df.drop("value_int")
+
+
+def _first_numeric(M: _Merged) -> tuple[np.ndarray, np.ndarray]:
+    """Per target: the first numeric stat in dict order, as a float."""
+    n = M.targets.size
+    out, ok = np.zeros(n), np.zeros(n, bool)
+    rows = np.flatnonzero(np.isin(M.kind, (KIND_DOUBLE, KIND_UINT, KIND_INT)))
+    if rows.size:
+        target = np.searchsorted(M.targets, M.ev[rows])
+        rows = rows[np.lexsort((M.pos[rows], target))]
+        target = np.searchsorted(M.targets, M.ev[rows])
+        firsts = np.r_[True, target[1:] != target[:-1]]
+        f, _ = M.all(rows[firsts]).floats()
+        out[target[firsts]], ok[target[firsts]] = f, True
+    return out, ok
+
+
+def _host_kinds(names: pl.Series, has: dict[str, np.ndarray]) -> pl.Series:
+    corr = pl.Series(has["correlation_id"])
+    return pl.select(
+        pl.when(pl.Series(has["step_num"])).then(pl.lit("step"))
+        .when(names.str.starts_with("$")).then(pl.lit("python_function"))
+        .when(corr & names.str.starts_with("hip")).then(pl.lit("hip_runtime"))
+        .when(corr & names.str.starts_with("cuda")).then(pl.lit("cuda_runtime"))
+        .when(corr & names.str.starts_with("cu")).then(pl.lit("cuda_driver"))
+        .when(corr).then(pl.lit("launch_api"))
+        .when(names.str.starts_with("XlaModule:") | pl.Series(has["hlo_module"] & ~has["hlo_op"])).then(pl.lit("xla_module"))
+        .otherwise(pl.lit("host"))
+    ).to_series()
+
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _times(space: XSpace) -> dict[str, np.ndarray]:
+    """Exact event times: start = line.timestamp_ns * 1000 + offset_ps, in integer picoseconds that
+    overflow int64 on epoch time bases, so kept as (floor ns, ps remainder) pairs."""
+    ev = space.events
+    ts = np.array([l.timestamp_ns for l in space.lines], np.int64)[ev.line] if len(ev) else np.zeros(0, np.int64)
+    q1, r1 = np.divmod(ev.offset_ps, _PICO)
+    q2, r2 = np.divmod(ev.duration_ps, _PICO)
+    # nesting compares offsets within a line; an end past int64 (a 106-day event) saturates
+    end_rel = ev.offset_ps + ev.duration_ps
+    over = (ev.duration_ps > 0) & (end_rel < ev.offset_ps)
+    return {"start_ns": ts + q1, "start_rem_ps": r1, "end_ns": ts + q1 + q2 + (r1 + r2) // _PICO,
+            "duration_ns": ev.duration_ps / _PICO, "end_rel_ps": np.where(over, _INT64_MAX, end_rel)}
+
+
 def space_to_tables(space: XSpace, path: Path | str = "") -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
-    """Turn a decoded XSpace into profaudit tables and run metadata."""
+    """Turn a decoded XSpace into profaudit tables and run metadata, column-wise: every step below
+    is a numpy/polars operation over all events of a kind, Python only per line, plane or distinct
+    string."""
     hlo = _HloIndex(space)
     md: dict[str, Any] = {}
     host_md_plane = space.plane("/host:metadata")
     host_md = host_md_plane.stats if host_md_plane else {}
     task_plane = space.plane("Task Environment")
     task = task_plane.stats if task_plane else {}
+    cv = _Conv(space)
+    ev = space.events
+    t = _times(space)
 
-    kernels: list[dict] = []
-    kernel_metrics: list[tuple[int, str, str, float | None, str | None]] = []  # (row idx, metric, unit, value, str)
-    transfers: list[dict] = []
-    ranges: list[dict] = []
-    counters: list[dict] = []
+    # ---- per plane and per line (Python: a few hundred of them)
     devices: list[dict] = []
-    dropped_details = 0
-    aggregated = 0
     plane_summary: dict[str, int] = {}
-    device_events = 0
-
-    def add_metrics(idx: int, stats: dict) -> None:
-        for k, v in stats.items():
-            if k in _CONSUMED or k in _INTERNAL_STATS:
-                continue
-            if isinstance(v, (bytes, bytearray)):
-                continue
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                unit = "byte" if "bytes" in k else "flop" if "flops" in k else ""
-                exact = v if isinstance(v, int) and -(2**63) <= v < 2**63 else None
-                kernel_metrics.append((idx, k, unit, float(v), None, exact))
-            else:
-                sv = str(v)
-                # ids recorded as strings (ROCm builds) are still integers
-                exact = int(sv) if sv.lstrip("-").isdigit() and -(2**63) <= int(sv) < 2**63 else None
-                num = float(exact) if exact is not None else (_float(sv) if k in ("model_flops", "raw_bytes_accessed", "bytes_accessed", "flops") else None)
-                kernel_metrics.append((idx, k, "", num, None if num is not None else sv, exact))
-
-    # ---- device planes
     device_planes = [p for p in space.planes if p.name.startswith("/device:")]
-    for plane in device_planes:
-        vp = _Plane(plane)
-        pstats = plane.stats
-        dev = describe_device(plane, pstats)
-        devices.append({**dev, "events": plane.event_count()})
-        dev_id = dev["device_id"]
-        dev_name = dev["device_name"]
-        plane_summary[plane.name] = plane.event_count()
-        stream_lines = [l for l in plane.lines if _STREAM_RE.match(l.name)]
-        first_kernel = len(kernels)
-        op_lines_are_kernels = not stream_lines
-        module_spans: list[tuple[int, int, str, int | None]] = []
-        for line in plane.lines:
-            base_ps = line.timestamp_ns * _PICO
-            lname = line.name or line.display_name
-            is_stream = line in stream_lines
-            sm = _STREAM_RE.match(lname)
-            line_stream = int(sm.group(1)) if sm else None
-            if is_stream or (op_lines_are_kernels and lname in _OP_LINES):
-                kind = "stream" if is_stream else "ops"
-            elif lname in _COUNTER_LINES:
-                kind = "counters"
-            else:
-                kind = "range"
-            rkind = _RANGE_KIND_BY_LINE.get(lname, "device")
-            starts: list[int] = []
-            ends: list[int] = []
-            first_range = len(ranges)
-            for mid, off, dur, raw in zip(line.metadata_ids, line.offsets_ps, line.durations_ps, line.stats):
-                if off is None:
-                    aggregated += 1
-                    continue
-                device_events += 1
-                start_ps = base_ps + off
-                end_ps = start_ps + dur
-                name = vp.md_name(mid)
-                if kind == "counters":
-                    st = vp.stats(mid, raw)
-                    val = None
-                    for key in ("counter_value", "Scaled Value", "Raw Value", "value"):
-                        if key in st:
-                            val = _float(st[key])
-                            break
-                    if val is None:
-                        val = next((float(v) for v in st.values() if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
-                    counters.append({"counter": name, "raw_name": name, "unit": "", "timestamp_ns": start_ps // _PICO, "value": val, "device_id": dev_id})
-                    continue
-                if kind == "range":
-                    if rkind == "xla_module":
-                        m = _MODULE_EVENT_RE.match(name)
-                        module_spans.append((start_ps, end_ps, m.group(1) if m else name, int(m.group(2)) if m else None))
-                    ranges.append({
-                        "kind": rkind, "name": name, "domain": lname, "device_id": dev_id, "stream": line_stream,
-                        "start_ns": start_ps // _PICO, "end_ns": end_ps // _PICO, "duration_ns": dur / _PICO,
-                    })
-                    starts.append(start_ps)
-                    ends.append(end_ps)
-                    continue
-                st = vp.stats(mid, raw)
-                details_raw = st.get("memcpy_details") or st.get("Memset_details")
-                if kind == "stream" and (details_raw is not None or _TRANSFER_NAMES.match(name)):
-                    det = parse_details(str(details_raw or ""))
-                    nbytes = _float(det.get("size"))
-                    dur_ns = dur / _PICO
-                    is_memset = "Memset_details" in st or name.lower().startswith(("memset", "fillbuffer"))
-                    transfers.append({
-                        "kind": "memset" if is_memset else "memcpy",
-                        "direction": None if is_memset else _transfer_direction(name, det),
-                        "src_kind": det.get("kind_src"), "dst_kind": det.get("kind_dst"),
-                        "name": name, "bytes": nbytes,
-                        "start_ns": start_ps // _PICO, "end_ns": end_ps // _PICO, "duration_ns": dur_ns,
-                        "throughput_bytes_per_s": (nbytes / (dur_ns * 1e-9)) if nbytes is not None and dur_ns > 0 else None,
-                        "device_id": dev_id, "stream": _int(st.get("stream")) if st.get("stream") is not None else line_stream,
-                        "correlation_id": _int(st.get("correlation_id")),
-                    })
-                    continue
-                row, dropped = _kernel_row(name, st, start_ps, end_ps, dur, dev_name, dev_id, line_stream, hlo, op_line=kind == "ops")
-                dropped_details += dropped
-                row["_line_kind"] = kind
-                kernels.append(row)
-                add_metrics(len(kernels) - 1, st)
-            if starts:
-                depth, parent = _nest(starts, ends)
-                for j, (d, pidx) in enumerate(zip(depth, parent)):
-                    ranges[first_range + j]["depth"] = d
-                    ranges[first_range + j]["_parent_local"] = None if pidx is None else first_range + pidx
-        # TPU ops name no module: take the enclosing XLA Modules event on the same plane
-        if module_spans:
-            module_spans.sort()
-            import bisect
-
-            starts_only = [s for s, _, _, _ in module_spans]
-            for row in kernels[first_kernel:]:
-                if row.get("module") is not None or row.get("_line_kind") != "ops":
-                    continue
-                s_ps = row["_start_ps"]
-                i = bisect.bisect_right(starts_only, s_ps) - 1
-                if i >= 0 and module_spans[i][1] >= s_ps:
-                    row["module"] = module_spans[i][2]
-                    if row.get("_program_id") is None:
-                        row["_program_id"] = module_spans[i][3]
-        for row in kernels[first_kernel:]:
-            if row.get("category") is None:
-                ins = hlo.instruction(row.get("_program_id"), row.get("module"), row.get("op_name"))
-                if ins is not None:
-                    row["category"] = ins.category
-                    row["_category_origin"] = "hlo-proto"
-
-    # ---- host planes
-    process_id = _int(host_md.get("process_id"))
     host_planes = [p for p in space.planes if not p.name.startswith("/device:") and p.name not in _SKIP_PLANES]
-    cpu_kernel_count = 0
-    for plane in host_planes:
-        vp = _Plane(plane)
-        pstats = plane.stats
-        pid = _int(pstats.get("process_id")) or process_id
+    n_lines = len(space.lines)
+    # line role: 0 not read, 1 device kernel line (stream / ops), 2 device counters, 3 device ranges, 4 host
+    role = np.zeros(n_lines, np.int64)
+    is_stream = np.zeros(n_lines, bool)
+    is_ops = np.zeros(n_lines, bool)
+    line_stream = np.zeros(n_lines, np.int64)
+    line_stream_ok = np.zeros(n_lines, bool)
+    line_domain = [""] * n_lines
+    line_rkind = [""] * n_lines
+    plane_dev_id = np.zeros(len(space.planes), np.int64)
+    plane_dev_name = [""] * len(space.planes)
+    plane_pid = np.zeros(len(space.planes), np.int64)
+    plane_pid_ok = np.zeros(len(space.planes), bool)
+    for plane in device_planes:
+        dev = describe_device(plane, plane.stats)
+        devices.append({**dev, "events": plane.event_count()})
         plane_summary[plane.name] = plane.event_count()
+        plane_dev_id[plane.index], plane_dev_name[plane.index] = dev["device_id"], dev["device_name"]
+        op_lines_are_kernels = not any(_STREAM_RE.match(l.name) for l in plane.lines)
         for line in plane.lines:
-            base_ps = line.timestamp_ns * _PICO
+            i = line.index
             lname = line.name or line.display_name
-            tid = line.id
-            starts: list[int] = []
-            ends: list[int] = []
-            first_range = len(ranges)
-            for mid, off, dur, raw in zip(line.metadata_ids, line.offsets_ps, line.durations_ps, line.stats):
-                if off is None:
-                    aggregated += 1
-                    continue
-                start_ps = base_ps + off
-                end_ps = start_ps + dur
-                name = vp.md_name(mid)
-                st = vp.stats(mid, raw)
-                if name in ("MemoryAllocation", "MemoryDeallocation") and "bytes_allocated" in st:
-                    alloc = str(st.get("allocator_name") or "")
-                    m = re.match(r"^GPU_(\d+)_", alloc)
-                    counters.append({
-                        "counter": "memory_used_bytes", "raw_name": f"{alloc}:bytes_allocated" if alloc else "bytes_allocated",
-                        "unit": "byte", "timestamp_ns": start_ps // _PICO, "value": _float(st.get("bytes_allocated")),
-                        "device_id": int(m.group(1)) if m else None,
-                    })
-                    continue
-                if device_events == 0 and "hlo_op" in st and "correlation_id" not in st:
-                    # XLA:CPU runs the compiled program's thunks on host threads: these are the ops
-                    row, _ = _kernel_row(name, st, start_ps, end_ps, dur, "CPU", _int(st.get("device_ordinal")), None, hlo, op_line=False)
-                    row["process_id"] = pid
-                    row["_line_kind"] = "cpu"
-                    kernels.append(row)
-                    add_metrics(len(kernels) - 1, st)
-                    cpu_kernel_count += 1
-                    continue
-                ranges.append({
-                    "kind": _host_range_kind(name, st, lname), "name": name, "domain": plane.name,
-                    "process_id": pid, "thread_id": tid,
-                    "start_ns": start_ps // _PICO, "end_ns": end_ps // _PICO, "duration_ns": dur / _PICO,
-                    "correlation_id": _int(st.get("correlation_id")),
-                })
-                starts.append(start_ps)
-                ends.append(end_ps)
-            if starts:
-                depth, parent = _nest(starts, ends)
-                for j, (d, pidx) in enumerate(zip(depth, parent)):
-                    ranges[first_range + j]["depth"] = d
-                    ranges[first_range + j]["_parent_local"] = None if pidx is None else first_range + pidx
-    if cpu_kernel_count:
-        devices.append({"plane": "/host:CPU", "device_id": 0, "kind": "CPU", "device_name": "CPU",
-                        "device_name_origin": "XLA:CPU ops on host threads", "events": cpu_kernel_count,
-                        "cpu_version": host_md.get("cpu_version")})
+            sm = _STREAM_RE.match(lname)
+            if sm:
+                line_stream[i], line_stream_ok[i] = int(sm.group(1)), True
+            is_stream[i] = bool(_STREAM_RE.match(line.name))
+            is_ops[i] = not is_stream[i] and op_lines_are_kernels and lname in _OP_LINES
+            role[i] = 1 if is_stream[i] or is_ops[i] else 2 if lname in _COUNTER_LINES else 3
+            line_domain[i] = lname
+            line_rkind[i] = _RANGE_KIND_BY_LINE.get(lname, "device")
+    process_id = _int(host_md.get("process_id"))
+    for plane in host_planes:
+        plane_summary[plane.name] = plane.event_count()
+        pid = _int(plane.stats.get("process_id")) or process_id
+        if pid is not None:
+            plane_pid[plane.index], plane_pid_ok[plane.index] = pid, True
+        for line in plane.lines:
+            role[line.index] = 4
+            line_domain[line.index] = plane.name
+
+    ev_role = role[ev.line] if len(ev) else np.zeros(0, np.int64)
+    aggregated = int((ev.aggregated & (ev_role > 0)).sum())
+    live = ~ev.aggregated & (ev_role > 0)
+    device_events = int((live & (ev_role < 4)).sum())
+    domain_s = pl.Series(line_domain, dtype=pl.String)
+    rkind_s = pl.Series(line_rkind, dtype=pl.String)
+
+    def dev_cols(idx: np.ndarray) -> tuple[pl.Series, tuple]:
+        p = cv.ev_plane[idx]
+        return pl.Series(plane_dev_name, dtype=pl.String).gather(p), (plane_dev_id[p], np.ones(idx.size, bool))
+
+    kernel_parts: list[pl.DataFrame] = []
+    metric_parts: list[_Merged] = []  # the merged stats of each kernel part, for its metrics
+    counter_parts: list[pl.DataFrame] = []
+    range_parts: list[pl.DataFrame] = []
+    dropped_details = 0
+
+    # ---- device counter lines
+    ci = np.flatnonzero(live & (ev_role == 2))
+    if ci.size:
+        M = cv.merged(ci)
+        val, ok = np.zeros(ci.size), np.zeros(ci.size, bool)
+        decided = np.zeros(ci.size, bool)
+        for key in ("counter_value", "Scaled Value", "Raw Value", "value"):
+            v = M.get(key)
+            f, fok = v.floats()
+            take = v.present & ~decided
+            val[take], ok[take] = f[take], fok[take]
+            decided |= take
+        f, fok = _first_numeric(M)
+        val, ok = np.where(ok, val, f), ok | fok
+        names = cv.event_names(ci)
+        counter_parts.append(pl.DataFrame({
+            "counter": names, "raw_name": names, "unit": pl.Series([""] * ci.size, dtype=pl.String),
+            "timestamp_ns": t["start_ns"][ci], "value": _series(val, ok, pl.Float64),
+            "device_id": _series(*dev_cols(ci)[1], pl.Int64), "_order": ci}))
+
+    # ---- device range lines (and the module spans TPU ops are placed in)
+    ri = np.flatnonzero(live & (ev_role == 3))
+    module_spans = None
+    if ri.size:
+        names = cv.event_names(ri)
+        lines = ev.line[ri]
+        range_parts.append(pl.DataFrame({
+            "kind": rkind_s.gather(lines), "name": names, "domain": domain_s.gather(lines),
+            "device_id": _series(*dev_cols(ri)[1], pl.Int64), "stream": _series(line_stream[lines], line_stream_ok[lines], pl.Int64),
+            "_ev": ri}))
+        mod = np.flatnonzero((rkind_s.gather(lines) == "xla_module").to_numpy())
+        if mod.size:
+            parts = _per_unique(names.gather(mod), _module_event, {"m": pl.String, "pid": pl.Int64})
+            me = ri[mod]
+            module_spans = pl.DataFrame({"plane": cv.ev_plane[me], "s_ns": t["start_ns"][me], "s_rem": t["start_rem_ps"][me],
+                                         "e_ns": t["end_ns"][me], "e_rem": (t["start_rem_ps"][me] + ev.duration_ps[me]) % _PICO,
+                                         "module": parts["m"], "pid": parts["pid"]})
+
+    # ---- device kernel lines: kernels and transfers
+    ki = np.flatnonzero(live & (ev_role == 1))
+    transfer_df = None
+    if ki.size:
+        M = cv.merged(ki, {"memcpy_details", "Memset_details", "stream", "correlation_id"})
+        names = cv.event_names(ki)
+        stream_line = is_stream[ev.line[ki]]
+        cp, ms = M.get("memcpy_details"), M.get("Memset_details")
+        cp_t, ms_t = cp.truthy(), ms.truthy()
+        by_name = _per_unique(names, lambda n: (bool(_TRANSFER_NAMES.match(n)), n.lower().startswith(("memset", "fillbuffer"))),
+                              {"copy": pl.Boolean, "set": pl.Boolean})
+        xfer = stream_line & (cp_t | ms.has_value | by_name["copy"].to_numpy())
+        x = np.flatnonzero(xfer)
+        if x.size:
+            xi = ki[x]
+            details = pl.select(pl.when(pl.Series(cp_t)).then(cp.strs()).when(pl.Series(ms_t)).then(ms.strs()).otherwise(pl.lit(""))).to_series().gather(x)
+            memset = (ms.present | by_name["set"].to_numpy())[x]
+            xn = names.gather(x)
+            keyed = pl.DataFrame({"n": xn, "d": details}).select(pl.concat_str("n", "d", separator="\x00")).to_series()
+            facts = _per_unique(keyed, _transfer_facts, {"size": pl.Float64, "src": pl.String, "dst": pl.String, "dir": pl.String})
+            st_v = M.get("stream")
+            stv, stv_ok = st_v.ints()
+            has_st = st_v.has_value
+            lines = ev.line[xi]
+            stream = np.where(has_st[x], stv[x], line_stream[lines])
+            stream_ok = np.where(has_st[x], stv_ok[x], line_stream_ok[lines])
+            corr, corr_ok = M.get("correlation_id").ints()
+            dur_ns = t["duration_ns"][xi]
+            size = facts["size"]
+            transfer_df = pl.DataFrame({
+                "kind": _labels((memset, "memset"), (~memset, "memcpy")),
+                "direction": pl.select(pl.when(pl.Series(memset)).then(None).otherwise(facts["dir"])).to_series(),
+                "src_kind": facts["src"], "dst_kind": facts["dst"], "name": xn, "bytes": size,
+                "start_ns": t["start_ns"][xi], "end_ns": t["end_ns"][xi], "duration_ns": dur_ns,
+                "throughput_bytes_per_s": pl.select(pl.when(size.is_not_null() & pl.Series(dur_ns > 0)).then(size / (pl.Series(dur_ns) * 1e-9))).to_series(),
+                "device_id": _series(plane_dev_id[cv.ev_plane[xi]], None, pl.Int64), "stream": _series(stream, stream_ok, pl.Int64),
+                "correlation_id": _series(corr[x], corr_ok[x], pl.Int64),
+            })
+        k = np.flatnonzero(~xfer)
+        if k.size:
+            kk = ki[k]
+            Mk = cv.merged(kk)
+            lines = ev.line[kk]
+            name_s, dev_id = dev_cols(kk)
+            df, dropped = _kernels(cv, kk, Mk, t, hlo, name_s, dev_id, (line_stream[lines], line_stream_ok[lines]), is_ops[lines])
+            dropped_details += dropped
+            df = df.with_columns(pl.Series("_ops", is_ops[lines]), pl.Series("_plane", cv.ev_plane[kk]), pl.Series("_ev", kk))
+            if module_spans is not None:
+                df = _place_in_modules(df, module_spans)
+            df = _hlo_categories(df, hlo)
+            kernel_parts.append(df)
+            metric_parts.append(Mk)
+
+    # ---- host planes: allocator counters, XLA:CPU ops, ranges
+    hi = np.flatnonzero(live & (ev_role == 4))
+    cpu_kernel_count = 0
+    if hi.size:
+        wanted = {"bytes_allocated", "allocator_name", "hlo_op", "correlation_id", "step_num", "hlo_module"}
+        M = cv.merged(hi, wanted)
+        names = cv.event_names(hi)
+        got = {w: M.get(w) for w in wanted}
+        has = {w: v.present for w, v in got.items()}
+        is_mem = names.is_in(["MemoryAllocation", "MemoryDeallocation"]).to_numpy() & has["bytes_allocated"]
+        is_cpu = ~is_mem & has["hlo_op"] & ~has["correlation_id"] if device_events == 0 else np.zeros(hi.size, bool)
+        m = np.flatnonzero(is_mem)
+        if m.size:
+            av = got["allocator_name"]
+            alloc = pl.select(pl.when(pl.Series(av.truthy())).then(av.strs()).otherwise(pl.lit(""))).to_series().gather(m)
+            gpu = _unique_map(alloc, _allocator_gpu, pl.Int64)
+            val, ok = got["bytes_allocated"].floats()
+            counter_parts.append(pl.DataFrame({
+                "counter": pl.Series(["memory_used_bytes"] * m.size, dtype=pl.String),
+                "raw_name": pl.select(pl.when(alloc != "").then(alloc + ":bytes_allocated").otherwise(pl.lit("bytes_allocated"))).to_series(),
+                "unit": pl.Series(["byte"] * m.size, dtype=pl.String), "timestamp_ns": t["start_ns"][hi[m]],
+                "value": _series(val[m], ok[m], pl.Float64), "device_id": gpu, "_order": hi[m] + len(ev)}))
+        c = np.flatnonzero(is_cpu)
+        if c.size:
+            cpu_kernel_count = int(c.size)
+            cc = hi[c]
+            Mc = cv.merged(cc)
+            ordv, ordok = Mc.get("device_ordinal").ints()
+            df, _ = _kernels(cv, cc, Mc, t, hlo, pl.Series(["CPU"] * c.size, dtype=pl.String), (ordv, ordok),
+                             (np.zeros(c.size, np.int64), np.zeros(c.size, bool)), np.zeros(c.size, bool))
+            p = cv.ev_plane[cc]
+            kernel_parts.append(df.with_columns(process_id=_series(plane_pid[p], plane_pid_ok[p], pl.Int64), _ev=pl.Series(cc)))
+            metric_parts.append(Mc)
+        r = np.flatnonzero(~is_mem & ~is_cpu)
+        if r.size:
+            rr = hi[r]
+            p = cv.ev_plane[rr]
+            corr, corr_ok = got["correlation_id"].ints()
+            range_parts.append(pl.DataFrame({
+                "kind": _host_kinds(names, has).gather(r), "name": names.gather(r), "domain": domain_s.gather(ev.line[rr]),
+                "process_id": _series(plane_pid[p], plane_pid_ok[p], pl.Int64),
+                "thread_id": pl.Series([l.id for l in space.lines], dtype=pl.Int64).gather(ev.line[rr]),
+                "correlation_id": _series(corr[r], corr_ok[r], pl.Int64), "_ev": rr}))
+        del M, names, got, has  # the largest temporaries: gone before the tables are assembled
 
     # ---- frames
-    tables: dict[str, pl.DataFrame] = {}
-    tables["kernels"], kernel_order = _kernels_frame(kernels)
-    tables["metrics"] = _metrics_frame(kernel_metrics, kernel_order)
-    tables["transfers"] = _frame(transfers, "transfer_id")
-    tables["ranges"] = _ranges_frame(ranges)
-    tables["counters"] = pl.DataFrame(counters, schema_overrides={"value": pl.Float64}, strict=False) if counters else None
+    tables: dict[str, pl.DataFrame | None] = {}
+    tables["kernels"], kernel_ids = _kernels_frame(kernel_parts)
+    bounds = np.cumsum([0] + [part.height for part in kernel_parts])
+    mparts = [_metrics(cv, Mx, kernel_ids[lo:hi]) for Mx, lo, hi in zip(metric_parts, bounds[:-1], bounds[1:])]
+    mparts = [m for m in mparts if m is not None]
+    tables["metrics"] = pl.concat(mparts) if mparts else None
+    tables["transfers"] = _transfers_frame(transfer_df)
+    tables["ranges"] = _ranges_frame(range_parts, ev, t)
+    tables["counters"] = pl.concat(counter_parts, how="diagonal_relaxed").sort("_order").drop("_order") if counter_parts else None
 
     # ---- metadata
     jax_v = host_md.get("jax_version")
@@ -707,6 +1302,10 @@ def space_to_tables(space: XSpace, path: Path | str = "") -> tuple[dict[str, pl.
     if jax_v:
         md["tool_version"] = str(jax_v)
         md["jaxlib_version"] = host_md.get("jaxlib_version")
+    if cpu_kernel_count:
+        devices.append({"plane": "/host:CPU", "device_id": 0, "kind": "CPU", "device_name": "CPU",
+                        "device_name_origin": "XLA:CPU ops on host threads", "events": cpu_kernel_count,
+                        "cpu_version": host_md.get("cpu_version")})
     with_events = [d for d in devices if d.get("events")]
     primary = with_events[0] if with_events else (devices[0] if devices else None)
     if primary:
@@ -754,128 +1353,104 @@ def space_to_tables(space: XSpace, path: Path | str = "") -> tuple[dict[str, pl.
     return tables, md
 
 
-def _kernel_row(name: str, st: dict, start_ps: int, end_ps: int, dur_ps: int, dev_name: str, dev_id, line_stream, hlo: _HloIndex, *, op_line: bool) -> tuple[dict, int]:
-    dropped = 0
-    det = parse_details(str(st.get("kernel_details") or ""))
-    gx, gy, gz = _dims(det.get("grid"))
-    bx, by, bz = _dims(det.get("block"))
-    regs = _int(det.get("regs"))
-    static_sh = _int(det.get("static_shared"))
-    dyn_sh = _int(det.get("dynamic_shared"))
-    shared = _int(det.get("shm")) if "shm" in det else _int(det.get("group_mem"))
-    if regs is not None and not 0 <= regs <= _MAX_PLAUSIBLE_REGS:
-        regs, dropped = None, dropped + 1
-    for v in (static_sh, dyn_sh, shared):
-        if v is not None and not 0 <= v <= _MAX_PLAUSIBLE_SHARED:
-            static_sh = dyn_sh = shared = None
-            dropped += 1
-            break
-    if shared is None and static_sh is not None and dyn_sh is not None:
-        shared = static_sh + dyn_sh
-    occ = _float(st.get("theoretical_occupancy_pct"))
-    if occ is None and det.get("occ_pct") not in (None, "", "0"):
-        occ = _float(det.get("occ_pct"))
-    program_id = _int(st.get("program_id"))
-    module = st.get("hlo_module")
-    if module is None and program_id is not None and program_id in hlo.names:
-        module = hlo.names[program_id]
-    op = st.get("hlo_op")
-    flops = _float(st.get("flops"))
-    bytes_acc = _float(st.get("bytes_accessed"))
-    rd, wr = _memory_breakdown(st.get("memory_access_breakdown"))
-    if rd is not None or wr is not None:
-        dram, dmethod = (rd or 0.0) + (wr or 0.0), "cost-analysis:hbm-breakdown"
-    elif bytes_acc is not None:
-        dram, dmethod = bytes_acc, "cost-analysis"
-    else:
-        dram, dmethod = None, None
-    stream = _int(st.get("stream"))
-    ctx = st.get("context_id")
-    if isinstance(ctx, str):
-        ctx = _int(ctx.lstrip("$"))
-    row = {
-        "device_name": dev_name, "device_id": dev_id,
-        "name": name, "short_name": short_name(name),
-        "op_name": str(op) if op is not None else (name if op_line else None),
-        "module": str(module) if module is not None else None,
-        "category": str(st["hlo_category"]) if st.get("hlo_category") is not None else None,
-        "context_id": ctx, "stream": stream if stream is not None else line_stream,
-        "correlation_id": _int(st.get("correlation_id")),
-        "start_ns": start_ps // _PICO, "end_ns": end_ps // _PICO, "duration_ns": dur_ps / _PICO,
-        "grid_x": gx, "grid_y": gy, "grid_z": gz, "block_x": bx, "block_y": by, "block_z": bz,
-        "grid_size": gx * (gy or 1) * (gz or 1) if gx is not None else None,
-        "block_size": bx * (by or 1) * (bz or 1) if bx is not None else None,
-        "registers_per_thread": regs, "shared_mem_bytes": shared,
-        "static_shared_mem_bytes": static_sh, "dynamic_shared_mem_bytes": dyn_sh,
-        "dram_read_bytes": rd, "dram_write_bytes": wr, "dram_bytes": dram, "dram_bytes_method": dmethod,
-        "flops_total": flops, "flops_method": "cost-analysis" if flops is not None else None,
-        "theoretical_occupancy_pct": occ,
-        "nvtx_range": str(st.get("nvtx_range") or st.get("annotation")) if (st.get("nvtx_range") or st.get("annotation")) else None,
-        "_start_ps": start_ps, "_program_id": program_id,
-    }
-    return row, dropped
+def _allocator_gpu(alloc: str) -> int | None:
+    m = _ALLOCATOR_GPU.match(alloc)
+    return int(m.group(1)) if m else None
 
 
-_KERNEL_SCHEMA_OVERRIDES = {
-    "dram_read_bytes": pl.Float64, "dram_write_bytes": pl.Float64, "dram_bytes": pl.Float64,
-    "flops_total": pl.Float64, "theoretical_occupancy_pct": pl.Float64, "duration_ns": pl.Float64,
-    "device_id": pl.Int64, "context_id": pl.Int64, "stream": pl.Int64, "correlation_id": pl.Int64,
-    "start_ns": pl.Int64, "end_ns": pl.Int64, "process_id": pl.Int64,
-}
+def _module_event(name: str) -> tuple:
+    m = _MODULE_EVENT_RE.match(name)
+    return (m.group(1), int(m.group(2))) if m else (name, None)
 
 
-def _kernels_frame(rows: list[dict]) -> tuple[pl.DataFrame | None, list[int]]:
-    if not rows:
-        return None, []
-    order = sorted(range(len(rows)), key=lambda i: (rows[i]["_start_ps"], rows[i].get("device_id") or 0, i))
-    keep = [k for k in rows[0] if not k.startswith("_")] + (["process_id"] if any("process_id" in r for r in rows) else [])
-    cols = {k: [rows[i].get(k) for i in order] for k in dict.fromkeys(keep)}
-    df = pl.DataFrame(cols, schema_overrides={k: v for k, v in _KERNEL_SCHEMA_OVERRIDES.items() if k in cols}, strict=False)
+def _transfer_facts(key: str) -> tuple:
+    name, details = key.split("\x00", 1)
+    det = parse_details(details)
+    return _float(det.get("size")), det.get("kind_src"), det.get("kind_dst"), _transfer_direction(name, det)
+
+
+def _place_in_modules(df: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
+    """TPU ops name no module: take the enclosing XLA Modules event of the same plane (the last one
+    starting at or before the op, if it has not ended before the op starts)."""
+    todo = df["module"].is_null() & df["_ops"]
+    if not todo.any():
+        return df
+
+    def ps(ns: str, rem: str) -> pl.Expr:  # exact picoseconds (past int64 on epoch time bases)
+        return pl.col(ns).cast(pl.Int128) * _PICO + pl.col(rem)
+
+    # among spans starting together the last in (end, module, program) order wins, as in a sorted list
+    spans = spans.with_columns(_s=ps("s_ns", "s_rem"), _e=ps("e_ns", "e_rem")).rename({"plane": "_plane"}).sort(
+        ["_plane", "_s", "_e", "module", "pid"], nulls_last=False)
+    ops = df.with_row_index("_row").filter(todo).select("_row", "_plane", _s=ps("start_ns", "_start_rem_ps")).sort("_plane", "_s")
+    hit = ops.join_asof(spans.select("_plane", "_s", "_e", "module", "pid"), on="_s", by="_plane", strategy="backward", check_sortedness=False)
+    hit = hit.filter(pl.col("_e") >= pl.col("_s")).select("_row", pl.col("module").alias("_m"), pl.col("pid").alias("_pid"))
+    df = df.with_row_index("_row").join(hit, on="_row", how="left", maintain_order="left")
+    return df.with_columns(
+        module=pl.coalesce("module", "_m"),
+        _program_id=pl.when(pl.col("_m").is_not_null()).then(pl.coalesce("_program_id", "_pid")).otherwise(pl.col("_program_id")),
+    ).drop("_row", "_m", "_pid")
+
+
+def _hlo_categories(df: pl.DataFrame, hlo: _HloIndex) -> pl.DataFrame:
+    """Category from the module's HloProto where XLA recorded none on the event."""
+    todo = df.select(pl.col("category").is_null() & pl.col("op_name").is_not_null()).to_series()
+    if not hlo.has_protos or not todo.any():
+        return df
+    keys = df.filter(todo).select("_program_id", "module", "op_name").unique()
+    found = []
+    for pid, module, op in keys.iter_rows():
+        ins = hlo.instruction(pid, module, op)
+        if ins is not None:
+            found.append((pid, module, op, ins.category))
+    if not found:
+        return df
+    table = pl.DataFrame(found, schema={"_program_id": pl.Int64, "module": pl.String, "op_name": pl.String, "_cat": pl.String}, orient="row")
+    df = df.join(table, on=["_program_id", "module", "op_name"], how="left", maintain_order="left", nulls_equal=True)
+    return df.with_columns(category=pl.coalesce("category", "_cat")).drop("_cat")
+
+
+def _kernels_frame(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame | None, np.ndarray]:
+    """All kernels sorted by start (exact ps), device, then the order they were read in; also each
+    read-order row's kernel_id."""
+    if not parts:
+        return None, np.zeros(0, np.int64)
+    df = pl.concat(parts, how="diagonal_relaxed").with_row_index("_read")
+    df = df.sort(["start_ns", "_start_rem_ps", pl.col("device_id").fill_null(0), "_read"])
+    kernel_ids = np.empty(df.height, np.int64)
+    kernel_ids[df["_read"].to_numpy()] = np.arange(df.height)
+    df = df.drop([c for c in df.columns if c.startswith("_")])
     df = df.with_columns(pl.int_range(0, df.height, dtype=pl.Int64).alias("kernel_id"), pl.lit("xla").alias("source"))
-    # kernel_id of original row i is its position in `order`
-    pos = [0] * len(rows)
-    for new, old in enumerate(order):
-        pos[old] = new
-    return df, pos
+    return df, kernel_ids
 
 
-def _metrics_frame(items: list[tuple], kernel_pos: list[int]) -> pl.DataFrame | None:
-    if not items:
+def _transfers_frame(df: pl.DataFrame | None) -> pl.DataFrame | None:
+    if df is None:
         return None
-    from profaudit.schema import METRICS
-
-    data = {
-        "kernel_id": [kernel_pos[it[0]] for it in items],
-        "metric": [it[1] for it in items],
-        "unit": [it[2] for it in items],
-        "value": [it[3] for it in items],
-        "value_str": [it[4] for it in items],
-        "kind": ["launch" if it[4] is not None else "metric" for it in items],
-    }
-    if "value_int" in METRICS.names:
-        data["value_int"] = [it[5] for it in items]
-    return pl.DataFrame(data, schema_overrides={"value": pl.Float64, "value_str": pl.Utf8, "kernel_id": pl.Int64, "value_int": pl.Int64}, strict=False)
+    df = df.with_row_index("_read").sort(["start_ns", pl.col("device_id").fill_null(0), "_read"]).drop("_read")
+    return df.with_columns(pl.int_range(0, df.height, dtype=pl.Int64).alias("transfer_id"))
 
 
-def _frame(rows: list[dict], id_col: str) -> pl.DataFrame | None:
-    if not rows:
+def _ranges_frame(parts: list[pl.DataFrame], ev, t: dict) -> pl.DataFrame | None:
+    """Ranges in (start, depth, read order) order with range_id, depth and parent_range_id.
+    Empties `parts` (their rows move into the result)."""
+    if not parts:
         return None
-    rows = sorted(rows, key=lambda r: (r["start_ns"], r.get("device_id") or 0))
-    df = pl.DataFrame(rows, schema_overrides={"bytes": pl.Float64, "throughput_bytes_per_s": pl.Float64, "duration_ns": pl.Float64}, strict=False, infer_schema_length=None)
-    return df.with_columns(pl.int_range(0, df.height, dtype=pl.Int64).alias(id_col))
-
-
-def _ranges_frame(rows: list[dict]) -> pl.DataFrame | None:
-    if not rows:
-        return None
-    cols = ["kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns", "duration_ns", "depth", "correlation_id"]
-    ints = ("process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns", "depth", "correlation_id", "_local", "_parent_local")
-    data = {c: [r.get(c) for r in rows] for c in cols}
-    data["_local"] = list(range(len(rows)))
-    data["_parent_local"] = [r.get("_parent_local") for r in rows]
-    schema = {c: pl.Int64 for c in ints}
-    schema.update({"duration_ns": pl.Float64, "kind": pl.Utf8, "name": pl.Utf8, "domain": pl.Utf8})
-    df = pl.DataFrame(data, schema=schema, strict=False)
-    df = df.sort(["start_ns", "depth", "_local"], nulls_last=True).with_row_index("range_id").with_columns(pl.col("range_id").cast(pl.Int64))
-    ids = df.select(pl.col("_local").alias("_parent_local"), pl.col("range_id").alias("parent_range_id"))
-    return df.join(ids, on="_parent_local", how="left", maintain_order="left").drop("_local", "_parent_local")
+    df = pl.concat(parts, how="diagonal_relaxed")
+    parts.clear()
+    e = df["_ev"].to_numpy()
+    depth, parent = _nest_lines(ev.line[e], ev.offset_ps[e], t["end_rel_ps"][e])
+    start = t["start_ns"][e]
+    order = np.lexsort((np.arange(e.size), depth, start))
+    range_id = np.empty(e.size, np.int64)
+    range_id[order] = np.arange(e.size)
+    parent = parent[order]
+    df = df.drop("_ev")[order].with_columns(
+        range_id=pl.int_range(0, e.size, dtype=pl.Int64), start_ns=pl.Series(start[order]), end_ns=pl.Series(t["end_ns"][e[order]]),
+        duration_ns=pl.Series(t["duration_ns"][e[order]]), depth=pl.Series(depth[order]),
+        parent_range_id=_series(np.where(parent >= 0, range_id[np.maximum(parent, 0)], -1), parent >= 0, pl.Int64))
+    schema = {c: pl.Int64 for c in ("range_id", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns", "depth", "correlation_id", "parent_range_id")}
+    schema.update({"duration_ns": pl.Float64, "kind": pl.String, "name": pl.String, "domain": pl.String})
+    cols = ["range_id", "kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns", "duration_ns",
+            "depth", "correlation_id", "parent_range_id"]
+    return df.select([pl.col(c).cast(schema[c]) if c in df.columns else pl.lit(None, dtype=schema[c]).alias(c) for c in cols])

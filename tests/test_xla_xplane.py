@@ -5,8 +5,10 @@ XSpaces serialised by jax (`ProfileData.text_proto_to_serialized_xspace`), so th
 from __future__ import annotations
 
 import gzip
+import random
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -16,8 +18,10 @@ jax = pytest.importorskip("jax")
 from jax.profiler import ProfileData  # noqa: E402
 
 from profaudit.parsers.base import ReadOptions  # noqa: E402
-from profaudit.parsers.xplane import PARSER, read_xspace, space_to_tables  # noqa: E402
-from profaudit.parsers.xspace import decode_xspace  # noqa: E402
+from profaudit.parsers import xspace  # noqa: E402
+from profaudit.parsers.protowire import WireError  # noqa: E402
+from profaudit.parsers.xplane import PARSER, _nest, _nest_lines, read_xspace, space_to_tables  # noqa: E402
+from profaudit.parsers.xspace import decode_xspace, span_texts  # noqa: E402
 
 MANGLED = "openxla__xprof__tpu_inference_2.xplane.pb"
 USABLE = [p for p in corpus_files("xplane", "*.xplane.pb") if p.name != MANGLED]
@@ -488,3 +492,187 @@ def test_mi300x_roofline_after_cost_attach():
     assert set(r["device_key"]) == {"mi300x"}
     assert r["attainable_flops_per_s_at_boost"].null_count() == 0 and (r["roof_pct_at_boost"] > 0).all()
 
+
+
+# ---------------------------------------------------------------------------------------------
+# the column-wise decoder on long lines, its run finder and its nesting, against references
+
+
+def _long_line_text(n: int, seed: int = 7) -> str:
+    """A GPU plane with one stream line of n kernels (str, ref, uint, negative int and double
+    stats, some on the event metadata) and a host line of n nested TraceMe events."""
+    rng = random.Random(seed)
+    ev, host = [], []
+    t = 0
+    for i in range(n):
+        mid = 1 + i % 5
+        stats = [f"stats {{ metadata_id: 2 uint64_value: {1000 + i} }}"]
+        if i % 3 == 0:
+            stats.append(f"stats {{ metadata_id: 3 int64_value: {-rng.randrange(1, 1 << 40)} }}")
+        if i % 4 == 0:
+            stats.append(f'stats {{ metadata_id: 4 str_value: "grid:{rng.randrange(1, 99)},1,1 block:128,1,1 regs:{rng.randrange(8, 64)}" }}')
+        if i % 7 == 0:
+            stats.append("stats { metadata_id: 5 ref_value: 6 }")
+        ev.append(f"events {{ metadata_id: {mid} offset_ps: {t} duration_ps: {rng.randrange(0, 5000)} {' '.join(stats)} }}")
+        t += rng.randrange(1000, 9000)
+    # host: a parent every 10 events with 9 children (and an instant one) inside it
+    t = 0
+    for i in range(n // 10):
+        host.append(f"events {{ metadata_id: 1 offset_ps: {t} duration_ps: 100000 stats {{ metadata_id: 1 int64_value: {i} }} }}")
+        for j in range(9):
+            host.append(f"events {{ metadata_id: 2 offset_ps: {t + 1000 + j * 10000} duration_ps: {0 if j == 4 else 9000} }}")
+        t += 200000
+    md = "".join(f'event_metadata {{ key: {k} value {{ id: {k} name: "kernel_{k}" stats {{ metadata_id: 7 double_value: {k * 1.5} }} }} }}\n'
+                 for k in range(1, 6))
+    return f"""
+planes {{ id: 1 name: "/device:GPU:0"
+  lines {{ id: 1 name: "Stream #1(Kernel)" timestamp_ns: 1000 {' '.join(ev)} }}
+  {md}
+  stat_metadata {{ key: 2 value {{ id: 2 name: "correlation_id" }} }}
+  stat_metadata {{ key: 3 value {{ id: 3 name: "some_offset" }} }}
+  stat_metadata {{ key: 4 value {{ id: 4 name: "kernel_details" }} }}
+  stat_metadata {{ key: 5 value {{ id: 5 name: "hlo_category" }} }}
+  stat_metadata {{ key: 6 value {{ id: 6 name: "convolution" }} }}
+  stat_metadata {{ key: 7 value {{ id: 7 name: "flops" }} }}
+}}
+planes {{ id: 2 name: "/host:CPU"
+  lines {{ id: 42 name: "python" timestamp_ns: 500 {' '.join(host)} }}
+  event_metadata {{ key: 1 value {{ id: 1 name: "train" }} }}
+  event_metadata {{ key: 2 value {{ id: 2 name: "step_part" }} }}
+  stat_metadata {{ key: 1 value {{ id: 1 name: "step_num" }} }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def long_line(tmp_path_factory) -> Path:
+    f = tmp_path_factory.mktemp("long") / "long.xplane.pb"
+    f.write_bytes(ProfileData.text_proto_to_serialized_xspace(_long_line_text(2000)))
+    return f
+
+
+def test_long_line_matches_profiledata(long_line):
+    assert _compare_with_profiledata(long_line) == 2000 + 2000
+    p = PARSER.read(long_line, ReadOptions())
+    assert p.kernels.height == 2000
+    k = p.kernels.sort("kernel_id")
+    # metadata stat (flops) under event stats; ref_value resolved to the stat metadata's name
+    assert k["flops_total"].null_count() == 0
+    assert set(k["category"].drop_nulls()) == {"convolution"}
+    assert k["grid_x"].null_count() == 1500
+    assert p.metrics.filter(pl.col("metric") == "some_offset")["value_int"].max() < 0
+    r = p.ranges.filter(pl.col("domain") == "/host:CPU")
+    assert r.height == 2000 and r["depth"].max() == 1
+    assert r.filter(pl.col("depth") == 1)["parent_range_id"].null_count() == 0
+
+
+def test_run_finder_window_and_stride_do_not_change_the_decode(long_line, captured, monkeypatch):
+    """Runs found in small windows, with short strides, from the first repeat: same columns."""
+    for f in (long_line, captured):
+        buf = f.read_bytes()
+        ref = decode_xspace(buf)
+        monkeypatch.setattr(xspace, "_WINDOW", 97)
+        monkeypatch.setattr(xspace, "_STRIDE", 2)
+        monkeypatch.setattr(xspace, "_RUN", 1)
+        monkeypatch.setattr(xspace, "_CHUNK", 64)
+        got = decode_xspace(buf)
+        monkeypatch.undo()
+        for name in ("line", "metadata_id", "offset_ps", "duration_ps", "aggregated"):
+            assert np.array_equal(getattr(ref.events, name), getattr(got.events, name))
+        assert [l.stats for l in ref.lines] == [l.stats for l in got.lines]
+        assert [p.event_metadata for p in ref.planes] == [p.event_metadata for p in got.planes]
+
+
+def test_damage_inside_a_long_line_one_line(cli, long_line, tmp_path):
+    buf = bytearray(long_line.read_bytes())
+    # an event in the middle of the stream line claims more bytes than its line holds
+    at = buf.index(b'"', len(buf) // 3)
+    while not (buf[at] == 0x22 and buf[at + 2] == 0x08):
+        at += 1
+    buf[at + 1] = 0x7F
+    f = tmp_path / "hole.xplane.pb"
+    f.write_bytes(bytes(buf))
+    assert_one_line_error(cli("kernels", str(f)), "corrupt or truncated XSpace")
+    # a stat with wire type 7
+    buf = bytearray(long_line.read_bytes())
+    at = buf.index(bytes([0x22]), len(buf) // 2)
+    buf[at] = 0x27
+    f.write_bytes(bytes(buf))
+    assert_one_line_error(cli("kernels", str(f)), "corrupt or truncated XSpace")
+
+
+def test_mutated_files_decode_or_fail_cleanly(captured, tmp_path):
+    """Random byte damage: a WireError, or an XSpace the conversion reads; nothing else."""
+    rng = random.Random(3)
+    sources = [captured.read_bytes(), _tpu_file(tmp_path).read_bytes()]
+    outcomes = {"error": 0, "read": 0}
+    for _ in range(150):
+        b = bytearray(rng.choice(sources))
+        if rng.random() < 0.3:
+            b = b[: rng.randrange(1, len(b))]
+        else:
+            for _ in range(rng.randint(1, 3)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        try:
+            space = decode_xspace(bytes(b))
+        except WireError:
+            outcomes["error"] += 1
+            continue
+        space_to_tables(space)
+        outcomes["read"] += 1
+    assert outcomes["error"] > 10 and outcomes["read"] > 10
+
+
+def test_nest_lines_matches_the_stack():
+    """The column-wise nesting equals the stack walk on random timelines: nested, touching,
+    zero-length (also on a parent's end), tied, crossing and negative intervals, interleaved."""
+    rng = random.Random(5)
+
+    def nested(span: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+
+        def fill(a: int, b: int, depth: int) -> None:
+            cur = a
+            for _ in range(rng.randint(0, 3)):
+                if depth > 4 or cur > b:
+                    return
+                s = rng.randint(cur, b)
+                e = s if rng.random() < 0.15 else rng.randint(s, b)
+                out.append((s, e))
+                fill(s, e, depth + 1)
+                cur = e if rng.random() < 0.7 else s
+
+        fill(0, span, 0)
+        return out
+
+    for _ in range(400):
+        group, starts, ends = [], [], []
+        for g in rng.sample(range(50), rng.randint(1, 4)):
+            iv = nested(rng.choice([6, 30, 10**6]))
+            if rng.random() < 0.2:
+                iv += [(s, s + rng.randint(-3, 40)) for s in (rng.randint(0, 30) for _ in range(2))]
+            if rng.random() < 0.5:
+                iv.sort(key=lambda x: (x[0], -x[1]))
+            group += [g] * len(iv)
+            starts += [s for s, _ in iv]
+            ends += [e for _, e in iv]
+        if rng.random() < 0.3:
+            rows = list(zip(group, starts, ends))
+            rng.shuffle(rows)
+            group, starts, ends = (list(x) for x in zip(*rows)) if rows else ([], [], [])
+        depth, parent = _nest_lines(np.array(group, np.int64), np.array(starts, np.int64), np.array(ends, np.int64))
+        for g in set(group):
+            rows = [i for i, x in enumerate(group) if x == g]
+            d, p = _nest([starts[i] for i in rows], [ends[i] for i in rows])
+            assert depth[rows].tolist() == d
+            assert parent[rows].tolist() == [-1 if x is None else rows[x] for x in p]
+
+
+def test_span_texts():
+    b = b"hello\xffworld\xc3\xa9abc"
+    # unordered, repeated and empty spans; invalid UTF-8 replaced as bytes.decode does
+    got = span_texts(b, np.array([11, 0, 11, 5, 3, 3]), np.array([15, 5, 15, 11, 3, 3])).to_list()
+    assert got == ["éab", "hello", "éab", b[5:11].decode("utf-8", "replace"), "", ""]
+    # overlapping spans (never fields of one message) are still cut right
+    assert span_texts(b, np.array([0, 2]), np.array([5, 4])).to_list() == ["hello", "ll"]
+    assert span_texts(b, np.array([], np.int64), np.array([], np.int64)).to_list() == []
