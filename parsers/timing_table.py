@@ -38,7 +38,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
-from profaudit.samples import canonical_params, ns_per, parse_scalar
+from profaudit.samples import canonical_params, ns_per, parse_scalar, throttle_names
 
 # ---------------------------------------------------------------------------------------------
 # column-name analysis
@@ -187,20 +187,6 @@ _POWER = re.compile(r"(^|_)power($|_)")
 _POWER_LIMIT = re.compile(r"limit|enforced|max|min|default|cap")
 _THROTTLE = re.compile(r"(^|_)(throttle|throttling|throttled|clocks_event|event_reasons|clocks_throttle)(_|$)")
 
-# NVML clocks-event (throttle) reason bits, as nvidia-smi prints them in hex
-_THROTTLE_BITS = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-)
-
-
 def decode_throttle(value: Any) -> str | None:
     """'0x0000000000000004' -> 'sw_power_cap'; 0 -> 'none'; text kept as it is."""
     if value is None:
@@ -212,13 +198,7 @@ def decode_throttle(value: Any) -> str | None:
         mask = int(s, 16) if s.lower().startswith("0x") else int(s)
     except ValueError:
         return s
-    if mask == 0:
-        return "none"
-    names = [n for bit, n in _THROTTLE_BITS if mask & bit]
-    rest = mask & ~sum(b for b, _ in _THROTTLE_BITS)
-    if rest:
-        names.append(hex(rest))
-    return "|".join(names)
+    return throttle_names(mask)
 
 
 def _freq_factor_mhz(unit: str | None) -> float:

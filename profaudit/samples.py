@@ -341,12 +341,35 @@ __all__ = [
     "raw",
     "preferred",
     "is_throttled",
+    "throttle_names",
 ]
 
 
 # NVML reasons that do not slow a running kernel (idle, application clocks) and spellings of none.
 _BENIGN = {"", "none", "0", "0x0", "gpu_idle", "idle", "applications_clocks_setting", "application_clocks_setting", "app_clocks", "applications_clocks", "clocks_setting", "nvmlclocksthrottlereasongpuidle", "nvmlclocksthrottlereasonapplicationsclockssetting"}
 _BENIGN_BITS = 0x1 | 0x2  # GpuIdle, ApplicationsClocksSetting
+
+# NVML clocks-event (throttle) reason bits, named as nvidia-smi names them.
+THROTTLE_BITS = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
+
+
+def throttle_names(mask: int) -> str:
+    """An NVML throttle-reason bitmask as names joined by '|' ('none' for 0; unknown bits in hex)."""
+    names = [n for bit, n in THROTTLE_BITS if mask & bit]
+    rest = mask & ~sum(b for b, _ in THROTTLE_BITS)
+    if rest:
+        names.append(hex(rest))
+    return "|".join(names) if names else "none"
 
 
 def is_throttled(reason) -> bool:

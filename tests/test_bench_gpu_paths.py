@@ -13,7 +13,7 @@ import pytest
 
 
 def test_throttle_reason_names():
-    from profaudit.bench.env import throttle_names
+    from profaudit.samples import throttle_names
 
     assert throttle_names(0) == "none"
     assert throttle_names(0x1) == "gpu_idle"

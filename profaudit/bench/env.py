@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from profaudit.samples import throttle_names
+
 LIBRARIES = ("profaudit", "numpy", "torch", "triton", "jax", "jaxlib", "nvidia-ml-py", "polars")
 
 
@@ -166,28 +168,6 @@ def host_environment(bench_file: str | os.PathLike | None = None) -> dict[str, A
 # ------------------------------------------------------------------------------------------------
 # NVML: GPU identity and telemetry (read-only)
 # ------------------------------------------------------------------------------------------------
-
-# NVML clocks-event (throttle) reason bits, named as nvidia-smi names them.
-THROTTLE_BITS = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-)
-
-
-def throttle_names(mask: int) -> str:
-    names = [n for bit, n in THROTTLE_BITS if mask & bit]
-    rest = mask & ~sum(b for b, _ in THROTTLE_BITS)
-    if rest:
-        names.append(hex(rest))
-    return "|".join(names) if names else "none"
-
 
 class Telemetry:
     """Samples of SM/memory clock, temperature, power and throttle reasons; `None` when absent."""
