@@ -391,6 +391,18 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             results[n].rows.append(row)
             iteration[n] += 1
 
+    def run_block(names: list[str], phase: str) -> list:
+        """Time one block of calls and record it; a failing call ends the case with one line."""
+        try:
+            starts, durs = timer.run([next_call(n) for n in names], flush)
+        except UsageError:
+            raise
+        except Exception as exc:
+            what = "warm-up" if phase == "warmup" else "measurement"
+            raise CaseError(f"a call failed during {what}: {_exc_text(exc)}") from None
+        record(names, starts, durs, phase, tele.sample() if tele is not None else None)
+        return durs
+
     # warm-up
     groups = [live] if opts.interleave else [[n] for n in live]
     warm_info: dict[str, dict] = {}
@@ -402,14 +414,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         wall0 = time.perf_counter()
         while True:
             names = order(rnd, group)
-            try:
-                starts, durs = timer.run([next_call(n) for n in names], flush)
-            except UsageError:
-                raise
-            except Exception as exc:
-                raise CaseError(f"a call failed during warm-up: {_exc_text(exc)}") from None
-            sample = tele.sample() if tele is not None else None
-            record(names, starts, durs, "warmup", sample)
+            durs = run_block(names, "warmup")
             for n, d in zip(names, durs):
                 warm[n].append(d)
             rnd += 1
@@ -436,14 +441,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             for _ in range(max(1, min(rounds_per_block, left))):
                 names_all += order(rnd, group)
                 rnd += 1
-            try:
-                starts, durs = timer.run([next_call(n) for n in names_all], flush)
-            except UsageError:
-                raise
-            except Exception as exc:
-                raise CaseError(f"a call failed during measurement: {_exc_text(exc)}") from None
-            sample = tele.sample() if tele is not None else None
-            record(names_all, starts, durs, "measure", sample)
+            durs = run_block(names_all, "measure")
             for n, d in zip(names_all, durs):
                 samples[n].append(d)
             for n in group:
