@@ -101,7 +101,7 @@ def probe(path: Path) -> Probe:
     return Probe(path, False, compound_suffix(path), raw, head, gz)
 
 
-def open_maybe_gzip(path: Path, probe_: Probe | None = None):
+def open_maybe_gzip(path: Path):
     """Binary file object, transparently gunzipped."""
     with open(path, "rb") as f:
         magic = f.read(2)

@@ -17,7 +17,6 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable
 
 import polars as pl
 
@@ -208,11 +207,3 @@ def scan_table(path: Path, table: str) -> pl.LazyFrame:
     lf = pl.scan_parquet(str(Path(path) / table / "**" / "*.parquet"), hive_partitioning=True)
     return lf.with_columns(pl.col("profile_id").cast(pl.Utf8)).select(t.names)
 
-
-def write_profile_tables(ps: ProfileSet, tables: Iterable[str], out: Path, fmt: str) -> list[Path]:
-    written = []
-    for name in tables:
-        target = Path(out) / f"{name}.{fmt}"
-        atomic_write_frame(ps.table(name), target, fmt)
-        written.append(target)
-    return written

@@ -8,7 +8,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from profaudit.errors import InputError, ProfauditError
 from profaudit.profile import Profile, ProfileSet
@@ -252,6 +252,3 @@ def load_one(path, **kw) -> Profile:
         raise InputError(path, f"holds {len(ps)} profiles where one was expected")
     return next(iter(ps))
 
-
-def iter_inputs(paths: Iterable) -> list[Path]:
-    return [p for p, _ in expand(list(paths))]

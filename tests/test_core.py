@@ -174,3 +174,14 @@ def test_parallel_load_equals_serial_and_keeps_errors(tmp_path):
         profaudit.load([*sorted(tmp_path.glob("*.csv")), bad], parallel=True)
     ps = profaudit.load([*sorted(tmp_path.glob("*.csv")), bad], parallel=True, skip_bad=True)
     assert len(ps) == 4 and ps.skipped and "bad.ncu-rep" in ps.skipped[0][0]
+
+
+def test_scan_table_reads_the_dataset_lazily(tmp_path):
+    from profaudit.dataset import scan_table
+
+    ps = ProfileSet([_profile("a", 3), _profile("b", 2)])
+    out = write_dataset(ps, tmp_path / "ds")
+    lazy = scan_table(out, "kernels").sort("profile_id", "kernel_id").collect()
+    assert lazy.columns == schema.KERNELS.names
+    assert lazy.equals(ps.kernels)
+    assert scan_table(out, "transfers").collect().columns == schema.TRANSFERS.names
