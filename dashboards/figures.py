@@ -23,6 +23,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from profaudit.roofline import median_kernel_clock, roofs_at
+from profaudit.roofline_plot import si
 from profaudit.schema import MEMORY_LEVELS
 
 LEVEL_STYLE = {"dram": ("circle", "DRAM"), "l2": ("square", "L2"), "l1": ("diamond", "L1"), "llc": ("x", "LLC"), "vmem": ("x", "VMEM"), "cmem": ("x", "CMEM"), "sbuf": ("x", "SBUF"), "psum": ("x", "PSUM"), "sram": ("x", "SRAM")}
@@ -40,15 +42,6 @@ def typed(a: np.ndarray) -> dict:
     """A numpy array as plotly.js's typed-array spec (no per-element JSON)."""
     a = np.ascontiguousarray(a)
     return {"dtype": a.dtype.str.lstrip("<|="), "bdata": base64.b64encode(a.tobytes()).decode("ascii")}
-
-
-def si(v: float | None, unit: str) -> str:
-    if v is None or not math.isfinite(v):
-        return "—"
-    for scale, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {prefix}{unit}"
-    return f"{v:.3g} {unit}"
 
 
 def plain(text: object) -> str:
@@ -72,12 +65,6 @@ class RooflineResult:
     notes: list[str] = field(default_factory=list)
     points: int = 0  # kernel x level points in the data
     sent: int = 0  # points in the figure (fewer when cells merged them)
-
-
-def measured_clock(rf: pl.DataFrame, key: str) -> float | None:
-    """Median SM clock of a device's kernels (what 'at the measured clock' draws the roofs at)."""
-    s = rf.filter(pl.col("device_key") == key)["kernel_clock_hz"].drop_nulls()
-    return float(s.median()) if s.len() else None
 
 
 def _cells(lx: np.ndarray, ly: np.ndarray, view: tuple[float, float, float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -189,19 +176,16 @@ def roofline_figure(
         for clock in clocks:
             clk = None
             if clock == "kernel":
-                clk = measured_clock(rf, key)
+                clk = median_kernel_clock(rf, key)
                 if clk is None:
                     notes.append(f"{key}: no measured kernel clock, so no ceilings at the measured clock")
                     continue
             tag = "datasheet" if clock == "boost" else f"at {clk / 1e6:.0f} MHz measured"
             dash = "solid" if clock == "boost" else "dash"
-            peaks = {p: spec.peak_flops_per_s(p, sparse=sparse, clock_hz=clk) for p in precisions if spec.peak(p, sparse=sparse) is not None}
-            missing = [p for p, v in peaks.items() if v is None]
+            peaks, bws = roofs_at(spec, clk, sparse=sparse, precisions=precisions, levels=levels)
+            missing = [p for p in precisions if p not in peaks and spec.peak(p, sparse=sparse) is not None]
             if missing and clock == "kernel":
                 notes.append(f"{key}: the vendor states no clock for {', '.join(missing)}, so those peaks cannot be moved to the measured clock")
-            peaks = {p: v for p, v in peaks.items() if v}
-            bws = {lv: spec.bandwidth_bytes_per_s(lv, clk) for lv in levels if lv in spec.levels()}
-            bws = {lv: v for lv, v in bws.items() if v}
             ceilings.append({"key": key, "color": color, "dash": dash, "tag": tag, "peaks": peaks, "bws": bws})
             for v in peaks.values():
                 ys_max = max(ys_max, v)

@@ -75,10 +75,9 @@ class DashboardState:
         self.version = 0
         self._ps: ProfileSet | None = None
         self._cache: "OrderedDict[tuple, Any]" = OrderedDict()
+        self._device_specs: dict | None = None
         if self.specs:
-            from profaudit.specs import load_specs
-
-            load_specs(self.specs)  # a bad spec file is a command-line error, not a page error
+            self.device_specs  # noqa: B018 - a bad spec file is a command-line error, not a page error
         self._load_command_line()
 
     # -- loading ---------------------------------------------------------------------------------
@@ -225,10 +224,18 @@ class DashboardState:
         """The kernels table of every profile, with `_row` (a stable row key for the grid)."""
         return self.cached(("kernels",), lambda: self.ps.kernels.with_row_index("_row"))
 
+    def kernel_profile_ids(self) -> list[str]:
+        """Profiles with kernel rows, in load order (the roofline's default selection)."""
+        k = self.ps.kernels
+        return k["profile_id"].unique(maintain_order=True).to_list() if k.height else []
+
     def roofline(self, pids: Sequence[str] | None, device: str | None, sparse: bool) -> pl.DataFrame:
+        """The roofline of `pids` (None or empty: every profile with kernels), cached."""
         from profaudit.roofline import roofline
 
-        key = ("roofline", tuple(pids or ()), device, sparse)
+        # "all" and the list of every profile with kernels give the same rows: one cache entry
+        pids = tuple(pids) if pids else tuple(self.kernel_profile_ids())
+        key = ("roofline", pids, device, sparse)
         return self.cached(key, lambda: roofline(self.subset(pids), device=device, clock="both", sparse=sparse, extra_specs=self.specs))
 
     def audit(self, cid: str, select: str | None, ignore: str | None):
@@ -267,16 +274,22 @@ class DashboardState:
         """Fill the caches the Kernels and Roofline pages open with (run in a background thread)."""
         try:
             self.kernels()
-            k = self.ps.kernels
-            if k.height:
-                self.roofline(k["profile_id"].unique(maintain_order=True).to_list(), None, False)
+            if self.ps.kernels.height:
+                self.roofline(None, None, False)
         except Exception:  # the pages compute (and report) it themselves
             pass
 
-    def device_keys(self) -> list[str]:
-        from profaudit.specs import load_specs
+    @property
+    def device_specs(self) -> dict:
+        """Every device spec by key, the shipped ones and `specs`, read once (not per callback)."""
+        if self._device_specs is None:
+            from profaudit.specs import load_specs
 
-        return sorted(load_specs(self.specs))
+            self._device_specs = load_specs(self.specs)
+        return self._device_specs
+
+    def device_keys(self) -> list[str]:
+        return sorted(self.device_specs)
 
 
 __all__ = ["DashboardState", "ClaimEntry", "STATE_KEY", "DEFAULT_MAX_UPLOAD_BYTES"]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import polars as pl
+
 from profaudit.errors import InputError
 from profaudit.profile import Profile
 
@@ -111,14 +113,35 @@ def open_maybe_gzip(path: Path):
 def load_json(path: Path, what: str):
     """Parse a (possibly gzipped) JSON document; any damage becomes one InputError line."""
     import json
-    import zlib as _zlib
 
     try:
         with open_maybe_gzip(path) as fh:
             return json.load(fh)
-    except (ValueError, EOFError, _zlib.error, gzip.BadGzipFile) as exc:
+    except (ValueError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         # ValueError covers JSONDecodeError and UnicodeDecodeError; EOFError a truncated gzip
         raise InputError(path, f"not valid {what}: {exc or type(exc).__name__}") from None
+
+
+def map_unique(values: pl.Series, fn, dtype: pl.DataType = pl.String) -> pl.Series:
+    """`fn` applied once per distinct non-null value, aligned with `values` (null stays null).
+
+    Names repeat across millions of rows: demangling, short names and API-name cleaning run in
+    Python once per distinct string, never per row."""
+    uniq = values.drop_nulls().unique()
+    mapped = pl.Series([fn(v) for v in uniq.to_list()], dtype=dtype)
+    return values.replace_strict(uniq, mapped, default=None, return_dtype=dtype)
+
+
+def apply_device_option(tables: dict[str, Any], metadata: dict[str, Any], device: str | None) -> None:
+    """`--device NAME` overrides the device a profile names (the reported name is kept beside it)
+    and the kernels' device_name; nothing happens without one."""
+    if not device:
+        return
+    metadata["device_name_reported"] = metadata.get("device_name")
+    metadata["device_name"] = device
+    kernels = tables.get("kernels")
+    if kernels is not None and kernels.height:
+        tables["kernels"] = kernels.with_columns(pl.lit(device).alias("device_name"))
 
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")

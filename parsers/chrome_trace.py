@@ -48,7 +48,8 @@ import orjson
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.names import clean_api_name, demangle, short_name
+from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
 from profaudit.parsers.jsonstream import TraceWalker, merge_chunks, split_events
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -700,10 +701,6 @@ def _missing_examples(base: pl.LazyFrame, out: Chunk, chk: dict) -> None:
             out.missing.append((-1, str(int(n)), field))
 
 
-def _int_expr(df: pl.DataFrame, col: str) -> pl.Expr:
-    return _to_int(pl.col(col)) if df.schema[col] == STR else pl.col(col).cast(I64, strict=False)
-
-
 def _to_int(expr: pl.Expr) -> pl.Expr:
     """Text to Int64; also accepts "12.0" and hex handles ("0x1f") that some writers use."""
     s = expr.str.strip_chars()
@@ -881,7 +878,6 @@ def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str 
 # assembly: frames -> kernels, transfers, ranges, counters, metrics, metadata
 
 _HIP_SUFFIX = re.compile(r"(?<=[a-z])R\d{4}$")
-_API_SUFFIX = re.compile(r"_v\d{4,5}$")
 _ROCPROF_PROCS = re.compile(r"^(?:CPU (?:HSA|HIP|KFD) API|COPY|GPU\d+|HIP|HSA|KFD|rocTX|ROCTX.*)$")
 _OPEN_END = 1 << 62
 _FLOWS = {"seq": I64, "ph": STR, "cat": STR, "fid": STR, "pid": STR, "tid": STR, "ts_ns": I64, "bp": STR}
@@ -958,7 +954,7 @@ def _clean_api(name: str) -> str:
     `hipGetDeviceProperties` (HIP exports versioned symbols)."""
     if not name:
         return name
-    name = _API_SUFFIX.sub("", name)
+    name = clean_api_name(name)
     return _HIP_SUFFIX.sub("", name) if name.startswith("hip") else name
 
 
@@ -1215,13 +1211,6 @@ def _match_begin_end(be: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     return out, int(out["end_raw"].null_count()), stray
 
 
-def _short_names(names: pl.Series) -> pl.Series:
-    from profaudit.names import short_name
-
-    uniq = names.drop_nulls().unique().to_list()
-    return names.replace_strict({u: short_name(u) for u in uniq}, default=None, return_dtype=STR)
-
-
 _DIRECTIONS = {"h2d": "HtoD", "d2h": "DtoH", "d2d": "DtoD", "h2h": "HtoH", "p2p": "PtoP", "htod": "HtoD", "dtoh": "DtoH",
                "dtod": "DtoD", "htoh": "HtoH", "ptop": "PtoP", "hosttodevice": "HtoD", "devicetohost": "DtoH",
                "devicetodevice": "DtoD", "hosttohost": "HtoH", "peertopeer": "PtoP"}
@@ -1283,25 +1272,20 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     ranges, range_stats, launch = _ranges(box, acc, source, base, K["corr"])
     kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
+    tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
     # a negative `dur` is no duration at all: keep the event with an unknown end, and say how many
     negative = 0
-    for name, df in (("kernels", kernels), ("ranges", ranges), ("transfers", transfers)):
+    for name in ("kernels", "ranges", "transfers"):
+        df = tables[name]
         if df is not None and df.height and "duration_ns" in df.columns:
             bad = pl.col("duration_ns") < 0
             n = df.select(bad.sum()).item() or 0
             if n:
                 negative += n
                 cols = [c for c in ("end_ns", "duration_ns", "throughput_bytes_per_s") if c in df.columns]
-                df = df.with_columns([pl.when(bad).then(None).otherwise(pl.col(c)).alias(c) for c in cols])
-                if name == "kernels":
-                    kernels = df
-                elif name == "ranges":
-                    ranges = df
-                else:
-                    transfers = df
+                tables[name] = df.with_columns([pl.when(bad).then(None).otherwise(pl.col(c)).alias(c) for c in cols])
     if negative:
         md["negative_durations_nulled"] = negative
-    tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
     return new_profile(path, parser, tables, md)
 
 
@@ -1578,8 +1562,6 @@ def _kernel_rows(D: pl.DataFrame, acc: _Acc, source: str) -> pl.DataFrame:
         block_size=pl.coalesce(pl.col("block_x") * pl.col("block_y") * pl.col("block_z"), o("r_wgr")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
     )
-    from profaudit.names import demangle
-
     mangled = K.select(pl.col("kname").filter(pl.col("kname").str.starts_with("_Z")).unique()).to_series().to_list()
     if mangled:
         dem = {m: demangle(m) for m in mangled}
@@ -1636,7 +1618,7 @@ def _kernels(K: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
     del K
     # K is in table order (`_kernel_rows`), and the joins above keep it
     kernels = kernels.with_columns(kernel_id=pl.int_range(0, kernels.height, dtype=I64))
-    kernels = kernels.with_columns(short_name=_short_names(kernels["name"]))
+    kernels = kernels.with_columns(short_name=map_unique(kernels["name"], short_name))
     metrics = _range_profiler_metrics(acc, kernels)
     if metrics is not None and metrics.height:
         kernels = _sass_flops(kernels, metrics)

@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit import schema
+from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, ns_per, parse_scalar
@@ -95,9 +95,7 @@ class _Cols:
             self.c[k].append(kw.get(k))
 
     def frame(self, device) -> pl.DataFrame:
-        sch = schema.SAMPLES.polars_schema
-        df = pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in self.c.items()})
-        return df.with_columns(pl.lit(device).cast(pl.Utf8).alias("device_name"))
+        return samples.frame(self.c).with_columns(pl.lit(device).cast(pl.Utf8).alias("device_name"))
 
     def __len__(self):
         return len(self.c["benchmark"])

@@ -28,6 +28,7 @@ from pathlib import Path
 import orjson
 
 from profaudit.errors import InputError
+from profaudit.parsers.base import open_maybe_gzip
 
 # Small blocks keep the decoders' working sets (JSON text, parser tape, raw frame) small; the
 # allocator keeps freed pages around for a while, so a smaller working set is a smaller peak.
@@ -39,11 +40,10 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{}]|[^"\[\]{}]+', re.S)
 _STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"', re.S)
 _SCALAR_END = re.compile(rb"[\s,\]}]")
 # Keys an event object starts with in every writer seen (Kineto, XLA, rocprof, catapult samples).
-_EVENT_START = re.compile(rb'\{\s*"(?:ph|cat|name|pid|tid|ts|dur|args)"')
-
-
+_EVENT_OPEN = rb'\{\s*"(?:ph|cat|name|pid|tid|ts|dur|args)"'
+_EVENT_START = re.compile(_EVENT_OPEN)
 # the gap between two events: `}` `,` and an event's opening `{"key"` (see TraceWalker._cut)
-_EVENT_GAP = re.compile(rb'\}\s*,\s*(?=\{\s*"(?:ph|cat|name|pid|tid|ts|dur|args)")')
+_EVENT_GAP = re.compile(rb'\}\s*,\s*(?=' + _EVENT_OPEN + rb")")
 
 
 def split_events(chunk: bytes, piece: int):
@@ -90,9 +90,7 @@ class _Blocks:
     def __init__(self, path: Path, block: int):
         self.path = path
         self.block = block
-        with open(path, "rb") as f:
-            self.gzipped = f.read(2) == b"\x1f\x8b"
-        self._f = gzip.open(path, "rb") if self.gzipped else open(path, "rb")
+        self._f = open_maybe_gzip(path)
         self.consumed = 0
         self.eof = False
 
@@ -279,12 +277,7 @@ class TraceWalker:
         # the input is exhausted. Hand out the bulk of what is left as an ordinary chunk; the rest
         # (the last event and whatever follows the array) becomes the tail. A cut that fell past
         # the end of the array makes an invalid chunk, which the consumer merges with the tail.
-        if self.form == "object" and len(self.buf) - self.pos > (64 << 10):
-            cut = self._cut(strict=True)
-            if cut is not None:
-                yield ("events", self._chunk(cut), self.offset())
-                self.pos = cut + 1
-        elif self.form == "array" and len(self.buf) - self.pos > (64 << 10):
+        if len(self.buf) - self.pos > (64 << 10):
             cut = self._cut(strict=True)
             if cut is not None:
                 yield ("events", self._chunk(cut), self.offset())
@@ -345,27 +338,16 @@ class TraceWalker:
             raise self._fail("expected ',' or '}' after a top-level value")
 
 
-_TRAILING_COMMA = re.compile(rb",(\s*)\]")
-
-
 def _drop_trailing_comma(text: bytes) -> bytes:
     """Some writers leave `,` before the array's `]`; Chrome's viewer accepts it, JSON does not.
     Only the last `,]` of the text is a candidate (the end of the events array)."""
-    idx = text.rfind(b"]")
-    while idx > 0:
-        j = idx - 1
-        while j > 0 and text[j] in _WS:
-            j -= 1
-        if text[j] == 0x2C:
-            return text[:j] + text[j + 1 :]
-        break
-    return text
+    j = text.rfind(b"]") - 1
+    if j < 0:
+        return text
+    while j > 0 and text[j] in _WS:
+        j -= 1
+    return text[:j] + text[j + 1 :] if text[j] == 0x2C else text
 
 
 def _msg(exc: Exception) -> str:
     return str(exc.args[0]) if exc.args else str(exc)
-
-
-def walk_trace(path: Path, block: int | None = None):
-    """The `("meta" | "events" | "tail", ...)` items of the trace at `path`, in file order."""
-    return iter(TraceWalker(path, block))

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit import schema
+from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
@@ -53,9 +53,7 @@ def _stats_rows(cols: dict, bench: str, variant: str | None, params: dict, stats
 
 
 def _frame(cols: dict) -> pl.DataFrame:
-    sch = schema.SAMPLES.polars_schema
-    df = pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in cols.items()})
-    return df.with_columns(
+    return samples.frame(cols).with_columns(
         pl.lit(0, dtype=pl.Int64).alias("iteration"),
         pl.lit("measure").alias("phase"),
         pl.lit("unknown").alias("cache_state"),

@@ -13,19 +13,15 @@ import re
 from typing import Any, Mapping
 
 from profaudit import schema
+from profaudit.samples import ns_per
 
 # ---------------------------------------------------------------------------------------------
 # Units
 # ---------------------------------------------------------------------------------------------
 # ncu prints SI (decimal) prefixes: "Shared Memory Configuration Size  Kbyte  32.77" for 32768
 # bytes. Spellings changed across versions (2019-2021: nsecond/usecond/cycle/nsecond; 2022+:
-# ns/us/hz/Ghz); both are accepted, case-insensitively for the prefix letters.
-_TIME_NS = {
-    "nsecond": 1.0, "ns": 1.0, "nsec": 1.0,
-    "usecond": 1e3, "us": 1e3, "usec": 1e3, "µs": 1e3,
-    "msecond": 1e6, "ms": 1e6, "msec": 1e6,
-    "second": 1e9, "s": 1e9, "sec": 1e9,
-}
+# ns/us/hz/Ghz); both are accepted, case-insensitively for the prefix letters. Time units are
+# profaudit.samples' (`ns_per`), which knows every spelling of both.
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 _BYTE = re.compile(r"^([kmgtp]?)(?:byte|b)$", re.IGNORECASE)
 _HZ = re.compile(r"^([kmgtp]?)hz$", re.IGNORECASE)
@@ -34,8 +30,9 @@ _HZ = re.compile(r"^([kmgtp]?)hz$", re.IGNORECASE)
 def _numerator(unit: str) -> tuple[float, str] | None:
     """(factor, base) for a unit without a denominator: Kbyte -> (1e3, byte), Ghz -> (1e9, Hz)."""
     u = unit.strip()
-    if u in _TIME_NS:
-        return _TIME_NS[u], "ns"
+    t = ns_per(u)
+    if t is not None:
+        return t, "ns"
     m = _BYTE.match(u)
     if m:
         return _PREFIX[m.group(1).lower()], "byte"
@@ -63,8 +60,9 @@ def to_base(value: float | None, unit: str | None) -> tuple[float | None, str]:
     if "/" in u:
         top, _, bottom = u.partition("/")
         bottom = bottom.strip()
-        if bottom in _TIME_NS:
-            per_second = 1e9 / _TIME_NS[bottom]  # e.g. 1/nsecond = 1e9/s
+        bottom_ns = ns_per(bottom)
+        if bottom_ns is not None:
+            per_second = 1e9 / bottom_ns  # e.g. 1/nsecond = 1e9/s
             t = _numerator(top)
             if t is not None and t[1] == "byte":
                 return value * t[0] * per_second, "byte/s"
@@ -124,6 +122,15 @@ def label_to_metric(label: str, unit: str) -> str | None:
             return "dram__bytes.sum.per_second"
         return "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
     return LABEL_TO_METRIC.get(label)
+
+
+def metric_kind(metric: str, section: str | None = None) -> str:
+    """The `kind` of a metrics row: device attribute, launch configuration, or measured metric."""
+    if metric.startswith("device__attribute_"):
+        return "device"
+    if metric.startswith("launch__") or section == "Launch Statistics":
+        return "launch"
+    return "metric"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,6 +459,8 @@ def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | No
     row["mem_clock_hz"] = mclk
     row["achieved_occupancy_pct"] = get("sm__warps_active.avg.pct_of_peak_sustained_active")
     row["theoretical_occupancy_pct"] = get("sm__maximum_warps_per_active_cycle_pct")
+    dn = vals.get("device__attribute_display_name")
+    row["device_name"] = dn if isinstance(dn, str) else None
     return row
 
 

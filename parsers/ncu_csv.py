@@ -38,6 +38,12 @@ _FIXED = {
     "Block Size", "Grid Size", "Device", "CC",
 }
 _DETAILS_KEYS = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
+
+
+def _is_fixed(name: str) -> bool:
+    """A column that describes the launch (ID, names, NVTX ranges), not a metric."""
+    return name in _FIXED or name.startswith("NVTX")
+
 _RULE_TYPE = {"OPT": "optimization", "WRN": "warning", "INF": "info", "ERR": "error", "OK": "info"}
 _HEAD_LINES = 200
 
@@ -84,6 +90,13 @@ def _number(cell: str) -> tuple[float | None, int | None]:
     return v, None
 
 
+def _value(cell: str) -> tuple[float | None, int | None, str | None]:
+    """(value, exact integer, text) of a metric cell; text only where it is not a number."""
+    v, vi = _number(cell)
+    s = None if v is not None or cell.strip() in ("", "n/a", "N/A") else cell.strip()
+    return v, vi, s
+
+
 class _Kernel:
     __slots__ = ("info", "vals", "units")
 
@@ -97,14 +110,6 @@ def _canonical(metric: str, unit: str) -> str | None:
     if _METRIC_NAME.match(metric):
         return metric
     return ncu_common.label_to_metric(metric, unit)
-
-
-def _metric_kind(metric: str, section: str | None) -> str:
-    if metric.startswith("device__attribute_"):
-        return "device"
-    if metric.startswith("launch__") or section == "Launch Statistics":
-        return "launch"
-    return "metric"
 
 
 class _Rows:
@@ -128,7 +133,7 @@ def _program_output(line_cells: list[str], raw_line: str) -> bool:
 
 def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str]) -> list[_Kernel]:
     idx = {name.strip(): i for i, name in enumerate(header)}
-    fixed = [n for n in header if n.strip() in _FIXED or n.strip().startswith("NVTX")]
+    fixed = [n for n in header if _is_fixed(n.strip())]
     i_sec, i_name, i_unit, i_val = (idx[k] for k in _DETAILS_KEYS)
     i_rule = idx.get("Rule Name")
     kernels: dict[tuple[str, str], int] = {}
@@ -151,10 +156,8 @@ def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _R
         rule = row[i_rule].strip() if i_rule is not None and i_rule < len(row) else ""
         if metric:
             unit = row[i_unit].strip() if i_unit < len(row) else ""
-            raw = row[i_val] if i_val < len(row) else ""
-            v, vi = _number(raw)
-            s = None if v is not None or raw.strip() in ("", "n/a", "N/A") else raw.strip()
-            out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, section=section or None, kind=_metric_kind(metric, section))
+            v, vi, s = _value(row[i_val] if i_val < len(row) else "")
+            out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, section=section or None, kind=ncu_common.metric_kind(metric, section))
             canon = _canonical(metric, unit)
             if canon is not None and canon not in k.vals:
                 k.vals[canon] = v if v is not None else s
@@ -183,8 +186,8 @@ def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows,
     if rows and _is_units_row(names, rows[0]):
         units = [u.strip() for u in rows[0]] + [""] * (len(names) - len(rows[0]))
         rows = rows[1:]
-    fixed_idx = [i for i, n in enumerate(names) if n in _FIXED or n.startswith("NVTX")]
-    metric_idx = [i for i in range(len(names)) if i not in set(fixed_idx)]
+    fixed_idx = [i for i, n in enumerate(names) if _is_fixed(n)]
+    metric_idx = [i for i, n in enumerate(names) if not _is_fixed(n)]
     order: list[_Kernel] = []
     for row in rows:
         if len(row) != len(names):
@@ -193,10 +196,9 @@ def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows,
         kid = len(order)
         order.append(k)
         for i in metric_idx:
-            metric, unit, raw = names[i], ("" if units[i] == "-" else units[i]), row[i]
-            v, vi = _number(raw)
-            s = None if v is not None or raw.strip() in ("", "n/a", "N/A") else raw.strip()
-            out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, kind=_metric_kind(metric, None))
+            metric, unit = names[i], ("" if units[i] == "-" else units[i])
+            v, vi, s = _value(row[i])
+            out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, kind=ncu_common.metric_kind(metric))
             canon = _canonical(metric, unit)
             if canon is not None:
                 k.vals[canon] = v if v is not None else s
@@ -206,7 +208,7 @@ def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows,
 
 def _is_units_row(names: list[str], row: list[str]) -> bool:
     """The row under a raw header holds units: no cell of a metric column is a number."""
-    metric_cells = [c.strip() for n, c in zip(names, row) if n not in _FIXED and not n.startswith("NVTX")]
+    metric_cells = [c.strip() for n, c in zip(names, row) if not _is_fixed(n)]
     return bool(metric_cells) and all(ncu_common.parse_number(c) is None or c.strip() == "" for c in metric_cells)
 
 
@@ -225,8 +227,6 @@ def _kernel_rows(kernels: list[_Kernel]) -> list[dict[str, Any]]:
         if dev is not None:
             row["device_id"] = int(dev)
         row["module"] = info.get("Process Name") or None
-        dn = k.vals.get("device__attribute_display_name")
-        row["device_name"] = dn if isinstance(dn, str) else None
         for prefix, dims in (("block", ncu_common.parse_dims(info.get("Block Size"))), ("grid", ncu_common.parse_dims(info.get("Grid Size")))):
             if dims and row.get(f"{prefix}_x") is None:
                 row[f"{prefix}_x"], row[f"{prefix}_y"], row[f"{prefix}_z"] = dims

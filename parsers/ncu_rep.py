@@ -381,8 +381,7 @@ class _MetricColumns:
 
 
 def _row_kind(name: str, cache: dict[str, str]) -> str:
-    k = "device" if name.startswith("device__attribute_") else "launch" if name.startswith("launch__") else "metric"
-    cache[name] = k
+    k = cache[name] = ncu_common.metric_kind(name)
     return k
 
 
@@ -556,13 +555,6 @@ def _nvtx(action, kid: int, out: _MetricColumns) -> str | None:
     return innermost_pp if innermost_pp is not None else innermost_se
 
 
-def _kernel_row(vals: dict, units: dict) -> dict[str, Any]:
-    row = ncu_common.derive_kernel_columns(vals, units)
-    dn = vals.get("device__attribute_display_name")
-    row["device_name"] = dn if isinstance(dn, str) else None
-    return row
-
-
 def _session_metadata(c: Container, first_device: str | None, device_ids: set, reader_version: str | None) -> dict[str, Any]:
     s = c.session
     versions = s.get("versions", {})
@@ -698,7 +690,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
             for n, s in zip(names, strs):
                 if s is not None and vals.get(n) is None:
                     vals[n] = s
-            row = _kernel_row(vals, dict(zip(names, units)))
+            row = ncu_common.derive_kernel_columns(vals, dict(zip(names, units)))
             row["kernel_id"] = kid
             full = name_fn(action, DEMANGLED)
             func = name_fn(action, FUNCTION)

@@ -39,8 +39,18 @@ def engine_category(label: Any) -> str | None:
     return str(label).lower()
 
 
-def engine_category_expr(col: str) -> pl.Expr:
-    return pl.col(col).map_elements(engine_category, return_dtype=pl.Utf8)
+def col_i64(df: pl.DataFrame, col: str) -> pl.Expr:
+    """Column `col` of an export table as Int64 (unparseable cells null), or a typed null where
+    this export has no such column (field names vary across tool versions)."""
+    return pl.col(col).cast(pl.Int64, strict=False) if col in df.columns else pl.lit(None, dtype=pl.Int64)
+
+
+def col_f64(df: pl.DataFrame, col: str) -> pl.Expr:
+    return pl.col(col).cast(pl.Float64, strict=False) if col in df.columns else pl.lit(None, dtype=pl.Float64)
+
+
+def col_str(df: pl.DataFrame, col: str) -> pl.Expr:
+    return pl.col(col).cast(pl.Utf8) if col in df.columns else pl.lit(None, dtype=pl.Utf8)
 
 
 # EC2 instance family -> the accelerator in it (names as profaudit.specs device YAMLs spell them).

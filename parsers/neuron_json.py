@@ -26,8 +26,8 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
-from profaudit.parsers.neuron_common import capture_evidence, device_from_instance_type, summary_facts
+from profaudit.parsers.base import HEAD_BYTES, Probe, ReadOptions, apply_device_option, new_profile
+from profaudit.parsers.neuron_common import capture_evidence, col_f64, col_i64, col_str, device_from_instance_type, summary_facts
 from profaudit.parsers.neuron_parquet import dma_to_transfers, instructions_to_kernels
 
 _DEVICE_HEAD = re.compile(rb'"(instruction|summary)"\s*:\s*\[')
@@ -85,11 +85,8 @@ def _system(doc: dict) -> tuple[dict, dict]:
     tabs: dict[str, pl.DataFrame | None] = {}
     df = _frame(flat)
     if df is not None:
-        cols = df.columns
-        ts = pl.col("timestamp").cast(pl.Int64, strict=False) if "timestamp" in cols else pl.lit(None, dtype=pl.Int64)
-        dur = pl.col("duration").cast(pl.Float64, strict=False) if "duration" in cols else pl.lit(None, dtype=pl.Float64)
-        etype = pl.col("_event_type").cast(pl.Utf8) if "_event_type" in cols else pl.lit(None, dtype=pl.Utf8)
-        group = pl.col("group").cast(pl.Utf8) if "group" in cols else pl.lit(None, dtype=pl.Utf8)
+        ts, dur = col_i64(df, "timestamp"), col_f64(df, "duration")
+        etype, group = col_str(df, "_event_type"), col_str(df, "group")
         kind = (
             pl.when(etype.str.contains("(?i)runtime") | group.str.starts_with("nrt")).then(pl.lit("neuron_runtime_api"))
             .when(etype.str.contains("(?i)framework") | group.str.starts_with("framework")).then(pl.lit("framework"))
@@ -97,11 +94,11 @@ def _system(doc: dict) -> tuple[dict, dict]:
         )
         r = df.select(
             kind.alias("kind"),
-            (pl.col("name").cast(pl.Utf8) if "name" in cols else pl.lit(None, dtype=pl.Utf8)).alias("name"),
+            col_str(df, "name").alias("name"),
             group.alias("domain"),
-            (pl.col("process_id").cast(pl.Int64, strict=False) if "process_id" in cols else pl.lit(None, dtype=pl.Int64)).alias("process_id"),
-            (pl.col("thread_id").cast(pl.Int64, strict=False) if "thread_id" in cols else pl.lit(None, dtype=pl.Int64)).alias("thread_id"),
-            (pl.col("lnc_idx").cast(pl.Int64, strict=False) if "lnc_idx" in cols else pl.lit(None, dtype=pl.Int64)).alias("device_id"),
+            col_i64(df, "process_id").alias("process_id"),
+            col_i64(df, "thread_id").alias("thread_id"),
+            col_i64(df, "lnc_idx").alias("device_id"),
             ts.alias("start_ns"),
             (ts + dur.cast(pl.Int64)).alias("end_ns"),
             dur.alias("duration_ns"),
@@ -185,13 +182,14 @@ class NeuronJsonParser:
 
         path = Path(path)
         try:
-            doc = orjson.loads(path.read_bytes())
+            raw = path.read_bytes()
+            doc = orjson.loads(raw)
         except OSError as exc:
             raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
         except orjson.JSONDecodeError as exc:
             raise InputError(path, f"not valid JSON (truncated?): {exc}") from None
-        with open(path, "rb") as f:
-            kind = _kind(f.read(64 * 1024))
+        kind = _kind(raw[:HEAD_BYTES])
+        del raw
         if kind == "system" and isinstance(doc, dict):
             tabs, md = _system(doc)
         elif kind == "device" and isinstance(doc, dict) and isinstance(doc.get("instruction", []), list):
@@ -207,11 +205,7 @@ class NeuronJsonParser:
                 md["device_name"] = dev
             md.update(capture_evidence(path.name, None))
         md.setdefault("tool", "neuron-profile")
-        if options.device:
-            md["device_name_reported"] = md.get("device_name")
-            md["device_name"] = options.device
-            if tabs.get("kernels") is not None:
-                tabs["kernels"] = tabs["kernels"].with_columns(pl.lit(options.device).alias("device_name"))
+        apply_device_option(tabs, md, options.device)
         return new_profile(path, self, tabs, md)
 
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
 
 _TOOLS = ("neuron-explorer", "neuron-profile")
 _TIMEOUT_S = 1800
@@ -133,19 +133,13 @@ def convert_and_read(ntff: Path, neff: Path, tool: str, options: ReadOptions):
             if not out.is_file():
                 raise InputError(ntff, f"{Path(tool).name} wrote no JSON output")
             prof = JSON_PARSER.read(out, options)
-        from profaudit.parsers.base import make_profile_id
-        from profaudit.profile import Profile
-
         profiles = []
         for i, p0 in enumerate(prof if isinstance(prof, list) else [prof]):
-            p = Profile(make_profile_id(ntff, str(i) if i else ""), dict(p0.metadata), dict(p0.tables))
-            profiles.append(p)
-            p.metadata["path"] = str(ntff)
-            p.metadata["format"] = "neuron_ntff"
-            p.metadata["file_bytes"] = ntff.stat().st_size
-            p.metadata["neff_path"] = str(neff)
-            p.metadata["converted_with"] = " ".join([Path(tool).name, *cmd[1:2]])
-            p.metadata.update({k: v for k, v in _capture_from_name(ntff).items()})
+            # the profile is the NTFF's: new_profile names it (path, format, size, id), not the
+            # temporary output it was read from
+            md = {k: v for k, v in p0.metadata.items() if k not in ("path", "format", "file_bytes")}
+            md.update(neff_path=str(neff), converted_with=" ".join([Path(tool).name, *cmd[1:2]]), **_capture_from_name(ntff))
+            profiles.append(new_profile(ntff, PARSER, dict(p0.tables), md, id_suffix=str(i) if i else ""))
         return profiles
 
 

@@ -28,10 +28,13 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
 from profaudit.parsers.neuron_common import (
     BASE_CLOCK_HZ,
     capture_evidence,
+    col_f64,
+    col_i64,
+    col_str,
     device_from_instance_type,
     engine_category,
     hlo_short_expr,
@@ -75,44 +78,30 @@ def read_tables(d: Path, names: set[str] | None = None) -> dict[str, pl.DataFram
 def _first_row(df: pl.DataFrame | None) -> dict[str, Any]:
     if df is None or df.height == 0:
         return {}
-    return {k: v for k, v in df.row(0, named=True).items()}
-
-
-def _i64(df: pl.DataFrame, col: str) -> pl.Expr:
-    return pl.col(col).cast(pl.Int64, strict=False) if col in df.columns else pl.lit(None, dtype=pl.Int64)
-
-
-def _f64(df: pl.DataFrame, col: str) -> pl.Expr:
-    return pl.col(col).cast(pl.Float64, strict=False) if col in df.columns else pl.lit(None, dtype=pl.Float64)
-
-
-def _s(df: pl.DataFrame, col: str) -> pl.Expr:
-    return pl.col(col).cast(pl.Utf8) if col in df.columns else pl.lit(None, dtype=pl.Utf8)
+    return df.row(0, named=True)
 
 
 def instructions_to_kernels(ins: pl.DataFrame, *, device_name: str | None, device_id: int | None, module: str | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """Instruction rows -> (kernels, metrics). Shared with the JSON reader (same field names)."""
     cols = ins.columns
-    start = _i64(ins, "start_ts") if "start_ts" in cols else _i64(ins, "timestamp")
+    start = col_i64(ins, "start_ts") if "start_ts" in cols else col_i64(ins, "timestamp")
     if "duration_ns" in cols:
-        dur = _f64(ins, "duration_ns")
+        dur = col_f64(ins, "duration_ns")
     elif "duration" in cols:
-        dur = _f64(ins, "duration")
+        dur = col_f64(ins, "duration")
     else:
-        dur = (_f64(ins, "end_ts") - start.cast(pl.Float64))
-    end = _i64(ins, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64))
+        dur = (col_f64(ins, "end_ts") - start.cast(pl.Float64))
+    end = col_i64(ins, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64))
     engine_col = "engine" if "engine" in cols else "label" if "label" in cols else None
     if engine_col:
-        uniq = ins.get_column(engine_col).cast(pl.Utf8).unique().to_list()
-        mapping = {u: engine_category(u) for u in uniq if u is not None}
-        category = pl.col(engine_col).cast(pl.Utf8).replace_strict(mapping, default=None, return_dtype=pl.Utf8)
+        category = map_unique(ins.get_column(engine_col).cast(pl.Utf8), engine_category)
     else:
         category = pl.lit(None, dtype=pl.Utf8)
-    opcode = _s(ins, "opcode")
+    opcode = col_str(ins, "opcode")
     op_name = pl.coalesce(hlo_short_expr("hlo_name"), opcode) if "hlo_name" in cols else opcode
-    rd, wr = _f64(ins, "hbm_read_bytes"), _f64(ins, "hbm_write_bytes")
+    rd, wr = col_f64(ins, "hbm_read_bytes"), col_f64(ins, "hbm_write_bytes")
     dram = pl.when(rd.is_null() & wr.is_null()).then(None).otherwise(rd.fill_null(0) + wr.fill_null(0))
-    flops = _f64(ins, "raw_flops")
+    flops = col_f64(ins, "raw_flops")
     base = ins.with_row_index("_row").select(
         pl.col("_row"),
         opcode.alias("name"),
@@ -165,22 +154,22 @@ def instructions_to_kernels(ins: pl.DataFrame, *, device_name: str | None, devic
 
 def dma_to_transfers(dma: pl.DataFrame, device_id: int | None) -> pl.DataFrame:
     cols = dma.columns
-    start = _i64(dma, "start_ts") if "start_ts" in cols else _i64(dma, "timestamp")
-    dur = _f64(dma, "duration_ns") if "duration_ns" in cols else _f64(dma, "duration")
-    end = _i64(dma, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64))
-    nbytes = pl.coalesce(_f64(dma, "transfer_bytes"), _f64(dma, "size"), _f64(dma, "bytes"), _f64(dma, "write_bytes"))
-    tput = _f64(dma, "throughput")
+    start = col_i64(dma, "start_ts") if "start_ts" in cols else col_i64(dma, "timestamp")
+    dur = col_f64(dma, "duration_ns") if "duration_ns" in cols else col_f64(dma, "duration")
+    end = col_i64(dma, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64))
+    nbytes = pl.coalesce(col_f64(dma, "transfer_bytes"), col_f64(dma, "size"), col_f64(dma, "bytes"), col_f64(dma, "write_bytes"))
+    tput = col_f64(dma, "throughput")
     df = dma.select(
         pl.lit("dma").alias("kind"),
-        _s(dma, "queue_type").alias("direction"),
-        pl.coalesce(_s(dma, "queue_name"), _s(dma, "queue_type"), _s(dma, "label"), _s(dma, "name")).alias("name"),
+        col_str(dma, "queue_type").alias("direction"),
+        pl.coalesce(col_str(dma, "queue_name"), col_str(dma, "queue_type"), col_str(dma, "label"), col_str(dma, "name")).alias("name"),
         nbytes.alias("bytes"),
         start.alias("start_ns"),
         end.alias("end_ns"),
         dur.alias("duration_ns"),
         pl.coalesce(tput, pl.when(dur > 0).then(nbytes / (dur * 1e-9))).alias("throughput_bytes_per_s"),
         pl.lit(device_id, dtype=pl.Int64).alias("device_id"),
-        _i64(dma, "queue_idx").alias("stream"),
+        col_i64(dma, "queue_idx").alias("stream"),
     )
     return df.sort("start_ns", nulls_last=True).with_row_index("transfer_id").with_columns(pl.col("transfer_id").cast(pl.Int64))
 
@@ -192,16 +181,16 @@ def _counters(tables: dict[str, pl.DataFrame], device_id: int | None) -> pl.Data
         for col, canon, unit in (("current_throughput", "hbm_throughput_bytes_per_s", "byte/s"), ("total_transfer_bytes", "hbm_transfer_bytes_cumulative", "byte")):
             if col in hbm.columns:
                 parts.append(hbm.select(pl.lit(canon).alias("counter"), pl.lit(f"HbmUsage.{col}").alias("raw_name"), pl.lit(unit).alias("unit"),
-                                        _i64(hbm, "timestamp").alias("timestamp_ns"), _f64(hbm, col).alias("value"),
+                                        col_i64(hbm, "timestamp").alias("timestamp_ns"), col_f64(hbm, col).alias("value"),
                                         pl.lit(device_id, dtype=pl.Int64).alias("device_id")))
     thr = tables.get("Throttle")
     if thr is not None and thr.height and {"k", "n", "timestamp"} <= set(thr.columns):
         parts.append(thr.select(
             pl.lit("throttle_utilization_limit").alias("counter"),
-            pl.concat_str(pl.lit("Throttle."), _s(thr, "type").fill_null("unknown")).alias("raw_name"),
+            pl.concat_str(pl.lit("Throttle."), col_str(thr, "type").fill_null("unknown")).alias("raw_name"),
             pl.lit("fraction").alias("unit"),
-            _i64(thr, "timestamp").alias("timestamp_ns"),
-            pl.when(_f64(thr, "n") > 0).then(_f64(thr, "k") / _f64(thr, "n")).alias("value"),
+            col_i64(thr, "timestamp").alias("timestamp_ns"),
+            pl.when(col_f64(thr, "n") > 0).then(col_f64(thr, "k") / col_f64(thr, "n")).alias("value"),
             pl.lit(device_id, dtype=pl.Int64).alias("device_id"),
         ))
     for name in _USAGE_TABLES:
@@ -212,7 +201,7 @@ def _counters(tables: dict[str, pl.DataFrame], device_id: int | None) -> pl.Data
         for c in num:
             parts.append(t.select(pl.lit(f"{name}.{c}").alias("counter"), pl.lit(f"{name}.{c}").alias("raw_name"),
                                   pl.lit("byte" if "bytes" in c or c == "usage" else "%" if "percent" in c or c == "util" else "").alias("unit"),
-                                  _i64(t, "timestamp").alias("timestamp_ns"), _f64(t, c).alias("value"),
+                                  col_i64(t, "timestamp").alias("timestamp_ns"), col_f64(t, c).alias("value"),
                                   pl.lit(device_id, dtype=pl.Int64).alias("device_id")))
     return pl.concat(parts, how="vertical_relaxed") if parts else None
 
@@ -221,18 +210,18 @@ def _ranges(tables: dict[str, pl.DataFrame], device_id: int | None) -> pl.DataFr
     parts = []
     thr = tables.get("Throttle")
     if thr is not None and thr.height and "timestamp" in thr.columns:
-        d = _f64(thr, "duration")
-        parts.append(thr.select(pl.lit("throttle").alias("kind"), _s(thr, "type").alias("name"), pl.lit("Throttle").alias("domain"),
-                                pl.lit(device_id, dtype=pl.Int64).alias("device_id"), _i64(thr, "timestamp").alias("start_ns"),
-                                (_i64(thr, "timestamp") + d.cast(pl.Int64)).alias("end_ns"), d.alias("duration_ns")))
+        d = col_f64(thr, "duration")
+        parts.append(thr.select(pl.lit("throttle").alias("kind"), col_str(thr, "type").alias("name"), pl.lit("Throttle").alias("domain"),
+                                pl.lit(device_id, dtype=pl.Int64).alias("device_id"), col_i64(thr, "timestamp").alias("start_ns"),
+                                (col_i64(thr, "timestamp") + d.cast(pl.Int64)).alias("end_ns"), d.alias("duration_ns")))
     ev = tables.get("SystemProfileEvents")
     if ev is not None and ev.height:
-        src = _s(ev, "trace_event_source")
+        src = col_str(ev, "trace_event_source")
         parts.append(ev.select(
             pl.when(src == "neuron_rt").then(pl.lit("neuron_runtime_api")).when(src.str.contains("framework")).then(pl.lit("framework")).otherwise(pl.lit("host")).alias("kind"),
-            _s(ev, "name").alias("name"), src.alias("domain"), _i64(ev, "process_id").alias("process_id"), _i64(ev, "thread_id").alias("thread_id"),
-            _i64(ev, "nc_idx").alias("device_id"), _i64(ev, "start_ts").alias("start_ns"), _i64(ev, "end_ts").alias("end_ns"),
-            _f64(ev, "duration_ns").alias("duration_ns"),
+            col_str(ev, "name").alias("name"), src.alias("domain"), col_i64(ev, "process_id").alias("process_id"), col_i64(ev, "thread_id").alias("thread_id"),
+            col_i64(ev, "nc_idx").alias("device_id"), col_i64(ev, "start_ts").alias("start_ns"), col_i64(ev, "end_ts").alias("end_ns"),
+            col_f64(ev, "duration_ns").alias("duration_ns"),
         ))
     if not parts:
         return None
@@ -329,11 +318,7 @@ class NeuronParquetParser:
         path = Path(path)
         tables = read_tables(path)
         tabs, md = tables_to_profile_parts(tables, path.name)
-        if options.device:
-            md["device_name_reported"] = md.get("device_name")
-            md["device_name"] = options.device
-            if tabs.get("kernels") is not None:
-                tabs["kernels"] = tabs["kernels"].with_columns(pl.lit(options.device).alias("device_name"))
+        apply_device_option(tabs, md, options.device)
         if not any(v is not None and v.height for v in tabs.values()) and "neuron_summary" not in md:
             raise InputError(path, "Neuron Explorer folder holds no Instruction, DmaPacket, Summary or system-profile rows")
         return new_profile(path, self, tabs, md)

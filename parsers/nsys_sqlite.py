@@ -32,7 +32,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _NSYS_MARKERS = (b"StringIds", b"CUPTI_ACTIVITY_KIND_", b"TARGET_INFO_", b"NVTX_EVENTS", b"META_DATA_EXPORT", b"EXPORT_META_DATA")
@@ -255,13 +255,6 @@ def _kv(db: _Db, table: str) -> dict[str, str]:
     return out
 
 
-def _map_unique(col: pl.Series, fn) -> pl.Series:
-    """Apply a Python function once per distinct value (names repeat across millions of rows)."""
-    uniq = col.drop_nulls().unique()
-    mapped = [fn(v) for v in uniq.to_list()]
-    return col.replace_strict(uniq, pl.Series(mapped, dtype=pl.Utf8), default=None, return_dtype=pl.Utf8)
-
-
 # ---------------------------------------------------------------------------------------- devices
 
 def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
@@ -370,12 +363,12 @@ def _kernels(db: _Db, strings: pl.DataFrame, by_pid, by_any, gpus, processes: pl
     if k["_demangled"].null_count() and k["_mangled"].null_count() < k.height:
         from profaudit.names import demangle
 
-        k = k.with_columns(_map_unique(k["_mangled"], demangle).alias("_dm")).with_columns(pl.coalesce(pl.col("_demangled"), pl.col("_dm")).alias("_demangled"))
+        k = k.with_columns(map_unique(k["_mangled"], demangle).alias("_dm")).with_columns(pl.coalesce(pl.col("_demangled"), pl.col("_dm")).alias("_demangled"))
     k = k.with_columns(pl.coalesce(pl.col("_demangled"), pl.col("_short"), pl.col("_mangled")).alias("name"))
     if k["_short"].null_count():
         from profaudit.names import short_name
 
-        k = k.with_columns(_map_unique(k["name"], short_name).alias("_sn")).with_columns(pl.coalesce(pl.col("_short"), pl.col("_sn")).alias("_short"))
+        k = k.with_columns(map_unique(k["name"], short_name).alias("_sn")).with_columns(pl.coalesce(pl.col("_short"), pl.col("_sn")).alias("_short"))
     k = k.with_columns(
         _pid("_gpid").alias("process_id"),
         (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64).alias("duration_ns"),
@@ -656,14 +649,8 @@ def _cuda_version(v: str | None) -> str | None:
 
 def _metadata(db: _Db, gpus: list[dict], kernels: pl.DataFrame, ranges: pl.DataFrame, processes: pl.DataFrame, notes: list[str]) -> dict[str, Any]:
     export = _kv(db, "META_DATA_EXPORT") or _kv(db, "EXPORT_META_DATA")
-    capture = {}
-    if db.has("META_DATA_CAPTURE", "name", "value"):
-        for k, v in db.rows("SELECT name, value FROM META_DATA_CAPTURE"):
-            capture.setdefault(str(k), v)
-    env = {}
-    if db.has("TARGET_INFO_SYSTEM_ENV", "name", "value"):
-        for k, v in db.rows("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV"):
-            env.setdefault(str(k), v)
+    capture = _kv(db, "META_DATA_CAPTURE")
+    env = _kv(db, "TARGET_INFO_SYSTEM_ENV")
     md: dict[str, Any] = {"tool": "nsys"}
     # The version that wrote the SQLite; the capture's own version shows in its install path.
     md["tool_version"] = export.get("EXPORT_PRODUCT_VERSION")

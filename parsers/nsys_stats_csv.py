@@ -33,7 +33,8 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
+from profaudit.samples import ns_per
 
 # New report names (nsys >= 2023.x) and the old ones they replaced.
 REPORT_ALIASES = {
@@ -60,7 +61,6 @@ KNOWN_REPORTS = set(REPORT_ALIASES.values()) | {
 }
 _REPORT_NAMES_RE = "|".join(sorted((re.escape(r) for r in KNOWN_REPORTS | set(REPORT_ALIASES)), key=len, reverse=True))
 
-_TIME_UNITS = {"ns": 1.0, "nsec": 1.0, "us": 1e3, "usec": 1e3, "μs": 1e3, "µs": 1e3, "ms": 1e6, "msec": 1e6, "s": 1e9, "sec": 1e9}
 # nsys prints memory in SI units (MB = 10^6 B) unless the label says MiB.
 _MEM_UNITS = {"b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 1024.0, "mib": 1024.0**2, "gib": 1024.0**3}
 
@@ -142,9 +142,8 @@ def _num(s: str | None) -> float | None:
 
 
 def _time_scale(unit: str | None, default: float) -> float:
-    if unit is None:
-        return default
-    return _TIME_UNITS.get(unit.strip().lower().replace("µ", "μ"), _TIME_UNITS.get(unit.strip(), default))
+    f = ns_per(unit)
+    return default if f is None else f
 
 
 def _mem_scale(unit: str | None) -> float | None:
@@ -226,6 +225,10 @@ def looks_like_console(text: str) -> list[str] | None:
 
 def _columns(header: list[str]) -> list[tuple[str, str, str | None]]:
     return [parse_header(h) for h in header]
+
+
+def _shape(report: str | None, cols: list[tuple[str, str, str | None]]) -> str:
+    return _classify(report, [c[0] for c in cols], [c[2] for c in cols])
 
 
 def _classify(report: str | None, fields: list[str], units: list[str | None]) -> str:
@@ -419,8 +422,7 @@ def _api_trace(report: str | None, df: pl.DataFrame, cols) -> pl.DataFrame:
     ).drop(["_end", "_dur"])
     if report and report.startswith("nvtx"):
         return r.with_columns(pl.lit("nvtx_start_end" if "startend" in report else "nvtx_push_pop").alias("kind"))
-    uniq = r["name"].drop_nulls().unique()
-    r = r.with_columns(pl.col("name").replace_strict(uniq, pl.Series([clean_api_name(n) for n in uniq.to_list()], dtype=pl.Utf8), default=None, return_dtype=pl.Utf8))
+    r = r.with_columns(map_unique(r["name"], clean_api_name))
     return r.with_columns(
         pl.when(pl.col("name").str.contains(r"^cu[A-Z]")).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).alias("kind")
     )
@@ -456,12 +458,11 @@ def read_stats_csv(path: Path, parser) -> Any:
             raise InputError(path, "not an nsys stats CSV: unreadable table header") from None
         if len(header) < 2:
             raise InputError(path, f"not an nsys stats CSV: table header {','.join(header)[:60]!r} has a single column")
-        fields = [parse_header(h)[0] for h in header]
-        units = [parse_header(h)[2] for h in header]
+        cols = _columns(header)
         report = b.report or (file_report if len(blocks) == 1 else None)
-        shape = _classify(report, fields, units)
+        shape = _shape(report, cols)
         if report is None:
-            report = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace"}.get(shape) or _guess_summary(fields) or "nsys_stats"
+            report = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace"}.get(shape) or _guess_summary([c[0] for c in cols]) or "nsys_stats"
         reports.append(report)
         if shape == "gpu_trace":
             k, t = _gpu_trace(*_block_frame(b, path))
@@ -495,11 +496,7 @@ def read_stats_csv(path: Path, parser) -> Any:
     if k is not None and k.height:
         from profaudit.names import short_name
 
-        uniq = k["name"].drop_nulls().unique()
-        k = k.with_columns(
-            pl.col("name").replace_strict(uniq, pl.Series([short_name(n) for n in uniq.to_list()], dtype=pl.Utf8), default=None, return_dtype=pl.Utf8).alias("short_name"),
-            pl.lit("nsys").alias("source"),
-        )
+        k = k.with_columns(map_unique(k["name"], short_name).alias("short_name"), pl.lit("nsys").alias("source"))
         tables["kernels"] = k.sort("start_ns", nulls_last=True).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel_id"))
     t = pl.concat(transfers, how="diagonal_relaxed") if transfers else None
     if t is not None and t.height:
@@ -526,11 +523,12 @@ def read_stats_csv(path: Path, parser) -> Any:
 
 
 def _is_stats_table(b: _Block) -> bool:
-    t = b.table()
-    if not t or len(t[0]) < 2:
+    # the header decides (read as read_stats_csv reads it): a trace block can run to millions of rows
+    try:
+        header = next(csv.reader([b.lines[0]]))
+    except (csv.Error, StopIteration):
         return False
-    cols = [parse_header(h) for h in t[0]]
-    return _classify(b.report, [c[0] for c in cols], [c[2] for c in cols]) != "other"
+    return len(header) >= 2 and _shape(b.report, _columns(header)) != "other"
 
 
 # Spellings only nsys stats uses; a generic timing CSV with min/max/mean columns has none of them.
@@ -547,8 +545,7 @@ def _is_stats_header(line: str) -> bool:
         return False
     if len(cells) < 3:
         return False
-    cols = [parse_header(h) for h in cells]
-    return _classify(None, [c[0] for c in cols], [c[2] for c in cols]) != "other"
+    return _shape(None, _columns(cells)) != "other"
 
 
 def _guess_summary(fields: list[str]) -> str | None:

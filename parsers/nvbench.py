@@ -37,8 +37,8 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile, open_maybe_gzip
+from profaudit import samples
 from profaudit.samples import canonical_params, parse_scalar
-from profaudit import schema
 
 _CSV_HEAD = "Benchmark,Device,Device Name"
 
@@ -67,12 +67,7 @@ _TIME_HEADER = re.compile(r"^(?:(Min|Max|Median|Q1|Q3) )?(CPU|GPU) Time$|^Batch 
 def _summary_value(summ: dict, key: str = "value") -> Any:
     for item in summ.get("data") or []:
         if item.get("name") == key:
-            v, t = item.get("value"), item.get("type")
-            if t == "int64":
-                return int(v)
-            if t == "float64":
-                return float(v)
-            return v
+            return _axis_value(item)
     if key in summ:  # tolerate writers that flatten values onto the summary
         return summ[key]
     return None
@@ -124,8 +119,7 @@ class _Rows:
         self.c["calls_per_sample"].extend([1] * n)
 
     def frame(self) -> pl.DataFrame:
-        sch = schema.SAMPLES.polars_schema
-        return schema.conform("samples", pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in self.c.items()}))
+        return samples.frame(self.c)
 
     def __len__(self):
         return len(self.c["benchmark"])

@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit import schema
+from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
@@ -102,8 +102,7 @@ class ProtonParser:
                     stack.append((ch, child_scopes))
         if not cols["benchmark"]:
             raise InputError(path, "Proton profile holds no kernel timings (an empty call tree: was the profiled code run between proton.start and proton.finalize?)")
-        sch = schema.SAMPLES.polars_schema
-        df = pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in cols.items()}).with_columns(
+        df = samples.frame(cols).with_columns(
             pl.lit(0, dtype=pl.Int64).alias("iteration"),
             pl.lit("measure").alias("phase"),
             pl.lit("unknown").alias("cache_state"),

@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit import schema
+from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
@@ -88,9 +88,7 @@ class PytestBenchmarkParser:
                     cols["sample_count"].append(rounds)
                     cols["calls_per_sample"].append(iters)
                     cols["run"].append(0)
-        sch = schema.SAMPLES.polars_schema
-        df = pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in cols.items()})
-        df = df.with_columns(
+        df = samples.frame(cols).with_columns(
             pl.lit("measure").alias("phase"),
             pl.lit("unknown").alias("cache_state"),
             pl.lit("host").alias("time_source"),

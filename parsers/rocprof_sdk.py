@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile, open_maybe_gzip
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
 _TOOL = "rocprofiler-sdk-tool"
@@ -86,19 +86,13 @@ class _Stream:
         return self._BIG.sub(rb"\1.0", data) if self.fixing and len(data) >= 19 else data
 
 
-def _open(path: Path):
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gz else open(path, "rb")
-
-
 def _items(path: Path, prefix: str, first_only: bool = False, watch: _Stream | None = None, fix_all: bool = False):
     import zlib
 
     import ijson
 
     retry = False
-    with _open(path) as f:
+    with open_maybe_gzip(path) as f:
         src = watch if watch is not None else _Stream(None, fix_all)
         src.f, src.carry, src.tail, src.fixing = f, b"", b"", True
         src.fix_all = src.fix_all or fix_all
@@ -223,10 +217,10 @@ class RocprofSdkParser:
             K = K.join(launch, on="correlation_id", how="left")
         else:
             K = K.with_columns(nvtx_range=pl.lit(None, dtype=STR))
-        uniq = K["name"].drop_nulls().unique().to_list()
-        K = K.sort(["start_ns", "correlation_id"], nulls_last=True).with_columns(
+        K = K.sort(["start_ns", "correlation_id"], nulls_last=True)
+        K = K.with_columns(
             source=pl.lit("rocprof"), kernel_id=pl.int_range(0, K.height, dtype=I64),
-            short_name=pl.col("name").replace_strict({u: short_name(u) for u in uniq}, default=None, return_dtype=STR),
+            short_name=map_unique(K["name"], short_name),
             process_id=pl.lit(pid, dtype=I64), category=pl.lit("kernel_dispatch"),
             duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
             grid_x=pl.col("gx"), grid_y=pl.col("gy"), grid_z=pl.col("gz"),
@@ -289,8 +283,9 @@ class RocprofSdkParser:
         R = R.with_columns(_nidx=pl.int_range(0, n, dtype=I64), _parent=pl.Series(parent, dtype=I64), depth=pl.Series(depth, dtype=I64),
                            _ann=pl.Series([names[a] if a >= 0 else None for a in ann], dtype=STR))
         R = R.sort("start_ns", "_nidx", nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
-        order = R.select("_nidx", "range_id").sort("_nidx")["range_id"].to_list()
-        R = R.with_columns(parent_range_id=pl.col("_parent").map_elements(lambda p: order[p] if p >= 0 else None, return_dtype=I64))
+        # the parent is a nesting index: its range_id is the range_id of the row with that _nidx
+        id_at = R.sort("_nidx")["range_id"]
+        R = R.with_columns(parent_range_id=pl.when(pl.col("_parent") >= 0).then(id_at.gather(R["_parent"].clip(0))))
         launch = (R.filter(pl.col("correlation_id").is_not_null() & pl.col("kind").is_in(["cuda_runtime", "hsa_api"]))
                   .select("correlation_id", pl.col("_ann").alias("nvtx_range")).unique("correlation_id", keep="first"))
         R = R.with_columns(process_id=pl.lit(pid, dtype=I64), duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64), domain=pl.lit("rocprofiler-sdk"))

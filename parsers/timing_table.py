@@ -338,7 +338,7 @@ def _is_units_row(cells: list[str]) -> bool:
     unitish = re.compile(r"^[\[\(]?[A-Za-zµμ%°/_\-. ]{1,16}[\]\)]?$")
     if any(re.match(_NUM_RE, v) and re.match(_NUM_RE, v).group(2) == "" for v in vals):
         return False
-    known = sum(1 for v in vals if ns_per(v.strip("[]()")) is not None or v.strip("[]()").lower() in ("mhz", "ghz", "khz", "hz", "w", "mw", "c", "%", "-", "degc", "°c", "byte", "bytes", "block", "thread", "cycle", "count", "msecond", "usecond", "nsecond"))
+    known = sum(1 for v in vals if ns_per(v.strip("[]()")) is not None or v.strip("[]()").lower() in ("mhz", "ghz", "khz", "hz", "w", "mw", "c", "%", "-", "degc", "°c", "byte", "bytes", "block", "thread", "cycle", "count"))
     return all(unitish.match(v) for v in vals) and known >= max(1, len(vals) // 2)
 
 
@@ -804,12 +804,10 @@ def build_samples(path: Path, df: pl.DataFrame, units_row: dict[str, str], meta:
         base["cache_state"] = _map_unique(df, roles["cache_state"], lambda v: _norm_cache(v, flag))
     elif isinstance(meta.get("cache_state"), str):
         base["cache_state"] = pl.lit(_norm_cache(meta["cache_state"], False))
-    if "sm_clock" in roles:
-        c = roles["sm_clock"]
-        base["sm_clock_mhz"] = _num(df, c) * _freq_factor_mhz(_unit_token(c, ("hz", "khz", "mhz", "ghz")) or units_row.get(c, "").lower() or None)
-    if "mem_clock" in roles:
-        c = roles["mem_clock"]
-        base["mem_clock_mhz"] = _num(df, c) * _freq_factor_mhz(_unit_token(c, ("hz", "khz", "mhz", "ghz")) or units_row.get(c, "").lower() or None)
+    for role, out in (("sm_clock", "sm_clock_mhz"), ("mem_clock", "mem_clock_mhz")):
+        if role in roles:
+            c = roles[role]
+            base[out] = _num(df, c) * _freq_factor_mhz(_unit_token(c, ("hz", "khz", "mhz", "ghz")) or units_row.get(c, "").lower() or None)
     if "temperature" in roles:
         base["temperature_c"] = _num(df, roles["temperature"])
     if "power" in roles:

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit import schema
+from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
@@ -90,10 +90,9 @@ class TorchBenchmarkParser:
                 user_meta.append({"benchmark": bench, "variant": variant, "metadata": m["metadata"]})
         if not cols["benchmark"]:
             raise InputError(path, "measurements hold no raw_times")
-        sch = schema.SAMPLES.polars_schema
         device = meta.get("device_name") or meta.get("device") or options.device
         source = meta.get("time_source") if isinstance(meta.get("time_source"), str) else "host"
-        df = pl.DataFrame({k: pl.Series(k, v, dtype=sch[k], strict=False) for k, v in cols.items()}).with_columns(
+        df = samples.frame(cols).with_columns(
             pl.lit("measure").alias("phase"),
             pl.lit("unknown").alias("cache_state"),
             pl.lit(source).alias("time_source"),

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, new_profile
 from profaudit.parsers.protowire import WireError, iter_fields
 from profaudit.parsers.xspace import (
     KIND_BYTES,
@@ -128,12 +128,7 @@ class XPlaneParser:
     def read(self, path: Path, options: ReadOptions):
         space = read_xspace(path)
         tables, md = space_to_tables(space, path)
-        if options.device:
-            md["device_name_reported"] = md.get("device_name")
-            md["device_name"] = options.device
-            k = tables["kernels"]
-            if k.height:
-                tables["kernels"] = k.with_columns(pl.lit(options.device).alias("device_name"))
+        apply_device_option(tables, md, options.device)
         return new_profile(path, self, tables, md)
 
 
@@ -1032,8 +1027,8 @@ def _first_numeric(M: _Merged) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero(np.isin(M.kind, (KIND_DOUBLE, KIND_UINT, KIND_INT)))
     if rows.size:
         target = np.searchsorted(M.targets, M.ev[rows])
-        rows = rows[np.lexsort((M.pos[rows], target))]
-        target = np.searchsorted(M.targets, M.ev[rows])
+        order = np.lexsort((M.pos[rows], target))
+        rows, target = rows[order], target[order]
         firsts = np.r_[True, target[1:] != target[:-1]]
         f, _ = M.all(rows[firsts]).floats()
         out[target[firsts]], ok[target[firsts]] = f, True

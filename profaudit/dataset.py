@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 
@@ -57,19 +58,22 @@ def _temp_sibling(path: Path) -> str:
     return tmp
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file through a temporary sibling and a rename."""
-    path = Path(path)
+def _write_via_temp(path: Path, write: Callable[[str], object]) -> None:
+    """`write(temporary sibling)`, then rename it to `path`: nothing half-written is ever seen there."""
     tmp = _temp_sibling(path)
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
+        write(tmp)
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
             raise _cannot_write(path, exc) from None
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file through a temporary sibling and a rename."""
+    _write_via_temp(Path(path), lambda tmp: Path(tmp).write_bytes(data))
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -78,23 +82,10 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_frame(df: pl.DataFrame, path: Path, fmt: str) -> None:
     """Write a table as csv/json/parquet through a temporary file and a rename."""
-    path = Path(path)
-    tmp = _temp_sibling(path)
-    try:
-        if fmt == "parquet":
-            df.write_parquet(tmp)
-        elif fmt == "csv":
-            df.write_csv(tmp)
-        elif fmt == "json":
-            df.write_json(tmp)
-        else:
-            raise UsageError(f"cannot write format {fmt!r}")
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise _cannot_write(path, exc) from None
-        raise
+    writers = {"parquet": df.write_parquet, "csv": df.write_csv, "json": df.write_json}
+    if fmt not in writers:
+        raise UsageError(f"cannot write format {fmt!r}")
+    _write_via_temp(Path(path), writers[fmt])
 
 
 def write_dataset(ps: ProfileSet, out: Path, *, merge: bool = True) -> Path:

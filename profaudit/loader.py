@@ -6,7 +6,6 @@ import ast
 import glob
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -223,6 +222,7 @@ def load(
 
     if parallel:
         import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
 
         workers = min(len(inputs), os.cpu_count() or 1)
         with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:

@@ -353,6 +353,34 @@ def ceilings(spec: "DeviceSpec | str", clock_hz: float | None = None, *, sparse:
     return pl.DataFrame(rows, schema=schema)
 
 
+def roofs_at(
+    spec: DeviceSpec,
+    clock_hz: float | None = None,
+    *,
+    sparse: bool = False,
+    precisions: Iterable[str] | None = None,
+    levels: Iterable[str] | None = None,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(peak FLOP/s by precision, bandwidth in bytes/s by level) a chart draws for `spec`.
+
+    `precisions` and `levels` choose (in that order) among those the spec publishes; None means
+    all of them. With `clock_hz`, figures are rescaled as in `ceilings()`; a figure the vendor
+    states no clock for cannot be moved to it and is left out.
+    """
+    precisions = spec.precisions(sparse=sparse) if precisions is None else [p for p in precisions if spec.peak(p, sparse=sparse) is not None]
+    levels = spec.levels() if levels is None else [lv for lv in levels if lv in spec.levels()]
+    peaks = {p: v for p in precisions if (v := spec.peak_flops_per_s(p, sparse=sparse, clock_hz=clock_hz))}
+    bws = {lv: w for lv in levels if (w := spec.bandwidth_bytes_per_s(lv, clock_hz))}
+    return peaks, bws
+
+
+def median_kernel_clock(rf: pl.DataFrame, device_key: str) -> float | None:
+    """Median measured SM clock of one device's kernels in a `roofline()` frame (the clock charts
+    draw 'at the measured clock' ceilings at), None when none was measured."""
+    s = rf.filter(pl.col("device_key") == device_key)["kernel_clock_hz"].drop_nulls()
+    return float(s.median()) if s.len() else None
+
+
 def unmatched_devices(ps_or_kernels, extra_specs: Iterable = ()) -> dict[str, str]:
     """Device names in the input that match no spec, with the reason for each."""
     kernels, md = _inputs(ps_or_kernels)
@@ -366,7 +394,7 @@ def unmatched_devices(ps_or_kernels, extra_specs: Iterable = ()) -> dict[str, st
     return out
 
 
-__all__ = ["roofline", "ceilings", "roofline_columns", "unmatched_devices"]
+__all__ = ["roofline", "ceilings", "roofs_at", "median_kernel_clock", "roofline_columns", "unmatched_devices"]
 
 
 from profaudit._callable import make_module_callable  # noqa: E402

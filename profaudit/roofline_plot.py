@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 import polars as pl
 
+from profaudit.roofline import median_kernel_clock, roofs_at
 from profaudit.schema import MEMORY_LEVELS
 from profaudit.specs import DeviceSpec, get_spec
 
@@ -23,22 +24,35 @@ _LEVEL_STYLE = {"dram": ("circle", "DRAM"), "l2": ("square", "L2"), "l1": ("diam
 _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 
 
-def _fmt(v, unit: str) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+_SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(v: float | None, unit: str) -> str:
+    """A number as '1.23 TFLOP/s' text ('—' when missing or not finite)."""
+    if v is None or not math.isfinite(v):
         return "—"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for scale, prefix in _SI_PREFIXES:
         if abs(v) >= scale:
             return f"{v / scale:.3g} {prefix}{unit}"
     return f"{v:.3g} {unit}"
 
 
-def _si(col: str, unit: str) -> pl.Expr:
-    """Column as '1.23 TFLOP/s' text (columnar, no per-row Python)."""
-    c = pl.col(col).cast(pl.Float64)
+def _scaled_text(c: pl.Expr, unit: str, prefixes) -> pl.Expr:
+    """A column as '1.23 TFLOP/s' text with the first prefix it reaches (columnar, no per-row Python)."""
+    c = c.cast(pl.Float64)
     expr = pl.when(c.is_null() | c.is_nan()).then(pl.lit("—"))
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for scale, prefix in prefixes:
         expr = expr.when(c.abs() >= scale).then((c / scale).round_sig_figs(3).cast(pl.Utf8) + pl.lit(f" {prefix}{unit}"))
     return expr.otherwise(c.round_sig_figs(3).cast(pl.Utf8) + pl.lit(f" {unit}"))
+
+
+def _si(col: str, unit: str) -> pl.Expr:
+    return _scaled_text(pl.col(col), unit, _SI_PREFIXES)
+
+
+def _si_from(c: pl.Expr, unit: str) -> pl.Expr:
+    """Seconds-like quantities: s, ms, µs, ns."""
+    return _scaled_text(c, unit, ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")))
 
 
 def _hover(pts: pl.DataFrame, level: str, label: str, sfx: str) -> list[str]:
@@ -55,15 +69,6 @@ def _hover(pts: pl.DataFrame, level: str, label: str, sfx: str) -> list[str]:
         parts += [pl.lit("<br>attainable "), _si(f"attainable_flops_per_s_{sfx}", "FLOP/s"), pl.lit(" · "),
                   pl.col(pct).round(1).cast(pl.Utf8).fill_null("—"), pl.lit(" % of roof · bound: "), pl.col(f"bound_{sfx}").fill_null("—")]
     return pts.select(pl.concat_str(parts).alias("h")).get_column("h").to_list()
-
-
-def _si_from(c: pl.Expr, unit: str) -> pl.Expr:
-    """Seconds-like quantities: s, ms, µs, ns."""
-    c = c.cast(pl.Float64)
-    out = pl.when(c.is_null() | c.is_nan()).then(pl.lit("—"))
-    for scale, prefix in ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")):
-        out = out.when(c.abs() >= scale).then((c / scale).round_sig_figs(3).cast(pl.Utf8) + pl.lit(f" {prefix}{unit}"))
-    return out.otherwise(c.round_sig_figs(3).cast(pl.Utf8) + pl.lit(f" {unit}"))
 
 
 def roofline_figure(rf: pl.DataFrame, specs: Mapping[str, DeviceSpec] | None = None, *, clock: str = "boost",
@@ -102,17 +107,10 @@ def roofline_figure(rf: pl.DataFrame, specs: Mapping[str, DeviceSpec] | None = N
 
     peaks_all = []
     for i, key in enumerate(keys):
-        spec = specs[key]
-        clk = None
-        if clock == "kernel":
-            sub = rf.filter(pl.col("device_key") == key).get_column("kernel_clock_hz").drop_nulls()
-            clk = float(sub.median()) if sub.len() else None
-        peaks = {p: spec.peak_flops_per_s(p, sparse=sparse, clock_hz=clk) for p in spec.precisions(sparse=sparse)}
-        peaks = {p: v for p, v in peaks.items() if v}
+        clk = median_kernel_clock(rf, key) if clock == "kernel" else None
+        peaks, bws = roofs_at(specs[key], clk, sparse=sparse)
         peaks_all += list(peaks.values())
         top = max(peaks.values()) if peaks else None
-        bws = {lv: spec.bandwidth_bytes_per_s(lv, clk) for lv in spec.levels()}
-        bws = {lv: v for lv, v in bws.items() if v}
         color = _PALETTE[i % len(_PALETTE)]
         xs_dev = [v for v in xs if v > 0]
         lo = min(xs_dev + [top / max(bws.values())] if top and bws else xs_dev or [0.01]) / 10
@@ -120,12 +118,12 @@ def roofline_figure(rf: pl.DataFrame, specs: Mapping[str, DeviceSpec] | None = N
         clk_txt = f" @ {clk / 1e6:.0f} MHz" if clk else ""
         for p, v in peaks.items():
             fig.add_trace(go.Scatter(x=[lo, hi], y=[v, v], mode="lines", line=dict(color=color, width=1.5, dash="solid" if p.endswith("tensor") else "dot"),
-                                     name=f"{key}: {p} {_fmt(v, 'FLOP/s')}{clk_txt}", legendgroup=f"{key}-compute",
+                                     name=f"{key}: {p} {si(v, 'FLOP/s')}{clk_txt}", legendgroup=f"{key}-compute",
                                      visible=True if (p in used or not used) else "legendonly", hoverinfo="name"))
         for lv, w in bws.items():
             x_end = (top / w) if top else hi
             fig.add_trace(go.Scatter(x=[lo, x_end], y=[w * lo, w * x_end], mode="lines", line=dict(color=color, width=2 if lv == "dram" else 1.2, dash="solid" if lv == "dram" else "dash"),
-                                     name=f"{key}: {lv} {_fmt(w, 'B/s')}{'' if lv == 'dram' else clk_txt}", legendgroup=f"{key}-mem", hoverinfo="name"))
+                                     name=f"{key}: {lv} {si(w, 'B/s')}{'' if lv == 'dram' else clk_txt}", legendgroup=f"{key}-mem", hoverinfo="name"))
         xs += [lo, hi]
     ys += peaks_all
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / byte)")
@@ -188,4 +186,4 @@ def write_png(fig, path: str | os.PathLike, *, width: int = 1400, height: int = 
     return f"PNG not written: kaleido failed: {last[:200]}"
 
 
-__all__ = ["roofline_figure", "write_html", "write_png"]
+__all__ = ["roofline_figure", "si", "write_html", "write_png"]

@@ -146,6 +146,13 @@ def _busy_intervals(kernels: pl.DataFrame, transfers: pl.DataFrame | None, keys:
     return b.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
 
 
+def _per_keys(per: str) -> list[str]:
+    keys = _PER.get(per)
+    if keys is None:
+        raise ValueError(f"per must be one of {sorted(_PER)}, not {per!r}")
+    return keys
+
+
 def idle_gaps(kernels, per: str = "device", *, transfers: pl.DataFrame | None = None, min_gap_ns: float = 0.0) -> pl.DataFrame:
     """Intervals in which a device (or stream, or profile) ran no kernel, between its first and last.
 
@@ -153,42 +160,38 @@ def idle_gaps(kernels, per: str = "device", *, transfers: pl.DataFrame | None = 
     once). Pass `transfers` to count memcpy/memset time as busy too. One row per gap:
     keys, `gap_start_ns`, `gap_end_ns`, `gap_ns`, `next_kernel_id` (the kernel that ends the gap).
     """
-    if isinstance(kernels, ProfileSet):
-        kernels = kernels.kernels
-    keys = _PER.get(per)
-    if keys is None:
-        raise ValueError(f"per must be one of {sorted(_PER)}, not {per!r}")
-    b = _busy_intervals(kernels, transfers, keys).sort(keys + ["start_ns", "end_ns"])
+    keys = _per_keys(per)
+    gaps = _gaps(_busy_intervals(_kernels_of(kernels), transfers, keys), keys)
+    if min_gap_ns > 0:
+        gaps = gaps.filter(pl.col("gap_ns") >= min_gap_ns)
+    return gaps
+
+
+def _gaps(busy: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    b = busy.sort(keys + ["start_ns", "end_ns"])
     # Running maximum of the ends seen so far: a start beyond it opens a gap.
     b = b.with_columns(pl.col("end_ns").cum_max().shift(1).over(keys).alias("_busy_until"))
-    gaps = b.filter(pl.col("start_ns") > pl.col("_busy_until")).select(
+    return b.filter(pl.col("start_ns") > pl.col("_busy_until")).select(
         *keys,
         pl.col("_busy_until").alias("gap_start_ns"),
         pl.col("start_ns").alias("gap_end_ns"),
         (pl.col("start_ns") - pl.col("_busy_until")).cast(pl.Float64).alias("gap_ns"),
         pl.col("kernel_id").alias("next_kernel_id"),
     )
-    if min_gap_ns > 0:
-        gaps = gaps.filter(pl.col("gap_ns") >= min_gap_ns)
-    return gaps
 
 
 def idle_summary(kernels, per: str = "device", *, transfers: pl.DataFrame | None = None, min_gap_ns: float = 0.0) -> pl.DataFrame:
     """Per device (stream, profile): span from first start to last end, busy (union) time, idle
     time, idle %, gap count, and the largest gap. `idle_ns` sums the gaps of `idle_gaps` (only
     those >= `min_gap_ns`), so `busy_ns + idle_ns == span_ns` when min_gap_ns is 0."""
-    if isinstance(kernels, ProfileSet):
-        kernels = kernels.kernels
-    keys = _PER.get(per)
-    if keys is None:
-        raise ValueError(f"per must be one of {sorted(_PER)}, not {per!r}")
-    b = _busy_intervals(kernels, transfers, keys)
+    keys = _per_keys(per)
+    b = _busy_intervals(_kernels_of(kernels), transfers, keys)
     span = b.group_by(keys).agg(
         pl.col("start_ns").min().alias("first_start_ns"),
         pl.col("end_ns").max().alias("last_end_ns"),
         pl.col("kernel_id").count().alias("kernels"),
     ).with_columns((pl.col("last_end_ns") - pl.col("first_start_ns")).cast(pl.Float64).alias("span_ns"))
-    all_gaps = idle_gaps(kernels, per, transfers=transfers)
+    all_gaps = _gaps(b, keys)
     g_all = all_gaps.group_by(keys).agg(pl.col("gap_ns").sum().alias("_all_idle"))
     gaps = all_gaps.filter(pl.col("gap_ns") >= min_gap_ns) if min_gap_ns > 0 else all_gaps
     g = gaps.group_by(keys).agg(

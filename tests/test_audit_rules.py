@@ -505,3 +505,35 @@ def test_pa304_atol_is_judged_with_an_allowance(atol, fires):
     ev = gather(claim(side("baseline", 1.0e6, seed=1), side("candidate", 0.5e6, seed=2, meta={"atol": atol, "rtol": 1e-2})))
     msgs = [f.message for f in BY_CODE["PA304"].check(ev) if f.status is Status.FAIL]
     assert any("atol" in m for m in msgs) == fires, msgs
+
+
+def test_gpu_busy_share_is_the_union_of_kernels_clipped_to_the_timed_ranges():
+    """Overlapping kernels (other streams) count once, a kernel running past the range end counts
+    up to it, and one that started before the range does not count in it."""
+    import polars as pl
+
+    from profaudit.profile import Profile, ProfileSet
+
+    spans = [(100, 300), (200, 400), (500, 600), (550, 560), (900, 1200), (1900, 2100), (2500, 2600)]
+    kernels = pl.DataFrame({
+        "kernel_id": list(range(len(spans))), "name": ["k"] * len(spans),
+        "start_ns": [s for s, _ in spans], "end_ns": [e for _, e in spans], "duration_ns": [float(e - s) for s, e in spans],
+    })
+    ranges = pl.DataFrame({"range_id": [0, 1], "kind": ["nvtx_push_pop"] * 2, "name": ["timed"] * 2, "start_ns": [0, 2000], "end_ns": [1000, 3000]})
+    ps = ProfileSet([Profile("trace", {"source": "nsys"}, {"kernels": kernels, "ranges": ranges})])
+    ev = gather(claim(side("baseline", 1.0e6, seed=1, profiles=ps), side("candidate", 0.5e6, seed=2)))
+    # range 1: 100-400, 500-600, 900-1000 -> 500 ns; range 2: 2500-2600 -> 100 ns; of 2000 ns
+    assert ev.baseline.get("gpu_busy_pct") == pytest.approx(30.0)
+
+
+def test_throttle_reasons_are_judged_per_distinct_value():
+    reasons = ["none", "sw_thermal_slowdown", "0x4", "gpu_idle", None, "applications_clocks_setting|hw_slowdown"] * 25
+    ev = gather(claim(side("baseline", 1.0e6, seed=1, n=50, throttle=reasons), side("candidate", 0.5e6, seed=2)))
+    res = BY_CODE["PA203"]._side(ev.baseline, 1980.0)
+    steady = np.array(reasons, dtype=object)[ev.baseline.steady_mask]
+    from profaudit.samples import is_throttled
+
+    want = np.array([is_throttled(r) for r in steady])
+    assert res["reason_share"] == pytest.approx(want.mean())
+    assert res["reasons"] == sorted({str(r) for r in steady[want]})
+    assert res["reasons"] == ["0x4", "applications_clocks_setting|hw_slowdown", "sw_thermal_slowdown"]

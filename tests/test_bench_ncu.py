@@ -202,3 +202,30 @@ def test_target_without_nvtx_is_refused(tmp_path):
     # without the NVTX filter (kernel-name mode) the same target runs
     res = run_target(str(p), "vadd[n=1024]", "fast", warmup=1, calls=1, range_name="r", device="cpu")
     assert res["correctness"]["ok"] is True
+
+
+GATHER = """
+import numpy as np
+from profaudit import bench
+
+def inputs(p, gen):
+    return (gen.randint((p["n"],), 0, p["n"], "int32"), gen.randn((p["n"],), "float32"))
+
+SCALE = bench.Benchmark("gather_scale", backend="fake", inputs=inputs, reference=lambda i, x: x[i] / 3.0,
+    variants={"f32": bench.Variant(lambda i, x: x[i] / np.float32(3.0), model_ns=lambda p: 2e4)},
+    params=bench.grid(n=[1024]))
+"""
+
+
+def test_target_checks_like_the_timing_run(tmp_path):
+    """The profiled process checks a variant with the timing run's dtype and tolerance: here the
+    float32 data input, not the int32 index that comes first (which would demand exact equality)."""
+    from profaudit.bench import RunOptions, run_file
+    from profaudit.bench.ncu import run_target
+
+    p = tmp_path / "gather.py"
+    p.write_text(textwrap.dedent(GATHER))
+    timed = run_file(p, tmp_path / "out", options=RunOptions(max_time_s=0.05, telemetry=False))
+    assert timed["cases"][0]["variants"]["f32"]["status"] == "ok"
+    res = run_target(str(p), "gather_scale[n=1024]", "f32", warmup=0, calls=1, range_name="r")
+    assert res["correctness"]["ok"] is True and "rtol=0.0001" in res["correctness"]["message"]

@@ -370,6 +370,20 @@ def test_rocprof_sdk_records(tmp_path):
     assert (t["direction"], t["bytes"], t["throughput_bytes_per_s"], t["device_id"]) == ("HtoD", 4096.0, 4096 / 200e-9, 0)
 
 
+def test_rocprof_sdk_range_parents_across_threads(tmp_path):
+    # a call on another thread that starts between the marker and its child puts the nesting order
+    # (thread, start) out of step with range_id order (start): parents must still be range_ids
+    doc = _sdk_doc()
+    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["hip_api"].append(
+        {"kind": 5, "operation": 0, "thread_id": 8, "correlation_id": {"internal": 8}, "start_timestamp": 150, "end_timestamp": 160})
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    r = profaudit.load(path).ranges.sort("range_id")
+    assert r["name"].to_list() == ["my-region", "hipApiName", "hipLaunchKernel"]
+    assert r["thread_id"].to_list() == [9, 8, 9] and r["depth"].to_list() == [0, 0, 1]
+    assert r["parent_range_id"].to_list() == [None, None, r["range_id"][0]]
+
+
 # ---------------------------------------------------------------------------------------------
 # XLA trace-viewer JSON, written by jaxlib's own exporter from a corpus XSpace
 

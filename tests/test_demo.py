@@ -29,3 +29,18 @@ def test_demo_without_reports_is_one_line(cli, tmp_path):
     from conftest import assert_one_line_error
 
     assert_one_line_error(cli("demo", "--no-serve", "--reports", tmp_path / "missing", "-o", tmp_path / "o"), "not found")
+
+
+def test_demo_prints_the_roofline_of_kernels_on_known_devices(cli, tmp_path):
+    import polars as pl
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import Profile, ProfileSet
+
+    k = pl.DataFrame([{"kernel_id": 0, "name": "gemm", "short_name": "gemm", "device_name": "NVIDIA A100-SXM4-40GB", "duration_ns": 1e6,
+                       "flops_fp16_tensor": 137438953472.0, "dram_bytes": 100663296.0}], schema_overrides={"kernel_id": pl.Int64})
+    write_dataset(ProfileSet([Profile("p", {"source": "test"}, {"kernels": k})]), tmp_path / "reports" / "ds")
+    res = cli("demo", "--no-serve", "--reports", tmp_path / "reports", "-o", tmp_path / "out")
+    assert res.code == 0, res
+    # 137 GFLOP in 1 ms against 312 TFLOP/s: the kernel reaches 44 % of its compute roof
+    assert "roofline (datasheet clock)" in res.out and "44.05" in res.out and "compute" in res.out

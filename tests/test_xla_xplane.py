@@ -450,6 +450,24 @@ def test_space_to_tables_on_empty_planes():
     assert tables["kernels"] is None and md["device_count"] == 1
 
 
+HOST_ONLY_TEXT = """
+planes { id: 4 name: "/host:CPU"
+  lines { id: 77 name: "main" timestamp_ns: 500
+    events { metadata_id: 1 offset_ps: 0 duration_ps: 10000 }
+  }
+  event_metadata { key: 1 value { id: 1 name: "train" } }
+}
+"""
+
+
+def test_device_option_on_a_profile_without_kernels(tmp_path):
+    f = tmp_path / "host.xplane.pb"
+    f.write_bytes(ProfileData.text_proto_to_serialized_xspace(HOST_ONLY_TEXT))
+    p = PARSER.read(f, ReadOptions(device="NVIDIA H100 80GB HBM3"))
+    assert p.metadata["device_name"] == "NVIDIA H100 80GB HBM3" and p.kernels.height == 0
+    assert p.ranges["name"].to_list() == ["train"]
+
+
 def test_read_xspace_keeps_hostnames(captured):
     assert read_xspace(captured).hostnames
 

@@ -51,7 +51,7 @@ def content(st) -> list:
     out.append(profiles_table(st) if len(ps) else message("No profiles loaded: pass files or folders on the command line, or upload them below.", "info"))
     if len(ps):
         out.append(html.H3("Devices"))
-        out.append(devices_table(ps, st.specs))
+        out.append(devices_table(ps, st.device_specs))
     return out
 
 
@@ -83,17 +83,17 @@ def profiles_table(st) -> html.Table:
     return table([*view.columns, "given on"], rows, id="ov-profiles")
 
 
-def devices_table(ps, specs) -> html.Table:
-    from profaudit.specs import load_specs, resolve_device
+def devices_table(ps, specs: dict) -> html.Table:
+    """Every reported device name and the spec (of `specs`, by key) it resolves to."""
+    from profaudit.specs import resolve_device
 
     names = set(ps.metadata["device_name"].drop_nulls().to_list())
     for t in (ps.kernels, ps.samples):
         if t.height:
             names.update(t["device_name"].drop_nulls().unique().to_list())
-    all_specs = load_specs(specs)
     rows = []
     for n in sorted(names):
-        m = resolve_device(n, specs=all_specs)
+        m = resolve_device(n, specs=specs)
         rows.append([n, m.spec.key if m.spec else "—", m.spec.name if m.spec else "—", m.reason])
     if not rows:
         rows.append(["(no device named)", "—", "—", "the roofline page can assume one"])

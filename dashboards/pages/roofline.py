@@ -18,23 +18,17 @@ DESCRIPTION = "Hierarchical roofline with ceilings at the datasheet and the meas
 AS_REPORTED = "__reported__"
 
 
-def _kernel_profiles(st) -> list[str]:
-    k = st.ps.kernels
-    return k["profile_id"].unique(maintain_order=True).to_list() if k.height else []
-
-
 def _specs(st, rf: pl.DataFrame) -> dict:
-    from profaudit.specs import get_spec
-
+    # the roofline matched devices against the state's specs, so every device_key is one of them
     keys = [k for k in rf["device_key"].unique(maintain_order=True).to_list() if k] if rf.height else []
-    return {k: get_spec(k, st.specs) for k in keys}
+    return {k: st.device_specs[k] for k in keys}
 
 
 def layout(**_query):
     from profaudit.specs import BANDWIDTH_LEVELS
 
     st = state()
-    pids = _kernel_profiles(st)
+    pids = st.kernel_profile_ids()
     used, levels_avail, measured = set(), list(MEMORY_LEVELS), False
     try:
         rf = st.roofline(pids, None, False) if pids else None

@@ -28,7 +28,7 @@ def samples_of(st, source: str) -> pl.DataFrame:
         from profaudit.errors import UsageError
 
         raise UsageError(f"unknown timing source {source!r}")
-    return raw(st.ps.samples)
+    return st.cached(("raw-samples",), lambda: raw(st.ps.samples))
 
 
 def cases(df: pl.DataFrame) -> list[dict]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from profaudit.audit.claim import META_KEYS, Claim, Side, normalise_dtype
+from profaudit.audit.claim import META_KEYS, Claim, Side, normalise_dtype, validate_meta
 from profaudit.audit.stats import SteadyState, Statistic, steady_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,7 +87,7 @@ class SideEvidence:
     warmup_rows: int = 0  # rows the log itself labelled phase=warmup (already excluded)
     invalid_rows: int = 0  # null, NaN or negative durations (excluded)
     columns: dict[str, np.ndarray] = field(default_factory=dict)  # aligned with `times`
-    throttle: list[str | None] | None = None  # aligned with `times`
+    throttle: pl.Series | None = None  # throttle_reasons, aligned with `times`
     summaries: dict[str, float] = field(default_factory=dict)  # statistic -> ns per call
     summary_count: int | None = None
     kernels: pl.DataFrame | None = None  # kernel rows of the attached profiles
@@ -124,31 +124,23 @@ class SideEvidence:
     def has_samples(self) -> bool:
         return self.times is not None and self.times.size > 0
 
-    @property
+    # The sample arrays are set once by `gather`; what is derived from them is computed once.
+    @cached_property
     def steady(self) -> np.ndarray:
-        """Steady-state times (the warm-up head of every run removed), computed once."""
+        """Steady-state times (the warm-up head of every run removed)."""
         if not self.has_samples:
             return np.empty(0)
-        cache = self.__dict__.setdefault("_cache", {})
-        if "steady" not in cache:
-            cache["steady"] = self.times[self.steady_mask] if self.steady_mask is not None else self.times
-        return cache["steady"]
+        return self.times[self.steady_mask] if self.steady_mask is not None else self.times
 
-    @property
+    @cached_property
     def steady_sorted(self) -> np.ndarray:
-        cache = self.__dict__.setdefault("_cache", {})
-        if "steady_sorted" not in cache:
-            cache["steady_sorted"] = np.sort(self.steady)
-        return cache["steady_sorted"]
+        return np.sort(self.steady)
 
-    @property
+    @cached_property
     def times_sorted(self) -> np.ndarray:
         if not self.has_samples:
             return np.empty(0)
-        cache = self.__dict__.setdefault("_cache", {})
-        if "times_sorted" not in cache:
-            cache["times_sorted"] = self.steady_sorted if self.head_count == 0 else np.sort(self.times)
-        return cache["times_sorted"]
+        return self.steady_sorted if self.head_count == 0 else np.sort(self.times)
 
     @property
     def steady_runs(self) -> np.ndarray | None:
@@ -184,22 +176,25 @@ class SideEvidence:
         return None
 
     def clock_mhz(self) -> tuple[np.ndarray | float | None, str]:
-        """SM clock per steady sample when logged (>= 90 % non-null), else a constant from a fact."""
-        cache = self.__dict__.setdefault("_cache", {})
-        if "clock" in cache:
-            return cache["clock"]
-        col = self.steady_column("sm_clock_mhz")
-        if col is not None and col.size and np.isfinite(col).mean() >= 0.9:
-            c = col.copy()
-            bad = ~np.isfinite(c)
-            if bad.any():
-                c[bad] = np.nanmedian(c)
-            cache["clock"] = (c, "sample column sm_clock_mhz")
-            return cache["clock"]
+        """SM clock per steady sample when logged (>= 90 % non-null), else a constant from a fact
+        (looked up on every call: `compare` adds clock facts after gathering)."""
+        if self._clock_column is not None:
+            return self._clock_column, "sample column sm_clock_mhz"
         f = self.fact("sm_clock_mhz")
         if f is not None:
             return float(f.value), f.source
         return None, ""
+
+    @cached_property
+    def _clock_column(self) -> np.ndarray | None:
+        col = self.steady_column("sm_clock_mhz")
+        if col is None or not col.size or np.isfinite(col).mean() < 0.9:
+            return None
+        c = col.copy()
+        bad = ~np.isfinite(c)
+        if bad.any():
+            c[bad] = np.nanmedian(c)
+        return c
 
     # ------------------------------------------------------------------ kernels
     @property
@@ -218,33 +213,46 @@ class SideEvidence:
                 return float(n), f"{n} NVTX ranges named {name!r}"
         return None, ""
 
-    def kernel_time_per_call_ns(self) -> tuple[float | None, str]:
-        """Device time of one call from the attached profile: total / profiled calls, or (without
-        a call count) the sum over distinct kernels of each kernel's median duration."""
+    def _per_call(self, value: pl.Expr, total: str, each: str) -> tuple[float | None, str]:
+        """A kernel quantity per timed call from the attached profile: its total / profiled calls,
+        or (without a call count) the sum over distinct kernels of each kernel's median."""
         if not self.has_kernels:
             return None, ""
-        k = self.kernels.filter(pl.col("duration_ns").is_not_null())
+        k = self.kernels.select(pl.coalesce("short_name", "name").alias("_kernel"), value.alias("_v")).filter(pl.col("_v").is_not_null())
         if k.height == 0:
             return None, ""
         calls, how = self.profiled_calls()
         if calls:
-            return float(k["duration_ns"].sum()) / calls, f"kernel time / {how}"
-        per = k.group_by(pl.coalesce("short_name", "name")).agg(pl.col("duration_ns").median())
-        return float(per["duration_ns"].sum()), "sum of each distinct kernel's median duration (one launch each per call assumed)"
+            return float(k["_v"].sum()) / calls, f"{total} / {how}"
+        per = k.group_by("_kernel").agg(pl.col("_v").median())
+        return float(per["_v"].sum()), f"sum of each distinct kernel's median {each} (one launch each per call assumed)"
+
+    def kernel_time_per_call_ns(self) -> tuple[float | None, str]:
+        """Device time of one call from the attached profile (see `_per_call`)."""
+        return self._per_call(pl.col("duration_ns"), "kernel time", "duration")
 
     def dram_bytes_per_call(self) -> tuple[float | None, str]:
-        if not self.has_kernels or "dram_bytes" not in self.kernels.columns:
-            return None, ""
-        k = self.kernels.with_columns(
-            pl.coalesce("dram_bytes", pl.col("dram_read_bytes") + pl.col("dram_write_bytes")).alias("_dram")
-        ).filter(pl.col("_dram").is_not_null())
+        return self._per_call(pl.coalesce("dram_bytes", pl.col("dram_read_bytes") + pl.col("dram_write_bytes")), "profile DRAM bytes", "DRAM bytes")
+
+    def timed_ranges(self) -> pl.DataFrame | None:
+        """The closed ranges named by `timed_range` in the attached trace, or None."""
+        name = self.get("timed_range")
+        if not name or self.ranges is None or self.ranges.height == 0:
+            return None
+        r = self.ranges.filter((pl.col("name") == name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+        return r if r.height else None
+
+    @cached_property
+    def kernel_intervals(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(start_ns, end_ns) of the attached kernels that have both, ordered by start; or None."""
+        if not self.has_kernels:
+            return None
+        k = self.kernels.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
         if k.height == 0:
-            return None, ""
-        calls, how = self.profiled_calls()
-        if calls:
-            return float(k["_dram"].sum()) / calls, f"profile DRAM bytes / {how}"
-        per = k.group_by(pl.coalesce("short_name", "name")).agg(pl.col("_dram").median())
-        return float(per["_dram"].sum()), "sum of each distinct kernel's median DRAM bytes (one launch each per call assumed)"
+            return None
+        starts = k["start_ns"].to_numpy()
+        order = np.argsort(starts)
+        return starts[order], k["end_ns"].to_numpy()[order]
 
     def launches_per_call(self) -> tuple[float | None, str]:
         f = self.fact("kernels_per_call")
@@ -365,8 +373,6 @@ def _facts_from_profiles(se: SideEvidence, ps, what: str) -> None:
         for key, value in prof.extra.items():
             if key in META_KEYS and value is not None:
                 try:
-                    from profaudit.audit.claim import validate_meta
-
                     norm = validate_meta({key: value}, "metadata", None).get(key)
                 except Exception:  # a harness wrote something we cannot read as this key: skip it
                     continue
@@ -427,7 +433,7 @@ def _samples(se: SideEvidence, side: Side) -> None:
             se.columns[col] = s.cast(pl.Float64).fill_null(float("nan")).to_numpy()
     tr = raw["throttle_reasons"]
     if tr.null_count() < tr.len():
-        se.throttle = tr.to_list()
+        se.throttle = tr
     # Steady state per process-level run: every process warms up on its own.
     mask = np.ones(se.times.size, dtype=bool)
     if se.runs is None:
@@ -492,34 +498,26 @@ def _kernels(se: SideEvidence, side: Side) -> None:
 
 def _derive_busy(se: SideEvidence) -> None:
     """GPU busy share of the timed NVTX range, from kernel intervals clipped to the range."""
-    name = se.get("timed_range")
-    if not name or se.ranges is None or not se.has_kernels:
+    r, kv = se.timed_ranges(), se.kernel_intervals
+    if r is None or kv is None:
         return
-    r = se.ranges.filter((pl.col("name") == name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-    k = se.kernels.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-    if r.height == 0 or k.height == 0:
-        return
-    ks = np.sort(k["start_ns"].to_numpy())
-    order = np.argsort(k["start_ns"].to_numpy())
-    ke = k["end_ns"].to_numpy()[order]
+    ks, ke = kv
     busy = total = 0.0
     for s, e in zip(r["start_ns"].to_list(), r["end_ns"].to_list()):
         total += e - s
         i0, i1 = np.searchsorted(ks, s), np.searchsorted(ks, e)
         if i1 > i0:
-            # Union of the kernel intervals inside the range (kernels on other streams overlap).
+            # Union of the kernel intervals inside the range (kernels on other streams overlap):
+            # ordered by start, a kernel that starts after every earlier one ended opens a new
+            # busy stretch, which lasts until the running maximum of the ends.
             st = np.maximum(ks[i0:i1], s)
             en = np.minimum(ke[i0:i1], e)
-            cur_s, cur_e = st[0], en[0]
-            for a, b in zip(st[1:], en[1:]):
-                if a > cur_e:
-                    busy += max(0.0, cur_e - cur_s)
-                    cur_s, cur_e = a, b
-                else:
-                    cur_e = max(cur_e, b)
-            busy += max(0.0, cur_e - cur_s)
+            run_end = np.maximum.accumulate(en)
+            opens = np.flatnonzero(np.r_[True, st[1:] > run_end[:-1]])
+            closes = np.r_[opens[1:] - 1, st.size - 1]
+            busy += float(np.maximum(run_end[closes] - st[opens], 0).sum())
     if total > 0 and not se.has("gpu_busy_pct"):
-        se.add("gpu_busy_pct", 100.0 * busy / total, f"attached trace: kernel time inside NVTX ranges {name!r}", "derived")
+        se.add("gpu_busy_pct", 100.0 * busy / total, f"attached trace: kernel time inside NVTX ranges {se.get('timed_range')!r}", "derived")
 
 
 def _attach_spec(se: SideEvidence, claim: Claim) -> None:
@@ -528,11 +526,8 @@ def _attach_spec(se: SideEvidence, claim: Claim) -> None:
     if dev is None:
         se.spec_note = "no device named for this side"
         return
-    try:
-        from profaudit import specs
-    except ImportError:
-        se.spec_note = "device specs are not available in this installation (profaudit.specs)"
-        return
+    from profaudit import specs
+
     try:
         spec = specs.match_device(str(dev.value))
     except Exception as exc:  # a malformed spec file must not stop the audit

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from profaudit.audit.findings import Finding, Severity, Status
+from profaudit.audit.rules._common import fmt_time, fx
 from profaudit.audit.verdict import AuditReport
 
 FORMATS = ("text", "markdown", "html", "json")
@@ -49,23 +50,11 @@ def render_json(report: AuditReport) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _x(v: float | None) -> str:
-    if v is None or not math.isfinite(v):
-        return "n/a"
-    return f"{v:.3g}x"
-
-
-def _time(ns: float | None) -> str:
-    from profaudit.audit.rules._common import fmt_time
-
-    return fmt_time(ns)
-
-
 def _claimed(report: AuditReport) -> str:
     c = report.claim
     if c.speedup is None:
         return "none (measured speedup only)"
-    return f"{_x(c.speedup)} ({c.statistic.name if c.statistic else 'statistic not stated'})"
+    return f"{fx(c.speedup)} ({c.statistic.name if c.statistic else 'statistic not stated'})"
 
 
 def _supported(report: AuditReport) -> str:
@@ -82,14 +71,12 @@ def _supported(report: AuditReport) -> str:
 
 def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
     cmp = report.comparison
+    # in cycle space the time-space intervals follow (each interval carries its space)
+    shown = list(cmp.intervals.items()) + (list(cmp.time_intervals.items()) if cmp.space == "cycles" else [])
     rows = []
-    for name, iv in cmp.intervals.items():
+    for name, iv in shown:
         rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "n/a"
-        rows.append((name, _x(iv.estimate), rng, iv.space))
-    if cmp.space == "cycles":
-        for name, iv in cmp.time_intervals.items():
-            rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "n/a"
-            rows.append((name, _x(iv.estimate), rng, "time"))
+        rows.append((name, fx(iv.estimate), rng, iv.space))
     return rows
 
 
@@ -104,7 +91,7 @@ def _side_rows(report: AuditReport) -> list[tuple[str, ...]]:
             n = f"summaries ({', '.join(se.summaries)})" + (f", n={se.summary_count}" if se.summary_count else "")
         else:
             n = "none"
-        rows.append((se.role, se.label, _time(se.typical_time_ns()), n, str(dev), str(ts)))
+        rows.append((se.role, se.label, fmt_time(se.typical_time_ns()), n, str(dev), str(ts)))
     return rows
 
 

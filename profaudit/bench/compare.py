@@ -31,16 +31,9 @@ class LogEntry:
 
     @property
     def case_id(self) -> str:
-        p = json.loads(self.params) if self.params else {}
-        if not p:
-            return self.benchmark
-        return f"{self.benchmark}[{','.join(f'{k}={_fmt(p[k])}' for k in sorted(p))}]"
+        from profaudit.bench.spec import case_id
 
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+        return case_id(self.benchmark, json.loads(self.params) if self.params else {})
 
 
 @dataclass

@@ -411,11 +411,9 @@ def _record_in_manifest(outdir: Path, rec: dict) -> None:
 def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int, range_name: str, check: bool = True, seed: int = 0, device: str = "auto", sidecar: str | None = None, backend_options: dict | None = None, require_nvtx: bool = False) -> dict:
     """What runs under ncu: inputs, a correctness check, warm-up, then `calls` calls inside the
     NVTX range. No cache flush of our own: ncu's --cache-control decides the cache state."""
-    import numpy as np
-
     from profaudit.bench import check as chk
     from profaudit.bench.backends import get_backend
-    from profaudit.bench.runner import _seed
+    from profaudit.bench.runner import _seed, case_dtype, host_outputs, reference_outputs, tolerance
     from profaudit.bench.spec import accepts_params, load_benchmarks
 
     benches = load_benchmarks(file)
@@ -445,17 +443,10 @@ def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int
                 backend.poison(o)
         ret = call()
         backend.sync()
-        got = [backend.to_numpy(x) for x in chk.leaves(out if out is not None else ret)]
-        refargs = [backend.to_reference(x) if backend.is_array(x) else x for x in ins]
-        rkw = {"params": p} if accepts_params(b.reference) else {}
-        ref = [backend.to_numpy(x) if backend.is_array(x) else np.asarray(x) for x in chk.leaves(b.reference(*refargs, **rkw))]
-        from profaudit.bench.backends import dtype_name
-
-        dt = case.value(b.dtype) or p.get("dtype")
-        dt = dtype_name(dt) if dt is not None else backend.array_dtype(ins[0])
-        tf32 = v.tf32 if v.tf32 is not None else backend.tf32_allowed(dt)
-        rtol, atol = chk.default_tolerance(dt, tf32)
-        res = chk.compare(got, ref, case.value(b.rtol, rtol), case.value(b.atol, atol))
+        # the same reference, dtype and tolerance as the timing run's check (profaudit.bench.runner)
+        got = host_outputs(backend, out if out is not None else ret)
+        ref = reference_outputs(case, backend, ins, p)
+        res = chk.compare(got, ref, *tolerance(case, v, case_dtype(case, backend, ins), backend))
         result["correctness"] = res.as_dict()
         result["check_calls"] = 1
         if not res.ok:

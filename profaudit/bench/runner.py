@@ -167,6 +167,42 @@ def _exc_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}{where}"
 
 
+def case_dtype(case: Case, backend: Backend, ins: Sequence[Any]) -> str | None:
+    """The dtype a case computes in: the benchmark's `dtype=` or the case's `dtype` parameter,
+    else the first floating input's (else the first array input's)."""
+    declared = case.value(case.benchmark.dtype) or case.params.get("dtype")
+    if declared is not None:
+        return dtype_name(declared)
+    arrays = [backend.array_dtype(x) for x in ins if backend.is_array(x)]
+    return next((d for d in arrays if d.startswith(("float", "bfloat"))), arrays[0] if arrays else None)
+
+
+def variant_tf32(v: Variant, dtype: str | None, backend: Backend) -> bool | None:
+    """Whether the variant's fp32 math may use TF32: as it declares, else as the backend allows."""
+    if v.tf32 is not None:
+        return bool(v.tf32) if dtype == "float32" else None
+    return backend.tf32_allowed(dtype)
+
+
+def tolerance(case: Case, v: Variant, dtype: str | None, backend: Backend) -> tuple[float, float]:
+    """(rtol, atol) of a variant's correctness check: the benchmark's, else its dtype's default."""
+    rtol, atol = check.default_tolerance(dtype, variant_tf32(v, dtype, backend))
+    return float(case.value(case.benchmark.rtol, rtol)), float(case.value(case.benchmark.atol, atol))
+
+
+def host_outputs(backend: Backend, out: Any) -> list[np.ndarray]:
+    """The arrays of an output (see `check.leaves`) on the host."""
+    return [backend.to_numpy(o) if backend.is_array(o) else np.asarray(o) for o in check.leaves(out)]
+
+
+def reference_outputs(case: Case, backend: Backend, ins: Sequence[Any], params: dict) -> list[np.ndarray]:
+    """The reference's outputs for `ins` (on float64 copies unless the benchmark says otherwise)."""
+    b = case.benchmark
+    args = [backend.to_reference(x) if (b.reference_fp64 and backend.is_array(x)) else x for x in ins]
+    kw = {"params": params} if accepts_params(b.reference) else {}
+    return host_outputs(backend, b.reference(*args, **kw))
+
+
 class _Clock:
     """The budget clock: the timer's own when it has one (the fake device's simulated time),
     else the host's monotonic clock."""
@@ -239,27 +275,16 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     else:
         cache_state = "hot"
 
-    # ---------------------------------------------------------------- dtype, tolerance
-    floats = [backend.array_dtype(x) for x in sets[0] if backend.is_array(x)]
-    dtype_decl = case.value(b.dtype) or p.get("dtype")
-    dtype = dtype_name(dtype_decl) if dtype_decl is not None else next((d for d in floats if d.startswith(("float", "bfloat"))), floats[0] if floats else None)
+    # ---------------------------------------------------------------- dtype, reference
+    dtype = case_dtype(case, backend, sets[0])
 
-    def tf32_of(v: Variant) -> bool | None:
-        if v.tf32 is not None:
-            return bool(v.tf32) if dtype == "float32" else None
-        return backend.tf32_allowed(dtype)
-
-    # ---------------------------------------------------------------- reference
     def ref_of(ins) -> list[np.ndarray]:
         if b.reference is None:
             raise CaseError("no reference= declared: correctness cannot be checked (declare one)")
-        args = [backend.to_reference(x) if (b.reference_fp64 and backend.is_array(x)) else x for x in ins]
-        kw = {"params": p} if accepts_params(b.reference) else {}
         try:
-            out = b.reference(*args, **kw)
+            return reference_outputs(case, backend, ins, p)
         except Exception as exc:
             raise CaseError(f"reference failed: {_exc_text(exc)}") from None
-        return [backend.to_numpy(o) if backend.is_array(o) else np.asarray(o) for o in check.leaves(out)]
 
     refs: dict[int, list[np.ndarray]] = {0: ref_of(sets[0])}
     checked_sets = [0] + ([1] if n_sets > 1 else [])
@@ -287,8 +312,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         return backend.bind(v.fn, args, kw, v.name, p, v.model_ns, s)
 
     def produced(v: Variant, s: int, ret: Any) -> list[np.ndarray]:
-        src = out_buffer(v.name, s) if b.output is not None else ret
-        return [backend.to_numpy(o) if backend.is_array(o) else np.asarray(o) for o in check.leaves(src)]
+        return host_outputs(backend, out_buffer(v.name, s) if b.output is not None else ret)
 
     def checked_call(v: Variant, s: int, call: BoundCall) -> tuple[check.CheckResult, list[np.ndarray]]:
         if b.output is not None:
@@ -301,12 +325,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         rtol, atol = tolerances[v.name]
         return check.compare(got, refs[s], rtol, atol), got
 
-    tolerances: dict[str, tuple[float, float]] = {}
-    for name, v in variants.items():
-        rtol_d, atol_d = check.default_tolerance(dtype, tf32_of(v))
-        rtol = case.value(b.rtol, rtol_d)
-        atol = case.value(b.atol, atol_d)
-        tolerances[name] = (float(rtol), float(atol))
+    tolerances = {name: tolerance(case, v, dtype, backend) for name, v in variants.items()}
     for name in variants:
         why = check.degenerate(refs[0], *tolerances[name])
         if why:
@@ -543,7 +562,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         r.summary = {"warmup": warm_info.get(n), "measure": meas_info.get(n)}
         r.meta = {
             "dtype": dtype,
-            "tf32": tf32_of(v),
+            "tf32": variant_tf32(v, dtype, backend),
             "compile_mode": v.compile_mode or backend.compile_mode_default,
             "cuda_graphs": bool(v.cuda_graphs) if v.cuda_graphs is not None else False,
             "warmup_iterations": pre_calls.get(n, 0) + (warm_info.get(n) or {}).get("calls", 0),

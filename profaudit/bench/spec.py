@@ -211,6 +211,14 @@ def params_slug(params: Mapping[str, Any]) -> str:
     return text or "default"
 
 
+def case_id(benchmark: str, params: Mapping[str, Any]) -> str:
+    """`matmul[dtype=float32,n=256]` (parameters in sorted order), `softmax` when there are none."""
+    if not params:
+        return benchmark
+    inner = ",".join(f"{k}={_fmt_value(params[k])}" for k in sorted(params))
+    return f"{benchmark}[{inner}]"
+
+
 @dataclass
 class Case:
     """One point of a benchmark's parameter sweep."""
@@ -220,11 +228,7 @@ class Case:
 
     @property
     def id(self) -> str:
-        """`matmul[dtype=float32,n=256]` (parameters in sorted order), `softmax` when there are none."""
-        if not self.params:
-            return self.benchmark.name
-        inner = ",".join(f"{k}={_fmt_value(self.params[k])}" for k in sorted(self.params))
-        return f"{self.benchmark.name}[{inner}]"
+        return case_id(self.benchmark.name, self.params)
 
     @property
     def slug(self) -> str:

@@ -5,25 +5,17 @@ Exit codes: 0 PASS or WARN, 1 FAIL or INCONCLUSIVE, 2 unusable input (so CI can 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from profaudit.cli.common import key_values
+from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
+
 # Choices are checked here, not by typer enums, so a bad value is a one-line usage error.
 FORMATS = ("text", "markdown", "html", "json")
-
-
-def _meta_pairs(items: list[str] | None, flag: str) -> dict:
-    from profaudit.errors import UsageError
-
-    out = {}
-    for it in items or []:
-        if "=" not in it:
-            raise UsageError(f"{flag} {it!r}: expected KEY=VALUE")
-        k, v = it.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -40,8 +32,8 @@ def register(app: typer.Typer) -> None:
         candidate_variant: Optional[str] = typer.Option(None, "--candidate-variant", help="Variant (log column) that is the candidate."),
         baseline_meta: Optional[List[str]] = typer.Option(None, "--baseline-meta", help="Baseline fact KEY=VALUE (meta keys as in claim files; repeatable)."),
         candidate_meta: Optional[List[str]] = typer.Option(None, "--candidate-meta", help="Candidate fact KEY=VALUE (repeatable)."),
-        time_column: Optional[str] = typer.Option(None, "--time-column", help="Timing logs: the column that holds the time."),
-        time_unit: Optional[str] = typer.Option(None, "--time-unit", help="Timing logs: unit of the time column when its name has none."),
+        time_column: Optional[str] = TIME_COLUMN_OPTION,
+        time_unit: Optional[str] = TIME_UNIT_OPTION,
         select: Optional[str] = typer.Option(None, "--select", help="Run only rules whose code starts with these prefixes (PA1,PA402)."),
         ignore: Optional[str] = typer.Option(None, "--ignore", help="Skip rules whose code starts with these prefixes (PA5)."),
         fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, markdown, html, json."),
@@ -65,7 +57,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give a claim file, or both --baseline and --candidate")
         if claim is not None and any(v is not None for v in (claimed, statistic, benchmark, baseline_variant, candidate_variant, time_column, time_unit)) :
             raise UsageError("--claimed, --statistic, --benchmark, --*-variant and --time-* go with --baseline/--candidate; a claim file says these itself")
-        with stderr_console().status("auditing", spinner="dots") if stderr_console().is_terminal else _null():
+        err = stderr_console()
+        with err.status("auditing", spinner="dots") if err.is_terminal else contextlib.nullcontext():
             if claim is not None:
                 c = load_claim(claim)
             else:
@@ -75,8 +68,8 @@ def register(app: typer.Typer) -> None:
                     claimed=claimed,
                     statistic=statistic,
                     device=device,
-                    baseline_meta=_meta_pairs(baseline_meta, "--baseline-meta"),
-                    candidate_meta=_meta_pairs(candidate_meta, "--candidate-meta"),
+                    baseline_meta=key_values(baseline_meta, "--baseline-meta"),
+                    candidate_meta=key_values(candidate_meta, "--candidate-meta"),
                     benchmark=benchmark,
                     baseline_variant=baseline_variant,
                     candidate_variant=candidate_variant,
@@ -119,11 +112,3 @@ def register(app: typer.Typer) -> None:
             # The terminal view: what each rule is; csv/json keep the evidence each one needs.
             df = df.select("code", "name", "severity", "pitfalls", "summary")
         emit_frame(df, "table" if fmt == "text" else fmt, output, title="audit rules (profaudit rules CODE explains one)", limit=0)
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False

@@ -16,19 +16,6 @@ import typer
 _CACHE_CHOICES = ("cold", "hot", "rotate")
 
 
-def _kv(items: list[str] | None, flag: str) -> dict:
-    from profaudit.errors import UsageError
-    from profaudit.samples import parse_scalar
-
-    out = {}
-    for it in items or []:
-        if "=" not in it:
-            raise UsageError(f"{flag} {it!r}: expected KEY=VALUE")
-        k, v = it.split("=", 1)
-        out[k.strip()] = parse_scalar(v.strip())
-    return out
-
-
 def _fmt_ns(v) -> str:
     from profaudit.audit.rules._common import fmt_time
 
@@ -66,8 +53,9 @@ def run_cmd(
 ) -> int:
     """Run a benchmark file: correctness, warm-up, interleaved timing; write timing logs + manifest."""
     from profaudit.bench import RunOptions, run_file
-    from profaudit.cli.common import emit_json, progress_bar, stderr_console
+    from profaudit.cli.common import emit_json, key_values, progress_bar, stderr_console
     from profaudit.errors import UsageError
+    from profaudit.samples import parse_scalar
 
     if cache is not None and cache not in _CACHE_CHOICES:
         raise UsageError(f"--cache {cache!r}: choose {', '.join(_CACHE_CHOICES)}")
@@ -89,7 +77,7 @@ def run_cmd(
         interleave=interleave,
         input_sets=input_sets,
         device=device,
-        backend_options=_kv(backend_option, "--backend-option"),
+        backend_options=key_values(backend_option, "--backend-option", parse_scalar),
         telemetry=telemetry,
     )
     with progress_bar("benchmarking", None) as advance:

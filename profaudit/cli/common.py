@@ -9,7 +9,7 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import polars as pl
 import typer
@@ -26,6 +26,33 @@ class Format(str, Enum):
 
 FORMAT_OPTION = typer.Option(Format.table, "--format", "-f", help="Output format: table, csv, json (parquet needs --output).")
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of standard output.")
+NSYS_OPTION = typer.Option(None, "--nsys", help="nsys executable used to export .nsys-rep/.qdrep reports (default: $PROFAUDIT_NSYS, then PATH).")
+
+
+def key_values(items: Sequence[str] | None, flag: str, convert: Callable[[str], Any] = str) -> dict[str, Any]:
+    """Repeated `--flag KEY=VALUE` options as a dict (keys and values stripped, values through
+    `convert`); UsageError naming the first item without '='."""
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise UsageError(f"{flag} {it!r}: expected KEY=VALUE")
+        k, v = it.split("=", 1)
+        out[k.strip()] = convert(v.strip())
+    return out
+
+
+def select_columns(df: pl.DataFrame, columns: str | None, default: Sequence[str] | None = None, *, where: str = "") -> pl.DataFrame:
+    """`--columns`: a comma-separated list (UsageError naming the unknown ones), 'all', or None for
+    `default` (None: every column). `where` ('in kernels') completes the error message."""
+    if columns is None:
+        return df if default is None else df.select(default)
+    if not columns or columns == "all":
+        return df
+    cols = [c.strip() for c in columns.split(",") if c.strip()]
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise UsageError(f"no column(s) {missing}{' ' + where if where else ''}; columns: {', '.join(df.columns)}")
+    return df.select(cols)
 
 
 def stderr_console():
@@ -58,17 +85,21 @@ def progress_bar(description: str, total: int | None) -> Iterator:
 
 
 def load_with_progress(paths: Sequence[str], **kw):
-    """`profaudit.load` with a progress bar over the inputs."""
+    """`profaudit.load` with a progress bar over the inputs; what was skipped or dropped is listed
+    on stderr (one line each)."""
     from profaudit.loader import expand, load
 
     n = len(expand(list(paths)))
     with progress_bar("loading", n) as advance:
         ps = load(list(paths), progress=advance, **kw)
+    err = stderr_console()
+    for path, why in ps.skipped:
+        err.print(f"warning: skipped {why if why.startswith(path) else f'{path}: {why}'}", markup=False, highlight=False)
     # rows a parser had to drop (unreadable times) are counted in metadata; say so where people look
     for p in ps:
         dropped = p.metadata.get("rows_dropped")
         if dropped:
-            stderr_console().print(f"warning: {p.metadata.get('path', p.profile_id)}: {dropped} row(s) without a readable time were dropped", markup=False, highlight=False, soft_wrap=True)
+            err.print(f"warning: {p.metadata.get('path', p.profile_id)}: {dropped} row(s) without a readable time were dropped", markup=False, highlight=False)
     return ps
 
 

@@ -7,6 +7,9 @@ from typing import Optional
 
 import typer
 
+from profaudit.cli.common import NSYS_OPTION, OUTPUT_OPTION
+from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
+
 # Choices are validated here rather than by typer enums: this typer's own click raises exceptions
 # the CLI's one-line error handler does not recognise (exit 3 instead of a usage error).
 FORMATS = ("table", "markdown", "html", "json")
@@ -18,14 +21,14 @@ def register(app: typer.Typer) -> None:
         baseline: str = typer.Argument(..., help="Baseline: a profile, timing log, folder, glob or ingested dataset."),
         candidate: str = typer.Argument(..., help="Candidate: same kinds as the baseline."),
         fmt: str = typer.Option("table", "--format", "-f", help="Output format: table, markdown, html, json."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of standard output."),
+        output: Optional[Path] = OUTPUT_OPTION,
         match: str = typer.Option("auto", "--match", help="Kernel matching: auto (all levels), exact, name (spellings and generated-name families only), fuzzy (auto plus looser similarity)."),
         device: Optional[str] = typer.Option(None, "--device", help="Device name for roofline specs where a profile does not say."),
         top: int = typer.Option(20, "--top", "-n", help="Rows per section in table, markdown and html output (json has all)."),
         intended: Optional[str] = typer.Option(None, "--intended", help="Comma-separated differences the comparison is about (device, dtype, tf32, clock_control, cache_control, ...): reported as warnings, not as unfair."),
-        time_column: Optional[str] = typer.Option(None, "--time-column", help="Timing logs: the column that holds the time, where its name does not say."),
-        time_unit: Optional[str] = typer.Option(None, "--time-unit", help="Timing logs: the unit of --time-column (ns, us, ms, s)."),
-        nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys executable for .nsys-rep/.qdrep inputs (else PATH or $PROFAUDIT_NSYS)."),
+        time_column: Optional[str] = TIME_COLUMN_OPTION,
+        time_unit: Optional[str] = TIME_UNIT_OPTION,
+        nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
         """Compare two profiles or timing logs: fairness findings first, then where the time went."""
         from profaudit.cli.common import emit_text, load_with_progress, stdout_console

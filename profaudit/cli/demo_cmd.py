@@ -36,8 +36,6 @@ def register(app: typer.Typer) -> None:
 
         # 1. ingest every profile and timing log into one Parquet dataset
         ps = load_with_progress([str(root)], skip_bad=True)
-        for path, why in ps.skipped:
-            err.print(f"[yellow]skipped[/] {why}", markup=True, highlight=False)
         ds = write_dataset(ps, output / "dataset", merge=False)
         md = ps.metadata.select("profile_id", "source", "format", "device_name", "kernel_count", "sample_count")
         emit_frame(md, "table", title=f"{len(ps)} profiles from {root} (dataset: {ds})", limit=0)
@@ -49,7 +47,7 @@ def register(app: typer.Typer) -> None:
             rf = roofline(ps)
             shown = rf.filter(pl.col("device_key").is_not_null())
             if shown.height:
-                cols = [c for c in ("profile_id", "short_name", "device_key", "duration_ns", "ai_dram_flops_per_byte", "achieved_flops_per_s", "pct_of_roof_at_boost", "bound_at_boost") if c in shown.columns]
+                cols = ["profile_id", "short_name", "device_key", "duration_ns", "ai_dram_flops_per_byte", "achieved_flops_per_s", "roof_pct_at_boost", "bound_at_boost"]
                 emit_frame(shown.select(cols), "table", title="roofline (datasheet clock)", limit=30)
             for name, why in unmatched_devices(ps).items():
                 out.print(f"roofline: no device spec for {name!r} ({why}); its kernels have no ceilings", markup=False, highlight=False)

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from profaudit.cli.common import load_with_progress, stderr_console
+from profaudit.cli.common import NSYS_OPTION, load_with_progress, stderr_console
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 
@@ -21,16 +21,13 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = typer.Option(None, "--device", help="Device name to record where the input does not say."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,
-        nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys executable for .nsys-rep/.qdrep (else PATH or $PROFAUDIT_NSYS)."),
+        nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
         """Ingest PATHS into a Parquet dataset partitioned by profile (readable by DuckDB, Spark, Dask)."""
         from profaudit.dataset import write_dataset
 
         ps = load_with_progress(paths, skip_bad=skip_bad, device=device, nsys=nsys, time_column=time_column, time_unit=time_unit)
-        err = stderr_console()
-        for path, why in ps.skipped:
-            err.print(f"[yellow]skipped[/] {why}")
         write_dataset(ps, output, merge=not replace)
         k = ps.kernels.height
         s = ps.samples.height
-        err.print(f"ingested {len(ps)} profile(s) ({k} kernel rows, {s} sample rows) into {output}")
+        stderr_console().print(f"ingested {len(ps)} profile(s) ({k} kernel rows, {s} sample rows) into {output}")

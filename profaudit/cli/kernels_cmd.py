@@ -8,7 +8,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, select_columns
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid_size", "block_size", "registers_per_thread", "dram_bytes", "flops_total", "sm_clock_hz", "device_name"]
@@ -48,12 +48,5 @@ def register(app: typer.Typer) -> None:
             if sort not in df.columns:
                 raise UsageError(f"no column {sort!r} in {table}")
             df = df.sort(sort, descending=True, nulls_last=True)
-        if columns and columns != "all":
-            cols = [c.strip() for c in columns.split(",") if c.strip()]
-            missing = [c for c in cols if c not in df.columns]
-            if missing:
-                raise UsageError(f"no column(s) {missing} in {table}; columns: {', '.join(df.columns)}")
-            df = df.select(cols)
-        elif columns is None and table == "kernels" and fmt is Format.table:
-            df = df.select(DEFAULT_COLUMNS)
+        df = select_columns(df, columns, DEFAULT_COLUMNS if table == "kernels" and fmt is Format.table else None, where=f"in {table}")
         emit_frame(df, fmt, output, title=f"{table} ({df.height} rows)", limit=limit)

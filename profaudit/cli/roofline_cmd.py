@@ -8,7 +8,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
 
 TABLE_COLUMNS = [
     "kernel_id", "short_name", "device_key", "duration_ns", "achieved_flops_per_s", "ai_dram_flops_per_byte",
@@ -45,15 +45,7 @@ def register(app: typer.Typer) -> None:
         ps = load_with_progress(paths)
         extra = tuple(spec or ())
         rf = roofline(ps, device, clock=clock, extra_specs=extra, sparse=sparse, flops_precision=flops_precision, cores=cores)
-        out = rf
-        if columns and columns != "all":
-            cols = [c.strip() for c in columns.split(",") if c.strip()]
-            missing = [c for c in cols if c not in rf.columns]
-            if missing:
-                raise UsageError(f"no column(s) {missing}; columns: {', '.join(rf.columns)}")
-            out = rf.select(cols)
-        elif columns is None and fmt is Format.table:
-            out = rf.select([c for c in TABLE_COLUMNS if c in rf.columns])
+        out = select_columns(rf, columns, [c for c in TABLE_COLUMNS if c in rf.columns] if fmt is Format.table else None)
 
         def note(msg: str) -> None:
             # plain print: a rich console would wrap a long warning over several lines
@@ -66,8 +58,6 @@ def register(app: typer.Typer) -> None:
                 ids = rf.filter(pl.col("roof_note").str.contains(needle, literal=True))["profile_id"].unique(maintain_order=True).to_list()
                 where = f" (in {', '.join(ids[:3])}{f' and {len(ids) - 3} more' if len(ids) > 3 else ''})" if ids else ""
                 note(f"warning: {why}{where}")
-        for path, problem in ps.skipped:
-            note(f"warning: skipped {path}: {problem}")
         if ps.kernels.height == 0:
             note("no kernel rows in the input: nothing to place on a roofline")
         if html is not None or png is not None:

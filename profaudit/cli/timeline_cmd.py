@@ -11,7 +11,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
+from profaudit.cli.common import FORMAT_OPTION, NSYS_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
 
 
 class By(str, Enum):
@@ -25,9 +25,6 @@ class Per(str, Enum):
     device = "device"
     stream = "stream"
     profile = "profile"
-
-
-NSYS_OPTION = typer.Option(None, "--nsys", help="nsys executable used to export .nsys-rep/.qdrep reports (default: $PROFAUDIT_NSYS, then PATH).")
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import polars as pl
 
 from profaudit.errors import InputError, UsageError
-from profaudit.profile import Profile, ProfileSet, _jsonable
+from profaudit.profile import Profile, ProfileSet
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -137,6 +137,8 @@ class Comparison:
         )
 
     def to_dict(self, *, include_pairs: bool = False) -> dict[str, Any]:
+        """JSON-safe (NaN and infinities become null, as in audit reports)."""
+        from profaudit.audit.findings import _jsonable
         from profaudit.compare.fairness import finding_to_dict
 
         out = {
@@ -159,7 +161,7 @@ class Comparison:
         }
         if include_pairs:
             out["pairs"] = _rows(self.pairs)
-        return _clean(out)
+        return _jsonable(out)
 
     def render(self, fmt: str = "table", *, top: int = 20) -> str:
         from profaudit.compare import render
@@ -169,17 +171,6 @@ class Comparison:
 
 def _rows(df: pl.DataFrame) -> list[dict]:
     return df.to_dicts() if df is not None and df.width else []
-
-
-def _clean(v: Any) -> Any:
-    """JSON-safe: NaN/inf become null (JSON has no NaN), everything else as `_jsonable`."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    return _jsonable(v)
 
 
 # --- entry point --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from profaudit.compare.match import (
     entity_expr,
     groups_frame,
     match_entities,
+    mode_of,
 )
 
 
@@ -106,8 +107,8 @@ def unmatched_table(k: pl.DataFrame, runs: int, sign: float) -> pl.DataFrame:
         (d.sum() / runs).alias("total_ns"),
         d.mean().alias("mean_ns"),
         d.median().alias("median_ns"),
-        pl.col("op_name").drop_nulls().mode().sort().first().alias("op_name"),
-        pl.col("nvtx_range").drop_nulls().mode().sort().first().alias("nvtx_range"),
+        mode_of("op_name"),
+        mode_of("nvtx_range"),
     )
     t = t.with_columns((pl.col("total_ns") * sign).alias("diff_ns")).rename({"entity": "name"})
     return t.sort(["total_ns", "name"], descending=[True, False], nulls_last=True)

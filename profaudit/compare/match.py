@@ -74,7 +74,7 @@ def entity_expr() -> pl.Expr:
     ).alias("entity")
 
 
-def _mode_of(col: str) -> pl.Expr:
+def mode_of(col: str) -> pl.Expr:
     # most frequent non-null value; ties broken alphabetically so the result is stable
     return pl.col(col).drop_nulls().mode().sort().first().alias(col)
 
@@ -86,8 +86,8 @@ def entities(kernels: pl.DataFrame) -> pl.DataFrame:
         k.group_by("entity")
         .agg(
             pl.col("mangled_name").drop_nulls().first(),
-            _mode_of("op_name"),
-            _mode_of("nvtx_range"),
+            mode_of("op_name"),
+            mode_of("nvtx_range"),
             pl.len().alias("count"),
             pl.col("duration_ns").sum().alias("total_ns"),
         )

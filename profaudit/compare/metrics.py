@@ -15,6 +15,7 @@ import re
 
 import polars as pl
 
+from profaudit.compare.match import mode_of
 from profaudit.schema import PRECISIONS
 
 # Changes smaller than this (symmetric, 1 %) are counter noise, not movement.
@@ -176,7 +177,7 @@ def _group_aggregate(k: pl.DataFrame, side: str) -> pl.DataFrame:
         *sums,
         w.sum().alias("duration_ns"),
         clk.alias("sm_clock_hz"),
-        pl.col("device_name").drop_nulls().mode().sort().first().alias("device_name"),
+        mode_of("device_name"),
     )
     return agg.with_columns(pl.lit(side).alias("profile_id"), pl.col("group_id").alias("kernel_id"))
 

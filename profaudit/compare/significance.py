@@ -41,8 +41,12 @@ SCHEMA = {
 }
 
 
-def pair_significance(xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None = None, runs_c: np.ndarray | None = None, *, seed: int = S.DEFAULT_SEED, resamples: int = GROUP_RESAMPLES) -> dict:
-    """Significance of one pair of samples (in execution order); see the module docstring."""
+def pair_significance(
+    xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None = None, runs_c: np.ndarray | None = None, *,
+    seed: int = S.DEFAULT_SEED, resamples: int = GROUP_RESAMPLES, unit: str = "launches",
+) -> dict:
+    """Significance of one pair of samples (in execution order); see the module docstring. `unit`
+    names what a sample is (launches of a kernel, iterations of a benchmark) in the basis."""
     xb = np.asarray(xb, dtype=np.float64)
     xc = np.asarray(xc, dtype=np.float64)
     xb, xc = xb[np.isfinite(xb)], xc[np.isfinite(xc)]
@@ -59,13 +63,13 @@ def pair_significance(xb: np.ndarray, xc: np.ndarray, runs_b: np.ndarray | None 
     # run-to-run variation exactly as `profaudit audit` does it
     ivs, method, infl = intervals((sb, sc), [S.MEDIAN], resamples, (seed, seed + 1), S.DEFAULT_CONFIDENCE, "time")
     iv = ivs[S.MEDIAN.name]
-    mw = S.mann_whitney(xb, xc)
+    mw = S.mann_whitney(xb, xc, a_sorted=sb.sorted, b_sorted=sc.sorted)
     sides = [infl.get(r, {}) for r in ("baseline", "candidate")]
     auto = any((d.get("autocorrelation_factor") or 1.0) > 1.0 for d in sides)
     run_factors = [d.get("run_factor", {}).get(S.MEDIAN.name, 1.0) for d in (*sides, infl.get("paired_runs", {}))]
     runs = max(int(d.get("runs", 1) or 1) for d in (*sides, infl.get("paired_runs", {})))
     widened = [w for w, on in (("autocorrelation", auto), (f"run-to-run variation ({runs} runs)", any(f > 1.0 for f in run_factors))) if on]
-    basis = "launches" + (", interval widened for " + " and ".join(widened) if widened else "")
+    basis = unit + (", interval widened for " + " and ".join(widened) if widened else "")
     out.update(p_value=mw.p_value, speedup_ci_low=iv.low, speedup_ci_high=iv.high, significance_basis=basis)
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
         out["significance"] = "unknown"
@@ -175,10 +179,7 @@ def case_significance(rb: pl.DataFrame, rc: pl.DataFrame, pairs: pl.DataFrame) -
         ids.append(cid)
         d, d2 = row["d"], row["d_c"]
         if d is not None and d2 is not None and len(d) >= MIN_SAMPLES and len(d2) >= MIN_SAMPLES:
-            res = pair_significance(np.asarray(d), np.asarray(d2), _codes(row["r"]), _codes(row["r_c"]), seed=S.DEFAULT_SEED + int(cid))
-            if res["significance_basis"] and res["significance_basis"].startswith("launches"):
-                res["significance_basis"] = "iterations" + res["significance_basis"][len("launches"):]
-            rows.append(res)
+            rows.append(pair_significance(np.asarray(d), np.asarray(d2), _codes(row["r"]), _codes(row["r_c"]), seed=S.DEFAULT_SEED + int(cid), unit="iterations"))
             continue
         rows.append(_summary_test(row))
     return _frame(ids, rows, "case_id")

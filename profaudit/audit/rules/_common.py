@@ -199,5 +199,11 @@ def roofline_floor(ev: Evidence, se: SideEvidence, level: str = "dram") -> tuple
     return t_min, detail
 
 
+def unrecorded(ev: Evidence, baseline_value: Any, candidate_value: Any) -> str:
+    """The sides whose value is None, as a message names them: "baseline", "candidate",
+    "baseline and candidate", or "" when both are known."""
+    return " and ".join(se.role for se, v in zip(ev.sides, (baseline_value, candidate_value)) if v is None)
+
+
 def differ_text(key: str, fb: Fact, fc: Fact) -> str:
     return f"{key}: baseline {fb.value!r} ({fb.source}) vs candidate {fc.value!r} ({fc.source})"

@@ -52,15 +52,11 @@ class CompileInTimedRegion(Rule):
 
     @staticmethod
     def _trace_share(se: SideEvidence):
-        name = se.get("timed_range")
-        if not name or se.ranges is None or se.ranges.height == 0:
-            return None
-        r = se.ranges
-        timed = r.filter((pl.col("name") == name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-        if timed.height == 0:
+        timed = se.timed_ranges()
+        if timed is None:
             return None
         # polars' (Rust) regex runs over millions of API ranges at once
-        ot = r.filter(
+        ot = se.ranges.filter(
             pl.col("name").is_not_null() & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & pl.col("name").str.contains("(?i)" + ONE_TIME.pattern)
         )
         total = float((timed["end_ns"] - timed["start_ns"]).sum())
@@ -71,13 +67,14 @@ class CompileInTimedRegion(Rule):
         if ot.height:
             s = ot["start_ns"].to_numpy()
             e = ot["end_ns"].to_numpy()
+            names = np.array(ot["name"].to_list(), dtype=object)
             for ts, te in zip(timed["start_ns"].to_list(), timed["end_ns"].to_list()):
                 m = (s >= ts) & (s < te)
                 if m.any():
                     inside += float(np.minimum(e[m], te).sum() - s[m].sum())
-                    for n in np.array(ot["name"].to_list(), dtype=object)[m]:
+                    for n in names[m]:
                         examples[n] = examples.get(n, 0) + 1
-        return {"share": inside / total, "one_time_ns": inside, "timed_ns": total, "calls": dict(sorted(examples.items(), key=lambda kv: -kv[1])[:8]), "range": name}
+        return {"share": inside / total, "one_time_ns": inside, "timed_ns": total, "calls": dict(sorted(examples.items(), key=lambda kv: -kv[1])[:8]), "range": se.get("timed_range")}
 
     def _from_trace(self, ev: Evidence, traced: dict) -> list[Finding]:
         sb = traced.get("baseline", {}).get("share", 0.0) if "baseline" in traced else None

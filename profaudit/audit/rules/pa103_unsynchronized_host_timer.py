@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
@@ -62,23 +61,17 @@ class UnsynchronizedHostTimer(Rule):
 
     @staticmethod
     def _late_kernels(se: SideEvidence):
-        name = se.get("timed_range")
-        if not name or se.ranges is None or not se.has_kernels:
+        r, kv = se.timed_ranges(), se.kernel_intervals
+        if r is None or kv is None:
             return None
-        r = se.ranges.filter((pl.col("name") == name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-        k = se.kernels.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-        if r.height == 0 or k.height == 0:
-            return None
-        order = np.argsort(k["start_ns"].to_numpy())
-        ks = k["start_ns"].to_numpy()[order]
-        ke = k["end_ns"].to_numpy()[order]
+        ks, ke = kv
         late = 0
         slack = 1_000  # 1 us: event and range timestamps are placed a little apart
         for s, e in zip(r["start_ns"].to_list(), r["end_ns"].to_list()):
             i0, i1 = np.searchsorted(ks, s), np.searchsorted(ks, e)
             if i1 > i0 and (ke[i0:i1] > e + slack).any():
                 late += 1
-        return {"ranges": r.height, "late_ranges": late, "share_of_ranges": late / r.height, "range": name}
+        return {"ranges": r.height, "late_ranges": late, "share_of_ranges": late / r.height, "range": se.get("timed_range")}
 
 
 RULE = UnsynchronizedHostTimer()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import time_family
+from profaudit.audit.rules._common import time_family, unrecorded
 
 _WHY = {
     "ncu": "ncu replays each kernel with flushed caches and clocks locked to base (11.15 us in ncu against 7.0 us in nsys in one NVIDIA forum case)",
@@ -41,9 +41,9 @@ class MixedTimeSources(Rule):
         for se, f in ((ev.baseline, fb), (ev.candidate, fc)):
             if f is not None and time_family(f.value) == "mixed":
                 return [self.flag(Severity.FAIL, f"the {se.role}'s samples mix time sources ({str(f.value)[6:]})", se.role, non_comparable=True, time_source=f)]
-        missing = [se.role for se, f in ((ev.baseline, fb), (ev.candidate, fc)) if f is None]
+        missing = unrecorded(ev, fb, fc)
         if missing:
-            return [self.cannot(f"the time source of the {' and '.join(missing)} is not recorded (meta.time_source)", time_source_baseline=fb, time_source_candidate=fc)]
+            return [self.cannot(f"the time source of the {missing} is not recorded (meta.time_source)", time_source_baseline=fb, time_source_candidate=fc)]
         famb, famc = time_family(fb.value), time_family(fc.value)
         evid = {"time_source_baseline": fb, "time_source_candidate": fc, "family_baseline": famb, "family_candidate": famc}
         if famb != famc:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from profaudit.audit.evidence import Evidence, device_relation
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import differ_text
+from profaudit.audit.rules._common import differ_text, unrecorded
 
 
 def _mig(v) -> str:
@@ -34,9 +34,9 @@ class DeviceMismatch(Rule):
     def check(self, ev: Evidence) -> list[Finding]:
         b, c = ev.baseline, ev.candidate
         db, dc = b.fact("device"), c.fact("device")
-        if db is None or dc is None:
-            missing = [s.role for s, f in ((b, db), (c, dc)) if f is None]
-            return [self.cannot(f"the device of the {' and '.join(missing)} is not recorded", device_baseline=db, device_candidate=dc)]
+        missing = unrecorded(ev, db, dc)
+        if missing:
+            return [self.cannot(f"the device of the {missing} is not recorded", device_baseline=db, device_candidate=dc)]
         evid = {"device_baseline": db, "device_candidate": dc}
         rel = device_relation(str(db.value), str(dc.value))
         if rel == "different":

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
@@ -73,8 +74,7 @@ class ClockThrottling(Rule):
         have_clock = clocks is not None and np.isfinite(clocks).any()
         reasons = None
         if se.throttle is not None and se.steady_mask is not None:
-            arr = np.array(se.throttle, dtype=object)[se.steady_mask]
-            reasons = arr
+            reasons = se.throttle.filter(pl.Series(se.steady_mask))
         if not have_clock and reasons is None:
             return None
         n = int(se.steady.size)
@@ -84,8 +84,10 @@ class ClockThrottling(Rule):
         why = np.zeros(n, dtype=bool)
         seen: list[str] = []
         if reasons is not None:
-            why = np.array([is_throttled(r) for r in reasons], dtype=bool)
-            seen = sorted({str(r) for r, w in zip(reasons, why) if w})
+            # a log repeats a handful of reason strings: judge each once
+            verdict = {r: is_throttled(r) for r in reasons.unique().to_list()}
+            why = reasons.replace_strict(verdict, default=False, return_dtype=pl.Boolean).fill_null(False).to_numpy()
+            seen = sorted(str(r) for r, w in verdict.items() if w)
         both = low | why
         return {
             "samples": n,

@@ -4,7 +4,7 @@ import numpy as np
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import differ_text, pct
+from profaudit.audit.rules._common import differ_text, pct, unrecorded
 
 
 class PowerLimitMismatch(Rule):
@@ -49,9 +49,9 @@ class PowerLimitMismatch(Rule):
                 out.append(self.flag(Severity.WARN, f"the {se.role} ran at its power cap (median {med:.0f} W of a {float(lim.value):.0f} W limit): its clocks are set by the cap", se.role, median_power_w=med, power_limit=lim))
         if out:
             return out
-        if pb is None or pc is None:
-            missing = [s.role for s, f in ((b, pb), (c, pc)) if f is None]
-            return [self.cannot(f"the power limit of the {' and '.join(missing)} is not recorded (meta.power_limit_w)")]
+        missing = unrecorded(ev, pb, pc)
+        if missing:
+            return [self.cannot(f"the power limit of the {missing} is not recorded (meta.power_limit_w)")]
         return [self.ok(f"same power limit ({float(pb.value):.0f} W)" + (f"; no side at its cap ({', '.join(capped)})" if capped else ""))]
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import LAUNCH_FLOOR_NS, differ_text, fmt_time
+from profaudit.audit.rules._common import LAUNCH_FLOOR_NS, differ_text, fmt_time, unrecorded
 
 
 class HostGovernor(Rule):
@@ -56,9 +56,9 @@ class HostGovernor(Rule):
             return out
         if gb is not None and gc is not None and str(gb.value).lower() == "powersave":
             return [self.flag(Severity.WARN, "launch-bound work measured under the powersave governor on both sides: host time dominates and varies with CPU frequency", "both", launch_bound=why)]
-        if gb is None or gc is None:
-            missing = [s.role for s, f in ((b, gb), (c, gc)) if f is None]
-            return [self.cannot(f"launch-bound work ({'; '.join(why)}) but the host governor of the {' and '.join(missing)} is not recorded", severity=Severity.WARN, launch_bound=why)]
+        missing = unrecorded(ev, gb, gc)
+        if missing:
+            return [self.cannot(f"launch-bound work ({'; '.join(why)}) but the host governor of the {missing} is not recorded", severity=Severity.WARN, launch_bound=why)]
         return [self.ok(f"launch-bound work ({'; '.join(why)}) with the same governor ({gb.value})")]
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import cache_state
+from profaudit.audit.rules._common import cache_state, unrecorded
 
 
 class CacheControlMismatch(Rule):
@@ -29,9 +29,9 @@ class CacheControlMismatch(Rule):
     def check(self, ev: Evidence) -> list[Finding]:
         sb, fb = cache_state(ev.baseline)
         sc, fc = cache_state(ev.candidate)
-        if sb is None or sc is None:
-            missing = [r for r, s in (("baseline", sb), ("candidate", sc)) if s is None]
-            return [self.cannot(f"the cache state of the {' and '.join(missing)} is not recorded (meta.l2_flush, cache_control or a cache_state column)", cache_baseline=fb, cache_candidate=fc)]
+        missing = unrecorded(ev, sb, sc)
+        if missing:
+            return [self.cannot(f"the cache state of the {missing} is not recorded (meta.l2_flush, cache_control or a cache_state column)", cache_baseline=fb, cache_candidate=fc)]
         evid = {"cache_baseline": fb, "cache_candidate": fc}
         if sb != sc:
             sev = Severity.WARN if ev.intended("l2_flush") or ev.intended("cache_control") else Severity.FAIL

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from profaudit.audit.evidence import Evidence, dtype_of
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import differ_text
+from profaudit.audit.rules._common import differ_text, unrecorded
 
 
 class PrecisionMismatch(Rule):
@@ -30,9 +30,9 @@ class PrecisionMismatch(Rule):
     def check(self, ev: Evidence) -> list[Finding]:
         b, c = ev.baseline, ev.candidate
         db, dc = b.fact("dtype"), c.fact("dtype")
-        if db is None or dc is None:
-            missing = [s.role for s, f in ((b, db), (c, dc)) if f is None]
-            return [self.cannot(f"the dtype of the {' and '.join(missing)} is not recorded (meta.dtype)", dtype_baseline=db, dtype_candidate=dc)]
+        missing = unrecorded(ev, db, dc)
+        if missing:
+            return [self.cannot(f"the dtype of the {missing} is not recorded (meta.dtype)", dtype_baseline=db, dtype_candidate=dc)]
         evid = {"dtype_baseline": db, "dtype_candidate": dc}
         if dtype_of(b) != dtype_of(c):
             if ev.intended("dtype"):
@@ -47,8 +47,7 @@ class PrecisionMismatch(Rule):
                 else:
                     out.append(self.flag(Severity.FAIL, "TF32 tensor-core math on one side only: " + differ_text("tf32", tb, tc), "both", non_comparable=True, tf32_baseline=tb, tf32_candidate=tc, **evid))
             elif tb is None or tc is None:
-                missing = [s.role for s, f in ((b, tb), (c, tc)) if f is None]
-                out.append(self.flag(Severity.WARN, f"fp32 work but whether TF32 was allowed is not recorded for the {' and '.join(missing)} (TF32 alone is worth up to ~7x on A100)", "both", tf32_baseline=tb, tf32_candidate=tc, **evid))
+                out.append(self.flag(Severity.WARN, f"fp32 work but whether TF32 was allowed is not recorded for the {unrecorded(ev, tb, tc)} (TF32 alone is worth up to ~7x on A100)", "both", tf32_baseline=tb, tf32_candidate=tc, **evid))
         if dtype_of(b) == "fp16":
             rb, rc = b.fact("allow_fp16_reduced_precision"), c.fact("allow_fp16_reduced_precision")
             if rb is not None and rc is not None and rb.value != rc.value:
