@@ -12,6 +12,11 @@ Three fences, outermost first:
 
 Files are stored side by side under their own (sanitised) names, so a claim uploaded with its
 timing logs finds them by the names it gives; a later upload of the same name replaces the earlier.
+
+Folder formats (an XLA log dir, a Neuron Explorer Parquet folder, a profaudit dataset) travel as a
+`.zip`: it is unpacked into a folder of the same stem, member by member, refusing absolute paths,
+`..`, links and special files, and stopping at an unpacked-size cap, so a crafted archive can
+neither write outside that folder nor fill the disk.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ import os
 import re
 import shutil
 import tempfile
+import stat
 import unicodedata
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -34,6 +42,9 @@ from profaudit.errors import InputError, ProfauditError
 REQUEST_OVERHEAD_BYTES = 1 << 20
 MAX_FILES_PER_UPLOAD = 32
 _NAME_MAX = 120
+# profiles compress 5-20x; past this an archive is treated as a zip bomb
+ZIP_EXPANSION_LIMIT = 8
+MAX_ZIP_MEMBERS = 20_000
 
 
 def request_limit(max_upload_bytes: int) -> int:
@@ -122,6 +133,8 @@ def _store_one(st, data: object, name: str, size: int) -> UploadResult:
         tmp = staging / name
         with open(tmp, "wb") as f:
             f.write(raw)
+        if name.lower().endswith(".zip") and raw[:4] == b"PK\x03\x04":
+            return _store_zip(st, tmp, name, size, staging)
         kind = _kind(tmp)
         final = st.upload_dir / name
         os.replace(tmp, final)
@@ -140,6 +153,88 @@ def _store_one(st, data: object, name: str, size: int) -> UploadResult:
     return UploadResult(name, True, f"{name}: loaded {what}")
 
 
+def _store_zip(st, archive: Path, name: str, size: int, staging: Path) -> UploadResult:
+    """Unpack an uploaded archive into a folder named after it and load that folder."""
+    stem = safe_name(name[: -len(".zip")]) if len(name) > 4 else "upload"
+    unpacked = staging / stem
+    _unzip(archive, unpacked, name, st.max_upload_bytes * ZIP_EXPANSION_LIMIT)
+    entries = [e for e in unpacked.iterdir()]
+    # an archive of one folder (zip -r run.zip run/) loads that folder
+    root = entries[0] if len(entries) == 1 and entries[0].is_dir() else unpacked
+    final = st.upload_dir / stem
+    if final.is_dir() and not final.is_symlink():
+        shutil.rmtree(final)
+    elif final.exists() or final.is_symlink():
+        final.unlink()
+    os.replace(root, final)
+    try:
+        profiles = st.add_uploaded_profile(final)
+    except ProfauditError as exc:
+        shutil.rmtree(final, ignore_errors=True)
+        st.forget_upload(stem)
+        raise InputError(name, f"nothing loaded from the archive: {exc}") from None
+    what = ", ".join(f"{p.profile_id} ({p.metadata.get('format') or p.metadata.get('source')}: {p.kernels.height} kernels, {p.samples.height} samples)" for p in profiles)
+    return UploadResult(name, True, f"{name}: unpacked to {stem}/ and loaded {what}")
+
+
+def _unzip(archive: Path, dest: Path, name: str, max_bytes: int) -> None:
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(name, f"not stored: not a readable zip archive ({exc})") from None
+    with zf:
+        members = zf.infolist()
+        if not members:
+            raise InputError(name, "not stored: the zip archive is empty")
+        if len(members) > MAX_ZIP_MEMBERS:
+            raise InputError(name, f"not stored: {len(members):,} entries in the archive (at most {MAX_ZIP_MEMBERS:,})")
+        declared = sum(m.file_size for m in members)
+        if declared > max_bytes:
+            raise InputError(name, f"not stored: the archive unpacks to {mb(declared)}, over the {mb(max_bytes)} limit")
+        dest.mkdir()
+        written = 0
+        for m in members:
+            parts = _member_parts(m, name)
+            if not parts:
+                continue
+            target = dest.joinpath(*parts)
+            if m.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with zf.open(m) as src, open(target, "xb") as out:
+                    while chunk := src.read(1 << 20):
+                        written += len(chunk)
+                        if written > max_bytes:
+                            raise InputError(name, f"not stored: the archive unpacks to more than {mb(max_bytes)}")
+                        out.write(chunk)
+            except FileExistsError:
+                raise InputError(name, f"not stored: the archive holds {m.filename!r} twice") from None
+            except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
+                raise InputError(name, f"not stored: cannot unpack {m.filename!r} ({exc})") from None
+
+
+def _member_parts(m: zipfile.ZipInfo, name: str) -> list[str]:
+    """The path components of a member, or InputError when unpacking it would leave the folder."""
+    # many writers leave the file-type bits at zero; only a type that is set and not a plain file or
+    # folder is refused
+    kind = stat.S_IFMT(m.external_attr >> 16)
+    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
+        raise InputError(name, f"not stored: {m.filename!r} in the archive is a link or special file")
+    raw = m.filename.replace("\\", "/")
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
+        raise InputError(name, f"not stored: {m.filename!r} in the archive is an absolute path")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise InputError(name, f"not stored: {m.filename!r} in the archive points outside its folder")
+    if any(p.startswith("__MACOSX") for p in parts[:1]) or (parts and parts[-1] == ".DS_Store"):
+        return []  # macOS Finder's resource forks, not profiles
+    if any(not p.isprintable() for p in parts):
+        raise InputError(name, f"not stored: {m.filename!r} in the archive has control characters in its name")
+    return parts
+
+
 def _kind(path: Path) -> str:
     """'claim' or 'profile'; InputError when neither the claim check nor any parser's sniff knows it."""
     from profaudit.parsers import find_parser
@@ -149,7 +244,7 @@ def _kind(path: Path) -> str:
             return "claim"
         raise InputError(path.name, "not stored: a YAML file is accepted only as a claim file (a mapping with baseline and candidate)")
     if find_parser(path) is None:
-        raise InputError(path.name, "not stored: not a profile, timing log or claim file profaudit recognises (profaudit formats lists them; folder formats must be given on the command line)")
+        raise InputError(path.name, "not stored: not a profile, timing log or claim file profaudit recognises (profaudit formats lists them; upload a folder format as a .zip)")
     return "profile"
 
 

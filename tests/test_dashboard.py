@@ -293,6 +293,72 @@ def test_uploaded_claim_cannot_reach_out(upload_app, uctx, inputs):
     assert out is None and "outside the files given to the dashboard" in text_of(msg)
 
 
+def _zip_bytes(members: list[tuple], method=None) -> bytes:
+    """A zip built member by member: (name, bytes) or (ZipInfo, bytes)."""
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=method or zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_upload_zip_of_a_folder_format_is_loaded(upload_app, uctx):
+    st = uctx
+    run = REPO / "sample_reports" / "jax_cpu"
+    members = [(f"jax_cpu/{f.relative_to(run).as_posix()}", f.read_bytes()) for f in sorted(run.rglob("*")) if f.is_file() and "plugins" in f.parts]
+    before = len(st.ps)
+    res = uploads.store_uploads(st, [data_url(_zip_bytes(members), "application/zip")], ["jaxrun.zip"])
+    assert [r.ok for r in res] == [True], res
+    assert "unpacked to jaxrun/" in res[0].text
+    assert (st.upload_dir / "jaxrun" / "plugins" / "profile").is_dir()
+    new = [p for p in st.ps][before:]
+    assert new and any(p.kernels.height > 0 for p in new)
+    assert not [p for p in st.upload_dir.iterdir() if p.name.startswith(".staging")]
+    # a second upload of the same name replaces the first
+    res = uploads.store_uploads(st, [data_url(_zip_bytes(members), "application/zip")], ["jaxrun.zip"])
+    assert res[0].ok and len(st.ps) == before + len(new)
+
+
+def test_upload_zip_of_timing_logs(upload_app, uctx, tmp_path):
+    st = uctx
+    members = [("a.jsonl", _log_bytes(tmp_path, "za", 30)), ("sub/b.jsonl", _log_bytes(tmp_path, "zb", 30)), ("__MACOSX/._a.jsonl", b"\0junk")]
+    res = uploads.store_uploads(st, [data_url(_zip_bytes(members))], ["logs.zip"])
+    assert res[0].ok, res
+    assert res[0].text.count("samples") == 2
+
+
+def test_upload_hostile_zips_are_refused(upload_app, uctx, tmp_path):
+    import stat as stat_
+    import zipfile
+
+    st = uctx
+    log = _log_bytes(tmp_path, "h", 20)
+    link = zipfile.ZipInfo("run/link.jsonl")
+    link.external_attr = (stat_.S_IFLNK | 0o777) << 16
+    bomb = b"\0" * (st.max_upload_bytes * uploads.ZIP_EXPANSION_LIMIT + 1)
+    good = _zip_bytes([("ok.jsonl", log)])
+    cases = [
+        (_zip_bytes([("../escape.jsonl", log)]), "outside its folder"),
+        (_zip_bytes([("run/../../escape.jsonl", log)]), "outside its folder"),
+        (_zip_bytes([("/etc/escape.jsonl", log)]), "absolute path"),
+        (_zip_bytes([("C:/escape.jsonl", log)]), "absolute path"),
+        (_zip_bytes([(link, b"/etc/passwd")]), "link or special file"),
+        (_zip_bytes([("zeros.bin", bomb)]), "unpacks to"),
+        (good[: len(good) // 2], "not a readable zip"),
+        (_zip_bytes([("notes.txt", b"nothing to see")]), "nothing loaded from the archive"),
+    ]
+    assert len(cases[5][0]) < st.max_upload_bytes  # the bomb itself is small
+    for i, (raw, needle) in enumerate(cases):
+        res = uploads.store_uploads(st, [data_url(raw, "application/zip")], [f"h{i}.zip"])
+        assert len(res) == 1 and not res[0].ok, (i, res)
+        assert needle in res[0].text and "\n" not in res[0].text, (i, res[0].text)
+        assert not (st.upload_dir / f"h{i}").exists()
+    assert not (st.upload_dir.parent / "escape.jsonl").exists() and not (st.upload_dir / "escape.jsonl").exists()
+    assert not [p for p in st.upload_dir.iterdir() if p.name.startswith(".staging")]
+
+
 def test_request_body_over_the_limit_is_refused(app):
     limit = app.server.config["MAX_CONTENT_LENGTH"]
     assert limit == uploads.request_limit(app._profaudit_state.max_upload_bytes)

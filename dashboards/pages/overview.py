@@ -25,7 +25,7 @@ def layout(**_query):
             dcc.Loading(html.Div(id="ov-audits"), type="dot"),
             dcc.Store(id="ov-version", data=st.version),
             html.H3("Add files"),
-            upload_box("ov", "profiles, timing logs and claim files"),
+            upload_box("ov", "profiles, timing logs and claim files; folder formats as a .zip"),
         ],
         className="page page-overview",
     )
