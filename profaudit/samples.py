@@ -327,7 +327,43 @@ def preferred(samples: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def params_medians(samples: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame | None:
+    """The sweep a selected benchmark belongs to: per parameter set of the same benchmark, variant
+    and time source as the rows in `like`, the median time (ns) of its measured samples, or of its
+    median/mean summary row when the log holds summaries only.
+
+    Columns: params, median_ns, samples. None when the log times one parameter set only.
+    """
+    if samples.height == 0 or like.height == 0 or samples["params"].n_unique() < 2:
+        return None
+    first = like.row(0, named=True)
+    df = samples
+    for col in ("benchmark", "variant", "time_source"):
+        v = first[col]
+        df = df.filter(pl.col(col).is_null() if v is None else pl.col(col) == v)
+    df = df.filter(pl.col("params").is_not_null() & pl.col("duration_ns").is_finite() & (pl.col("duration_ns") >= 0))
+    if df["params"].n_unique() < 2:
+        return None
+    measured = (
+        df.filter(pl.col("statistic").is_null() & (pl.col("phase").is_null() | (pl.col("phase").str.to_lowercase() != "warmup")))
+        .group_by("params")
+        .agg(pl.col("duration_ns").median().alias("median_ns"), pl.len().cast(pl.Int64).alias("samples"))
+    )
+    stat = df["statistic"].str.to_lowercase()
+    summary = (
+        df.filter(stat.is_in(["median", "p50", "mean", "avg", "average"]))
+        .with_columns(pl.col("statistic").str.to_lowercase().is_in(["median", "p50"]).alias("__is_median"))
+        .sort("__is_median", descending=True)
+        .group_by("params", maintain_order=True)
+        .agg(pl.col("duration_ns").first().alias("median_ns"), pl.col("sample_count").first().fill_null(1).cast(pl.Int64).alias("samples"))
+        .filter(~pl.col("params").is_in(measured["params"].implode()))
+    )
+    out = pl.concat([measured, summary], how="vertical_relaxed").sort("params")
+    return out if out.height >= 2 else None
+
+
 __all__ = [
+    "params_medians",
     "TIME_UNITS",
     "TIME_SOURCE_RANK",
     "ns_per",

@@ -269,6 +269,8 @@ class Side:
     meta_origin: str = ""  # where `meta` came from, e.g. "claim.yaml: baseline.meta"
     kernel_filter: str | None = None  # `kernel:` regex that selected the timed kernel
     times_from_kernels: bool = False  # the samples are kernel durations of the timing files
+    # median time per parameter set of the same benchmark in the same log (a size sweep), or None
+    sweep: pl.DataFrame | None = None
 
     @classmethod
     def from_durations(
@@ -435,10 +437,13 @@ def load_side(spec: Any, role: str, base: Path, claim_path: Path | None, *, devi
         raise InputError(claim_path, f"{where}: needs timings (a timing log) or a profile")
     if spec.get("kernel") is not None and samples.height == 0:
         raise InputError(claim_path, f"{where}.kernel: no kernel in {shown} matches {spec['kernel']!r}")
-    samples = _select(samples, spec, where, claim_path, shown)
+    selected = _select(samples, spec, where, claim_path, shown)
+    from profaudit.samples import params_medians
+
+    sweep = params_medians(samples, selected)
     origin = f"{claim_path.name if claim_path else 'claim'}: {where}.meta"
     kernel = str(spec["kernel"]) if spec.get("kernel") is not None else None
-    return Side(role, label, samples, meta, profile_ps, timing_ps, tuple(map(str, timing_paths)), tuple(map(str, profile_paths)), origin, kernel, from_kernels)
+    return Side(role, label, selected, meta, profile_ps, timing_ps, tuple(map(str, timing_paths)), tuple(map(str, profile_paths)), origin, kernel, from_kernels, sweep)
 
 
 def _raw_scalar(text: str, key: str) -> str | None:

@@ -95,6 +95,7 @@ class SideEvidence:
     spec: Any = None  # DeviceSpec or None
     spec_note: str = ""
     sources: tuple[str, ...] = ()
+    sweep: pl.DataFrame | None = None  # Side.sweep: median time per parameter set of the same benchmark
 
     # ------------------------------------------------------------------ facts
     def add(self, key: str, value: Any, source: str, kind: str = "meta") -> None:
@@ -347,6 +348,7 @@ def _gather_side(side: Side, claim: Claim) -> SideEvidence:
             _facts_from_profiles(se, ps, what)
     _samples(se, side)
     _kernels(se, side)
+    se.sweep = side.sweep
     return se
 
 
