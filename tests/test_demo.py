@@ -7,7 +7,8 @@ import json
 from conftest import SAMPLES
 
 
-def test_demo_ingests_audits_and_writes_reports(cli, tmp_path):
+def test_demo_ingests_audits_and_writes_reports(cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
     res = cli("demo", "--no-serve", "-o", tmp_path / "out")
     assert res.code == 0, res
     verdicts = json.loads((SAMPLES / "claims" / "verdicts.json").read_text())
@@ -17,6 +18,9 @@ def test_demo_ingests_audits_and_writes_reports(cli, tmp_path):
         md = (tmp_path / "out" / "audits" / f"{claim.rsplit('.', 1)[0]}.md").read_text()
         assert expected in md, (claim, expected)
     assert "audit of" in res.out and "profiles from" in res.out
+    # stdout is not a terminal here: table cells stay whole on their line instead of folding at 80 columns
+    for claim in verdicts:
+        assert any(claim in line and summary[claim] in line for line in res.out.splitlines()), claim
     import profaudit
 
     ds = profaudit.load(tmp_path / "out" / "dataset")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import sys
 from contextlib import contextmanager
 from enum import Enum
@@ -65,7 +66,10 @@ def stderr_console():
 def stdout_console():
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    # a pipe or a log file has no width, and rich's 80-column default folds every cell of a wide
+    # table into a tower of fragments; COLUMNS still wins when set
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+    return Console(soft_wrap=False, width=width)
 
 
 @contextmanager
