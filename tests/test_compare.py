@@ -326,6 +326,24 @@ def test_timing_logs_compare_per_case():
     assert cmp.totals["case_significance"]["faster"] == 1
 
 
+def test_totals_name_the_statistic_the_cases_use():
+    from profaudit import samples as smp
+    from profaudit.compare.render import totals_rows
+
+    raw = compare(samples_profile("b", [("add", {"N": 1024}, 20, 10_000)], seed=1), samples_profile("c", [("add", {"N": 1024}, 20, 5_000)], seed=2))
+    assert totals_rows(raw)[1][0][0] == "sum of case medians"
+
+    def means(pid, v):
+        cols = {"benchmark": ["add"], "params": [smp.canonical_params({"N": 1024})], "duration_ns": [v], "statistic": ["mean"], "sample_count": [100]}
+        return Profile(pid, {"source": "timing", "format": "timing-json"}, {"samples": smp.frame(cols)})
+
+    reported = compare(means("b", 10_000.0), means("c", 5_000.0))
+    assert totals_rows(reported)[1][0][0] == "sum of case means (as reported)"
+    assert reported.totals["baseline"]["time_ns"] == 10_000.0
+    mixed = compare(samples_profile("b", [("add", {"N": 1024}, 20, 10_000)], seed=1), means("c", 5_000.0))
+    assert totals_rows(mixed)[1][0][0] == "sum of case times (baseline: median; candidate: mean)"
+
+
 def test_profile_against_timing_log_is_a_usage_error():
     b = profile("b", [("k", 3, 1_000)])
     c = samples_profile("c", [("k", {}, 5, 1_000)])

@@ -25,7 +25,9 @@ def waterfall(c: Comparison, top: int = 15):
     if c.kind == "kernels":
         start, end, what = t["baseline"]["gpu_time_ns"], t["candidate"]["gpu_time_ns"], "GPU time"
     else:
-        start, end, what = t["baseline"]["time_ns"], t["candidate"]["time_ns"], "sum of case medians"
+        from profaudit.compare.timing import totals_label
+
+        start, end, what = t["baseline"]["time_ns"], t["candidate"]["time_ns"], totals_label(t)
     contrib = c.contributions
     head = contrib.head(top)
     rest = float(contrib.slice(top)["diff_ns"].sum()) if contrib.height > top else 0.0

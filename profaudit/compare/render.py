@@ -18,6 +18,7 @@ import polars as pl
 
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
+from profaudit.compare.timing import totals_label
 
 FORMATS = ("table", "markdown", "html", "json")
 
@@ -158,7 +159,7 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ]
     else:
         rows = [
-            ["sum of case medians", fmt_ns(b["time_ns"]), fmt_ns(k["time_ns"]), f"{fmt_ns(t['time_diff_ns'], True)} ({fmt_pct(t['time_diff_pct'])})", fmt_x(t["time_speedup"])],
+            [totals_label(t), fmt_ns(b["time_ns"]), fmt_ns(k["time_ns"]), f"{fmt_ns(t['time_diff_ns'], True)} ({fmt_pct(t['time_diff_pct'])})", fmt_x(t["time_speedup"])],
             ["cases", fmt_num(b["cases"]), fmt_num(k["cases"]), "", ""],
             ["raw samples", fmt_num(b["samples"]), fmt_num(k["samples"]), "", ""],
             ["time sources", ", ".join(b["time_sources"]) or "?", ", ".join(k["time_sources"]) or "?", "", ""],

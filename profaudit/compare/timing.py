@@ -210,8 +210,23 @@ def _side_totals(side: Side, cases: pl.DataFrame, rows: pl.DataFrame) -> dict:
         "cases": cases.height,
         "samples": int(rows.filter(pl.col("statistic").is_null()).height),
         "time_ns": float(cases["center_ns"].sum()) if cases.height else 0.0,
+        "time_of_case": _centre_label(cases),
         "time_sources": sorted({v for v in rows["time_source"].to_list() if v is not None}),
     }
+
+
+def _centre_label(cases: pl.DataFrame) -> str:
+    """What a case's time is on this side: median of raw samples, or the log's reported median or mean."""
+    kinds = {"mean" if "mean" in str(v) else "median" for v in cases["statistic"].to_list()} if cases.height else {"median"}
+    return "median" if kinds == {"median"} else "mean" if kinds == {"mean"} else "median or reported mean"
+
+
+def totals_label(totals: dict) -> str:
+    """The name of the summed time in the totals table and the waterfall."""
+    b, c = totals[BASELINE].get("time_of_case", "median"), totals[CANDIDATE].get("time_of_case", "median")
+    if b == c:
+        return {"median": "sum of case medians", "mean": "sum of case means (as reported)"}.get(b, "sum of case times (median, or the reported mean)")
+    return f"sum of case times (baseline: {b}; candidate: {c})"
 
 
 def _totals(tb: dict, tc: dict, matched: pl.DataFrame) -> dict:
