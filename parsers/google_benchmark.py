@@ -158,7 +158,11 @@ def read_json(path: Path, parser, options: ReadOptions):
         common = dict(benchmark=family, params=pj, phase="measure", cache_state="unknown", calls_per_sample=r.get("iterations"))
         if run_type == "aggregate":
             stat = _STAT.get(agg, agg or "aggregate")
-            common.update(statistic=stat, sample_count=r.get("repetitions"), run=None, iteration=0)
+            # An aggregate's `iterations` is the number of repetitions it summarises (the library
+            # sets it to the report count), not calls per sample: the per-repetition iteration
+            # count is not in the row, so calls_per_sample is unknown.
+            n = r.get("repetitions") if isinstance(r.get("repetitions"), int) and not isinstance(r.get("repetitions"), bool) else r.get("iterations")
+            common.update(statistic=stat, sample_count=n, run=None, iteration=0, calls_per_sample=None)
         else:
             key = (family, pj)
             run = r.get("repetition_index")
@@ -201,7 +205,7 @@ def read_json(path: Path, parser, options: ReadOptions):
 
 _HDR = re.compile(r"^Benchmark\s+Time\s+CPU\s+Iterations")
 _ROW = re.compile(r"^(?P<name>\S+)\s+(?P<t>[-+0-9.eE]+|nan|inf)\s*(?P<tu>ns|us|ms|s)\s+(?P<c>[-+0-9.eE]+|nan|inf)\s*(?P<cu>ns|us|ms|s)\s+(?P<it>\d+)?")
-_OTHER_AGG = re.compile(r"^(?P<name>\S+)\s+[-+0-9.eE]+\s*(%|N|N\^2|N\^3|lgN|NlgN|\(1\)|)\s+[-+0-9.eE]+\s*(%|N|N\^2|N\^3|lgN|NlgN|\(1\)|)\s*$")
+_OTHER_AGG = re.compile(r"^(?P<name>\S+)\s+[-+0-9.eE]+\s*(%|N|N\^2|N\^3|lgN|NlgN|\(1\)|)\s+[-+0-9.eE]+\s*(%|N|N\^2|N\^3|lgN|NlgN|\(1\)|)(\s+\d+)?\s*$")
 _ERR = re.compile(r"^(?P<name>\S+)\s+ERROR OCCURRED: ?(?P<msg>.*)$")
 
 
@@ -246,7 +250,8 @@ def read_console(path: Path, parser, options: ReadOptions):
         src = "manual" if "manual_time" in flags else "host"
         it = int(m.group("it")) if m.group("it") else None
         if agg:
-            common = dict(statistic=_STAT.get(agg, agg), sample_count=reps.get((family, pj)), run=None)
+            # The console prints the repetition count in an aggregate's Iterations column.
+            common = dict(statistic=_STAT.get(agg, agg), sample_count=it if it is not None else reps.get((family, pj)), run=None)
         else:
             run = reps.get((family, pj), 0)
             reps[(family, pj)] = run + 1
@@ -254,7 +259,7 @@ def read_console(path: Path, parser, options: ReadOptions):
         for val, unit, ts in ((m.group("t"), m.group("tu"), src), (m.group("c"), m.group("cu"), "host_cpu")):
             v = _fin(float(val))
             if v is not None:
-                cols.add(benchmark=family, params=pj, iteration=0, duration_ns=v * ns_per(unit), time_source=ts, phase="measure", cache_state="unknown", calls_per_sample=it, **common)
+                cols.add(benchmark=family, params=pj, iteration=0, duration_ns=v * ns_per(unit), time_source=ts, phase="measure", cache_state="unknown", calls_per_sample=None if agg else it, **common)
     if len(cols) == 0:
         raise InputError(path, "Google Benchmark console output with no timed rows" + (f" ({len(errors)} errored, first: {errors[0]})" if errors else ""))
     md: dict[str, Any] = {

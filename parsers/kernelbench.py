@@ -6,8 +6,9 @@ Two shapes, both milliseconds rounded by KernelBench to 3 significant figures:
   device} | null, ...}, ...}` -> summary rows (mean, stdev, min, max; `sample_count` =
   num_trials) per problem; `benchmark` = "level<L>/<problem file stem>", `params` =
   {"level": L, "problem_id": N}, `variant` = the configuration from the file name
-  (`torch`, `torch_compile_inductor_default`, ...). Null entries (the problem failed to run) are
-  counted in metadata.
+  (`torch`, `torch_compile_inductor_default`, ...); that configuration also gives the metadata
+  `compile_mode` and `cuda_graphs`, which the audit compares between sides. Null entries (the
+  problem failed to run) are counted in metadata.
 - eval results (`runs/<run>/eval_results.json`): `{"<problem_id>": [{sample_id, compiled,
   correctness, metadata, runtime, runtime_stats}, ...]}` (older files: one object per problem) ->
   the same summary rows per timed sample, `benchmark` = "problem_<N>", `params` = {"problem_id": N},
@@ -59,6 +60,27 @@ def _frame(cols: dict) -> pl.DataFrame:
         pl.lit("unknown").alias("cache_state"),
         pl.lit("cuda_events").alias("time_source"),
     )
+
+
+def execution_mode(config: str | None) -> tuple[str | None, bool | None]:
+    """(compile_mode, cuda_graphs) a KernelBench timing configuration name stands for.
+
+    KernelBench names its baseline files after the configuration it timed: `torch` (eager),
+    `torch_compile_<backend>[_<mode>]` (torch.compile with that backend and mode). Inductor's
+    reduce-overhead and max-autotune modes and the cudagraphs backend replay CUDA graphs.
+    """
+    if not config:
+        return None, None
+    if config == "torch":
+        return "eager", False
+    m = re.match(r"^torch_compile_(?P<backend>[a-z0-9]+)(?:_(?P<mode>.+))?$", config)
+    if not m:
+        return None, None
+    backend, mode = m.group("backend"), m.group("mode")
+    graphs = backend == "cudagraphs" or mode in ("reduce-overhead", "max-autotune")
+    if mode is not None and mode not in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        return f"torch.compile {backend} {mode}", None
+    return " ".join(x for x in ("torch.compile", backend, mode) if x), graphs
 
 
 def _new_cols() -> dict:
@@ -129,9 +151,13 @@ class KernelBenchParser:
                     failed.append(bench)
         if not cols["benchmark"]:
             raise InputError(path, f"KernelBench baseline file with no timed problems ({len(failed)} null)")
+        compile_mode, cuda_graphs = execution_mode(variant)
         md: dict[str, Any] = {
             "tool": "kernelbench",
             "layout": "baseline_time",
+            # from the configuration in the file name (KernelBench's naming), not from the file body
+            "compile_mode": compile_mode,
+            "cuda_graphs": cuda_graphs,
             "device_name": sorted(hardware)[0] if hardware else options.device,
             "device_count": len(hardware) or None,
             "variant": variant,

@@ -66,6 +66,7 @@ class ProtonParser:
         cols: dict[str, list] = {k: [] for k in ("benchmark", "params", "duration_ns", "statistic", "sample_count", "device_name")}
         extra_metrics: list[dict] = []
         zero_count = 0
+        cycle_nodes = 0
         stack = [(doc[0], ())]
         while stack:
             node, scopes = stack.pop()
@@ -74,6 +75,8 @@ class ProtonParser:
             metrics = node.get("metrics") or {}
             children = node.get("children") or []
             is_kernel = "device_id" in metrics or "device_type" in metrics
+            if name != "ROOT" and any(str(k).lower() in ("cycles", "normalized_cycles") for k in metrics):
+                cycle_nodes += 1
             if is_kernel and name != "ROOT":
                 t = _kernel_time_ns(metrics)
                 count = metrics.get("count")
@@ -100,6 +103,9 @@ class ProtonParser:
             for ch in reversed(children):
                 if isinstance(ch, dict):
                     stack.append((ch, child_scopes))
+        if not cols["benchmark"] and cycle_nodes:
+            # the instrumentation backend records cycles per scope, never a duration
+            raise InputError(path, f"Proton profile holds cycle counts only ({cycle_nodes} scope(s) with 'cycles', as the instrumentation backend writes), no kernel times ('time (ns)'): nothing to load as timings")
         if not cols["benchmark"]:
             raise InputError(path, "Proton profile holds no kernel timings (an empty call tree: was the profiled code run between proton.start and proton.finalize?)")
         df = samples.frame(cols).with_columns(

@@ -419,7 +419,7 @@ def test_torch_benchmark_measurements_from_real_runs(tmp_path):
         assert rows["duration_ns"].to_list() == pytest.approx([t * 1e9 for t in m.times], rel=1e-12)
         assert rows["calls_per_sample"].unique().to_list() == [m.number_per_run]
         assert float(np.median(rows["duration_ns"].to_numpy())) == pytest.approx(m.median * 1e9, rel=1e-9)
-        assert json.loads(rows["params"][0]) == {"num_threads": 1, "sub_label": "64"}
+        assert json.loads(rows["params"][0]) == {"num_threads": 1, "sub_label": 64}
     single = tmp_path / "one.json"
     single.write_text(json.dumps({"device": "cpu", "measurements": [dataclasses.asdict(m1)]}, default=str))
     s1, md1 = _one(single)
