@@ -250,7 +250,11 @@ def test_torch_benchmark_printed_repr_and_compare(tmp_path):
         # printed at 4 significant figures (torch's trim): compare at that precision
         if len(m.times) > 1:
             assert got["median"] == pytest.approx(m.median * 1e9, rel=5e-3)
-            assert got["q1"] <= got["median"] <= got["q3"]
+            # torch prints the IQR line only from 4 measurements on
+            if len(m.times) >= 4:
+                assert got["q1"] <= got["median"] <= got["q3"]
+            else:
+                assert "q1" not in got and "q3" not in got
         else:
             assert got["mean"] == pytest.approx(m.mean * 1e9, rel=5e-3)
         assert rows["sample_count"].unique().to_list() == [len(m.times)]
