@@ -13,7 +13,9 @@ Columns are recognised by name (case, punctuation and camelCase do not matter):
   and rates (`items_per_s`, `tokens/sec`) are never the time. Several time columns that are
   statistics of one quantity (`AverageNs` + `TotalDurationNs`, `p50_ms` + `p99_ms`) become one
   summary row per statistic; otherwise two candidates are ambiguous and the error names them and
-  says to choose with `--time-column` (ReadOptions.time_column).
+  says to choose with `--time-column` (ReadOptions.time_column). A wide table with one time
+  column per implementation (triton.testing.perf_report's CSV) is read with the columns listed,
+  `--time-column Triton,Torch`: each becomes a variant.
 - iteration / run index, timestamp, SM and memory clocks, temperature, power, throttle reasons
   (nvidia-smi hex masks decoded), phase (warmup/measure), cache state, time source, device,
   benchmark name, variant, an explicit `statistic` column with its sample count, calls per sample;
@@ -31,6 +33,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -756,17 +759,53 @@ def _norm_stat(v: str | None) -> str | None:
     return stat_of(s) or s
 
 
+def _unpivot_variants(path: Path, df: pl.DataFrame, units_row: dict[str, str], options: ReadOptions, meta_unit: str | None):
+    """A wide table (triton.testing.perf_report's CSV: x columns, then one time column per provider),
+    named with `--time-column A,B,...`: one row per (row, listed column), the column name as the
+    variant, the times converted to ns with the unit in each name or --time-unit."""
+    wanted = [w.strip() for w in options.time_column.split(",") if w.strip()]
+    cols = []
+    for w in wanted:
+        c = _find_column(df, w)
+        if c is None:
+            raise InputError(path, f"no column {w!r} (from --time-column); columns: {_shorten(df.columns)}")
+        if c in cols:
+            raise InputError(path, f"column {c!r} is listed twice in --time-column")
+        cols.append(c)
+    if len(cols) < 2:
+        raise InputError(path, f"--time-column {options.time_column!r}: list two or more columns, or name one without a comma")
+    if _find_column(df, "variant") is not None:
+        raise InputError(path, "--time-column with several columns makes each one a variant, but the log already has a variant column")
+    factors = {}
+    for c in cols:
+        u = time_unit_in_name(c) or (units_row.get(c) if ns_per(units_row.get(c, "")) is not None else None) or options.time_unit or meta_unit
+        if u is None:
+            raise InputError(path, f"time column {c!r} has no unit in its name; give it with --time-unit ns|us|ms|s")
+        if options.time_unit and time_unit_in_name(c) and ns_per(options.time_unit) != ns_per(time_unit_in_name(c)):
+            raise InputError(path, f"--time-unit {options.time_unit} contradicts the unit in column {c!r}")
+        factors[c] = ns_per(u)
+    index = [c for c in df.columns if c not in cols]
+    converted = df.with_columns([(_num(df, c) * factors[c]).alias(c) for c in cols])
+    long = converted.unpivot(on=cols, index=index, variable_name="variant", value_name="time_ns")
+    # the row's position (perf_report's x values) stays the order within each variant
+    note = f"wide table: columns {', '.join(repr(c) for c in cols)} read as variants (from --time-column)"
+    return long, {k: v for k, v in units_row.items() if k not in cols}, replace(options, time_column="time_ns", time_unit=None), note
+
+
 def build_samples(path: Path, df: pl.DataFrame, units_row: dict[str, str], meta: dict[str, Any], options: ReadOptions) -> tuple[pl.DataFrame, dict[str, Any]]:
     """The samples rows of one raw table, and the facts for the profile's metadata."""
     if df.height == 0:
         raise InputError(path, "holds a header but no rows")
     meta_unit = meta.get("time_unit") or meta.get("unit")
     meta_unit = meta_unit if isinstance(meta_unit, str) and ns_per(meta_unit) is not None else None
+    wide_note = None
+    if options.time_column and "," in options.time_column:
+        df, units_row, options, wide_note = _unpivot_variants(path, df, units_row, options, meta_unit)
     choice = choose_time(path, df, units_row, options, meta_unit)
     time_cols = {c for c, _, _ in choice.cols}
     roles = _role_columns(df, time_cols)
     used = set(roles.values()) | time_cols
-    read_notes: list[str] = []
+    read_notes: list[str] = [wide_note] if wide_note else []
     if len(choice.cols) == 1 and choice.cols[0][2] is not None and "iteration" in roles:
         # 'avg_ms' beside an iteration column: each row is one timed iteration (averaging an
         # inner loop), i.e. a raw sample, not a summary of the whole run

@@ -336,3 +336,37 @@ def test_neuron_latency_csv_needs_a_time_column_choice():
     assert p99["duration_ns"].to_list() == pytest.approx([float(r["TTFT Latency P99 (ms)"]) * 1e6 for r in plain])
     assert json.loads(med["params"][0])["Batch Size"] == int(plain[0]["Batch Size"])
     assert med["benchmark"].to_list() == [r["Model"] for r in plain]
+
+
+def test_wide_provider_table_with_listed_time_columns(tmp_path):
+    # triton.testing.perf_report's CSV: the x column, then one column per provider (do_bench ms)
+    p = tmp_path / "vector-add-performance.csv"
+    p.write_text("N,Triton,Torch\n4096.0,0.0061,0.0072\n65536.0,0.0085,0.0101\n1048576.0,0.0312,0.0405\n")
+    s, md = _load(p, time_column="Triton, Torch", time_unit="ms")
+    with open(p, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert s.height == 2 * len(rows)
+    for prov in ("Triton", "Torch"):
+        got = s.filter(pl.col("variant") == prov).sort("iteration")
+        assert got["duration_ns"].to_list() == pytest.approx([float(r[prov]) * 1e6 for r in rows], rel=1e-12)
+        assert [json.loads(x)["N"] for x in got["params"].to_list()] == [int(float(r["N"])) for r in rows]
+    assert "read as variants" in " ".join(md.get("notes", []))
+    # units in the names need no --time-unit; contradictions and gaps are one line
+    q = tmp_path / "named.csv"
+    q.write_text("size,triton_us,torch_us\n1024,6.1,7.2\n")
+    s2, _ = _load(q, time_column="triton_us,torch_us")
+    assert sorted(s2["duration_ns"].to_list()) == pytest.approx([6100.0, 7200.0])
+    for kw, needle in (
+        ({"time_column": "Triton,Torch"}, "no unit in its name"),
+        ({"time_column": "Triton,Nope", "time_unit": "ms"}, "no column 'Nope'"),
+        ({"time_column": "Triton,Triton", "time_unit": "ms"}, "listed twice"),
+        ({"time_column": "Triton,", "time_unit": "ms"}, "two or more columns"),
+    ):
+        with pytest.raises(InputError, match=needle):
+            _load(p, **kw)
+    with pytest.raises(InputError, match="contradicts"):
+        _load(q, time_column="triton_us,torch_us", time_unit="ms")
+    v = tmp_path / "with_variant.csv"
+    v.write_text("variant,a_ms,b_ms\nx,1,2\n")
+    with pytest.raises(InputError, match="already has a variant column"):
+        _load(v, time_column="a_ms,b_ms")
