@@ -54,6 +54,7 @@ META_KEYS: dict[str, tuple[str, str]] = {
     "allow_fp16_reduced_precision": ("bool", "torch allow_fp16_reduced_precision_reduction"),
     "shape": ("shape", "problem shape (list, 'MxNxK', or mapping of dimension names)"),
     "batch_size": ("int", "batch size"),
+    "op": ("str", "the operation, for FLOPs and bytes recomputed from shape and dtype: matmul/gemm/bmm/linear, attention, causal_attention, softmax, layernorm, rmsnorm, unary, binary/add/mul"),
     "flops": ("float", "useful FLOPs per call as this side counts them"),
     "bytes": ("float", "minimum bytes moved per call as this side counts them"),
     "compile_mode": ("str", "eager, or the compiler mode (torch.compile default, max-autotune, jit, xla ...)"),

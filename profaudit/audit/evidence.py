@@ -305,14 +305,16 @@ class Evidence:
         return compare(self)
 
     def workload_value(self, key: str, side: SideEvidence | None = None) -> tuple[float | None, str]:
-        """Workload FLOPs or bytes: the claim's `workload`, else the side's own meta."""
+        """Workload FLOPs or bytes: the claim's `workload`, else recomputed from the side's op, shape
+        and dtype (FAIRNESS P3: not the author's formula), else the side's own count."""
         f = self.workload.get(key)
         if f is not None:
             return float(f.value), f.source
         if side is not None:
-            sf = side.fact(key)
-            if sf is not None:
-                return float(sf.value), sf.source
+            for k in (f"{key}_from_shape", key):
+                sf = side.fact(k)
+                if sf is not None:
+                    return float(sf.value), sf.source
         return None, ""
 
 
@@ -349,7 +351,25 @@ def _gather_side(side: Side, claim: Claim) -> SideEvidence:
     _samples(se, side)
     _kernels(se, side)
     se.sweep = side.sweep
+    _derive_workload(se)
     return se
+
+
+def _derive_workload(se: SideEvidence) -> None:
+    """FLOPs and minimum bytes recomputed from meta op + shape + dtype (profaudit.workload)."""
+    op, shape = se.fact("op"), se.fact("shape")
+    if op is None or shape is None:
+        return
+    from profaudit.workload import from_shape
+
+    wl, why = from_shape(op.value, shape.value, dtype_of(se))
+    if wl is None:
+        se.add("workload_from_shape_problem", why, f"{op.source}, {shape.source}", "derived")
+        return
+    src = f"{wl.formula}; from {op.source}, {shape.source} and the dtype"
+    if wl.flops is not None:
+        se.add("flops_from_shape", wl.flops, src, "derived")
+    se.add("bytes_from_shape", wl.bytes, src, "derived")
 
 
 def _short(path: Any) -> str:

@@ -23,7 +23,9 @@ class WorkloadMismatch(Rule):
     """The sides did different work: shapes, batch size, FLOP or byte counts, problem parameters.
 
     What it detects: different `shape` or `batch_size`; FLOPs or bytes per call that differ by
-    more than 1 % between the sides' own counts (FLOP accounting); and, in logs with parameter
+    more than 1 % between the sides' own counts (FLOP accounting); a side's own FLOP count more
+    than 1 % away from the one its `op`, `shape` and dtype give (or a byte count below that
+    minimum: WARN, and the recomputed value is what the physics rules use); and, in logs with parameter
     columns, different values of problem-size parameters (n, m, k, batch, seq_len, elements,
     dtype ...). Declared `intended_differences` are a WARN.
 
@@ -44,6 +46,7 @@ class WorkloadMismatch(Rule):
         b, c = ev.baseline, ev.candidate
         out: list[Finding] = []
         compared = []
+        notes: list[str] = []
         for key in ("shape", "batch_size"):
             fb, fc = b.fact(key), c.fact(key)
             if fb is None or fc is None:
@@ -61,6 +64,27 @@ class WorkloadMismatch(Rule):
             if abs(vb - vc) > 0.01 * max(vb, vc):
                 sev = Severity.WARN if ev.intended(key) else Severity.FAIL
                 out.append(self.flag(sev, f"the sides count different {key} per call ({vb:.4g} vs {vc:.4g}): different work or different accounting", "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
+        for se in ev.sides:
+            for key, unit in (("flops", "FLOPs"), ("bytes", "bytes")):
+                declared, derived = se.fact(key), se.fact(f"{key}_from_shape")
+                if declared is None or derived is None:
+                    continue
+                compared.append(f"{se.role} {key} recomputed from shape")
+                vd, vr = float(declared.value), float(derived.value)
+                # bytes: the recomputed value is a minimum, so only a count below it is wrong
+                off = abs(vd - vr) > 0.01 * max(vd, vr) if key == "flops" else vd < 0.99 * vr
+                if off:
+                    out.append(
+                        self.flag(
+                            Severity.WARN,
+                            f"the {se.role} counts {vd:.4g} {unit} per call, but its op and shape give {vr:.4g} ({vd / vr:.3g}x; {derived.source.split(';')[0]}): FLOP/byte accounting; the audit uses the recomputed value",
+                            se.role,
+                            **{f"{key}_declared": declared, f"{key}_recomputed": derived},
+                        )
+                    )
+            prob = se.fact("workload_from_shape_problem")
+            if prob is not None:
+                notes.append(f"the {se.role}'s FLOPs and bytes cannot be recomputed from its op and shape: {prob.value}")
         pb, pc = b.fact("params"), c.fact("params")
         if pb is not None and pc is not None:
             db, dc = _params(pb.value), _params(pc.value)
@@ -73,9 +97,10 @@ class WorkloadMismatch(Rule):
                         out.append(self.flag(Severity.FAIL, f"the logs' problem parameters differ: {', '.join(f'{k} {v[0]} vs {v[1]}' for k, v in diff.items())}", "both", non_comparable=True, params_baseline=pb, params_candidate=pc))
         if out:
             return out
+        note = "".join(f"; {n}" for n in notes)
         if not compared:
-            return [self.cannot("neither shape, batch size, FLOP/byte counts nor problem parameters are recorded for both sides")]
-        return [self.ok(f"same workload ({', '.join(compared)})")]
+            return [self.cannot("neither shape, batch size, FLOP/byte counts nor problem parameters are recorded for both sides" + note)]
+        return [self.ok(f"same workload ({', '.join(compared)}){note}")]
 
 
 RULE = WorkloadMismatch()
