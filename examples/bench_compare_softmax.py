@@ -34,5 +34,6 @@ SOFTMAX = bench.Benchmark(
     params=bench.grid(rows=[256], cols=[1024], dtype=["float32"]),
     flops=lambda p: 5 * p["rows"] * p["cols"],
     bytes=lambda p: 2 * p["rows"] * p["cols"] * 4,
+    op="softmax",
     baseline="unfused",
 )

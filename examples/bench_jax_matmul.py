@@ -33,5 +33,6 @@ MATMUL = bench.Benchmark(
     params=bench.grid(m=[256], k=[256], n=[256], dtype=["float32"]),
     flops=lambda p: 2 * p["m"] * p["k"] * p["n"],
     bytes=lambda p: 4 * (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]),
+    op="matmul",
     baseline="naive",
 )

@@ -32,6 +32,7 @@ MATMUL = bench.Benchmark(
     params=bench.grid(n=[128, 256], dtype=["float32"]),
     flops=lambda p: 2 * p["n"] ** 3,
     bytes=lambda p: 3 * p["n"] ** 2 * 4,
+    op="matmul",  # the audit recomputes 2*M*N*K from the recorded input shapes and checks `flops`
     baseline="naive",
     description="C = A @ B, square fp32",
 )

@@ -31,6 +31,7 @@ VECTOR_ADD = bench.Benchmark(
     params=bench.grid(n=[16384], dtype=["float32"]),
     flops=lambda p: p["n"],
     bytes=lambda p: 3 * p["n"] * 4,
+    op="add",
     baseline="torch",
 )
 
@@ -45,5 +46,6 @@ SOFTMAX = bench.Benchmark(
     # max, subtract, exp, sum, divide: ~5 operations per element
     flops=lambda p: 5 * p["rows"] * p["cols"],
     bytes=lambda p: 2 * p["rows"] * p["cols"] * 4,
+    op="softmax",
     baseline="torch",
 )

@@ -23,7 +23,8 @@ s is the element size of the dtype. Shapes are read as:
   BLAS order, also 'MxNxK');
 - attention: a mapping {B, H, S (or Sq/seq_len/N), D (or head_dim)} with an optional Skv;
   or four numbers [B, H, S, D];
-- the memory-bound ops: the tensor's shape (a list, or a mapping whose values are multiplied).
+- the memory-bound ops: the tensor's shape (a list, or a mapping whose values are multiplied), or
+  the operands' shapes [[...], [...]] (the largest is the tensor).
 
 Anything else is None with the reason, never a guess.
 """
@@ -113,6 +114,10 @@ def _lookup(m: Mapping, *names: str) -> int | None:
 
 
 def _numel(value: Any) -> int | None:
+    if isinstance(value, (list, tuple)) and value and all(isinstance(x, (list, tuple)) for x in value):
+        # operand shapes (as the bench harness records them): the largest operand is the tensor
+        sizes = [_numel(x) for x in value]
+        return None if any(n is None for n in sizes) else max(sizes)
     dims = list(value.values()) if isinstance(value, Mapping) else list(value)
     ints = [_pos_int(d) for d in dims]
     if not ints or any(i is None for i in ints):

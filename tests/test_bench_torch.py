@@ -53,6 +53,25 @@ def test_matmul_example_on_cpu(tmp_path):
         assert meta["bench"]["correctness"]["after_timing"]["max_abs_err"] < 1e-5
 
 
+def test_matmul_flop_formula_is_checked_against_the_recorded_shape(tmp_path):
+    from profaudit import bench
+
+    out = tmp_path / "mm"
+    bench.run_file(REPO / "examples" / "bench_matmul_torch.py", out, pattern="n=128", options=_opts())
+    o = bench.compare_run(out, baseline="naive", candidate="torch")[0]
+    f = next(f for f in o.report.findings if f.rule == "PA302")
+    assert f.status.value == "pass" and "baseline flops recomputed from shape" in f.message, f.message
+    # a wrong formula in the benchmark file is caught by the same check
+    src = (REPO / "examples" / "bench_matmul_torch.py").read_text().replace('flops=lambda p: 2 * p["n"] ** 3', 'flops=lambda p: 4 * p["n"] ** 3')
+    assert "4 * p" in src
+    wrong = tmp_path / "bench_wrong_flops.py"
+    wrong.write_text(src)
+    bench.run_file(wrong, tmp_path / "w", pattern="n=128", options=_opts())
+    o = bench.compare_run(tmp_path / "w", baseline="naive", candidate="torch")[0]
+    flagged = [f for f in o.report.findings if f.rule == "PA302" and f.severity.label == "warn"]
+    assert {f.side for f in flagged} == {"baseline", "candidate"} and all("2x" in f.message for f in flagged)
+
+
 def test_softmax_compare_is_fair(tmp_path):
     from profaudit import bench
     from profaudit.audit.findings import Severity, Status

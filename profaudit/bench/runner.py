@@ -574,6 +574,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "flops": float(flops) if flops is not None else None,
             "bytes": float(nbytes) if nbytes is not None else None,
             "shape": _shape_of(case, backend, sets[0]),
+            "op": case.value(b.op),
             "calls_per_sample": 1,
             "synchronized": True,
             "time_source": time_source,

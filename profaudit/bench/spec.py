@@ -15,7 +15,8 @@ parameter sweep, and the work it does (FLOPs, minimum bytes) as functions of the
         params=bench.grid(n=[256, 512], dtype=["float32"]),
         flops=lambda p: 2 * p["n"] ** 3,
         bytes=lambda p: 3 * p["n"] ** 2 * 4,
-        baseline="naive",
+        op="matmul",                         # optional: the audit recomputes FLOPs/bytes from the
+        baseline="naive",                    # recorded input shapes and checks the two above
     )
 
 `profaudit bench run FILE.py` imports the file and runs every `Benchmark` bound at module level.
@@ -114,6 +115,7 @@ class Benchmark:
         baseline: str | None = None,
         dtype: Callable[[dict], str] | str | None = None,
         shape: Callable[[dict], Any] | Any = None,
+        op: Callable[[dict], str] | str | None = None,
         atol: Callable[[dict], float] | float | None = None,
         rtol: Callable[[dict], float] | float | None = None,
         cache: str | None = None,
@@ -143,6 +145,8 @@ class Benchmark:
         self.output = output
         self.dtype = _as_fn(dtype, "dtype")
         self.shape = _as_fn(shape, "shape")
+        # recorded so the audit can recompute FLOPs and bytes from the shape (profaudit.workload)
+        self.op = _as_fn(op, "op")
         self.atol = _as_fn(atol, "atol")
         self.rtol = _as_fn(rtol, "rtol")
         self.cache = cache
