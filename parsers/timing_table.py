@@ -623,7 +623,7 @@ def choose_time(path: Path, df: pl.DataFrame, units_row: dict[str, str], options
         if not raws and len(set(stats)) == len(stats):
             return _Choice([(c, unit_of(c), stat_in_name(c)) for c in fam], True)
     desc = ", ".join(f"{c!r} ({unit_of(c)})" for c in cands[:12]) + (f", … ({len(cands) - 12} more)" if len(cands) > 12 else "")
-    raise InputError(path, f"{len(cands)} candidate time columns: {desc}; choose one with --time-column NAME")
+    raise InputError(path, f"{len(cands)} candidate time columns: {desc}; choose one with --time-column NAME, or list several (--time-column A,B) to read each as a variant")
 
 
 def _role_columns(df: pl.DataFrame, taken: set[str]) -> dict[str, str]:

@@ -370,3 +370,21 @@ def test_wide_provider_table_with_listed_time_columns(tmp_path):
     v.write_text("variant,a_ms,b_ms\nx,1,2\n")
     with pytest.raises(InputError, match="already has a variant column"):
         _load(v, time_column="a_ms,b_ms")
+
+
+def test_one_log_with_a_column_per_side_audits_as_two_variants(tmp_path):
+    import numpy as np
+
+    from profaudit.audit import audit, load_claim
+
+    rng = np.random.default_rng(3)
+    b, c = np.round(rng.normal(2.0, 0.02, 120), 5), np.round(rng.normal(1.0, 0.01, 120), 5)
+    (tmp_path / "ab.csv").write_text("iteration,baseline_ms,candidate_ms\n" + "".join(f"{i},{x:.5f},{y:.5f}\n" for i, (x, y) in enumerate(zip(b, c))))
+    with pytest.raises(InputError, match=r"--time-column A,B"):
+        load(tmp_path / "ab.csv")
+    side = '{{timings: ab.csv, time_column: "baseline_ms,candidate_ms", variant: {}}}'
+    (tmp_path / "claim.yaml").write_text(f"speedup: 2.0\nstatistic: median\nbaseline: {side.format('baseline_ms')}\ncandidate: {side.format('candidate_ms')}\n")
+    rep = audit(load_claim(tmp_path / "claim.yaml"))
+    iv = rep.supported.interval
+    assert iv.low <= iv.estimate <= iv.high
+    assert iv.estimate == pytest.approx(float(np.median(b) / np.median(c)), rel=1e-9)
