@@ -1,5 +1,6 @@
-"""Chrome Trace Event Format: PyTorch profiler (Kineto) traces, rocprof chrome traces, XLA
-trace-viewer JSON and any other valid trace (`.json`, `.json.gz`, `.pt.trace.json(.gz)`).
+"""Chrome Trace Event Format: PyTorch profiler (Kineto) traces, the legacy autograd profiler's
+export, rocprof chrome traces, XLA trace-viewer JSON and any other valid trace (`.json`,
+`.json.gz`, `.pt.trace.json(.gz)`).
 
 How a file is read (memory bounded by the tables, not by the JSON document):
 
@@ -112,6 +113,9 @@ _ARG_COLUMNS: dict[str, str] = {
     "hlo_module": "hlo_module",
     "kernel_details": "kernel_details",
     "memcpy_details": "memcpy_details",
+    # MTIA DMA requests (mtia_ccp_events)
+    "size": "a_size",
+    "direction": "a_dir",
     # rocprof (v1/v2) chrome traces: every value is a string
     "KernelName": "r_kname",
     "BeginNs": "r_begin",
@@ -145,6 +149,8 @@ _KINETO_TYPED = {
     "kind": STR, "name": STR, "sort_index": I64,
     "Total Allocated": F64, "Total Reserved": F64, "Device Id": I64, "Device Type": I64,
     "grid": pl.List(I64), "block": pl.List(I64),
+    # text: ROCm's HIP calls carry "size" as a string ("2560"), MTIA's DMA requests as a number
+    "size": STR, "direction": STR,
 }
 _XLA_TYPED = {k: STR for k in ("correlation_id", "device_id", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "name")}
 _XLA_TYPED["sort_index"] = I64
@@ -167,8 +173,8 @@ _RENAMES = {k: [_ARG_NAME.get(f, f) for f in v["args"].to_schema()] for k, v in 
 # Columns of the per-chunk slice frame after shaping (X, B, E events); absent ones are nulls.
 _INT_ARGS = ("ext", "ext_old", "corr", "corr_xla", "device", "device_xla", "context", "stream", "regs", "smem",
              "r_begin", "r_end", "r_gpu", "r_queue", "r_grd", "r_wgr", "r_lds", "r_vgpr", "r_vgpr2", "r_sgpr", "r_pid", "r_tid")
-_FLOAT_ARGS = ("occ", "bytes")
-_STR_ARGS = ("a_kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "r_kname")
+_FLOAT_ARGS = ("occ", "bytes", "a_size")
+_STR_ARGS = ("a_kind", "a_dir", "hlo_op", "hlo_module", "kernel_details", "memcpy_details", "r_kname")
 _DIM_COLS = ("grid0", "grid1", "grid2", "block0", "block1", "block2")
 
 # Python's json writes NaN and Infinity as bare tokens, which are not JSON: read as null (only
@@ -465,6 +471,7 @@ def decode_events(events: list, index: int, split: bool = False) -> Chunk:
 _KINETO_CATS = {"cpu_op", "operator", "kernel", "cuda_runtime", "runtime", "user_annotation", "gpu_user_annotation",
                 "gpu_memcpy", "gpu_memset", "python_function", "cuda_driver", "mtia_runtime", "mtia_ccp_events"}
 _KERNEL_CATS = ["kernel", "mtia_ccp_events"]
+_MTIA_SYNC_NAMES = ["event_record", "event_wait"]
 _MEMCPY_CATS = ["gpu_memcpy", "memcpy"]
 _MEMSET_CATS = ["gpu_memset", "memset"]
 _RANGE_KIND = {
@@ -477,7 +484,7 @@ _RANGE_KIND = {
 }
 _DEVICE_CLASSES = ["kernel", "memcpy", "memset", "prof"]
 # ranges that live on a device timeline (Kineto puts them at pid = device, tid = stream)
-_DEVICE_RANGE_KINDS = ["gpu_user_annotation", "cuda_sync", "xpu_sync", "device", "xla_module", "xla_op", "step_device"]
+_DEVICE_RANGE_KINDS = ["gpu_user_annotation", "cuda_sync", "xpu_sync", "mtia_sync", "device", "xla_module", "xla_op", "step_device"]
 # host API calls whose correlation id is the one the device activity carries
 _LAUNCH_KINDS = ["cuda_runtime", "cuda_driver", "mtia_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime",
                  "privateuse1_driver", "hsa_api", "hip_api"]
@@ -489,15 +496,22 @@ def _cat_rules() -> tuple[pl.Expr, pl.Expr]:
     """(class, range kind) from `cat`: kernel / memcpy / memset / prof (CUPTI range profiler) /
     skip (the profiler's own span) / range. Unknown categories keep their name as the kind."""
     cat = pl.col("cat").str.to_lowercase()
+    # MTIA puts everything its command processor does in one category: DMA requests are copies
+    # and event records/waits are synchronisation, not executions
+    mtia = cat == "mtia_ccp_events"
+    mtia_sync = mtia & pl.col("name").is_in(_MTIA_SYNC_NAMES)
     cls = (
-        pl.when(cat.is_in(_KERNEL_CATS)).then(pl.lit("kernel"))
+        pl.when(mtia & (pl.col("name") == "dma_request")).then(pl.lit("memcpy"))
+        .when(mtia_sync).then(pl.lit("range"))
+        .when(cat.is_in(_KERNEL_CATS)).then(pl.lit("kernel"))
         .when(cat.is_in(_MEMCPY_CATS)).then(pl.lit("memcpy"))
         .when(cat.is_in(_MEMSET_CATS)).then(pl.lit("memset"))
         .when(cat == "cuda_profiler_range").then(pl.lit("prof"))
         .when(cat == "trace").then(pl.lit("skip"))
         .otherwise(pl.lit("range"))
     )
-    kind = pl.coalesce(cat.replace_strict(_RANGE_KIND, default=cat, return_dtype=STR), pl.lit("host"))
+    kind = pl.coalesce(pl.when(mtia_sync).then(pl.lit("mtia_sync")).otherwise(cat.replace_strict(_RANGE_KIND, default=cat, return_dtype=STR)),
+                       pl.lit("host"))
     return cls, kind
 
 
@@ -511,7 +525,7 @@ _TIMED = ["X", "B", "E", "i", "I", "C", "s", "t", "f", "b", "e", "n"]
 _OPTIONAL = {**{c: I64 for c in _INT_ARGS}, **{c: F64 for c in _FLOAT_ARGS}, **{c: STR for c in _STR_ARGS},
              "a_name": STR, "a_sort": I64, "m_alloc": F64, "m_reserved": F64, "m_device": I64, "m_devtype": I64}
 _DEVICE_KEEP = ("cls", *_CORE)  # device rows always carry these; the rest only where present
-_DEVICE_EXTRA = ("context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module", "kernel_details", "memcpy_details") + _DIM_COLS
+_DEVICE_EXTRA = ("context", "regs", "smem", "occ", "bytes", "a_size", "a_kind", "a_dir", "hlo_op", "hlo_module", "kernel_details", "memcpy_details") + _DIM_COLS
 
 
 def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
@@ -890,7 +904,7 @@ _EV_TYPES: dict[str, pl.DataType] = {
 
 
 _RANGE_COLS = tuple(_CORE) + ("kind",)
-_DEVICE_COLS = tuple(_CORE) + ("cls", "context", "regs", "smem", "occ", "bytes", "a_kind", "hlo_op", "hlo_module", "kernel_details",
+_DEVICE_COLS = tuple(_CORE) + ("cls", "context", "regs", "smem", "occ", "bytes", "a_size", "a_kind", "a_dir", "hlo_op", "hlo_module", "kernel_details",
                                "memcpy_details", "r_kname", "r_begin", "r_end", "r_gpu", "r_queue", "r_grd", "r_wgr", "r_lds", "r_vgpr",
                                "r_vgpr2", "r_pid") + _DIM_COLS
 _SLICE_COLS = tuple(dict.fromkeys(_RANGE_COLS + _DEVICE_COLS))
@@ -984,11 +998,26 @@ def _names(acc: _Acc) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
     return procs, threads
 
 
+_LEGACY_PID = r"(?i)^\s*[a-z0-9_]+ functions\s*$"
+
+
 def _classify(S: pl.DataFrame, source: str, procs: dict, threads: dict) -> pl.DataFrame:
     """Add `cls` and `kind` to unclassified slices. XLA and rocprof say what an event is through
     the process (plane) and thread (line) it sits on; everything else through `cat`."""
     if source not in ("xla", "rocprof"):
         cls, kind = _cat_rules()
+        if source == "chrome" and (S["pid"].str.to_lowercase().str.strip_chars() == "cpu functions").any():
+            # torch.autograd.profiler before torch.profiler (torch <= 1.8, use_cuda=True): no
+            # categories; ops on process "CPU functions", kernels on "CUDA functions" with the
+            # device index as thread, tied to the op by an s/f flow pair
+            pid = pl.col("pid").fill_null("").str.to_lowercase().str.strip_chars()
+            device_side = pid.str.contains(_LEGACY_PID) & (pid != "cpu functions") & pl.col("cat").is_null()
+            host_side = (pid == "cpu functions") & pl.col("cat").is_null()
+            cls = pl.when(device_side).then(pl.lit("kernel")).otherwise(cls)
+            kind = pl.when(host_side).then(pl.lit("cpu_op")).otherwise(kind)
+            return S.with_columns(cls=cls, kind=kind,
+                                  device=pl.when(device_side).then(pl.coalesce(pl.col("device"), pl.col("tid_i"))).otherwise(pl.col("device")),
+                                  tid_i=pl.when(device_side).then(None).otherwise(pl.col("tid_i")))
         return S.with_columns(cls=cls, kind=kind)
     P = pl.DataFrame({"pid": list(procs), "plane": list(procs.values())}, schema={"pid": STR, "plane": STR})
     T = pl.DataFrame({"pid": [k[0] for k in threads], "tid": [k[1] for k in threads], "line": list(threads.values())},
@@ -1316,8 +1345,10 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
             # chunks without B/E events carry no phase column: their rows are complete events
             R = pl.concat([R.filter(pl.col("ph").fill_null("X") == "X"), B.select(R.columns)], how="vertical_relaxed")
         del be
-    # launches without a correlation arg: take it from the flow event that starts on them
     launch_kind = pl.col("kind").is_in(_LAUNCH_KINDS)
+    api = R.select(pl.col("name").filter(launch_kind).drop_nulls().unique()).to_series().to_list()
+    legacy_launch = _legacy_launches(R, acc) if source == "chrome" and not api and acc.flows else None
+    # launches without a correlation arg: take it from the flow event that starts on them
     if acc.flows and "pid" in R.columns and R.filter(launch_kind & col("corr").is_null()).height:
         flows = _stack(acc.flows, _FLOWS)
         key = ["pid", "tid", "ts_ns"]
@@ -1351,7 +1382,6 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     sorted_times = {"start_ns": s_ if exact and not R["ts_ns"].null_count() else None,
                     "end_ns": e_ if exact and not R["end_raw"].null_count() else None}
     del s_, e_
-    api = R.select(pl.col("name").filter(launch_kind).drop_nulls().unique()).to_series().to_list()
     renames = {n: _clean_api(n) for n in api if _clean_api(n) != n}
     device_side = pl.col("kind").is_in(_DEVICE_RANGE_KINDS)
     plane_dev = (pl.col("plane").str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False)
@@ -1415,7 +1445,27 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     })
     launch = launch.filter(pl.col("corr").is_first_distinct())  # (`unique` copies every row's text)
     del names, ann, op
+    if legacy_launch is not None and legacy_launch.height:
+        launch = pl.concat([launch, legacy_launch.select(launch.columns)], how="vertical_relaxed").filter(pl.col("corr").is_first_distinct())
     return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch
+
+
+def _legacy_launches(R: pl.DataFrame, acc: _Acc) -> pl.DataFrame | None:
+    """The op behind each kernel of a legacy autograd-profiler trace: it records no runtime
+    calls, and each kernel's flow starts on the op (same process, thread and start; one op can
+    start several flows). Where ops share that start, the innermost (shortest) one."""
+    if not {"pid", "tid"} <= set(R.columns):
+        return None
+    flows = _stack(acc.flows, _FLOWS)
+    starts = (flows.filter((pl.col("ph") == "s") & pl.col("cat").fill_null("").str.starts_with("cpu_to_"))
+              .select("pid", "tid", "ts_ns", pl.col("fid").cast(I64, strict=False).alias("corr")).drop_nulls("corr"))
+    if not starts.height:
+        return None
+    ops = R.filter(pl.col("kind") == "cpu_op").select("pid", "tid", "ts_ns", (pl.col("end_raw") - pl.col("ts_ns")).alias("_len"),
+                                                       pl.col("name").cast(STR).alias("_lop"))
+    return (starts.join(ops, on=["pid", "tid", "ts_ns"], how="inner").sort("_len", nulls_last=True).unique("corr", keep="first")
+            .select("corr", pl.lit(None, dtype=I64).alias("_lpid"), pl.lit(None, dtype=I64).alias("_lext"),
+                    pl.lit(None, dtype=STR).alias("_lann"), "_lop"))
 
 
 def _nest_order(R: pl.DataFrame, ids: list[pl.Expr], start: pl.Expr, end: pl.Expr, base: int | None):
@@ -1596,7 +1646,12 @@ def _kernels(K: pl.DataFrame, acc: _Acc, source: str, meta: dict, launch: pl.Dat
         K = K.with_columns(_extname=X["_extname"], _lextname=X["_lextname"])
         del X
     names = _device_names(meta)
-    dev_name = pl.col("device_id").replace_strict(names, default=None, return_dtype=STR) if names else pl.lit(None, dtype=STR)
+    # Kineto lists devices by the process's visible ordinal while ROCm (HIP_VISIBLE_DEVICES) and
+    # MTIA activities carry the physical one (kernels on device 9, one device listed as id 0):
+    # when every listed device has the same name, that is the name of any device that ran them
+    distinct = set(names.values())
+    sole = next(iter(distinct)) if len(distinct) == 1 else None
+    dev_name = pl.col("device_id").replace_strict(names, default=sole, return_dtype=STR) if names else pl.lit(None, dtype=STR)
     kernels = K.select(
         pl.lit(source).alias("source"),
         dev_name.alias("device_name"),
@@ -1678,15 +1733,19 @@ def _transfers(D: pl.DataFrame) -> pl.DataFrame | None:
         _direction(name.str.extract(r"^Copy(\w+)", 1)),
         _direction(o("memcpy_details").str.extract(r"kind:(\w+)", 1)),
         _direction(o("a_kind")),
+        _direction(o("a_dir")),
     )
     size = o("memcpy_details").str.extract(r"size:(\d+)", 1).cast(F64, strict=False)
     is_copy = pl.col("cls") == "memcpy"
+    # ends named by the direction alone (MTIA's HOST_TO_DEVICE) where the name does not say
+    ends = direction.replace_strict({"HtoD": "host>device", "DtoH": "device>host", "DtoD": "device>device", "HtoH": "host>host"},
+                                    default=None, return_dtype=STR)
     T = T.with_columns(
         direction=pl.when(is_copy).then(direction),
-        src_kind=pl.when(is_copy).then(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase()),
-        dst_kind=pl.when(is_copy).then(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase())
+        src_kind=pl.when(is_copy).then(pl.coalesce(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase(), ends.str.extract(r"^(\w+)>", 1))),
+        dst_kind=pl.when(is_copy).then(pl.coalesce(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase(), ends.str.extract(r">(\w+)$", 1)))
         .otherwise(name.str.extract(r"^Memset\s*\((\w+)\)", 1).str.to_lowercase()),
-        bytes=pl.coalesce(o("bytes"), size),
+        bytes=pl.coalesce(o("bytes"), size, o("a_size")),
         device_id=pl.coalesce(pl.col("device"), plane.str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
         stream=pl.coalesce(pl.col("stream"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
@@ -1694,7 +1753,7 @@ def _transfers(D: pl.DataFrame) -> pl.DataFrame | None:
     T = T.select(
         pl.lit(0, dtype=I64).alias("transfer_id"), pl.col("cls").alias("kind"), "direction", "src_kind", "dst_kind", "name", "bytes",
         "start_ns", "end_ns", "duration_ns",
-        pl.when(pl.col("duration_ns") > 0).then(o("bytes") / (pl.col("duration_ns") * 1e-9)).alias("throughput_bytes_per_s"),
+        pl.when(pl.col("duration_ns") > 0).then(pl.col("bytes") / (pl.col("duration_ns") * 1e-9)).alias("throughput_bytes_per_s"),
         "device_id", "stream", pl.col("corr").alias("correlation_id"), "seq",
     )
     return T.with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64)).drop("seq")

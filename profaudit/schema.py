@@ -159,7 +159,7 @@ RANGES = Table(
     (
         _PROFILE,
         _c("range_id", I, "", "row key, unique within the profile"),
-        _c("kind", S, "", "nvtx_push_pop, nvtx_start_end, cuda_runtime, cuda_driver, cpu_op, user_annotation, gpu_user_annotation, python_function, xla_module, step, host"),
+        _c("kind", S, "", "nvtx_push_pop, nvtx_start_end, cuda_runtime, cuda_driver, cpu_op, user_annotation, python_function, xla_module, step, host; on a device timeline: gpu_user_annotation, cuda_sync, mtia_sync, xla_op"),
         _c("name", S, "", "range or API name (API version suffixes removed)"),
         _c("domain", S, "", "NVTX domain or trace category"),
         _c("process_id", I, "", "host process id"),

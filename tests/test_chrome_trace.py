@@ -782,3 +782,93 @@ def test_negative_durations_become_unknown_not_backwards(tmp_path):
     assert k["name"].to_list() == ["k_ok", "k_bad"]
     assert k["duration_ns"].to_list() == [2000.0, None] and k["end_ns"][1] is None
     assert next(iter(ps)).metadata["negative_durations_nulled"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# device activity that Kineto writes for other runtimes and device numberings
+
+
+def test_kernels_named_when_the_ordinal_is_not_the_listed_id(tmp_path):
+    """ROCm with HIP_VISIBLE_DEVICES lists the one visible device as id 0 while its activities
+    say device 9: every listed device having one name, the kernels carry it."""
+    ev = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 3, "ts": 10.0, "dur": 2.0,
+         "args": {"device": 9, "stream": 3, "correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 9, "tid": 3, "ts": 20.0, "dur": 2.0,
+         "args": {"device": 9, "stream": 3, "correlation": 2}},
+    ]
+    one = write_trace(tmp_path / "one.json", ev, schemaVersion=1, deviceProperties=[{"id": 0, "name": "AMD Instinct MI300X"}])
+    k = ct.PARSER.read(one, ct.ReadOptions()).kernels
+    assert k["device_id"].to_list() == [9, 9]
+    assert k["device_name"].to_list() == ["AMD Instinct MI300X"] * 2
+    # two different devices listed, neither with the kernels' id: which one ran them is unknown
+    two = write_trace(tmp_path / "two.json", ev, schemaVersion=1,
+                      deviceProperties=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}, {"id": 1, "name": "NVIDIA H100 80GB HBM3"}])
+    assert ct.PARSER.read(two, ct.ReadOptions()).kernels["device_name"].to_list() == [None, None]
+
+
+def _mtia_events() -> list[dict]:
+    ccp = lambda name, ts, dur, **args: {"ph": "X", "cat": "mtia_ccp_events", "name": name, "pid": 17, "tid": 3500,  # noqa: E731
+                                         "ts": ts, "dur": dur, "args": {"stream": 102, **args}}
+    return [
+        {"ph": "X", "cat": "mtia_runtime", "name": "runFunction", "pid": 865, "tid": 865, "ts": 99.0, "dur": 3.0,
+         "args": {"correlation": 7}},
+        ccp("dma_request", 100.0, 5.24, direction="HOST_TO_DEVICE", size=1048576, sqid=8),
+        ccp("pe_exe", 106.0, 40.5, column="0", row="0", correlation=7),
+        ccp("dma_request", 147.0, 2.0, direction="DEVICE_TO_HOST", size=1024),
+        ccp("event_record", 150.0, 0.16, seq_num=5),
+        ccp("event_wait", 151.0, 15863.105, wait_on_stream=104, seq_num=6),
+    ]
+
+
+def test_mtia_dma_requests_are_transfers_and_event_waits_are_not_kernels(tmp_path):
+    path = write_trace(tmp_path / "mtia.json", _mtia_events(), schemaVersion=1, deviceProperties=[{"id": 17, "name": "ARTEMIS"}])
+    doc = plain(path)
+    ccp = [e for e in events_of(doc) if e.get("cat") == "mtia_ccp_events"]
+    p = ct.PARSER.read(path, ct.ReadOptions())
+    want_k = [e for e in ccp if e["name"] not in ("dma_request", "event_record", "event_wait")]
+    assert p.kernels["name"].to_list() == [e["name"] for e in want_k]
+    assert p.kernels["duration_ns"].to_list() == [float(ns(e["dur"])) for e in want_k]
+    assert p.kernels["device_name"].to_list() == ["ARTEMIS"]
+    dma = [e for e in ccp if e["name"] == "dma_request"]
+    t = p.transfers
+    assert t["bytes"].to_list() == [float(e["args"]["size"]) for e in dma]
+    assert t["direction"].to_list() == ["HtoD", "DtoH"]
+    assert t["src_kind"].to_list() == ["host", "device"] and t["dst_kind"].to_list() == ["device", "host"]
+    assert t["start_ns"].to_list() == [ns(e["ts"]) for e in dma]
+    assert t["throughput_bytes_per_s"][0] == pytest.approx(1048576 / (ns("5.24") * 1e-9))
+    sync = p.ranges.filter(pl.col("kind") == "mtia_sync")
+    assert sorted(sync["name"].to_list()) == ["event_record", "event_wait"]
+    assert set(sync["device_id"].to_list()) == {17}
+
+
+def _legacy_autograd_events() -> list[dict]:
+    """What torch.autograd.profiler.profile(use_cuda=True) exported before torch.profiler: a bare
+    array, no categories, ops on "CPU functions", kernels on "CUDA functions" with the device
+    index as thread, each tied to its op by an s/f flow pair (one op, two kernels here)."""
+    cpu = lambda name, ts, dur: {"name": name, "ph": "X", "ts": ts, "dur": dur, "tid": 7, "pid": "CPU functions", "args": {}}  # noqa: E731
+    out = [cpu("aten::conv2d", 100.5, 50.25), cpu("aten::convolution", 100.5, 45.0)]
+    for i, (k, ts, dur) in enumerate([("implicit_convolve_sgemm", 160.125, 10.5), ("add_tensor_kernel_v3", 171.0, 3.25)]):
+        out += [{"name": "aten::convolution", "ph": "s", "ts": 100.5, "tid": 7, "pid": "CPU functions", "id": i, "cat": "cpu_to_cuda", "args": {}},
+                {"name": k, "ph": "f", "ts": ts, "tid": 1, "pid": "CUDA functions", "id": i, "cat": "cpu_to_cuda", "args": {}},
+                {"name": k, "ph": "X", "ts": ts, "dur": dur, "tid": 1, "pid": "CUDA functions", "args": {}}]
+    out.append(cpu("aten::relu", 152.0, 4.0))
+    return out
+
+
+def test_legacy_autograd_profiler_kernels(tmp_path):
+    path = tmp_path / "legacy_trace.json"
+    path.write_text(json.dumps(_legacy_autograd_events()))
+    doc = plain(path)
+    want = [e for e in events_of(doc) if e["ph"] == "X" and e["pid"] == "CUDA functions"]
+    p = profaudit.load(path).profiles()[0]
+    k = p.kernels
+    assert k["name"].to_list() == [e["name"] for e in want]
+    assert k["start_ns"].to_list() == [ns(e["ts"]) for e in want]
+    assert k["duration_ns"].to_list() == [float(ns(e["dur"])) for e in want]
+    assert k["device_id"].to_list() == [e["tid"] for e in want] and k["stream"].null_count() == k.height
+    # both kernels' flows start on aten::convolution (the innermost op starting there)
+    assert k["op_name"].to_list() == ["aten::convolution"] * 2
+    r = p.ranges
+    assert sorted(r["name"].to_list()) == sorted(e["name"] for e in events_of(doc) if e["ph"] == "X" and e["pid"] == "CPU functions")
+    assert set(r["kind"].to_list()) == {"cpu_op"}
