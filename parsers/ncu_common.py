@@ -85,6 +85,8 @@ def to_base(value: float | None, unit: str | None) -> tuple[float | None, str]:
 LABEL_TO_METRIC: dict[str, str] = {
     "Duration": "gpu__time_duration.sum",
     "DRAM Frequency": "dram__cycles_elapsed.avg.per_second",
+    # the same row's label in 2019-2020.1 exports ("GPU Speed Of Light" section, unit cycle/second)
+    "Memory Frequency": "dram__cycles_elapsed.avg.per_second",
     "SM Frequency": "gpc__cycles_elapsed.avg.per_second",
     "Elapsed Cycles": "gpc__cycles_elapsed.max",
     "SM Active Cycles": "sm__cycles_active.avg",
@@ -141,14 +143,20 @@ _DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d+$")
 _MISSING = {"", "n/a", "N/A", "na", "NA", "-", "--"}
 
 
-def parse_number(cell: str) -> float | None:
+def parse_number(cell: str, decimal_comma: bool = False) -> float | None:
     """A CSV cell as a float, or None when it is not a number.
 
     `1,234,567.5` has thousands separators (ncu's default); a single comma that cannot be a
     thousands separator (`9,00`, `0,5`) is a locale decimal comma. `n/a` and empty cells are None.
+    With `decimal_comma` (a file `number_format` found to be written in a comma-decimal locale) `.`
+    groups thousands and `,` is the decimal point: `117.344` is 117344, `65,77` is 65.77.
     """
     s = cell.strip()
     if s in _MISSING:
+        return None
+    if decimal_comma:
+        if _EU_NUMBER.match(s):
+            return float(s.replace(".", "").replace(",", "."))
         return None
     try:
         return float(s)
@@ -159,6 +167,46 @@ def parse_number(cell: str) -> float | None:
     if _DECIMAL_COMMA.match(s):
         return float(s.replace(",", "."))
     return None
+
+
+# ncu formats numbers with the host's locale (seen in exports from German/European Windows hosts:
+# `27.595.520` bytes, `65,77` %, and `117.344` ns meaning 117344 ns). A cell such as `117.344` or
+# `1,234` reads either way, so the choice is made once per file from the cells that cannot.
+_EU_NUMBER = re.compile(r"^[-+]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?(?:[eE][-+]?\d+)?$")
+_EU_ONLY = (
+    re.compile(r"^[-+]?\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?$"),  # 27.595.520: two or more dot groups
+    re.compile(r"^[-+]?\d{1,3}(?:\.\d{3})+,\d+$"),  # 1.234,5
+    re.compile(r"^[-+]?\d+,(?:\d{1,2}|\d{4,})$"),  # 65,77 / 0,5 / 3,1415: not a thousands group
+)
+_EN_ONLY = (
+    re.compile(r"^[-+]?\d{1,3}(?:,\d{3}){2,}(?:\.\d+)?$"),  # 1,234,567
+    re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+\.\d+$"),  # 1,234.5
+    re.compile(r"^[-+]?\d+\.(?:\d{1,2}|\d{4,})(?:[eE][-+]?\d+)?$"),  # 65.77 / 0.5 / 3.1415
+)
+
+
+def number_format(cells, enough: int = 20000) -> str:
+    """'decimal_point' or 'decimal_comma' for the value cells of one CSV file.
+
+    Decided by the cells only one convention can read, by majority (a stray version-like string
+    such as `12.4` among the values must not flip a whole file), over at most `enough` such
+    cells; a tie, or a file without any (only integers and three-decimal values), is read with
+    the decimal point, ncu's default.
+    """
+    eu = en = 0
+    for c in cells:
+        s = c.strip()
+        if not s or ("," not in s and "." not in s):
+            continue
+        if any(p.match(s) for p in _EN_ONLY):
+            en += 1
+        elif any(p.match(s) for p in _EU_ONLY):
+            eu += 1
+        else:
+            continue
+        if eu + en >= enough:
+            break
+    return "decimal_comma" if eu > en else "decimal_point"
 
 
 _DIMS = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
@@ -370,14 +418,46 @@ def flop_columns(vals: Mapping[str, Any], units: Mapping[str, str] | None = None
     return out
 
 
+# Metric names of the first Nsight Compute releases (2019.x; seen in .nsight-cuprof-report files
+# of Pascal, Volta/Xavier and Turing captures) and the current metric each one is. Checked on
+# those reports: gpu__time_duration 5952 ns vs gpc__elapsed_cycles_max 10768 / gpc__frequency
+# 1.798 GHz = 5989 ns; sm__active_warps_avg_per_active_cycle_pct 28.2 % = 18.05 active warps of
+# 64 (achieved occupancy). The reader gives these values with an empty unit, in ns, bytes and Hz.
+LEGACY_METRICS: dict[str, str] = {
+    "gpu__time_duration": "gpu__time_duration.sum",
+    "gpc__frequency": "gpc__cycles_elapsed.avg.per_second",
+    "dram__frequency": "dram__cycles_elapsed.avg.per_second",
+    "gpc__elapsed_cycles_max": "gpc__cycles_elapsed.max",
+    "sm__elapsed_cycles_avg": "sm__cycles_elapsed.avg",
+    "sm__active_warps_avg_per_active_cycle_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "dram__read_bytes": "dram__bytes_read.sum",
+    "dram__write_bytes": "dram__bytes_write.sum",
+    "dram__bytes_per_sec": "dram__bytes.sum.per_second",
+}
+
+
+def _with_legacy(vals: Mapping[str, Any], units: Mapping[str, str]) -> tuple[Mapping[str, Any], Mapping[str, str]]:
+    """`vals`/`units` with current names filled in from 2019-era names where only those exist."""
+    found = [(old, new) for old, new in LEGACY_METRICS.items() if old in vals and new not in vals]
+    if not found:
+        return vals, units
+    vals, units = dict(vals), dict(units)
+    for old, new in found:
+        vals[new] = vals[old]
+        if old in units:
+            units[new] = units[old]
+    return vals, units
+
+
 def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Kernel-table columns from one kernel's ncu metrics.
 
     `vals` maps ncu metric names to numbers (or strings); `units` maps the same names to ncu's
     unit strings, and every value used here goes through `to_base` first, so a CSV printed with
-    `--print-units auto` (usecond, Kbyte, Ghz) lands in ns, bytes and Hz.
+    `--print-units auto` (usecond, Kbyte, Ghz) lands in ns, bytes and Hz. 2019-era metric names
+    (`LEGACY_METRICS`) stand in for their current names.
     """
-    units = units or {}
+    vals, units = _with_legacy(vals, units or {})
 
     def get(name: str) -> float | None:
         v = _finite(vals.get(name))
@@ -450,6 +530,11 @@ def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | No
         clk = get("sm__cycles_elapsed.avg.per_second")
     if clk is None:
         clk = get("smsp__cycles_elapsed.avg.per_second")
+    if clk is None:
+        # what sm__cycles_elapsed.avg.per_second is, for `--metrics` captures that kept the count only
+        cyc = get("sm__cycles_elapsed.avg")
+        if cyc is not None and dur:
+            clk = cyc / (dur * 1e-9)
     row["sm_clock_hz"] = clk
     mclk = get("dram__cycles_elapsed.avg.per_second")
     if mclk is None:

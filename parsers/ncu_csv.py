@@ -12,8 +12,14 @@ Two layouts (FORMATS.md 1.5):
   header; the fixed columns may be absent (`--metrics` exports that keep only metric columns).
 
 Live captures put `==PROF==`/`==WARNING==` lines (and the program's own output) around the table.
-Values may carry thousands separators; `n/a` is missing. The metrics table keeps every value in the
-unit the file printed; the kernel table converts to ns, bytes and Hz (`ncu_common.to_base`).
+Values may carry thousands separators; `n/a` is missing. ncu prints numbers in the host's locale:
+a file written with decimal commas (`27.595.520`, `65,77`) is recognised as a whole
+(`ncu_common.number_format`) and read that way. `--nvtx` adds the launch columns
+`thread Domain:Push/Pop_Range:...` and `Id:Domain:Start/Stop_Range:...` (innermost range ->
+nvtx_range). `--print-summary` exports (min/max/average per kernel) and ncu's text output are
+recognised and refused with a message saying how to export per-launch CSV. Windows PowerShell
+redirects are UTF-16. The metrics table keeps every value in the unit the file printed; the kernel
+table converts to ns, bytes and Hz (`ncu_common.to_base`).
 """
 
 from __future__ import annotations
@@ -42,7 +48,34 @@ _DETAILS_KEYS = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 
 def _is_fixed(name: str) -> bool:
     """A column that describes the launch (ID, names, NVTX ranges), not a metric."""
-    return name in _FIXED or name.startswith("NVTX")
+    return name in _FIXED or _is_nvtx(name)
+
+
+def _is_nvtx(name: str) -> bool:
+    # ncu --nvtx adds "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    # and "Id:Domain:Start/Stop_Range:PL_Type:...:Msg" columns (2021-2025 exports).
+    return name.startswith("NVTX") or "Push/Pop_Range" in name or "Start/Stop_Range" in name
+
+
+_NVTX_ITEM = re.compile(r'"([^"]*)"')
+
+
+def _nvtx_innermost(cell: str) -> str | None:
+    """The innermost range name of an ncu NVTX cell.
+
+    A cell is the thread (or range) id, then one quoted `<domain>:<name>:<PL_Type>:<PL_Value>:
+    <CLR_Type>:<Color>:<Msg_Type>:<Msg>` item per open range, outermost first. A cell without
+    that structure is returned as it is.
+    """
+    items = _NVTX_ITEM.findall(cell)
+    if not items:
+        return cell.strip() or None
+    item = items[-1]
+    _domain, sep, rest = item.partition(":")
+    if not sep:
+        return item or None
+    name = rest.rsplit(":", 6)[0] if rest.count(":") >= 6 else rest.split(":", 1)[0]
+    return name or None
 
 _RULE_TYPE = {"OPT": "optimization", "WRN": "warning", "INF": "info", "ERR": "error", "OK": "info"}
 _HEAD_LINES = 200
@@ -56,8 +89,10 @@ def _cells(line: str) -> list[str]:
 
 
 def _layout(cells: list[str]) -> str | None:
-    """'details', 'raw' or None for a candidate header row."""
+    """'details', 'raw', 'summary' or None for a candidate header row."""
     names = [c.strip() for c in cells]
+    if "Metric Name" in names and "Invocations" in names and "Average" in names:
+        return "summary"
     if all(k in names for k in _DETAILS_KEYS) and ("Kernel Name" in names or "ID" in names):
         return "details"
     if "Kernel Name" in names and "ID" in names:
@@ -80,19 +115,20 @@ def find_header(lines: list[str]) -> tuple[int, str] | None:
     return None
 
 
-def _number(cell: str) -> tuple[float | None, int | None]:
-    v = ncu_common.parse_number(cell)
+def _number(cell: str, dc: bool = False) -> tuple[float | None, int | None]:
+    """(value, exact integer) of a cell; `dc`: the file writes decimal commas (`1.234,5`)."""
+    v = ncu_common.parse_number(cell, dc)
     if v is None:
         return None, None
-    s = cell.strip().replace(",", "")
+    s = cell.strip().replace("." if dc else ",", "")
     if re.fullmatch(r"[-+]?\d+", s) and abs(int(s)) < 2**63:
         return v, int(s)
     return v, None
 
 
-def _value(cell: str) -> tuple[float | None, int | None, str | None]:
+def _value(cell: str, dc: bool = False) -> tuple[float | None, int | None, str | None]:
     """(value, exact integer, text) of a metric cell; text only where it is not a number."""
-    v, vi = _number(cell)
+    v, vi = _number(cell, dc)
     s = None if v is not None or cell.strip() in ("", "n/a", "N/A") else cell.strip()
     return v, vi, s
 
@@ -131,7 +167,7 @@ def _program_output(line_cells: list[str], raw_line: str) -> bool:
     return len(line_cells) <= 1 or not raw_line.lstrip().startswith('"')
 
 
-def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str]) -> list[_Kernel]:
+def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str], dc: bool) -> list[_Kernel]:
     idx = {name.strip(): i for i, name in enumerate(header)}
     fixed = [n for n in header if _is_fixed(n.strip())]
     i_sec, i_name, i_unit, i_val = (idx[k] for k in _DETAILS_KEYS)
@@ -156,7 +192,7 @@ def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _R
         rule = row[i_rule].strip() if i_rule is not None and i_rule < len(row) else ""
         if metric:
             unit = row[i_unit].strip() if i_unit < len(row) else ""
-            v, vi, s = _value(row[i_val] if i_val < len(row) else "")
+            v, vi, s = _value(row[i_val] if i_val < len(row) else "", dc)
             out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, section=section or None, kind=ncu_common.metric_kind(metric, section))
             canon = _canonical(metric, unit)
             if canon is not None and canon not in k.vals:
@@ -165,7 +201,7 @@ def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _R
         elif rule:
             rtype = cell("Rule Type")
             sp_type = cell("Estimated Speedup Type")
-            sp, _ = _number(cell("Estimated Speedup"))
+            sp, _ = _number(cell("Estimated Speedup"), dc)
             key_text = _RULE_TYPE.get(rtype, rtype.lower() or None)
             if sp is not None:
                 key_text = f"{key_text};speedup={sp_type or 'unknown'}"
@@ -173,7 +209,7 @@ def _parse_details(path: Path, header: list[str], rows: list[list[str]], out: _R
     return order
 
 
-def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str]) -> list[_Kernel]:
+def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows, lines: list[str], skipped: list[str], dc: bool) -> list[_Kernel]:
     names = [h.strip() for h in header]
     units = [""] * len(names)
     keep = []
@@ -197,7 +233,7 @@ def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows,
         order.append(k)
         for i in metric_idx:
             metric, unit = names[i], ("" if units[i] == "-" else units[i])
-            v, vi, s = _value(row[i])
+            v, vi, s = _value(row[i], dc)
             out.add(kernel_id=kid, metric=metric, unit=unit, value=v, value_str=s, value_int=vi, kind=ncu_common.metric_kind(metric))
             canon = _canonical(metric, unit)
             if canon is not None:
@@ -212,7 +248,7 @@ def _is_units_row(names: list[str], row: list[str]) -> bool:
     return bool(metric_cells) and all(ncu_common.parse_number(c) is None or c.strip() == "" for c in metric_cells)
 
 
-def _kernel_rows(kernels: list[_Kernel]) -> list[dict[str, Any]]:
+def _kernel_rows(kernels: list[_Kernel], dc: bool = False) -> list[dict[str, Any]]:
     out = []
     for kid, k in enumerate(kernels):
         row = ncu_common.derive_kernel_columns(k.vals, k.units)
@@ -220,10 +256,10 @@ def _kernel_rows(kernels: list[_Kernel]) -> list[dict[str, Any]]:
         name = info.get("Kernel Name") or None
         row.update(kernel_id=kid, name=name, short_name=short_name(name) if name else None)
         for col, field in (("process_id", "Process ID"), ("context_id", "Context"), ("stream", "Stream")):
-            v = ncu_common.parse_number(info.get(field, ""))
+            v = ncu_common.parse_number(info.get(field, ""), dc)
             if v is not None:
                 row[col] = int(v)
-        dev = ncu_common.parse_number(info.get("Device", ""))
+        dev = ncu_common.parse_number(info.get("Device", ""), dc)
         if dev is not None:
             row["device_id"] = int(dev)
         row["module"] = info.get("Process Name") or None
@@ -232,10 +268,43 @@ def _kernel_rows(kernels: list[_Kernel]) -> list[dict[str, Any]]:
                 row[f"{prefix}_x"], row[f"{prefix}_y"], row[f"{prefix}_z"] = dims
             if dims and row.get(f"{prefix}_size") is None:
                 row[f"{prefix}_size"] = dims[0] * dims[1] * dims[2]
-        nvtx = [v for n, v in info.items() if n.startswith("NVTX") and v]
-        row["nvtx_range"] = nvtx[-1] if nvtx else None
+        # push/pop ranges first (what ncu_rep does), then start/end ranges
+        pp = [v for n, v in info.items() if _is_nvtx(n) and "Start/Stop_Range" not in n and v.strip()]
+        se = [v for n, v in info.items() if "Start/Stop_Range" in n and v.strip()]
+        pick = pp[-1] if pp else (se[-1] if se else None)
+        row["nvtx_range"] = _nvtx_innermost(pick) if pick else None
         out.append(row)
     return out
+
+
+def _decode(data: bytes) -> str:
+    """Text of an export. Windows PowerShell's `>` writes UTF-16 with a byte-order mark."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", errors="replace")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+_TEXT_SECTION = re.compile(r"^\s+Section: \S")
+_TEXT_TABLE = re.compile(r"^\s+Metric Name\s+Metric Unit\s+Metric Value\s*$")
+
+
+def _is_ncu_text(lines: list[str]) -> bool:
+    """ncu's human-readable output (no --csv): `Section: ...` headings over fixed-width tables."""
+    head = lines[:_HEAD_LINES * 5]
+    return any(_TEXT_SECTION.match(l) for l in head) and any(_TEXT_TABLE.match(l) for l in head)
+
+
+def _value_cells(layout: str, header: list[str], rows: list[list[str]]) -> list[str]:
+    """The cells that hold metric values (what decides the file's number format)."""
+    names = [h.strip() for h in header]
+    if layout == "details":
+        idx = [names.index(k) for k in ("Metric Value", "Estimated Speedup") if k in names]
+    else:
+        idx = [i for i, n in enumerate(names) if not _is_fixed(n)]
+    return [r[i] for r in rows for i in idx if i < len(r)]
 
 
 def read_csv_export(path: Path, options: ReadOptions | None = None):
@@ -245,10 +314,7 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
             data = f.read()
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
+    text = _decode(data)
     if not text.strip():
         raise InputError(path, "empty file")
     if not text.endswith(("\n", "\r")):
@@ -256,8 +322,16 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
     lines = text.splitlines()
     found = find_header(lines)
     if found is None:
+        if _is_ncu_text(lines):
+            raise InputError(path, "Nsight Compute text output, not CSV: export it with `ncu --import REPORT --csv --page details` (or run ncu with --csv)")
         raise InputError(path, "not an Nsight Compute CSV export: no ncu header row")
     hi, layout = found
+    if layout == "summary":
+        raise InputError(
+            path,
+            "ncu --print-summary export: minimum/maximum/average per kernel over its invocations, not per-launch "
+            "values; export per launch with `ncu --import REPORT --csv --page details` (or --page raw)",
+        )
     preamble = [l for l in lines[:hi] if l.strip()]
     body = [l for l in lines[hi + 1 :] if l.strip() and not _TOOL_LINE.match(l)]
     try:
@@ -268,11 +342,13 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
         raise InputError(path, f"malformed ncu CSV: {exc}") from None
     out = _Rows()
     skipped: list[str] = []
+    fmt = ncu_common.number_format(_value_cells(layout, header, rows))
+    dc = fmt == "decimal_comma"
     parse = _parse_details if layout == "details" else _parse_raw
-    kernels = parse(path, header, rows, out, body, skipped)
+    kernels = parse(path, header, rows, out, body, skipped, dc)
     if not kernels:
         raise InputError(path, "ncu CSV export without kernel rows")
-    krows = _kernel_rows(kernels)
+    krows = _kernel_rows(kernels, dc)
     device_from_option = False
     if options is not None and options.device and not any(r.get("device_name") for r in krows):
         for r in krows:  # a CSV export names no device unless device__attribute_display_name was asked for
@@ -298,6 +374,8 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
         "skipped_lines": len(skipped) or None,
         "control_note": "an ncu CSV export does not record --clock-control/--cache-control: ncu's defaults are assumed",
         "device_name_from": "--device option" if device_from_option else None,
+        # only recorded when it is not ncu's default: the values were read as 1.234,5
+        "number_format": "decimal comma, dot thousands (comma-decimal locale)" if dc else None,
     }
     md.update(ncu_common.controls_from(None))
     return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
@@ -312,10 +390,15 @@ class NcuCsvParser:
     def sniff(self, probe: Probe) -> bool:
         if probe.is_dir:
             return False
-        text = probe.text
+        head = probe.raw_head
+        text = _decode(head[: len(head) // 2 * 2]) if head[:2] in (b"\xff\xfe", b"\xfe\xff") else probe.text
+        lines = text.splitlines()[:_HEAD_LINES]
+        # ncu's text output is claimed too, so that it gets this parser's "export it as CSV" error
+        if _is_ncu_text(lines):
+            return True
         if "," not in text:
             return False
-        return find_header(text.splitlines()[:_HEAD_LINES]) is not None
+        return find_header(lines) is not None
 
     def read(self, path: Path, options: ReadOptions):
         return read_csv_export(path, options)

@@ -679,6 +679,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
     FUNCTION, DEMANGLED, MANGLED = nr.IAction.NameBase_FUNCTION, nr.IAction.NameBase_DEMANGLED, nr.IAction.NameBase_MANGLED
     kid = 0
     rule_count = 0
+    unmeasured: list[int] = []
     for ri in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(ri)
         for ai in range(rng.num_actions()):
@@ -692,6 +693,8 @@ def read_report(path: Path, options: ReadOptions | None = None):
                     vals[n] = s
             row = ncu_common.derive_kernel_columns(vals, dict(zip(names, units)))
             row["kernel_id"] = kid
+            if _unmeasured(row, names):
+                unmeasured.append(kid)
             full = name_fn(action, DEMANGLED)
             func = name_fn(action, FUNCTION)
             mangled = name_fn(action, MANGLED)
@@ -724,7 +727,21 @@ def read_report(path: Path, options: ReadOptions | None = None):
     named = kdf["device_name"].drop_nulls()
     md = _session_metadata(container, named[0] if named.len() else None, device_ids, reader_version)
     md["rule_results"] = rule_count
+    if unmeasured:
+        md["unmeasured_kernels"] = unmeasured
+        md["unmeasured_note"] = (
+            f"ncu recorded no measurements for {len(unmeasured)} kernel launch(es) (kernel_id "
+            f"{', '.join(map(str, unmeasured[:10]))}{', ...' if len(unmeasured) > 10 else ''}): their rows have no "
+            "duration, launch or counter values; their rule results say why ncu could not profile them"
+        )
     return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
+
+
+def _unmeasured(row: dict, names) -> bool:
+    """A result ncu could not profile (its replay failed; the rule results carry ncu's errors): it holds
+    device attributes and replay bookkeeping (profiler__replayer_*), no duration and no launch__
+    metrics. 2019-era captures without a duration still have their launch__ metrics."""
+    return row.get("duration_ns") is None and not any(n.startswith("launch__") for n in names)
 
 
 def _attach_result_heads(kernels: list[dict], c: Container) -> None:

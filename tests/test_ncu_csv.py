@@ -343,3 +343,139 @@ def test_device_option_names_the_device_of_a_csv(tmp_path):
     assert res.code == 0, res
     rows = list(csv.DictReader(res.out.splitlines()))
     assert {r["device_name"] for r in rows} == {"NVIDIA A100-SXM4-80GB"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants seen in public exports (robustness sweep)
+# ---------------------------------------------------------------------------------------------
+_DETAILS_HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+
+
+def _details_rows(rows) -> str:
+    out = [_DETAILS_HEAD]
+    for kid, kernel, metric, unit, value in rows:
+        out.append(f'"{kid}","143016","python.exe","127.0.0.1","{kernel}","1","7","(512, 1, 1)","(128, 1, 1)","0","8.9","Command line profiler metrics","{metric}","{unit}","{value}"')
+    return "\n".join(out) + "\n"
+
+
+def test_decimal_comma_locale_export(tmp_path):
+    # ncu on a comma-decimal (e.g. German) Windows host: `.` groups thousands, `,` is the decimal
+    # point. `117.344` ns is 117344 ns, not 117 ns; the file is recognised by `27.595.520`/`65,77`.
+    p = tmp_path / "eu.csv"
+    p.write_text("==PROF== Connected to Process 143016\n" + _details_rows([
+        (0, "ampere_sgemm_128x64_nn", "gpu__time_duration.sum", "ns", "117.344"),
+        (0, "ampere_sgemm_128x64_nn", "dram__bytes.sum", "byte", "27.595.520"),
+        (0, "ampere_sgemm_128x64_nn", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "65,77"),
+        (0, "ampere_sgemm_128x64_nn", "launch__grid_size", "", "512"),
+        (1, "reduce_kernel", "gpu__time_duration.sum", "usecond", "1.014,912"),
+    ]))
+    prof = _one(p)
+    k = prof.kernels.sort("kernel_id")
+    assert k["duration_ns"].to_list() == [117344.0, pytest.approx(1014912.0)]
+    assert k["dram_bytes"][0] == 27595520.0 and k["grid_size"][0] == 512
+    m = prof.metrics.filter(pl.col("kernel_id") == 0)
+    pct = m.filter(pl.col("metric").str.starts_with("sm__throughput")).row(0, named=True)
+    assert pct["value"] == pytest.approx(65.77)
+    dur = m.filter(pl.col("metric") == "gpu__time_duration.sum").row(0, named=True)
+    assert (dur["value"], dur["value_int"]) == (117344.0, 117344)
+    assert "decimal comma" in prof.metadata["number_format"]
+
+
+def test_number_format_is_decided_by_unambiguous_cells():
+    nf = ncu_common.number_format
+    assert nf(["117.344", "24", "65,77"]) == "decimal_comma"
+    assert nf(["27.595.520"]) == "decimal_comma" and nf(["1.234,5"]) == "decimal_comma"
+    # ncu's default: thousands commas, decimal point; `1,024` and `117.344` alone decide nothing
+    assert nf(["1,024", "117.344", "12"]) == "decimal_point"
+    assert nf(["1,024", "65.77"]) == "decimal_point" and nf(["4,963,609,951.19"]) == "decimal_point"
+    assert nf(["65,77", "12.5"]) == "decimal_point"  # a tie: the default
+    assert nf(["65,77", "6,70", "27.595.520", "12.4"]) == "decimal_comma"  # a stray version-like string
+    assert ncu_common.parse_number("117.344", decimal_comma=True) == 117344.0
+    assert ncu_common.parse_number("1.234,5", decimal_comma=True) == 1234.5
+    assert ncu_common.parse_number("1,234.5", decimal_comma=True) is None
+
+
+def test_english_thousands_file_is_not_taken_for_decimal_comma(tmp_path):
+    p = tmp_path / "en.csv"
+    p.write_text(_details_rows([
+        (0, "k", "gpu__time_duration.sum", "ns", "117.344"),
+        (0, "k", "l1tex__t_sectors.sum", "sector", "1,024"),
+        (0, "k", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "42.50"),
+    ]))
+    prof = _one(p)
+    assert prof.kernels["duration_ns"][0] == pytest.approx(117.344)
+    assert prof.kernels["l1_bytes"][0] == 1024 * 32
+    assert prof.metadata.get("number_format") is None
+
+
+_NVTX_PP = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+_NVTX_SE = "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def test_nvtx_columns_are_launch_facts_not_metrics(tmp_path):
+    rows = [
+        ["ID", "Process ID", "Process Name", "Host Name", _NVTX_PP, _NVTX_SE, "Kernel Name", "Block Size", "Grid Size", "gpu__time_duration.sum", "dram__bytes.sum"],
+        ["", "", "", "", "", "", "", "", "", "us", "Mbyte"],
+        ["0", "39", "python", "h", '183740  "<default domain>:step:none:none:none:none:none:none"  "<default domain>:attn 64x32:v=2:none:none:none:none:none:none" ', "", "flash_fwd", "(128, 1, 1)", "(64, 1, 1)", "1,234.50", "12.5"],
+        ["1", "39", "python", "h", "", '7  "<default domain>:warmup:none:none:none:none:none:none"', "copy", "(128, 1, 1)", "(64, 1, 1)", "3.25", "1.5"],
+        ["2", "39", "python", "h", "", "", "copy", "(128, 1, 1)", "(64, 1, 1)", "3.5", "1.5"],
+    ]
+    p = tmp_path / "nvtx_raw.csv"
+    with open(p, "w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
+    prof = _one(p)
+    assert prof.metadata["csv_page"] == "raw"
+    k = prof.kernels.sort("kernel_id")
+    assert k["nvtx_range"].to_list() == ["attn 64x32:v=2", "warmup", None]
+    assert k["duration_ns"].to_list() == [pytest.approx(1234500.0), 3250.0, 3500.0]
+    assert set(prof.metrics["metric"].unique()) == {"gpu__time_duration.sum", "dram__bytes.sum"}
+
+    head = _DETAILS_HEAD.replace('"Host Name",', f'"Host Name","{_NVTX_PP}",')
+    det = tmp_path / "nvtx_details.csv"
+    det.write_text(head + "\n" + '"0","1","app","h","1  ""<default domain>:outer:none:none:none:none:none:none""  ""<default domain>:inner:none:none:none:none:none:none"" ","k","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","1,000"\n')
+    prof = _one(det)
+    assert prof.kernels["nvtx_range"].to_list() == ["inner"] and prof.kernels["duration_ns"][0] == 1000.0
+
+
+def test_print_summary_export_is_named_not_misread(tmp_path):
+    p = tmp_path / "summary.csv"
+    p.write_text(
+        '"Process ID","Process Name","Host Name","Kernel Name","Block Size","Grid Size","Device","CC","Invocations","Section Name","Metric Name","Metric Unit","Minimum","Maximum","Average"\n'
+        '"109199","bench","127.0.0.1","saxpy(float, const float *, float *, unsigned long)","(256, 1, 1)","(4096, 1, 1)","0","11.0","14","GPU Speed Of Light Throughput","Duration","us","10.50","12.00","11.00"\n'
+    )
+    assert find_parser(p).name == "ncu-csv"
+    assert_one_line_error(run_cli("kernels", p), "--print-summary")
+
+
+def test_ncu_text_output_is_named_not_refused_as_unknown(tmp_path):
+    p = tmp_path / "ncu.log"
+    p.write_text(
+        "==PROF== Disconnected from process 7377\n[7377] matmul@127.0.0.1\n"
+        "  matmul(const float *, float *) (188, 250, 1)x(16, 16, 1), Context 1, Stream 7, Device 0, CC 8.6\n"
+        "    Section: GPU Speed Of Light Throughput\n"
+        "    ----------------------- ----------- ------------\n"
+        "    Metric Name             Metric Unit Metric Value\n"
+        "    ----------------------- ----------- ------------\n"
+        "    Duration                         ms         1.02\n"
+    )
+    assert find_parser(p).name == "ncu-csv"
+    assert_one_line_error(run_cli("kernels", p), "text output, not CSV")
+
+
+def test_utf16_export_from_windows_powershell(tmp_path):
+    p = tmp_path / "ps.csv"
+    p.write_bytes(b"\xff\xfe" + _RAW.replace("\n", "\r\n").encode("utf-16-le"))
+    assert find_parser(p).name == "ncu-csv"
+    k = _one(p).kernels.sort("kernel_id")
+    assert k["duration_ns"].to_list() == [3250.0, 500.0] and k["dram_read_bytes"][0] == pytest.approx(1.5e6)
+
+
+def test_2019_memory_frequency_label(tmp_path):
+    p = tmp_path / "old.csv"
+    p.write_text(
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        '"0","21524","cfd_000","127.0.0.1","cuda_compute_step_factor","2020-Apr-07 17:01:05","1","7","GPU Speed Of Light","Memory Frequency","cycle/second","772,656,250"\n'
+        '"0","21524","cfd_000","127.0.0.1","cuda_compute_step_factor","2020-Apr-07 17:01:05","1","7","GPU Speed Of Light","Duration","nsecond","9,344"\n'
+    )
+    r = _one(p).kernels.row(0, named=True)
+    assert r["mem_clock_hz"] == 772656250.0 and r["duration_ns"] == 9344.0

@@ -416,3 +416,49 @@ def test_sgemm_flops_equal_2mnk_from_a_roofline_set_report():
         assert row["flops_fp32"] == pytest.approx(hand, rel=1e-12)
         assert row["flops_fp32"] == pytest.approx(2 * 1024**3, rel=1e-9)
         assert row["flops_method"].startswith("sass-counters(rate*hz*duration)")
+
+
+def test_2019_metric_names_give_duration_clock_bytes_and_occupancy():
+    # what ncu_report returns for a 2019.x .nsight-cuprof-report (Pascal/GTX 1080 capture): the
+    # first metric names, every unit empty, values in ns, Hz and bytes
+    from profaudit.parsers import ncu_common
+
+    vals = {
+        "gpu__time_duration": 1295285248.0,
+        "gpc__frequency": 1717464608.8,
+        "gpc__elapsed_cycles_max": 2238102178.0,
+        "dram__frequency": 5005000000.0,
+        "dram__read_bytes": 380000.0,
+        "dram__write_bytes": 12576.0,
+        "dram__bytes_per_sec": 392576.0 / 1.295285248,
+        "sm__active_warps_avg_per_active_cycle_pct": 28.197965907463114,
+        "launch__grid_size": 1.0,
+    }
+    row = ncu_common.derive_kernel_columns(vals, {k: "" for k in vals})
+    assert row["duration_ns"] == 1295285248.0
+    assert row["sm_clock_hz"] == pytest.approx(1717464608.8) and row["mem_clock_hz"] == 5005000000.0
+    assert (row["dram_read_bytes"], row["dram_write_bytes"], row["dram_bytes"]) == (380000.0, 12576.0, 392576.0)
+    assert row["dram_bytes_method"] == "read+write"
+    assert row["achieved_occupancy_pct"] == pytest.approx(28.198, abs=1e-3)
+    # the current name wins where a report has both
+    row = ncu_common.derive_kernel_columns({**vals, "gpu__time_duration.sum": 7.0}, {})
+    assert row["duration_ns"] == 7.0
+    # cycles over duration when only the elapsed-cycle count is there
+    row = ncu_common.derive_kernel_columns({"gpu__time_duration": 5952.0, "gpc__elapsed_cycles_max": 10768.0}, {})
+    assert row["sm_clock_hz"] == pytest.approx(10768.0 / 5952e-9)
+
+
+def test_sm_clock_from_sm_elapsed_cycles_of_a_metrics_capture():
+    # `ncu --metrics sm__cycles_elapsed.avg,...` keeps the count but no per-second rate
+    from profaudit.parsers import ncu_common
+
+    row = ncu_common.derive_kernel_columns({"gpu__time_duration.sum": 61312.0, "sm__cycles_elapsed.avg": 146244.0}, {"gpu__time_duration.sum": "ns"})
+    assert row["sm_clock_hz"] == pytest.approx(146244.0 / 61312e-9)
+
+
+def test_a_launch_ncu_could_not_profile_is_flagged():
+    # what a report keeps for a launch whose replay failed (public 2021.1 report, GTX 1660 SUPER)
+    failed = ["device__attribute_display_name", "profiler__replayer_passes", "nvlink__count_logical", "derived__avg_thread_executed"]
+    assert ncu_rep._unmeasured({"duration_ns": None}, failed)
+    assert not ncu_rep._unmeasured({"duration_ns": None}, failed + ["launch__grid_size"])  # 2019.x: no duration metric
+    assert not ncu_rep._unmeasured({"duration_ns": 1.0}, failed)
