@@ -102,6 +102,27 @@ def export_sqlite(path: Path, nsys: str) -> Path:
     return target
 
 
+def check_report_file(path: Path) -> None:
+    """Raise InputError for a file that cannot be an Nsight Systems report, before nsys sees it."""
+    from profaudit.parsers.nsys_sqlite import describe_lfs_pointer
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if head.startswith(REP_MAGIC):
+        return
+    if not head:
+        raise InputError(path, "empty file")
+    lfs = describe_lfs_pointer(head)
+    if lfs:
+        raise InputError(path, lfs)
+    if head.startswith(b"SQLite format 3\x00"):
+        raise InputError(path, f"an SQLite database named {path.suffix}: rename it to .sqlite to read it as an nsys export")
+    raise InputError(path, f"not an Nsight Systems report (no {REP_MAGIC.decode()!r} header)")
+
+
 class NsysRepParser:
     name = "nsys-rep"
     source = "nsys"
@@ -109,18 +130,23 @@ class NsysRepParser:
     description = "Nsight Systems report (.nsys-rep, .qdrep), exported to SQLite with nsys"
 
     def sniff(self, probe: Probe) -> bool:
-        return probe.raw_head.startswith(REP_MAGIC)
+        # a damaged or stand-in `.nsys-rep` (Git LFS pointer, HTML error page, truncated) is still
+        # ours to explain
+        return probe.raw_head.startswith(REP_MAGIC) or probe.name_endswith(*self.suffixes)
 
     def read(self, path: Path, options: ReadOptions):
         from profaudit.parsers import nsys_sqlite
 
         path = Path(path)
+        check_report_file(path)
         nsys = find_nsys(options, path)
         if nsys is None:
+            sibling = path.with_suffix(".sqlite")
+            also = f" (a {sibling.name} lies next to it: if it was exported from this report, load that)" if sibling.is_file() else ""
             raise InputError(
                 path,
                 f"reading {path.suffix} needs the nsys executable, which is not on PATH (give it with --nsys or {ENV_NSYS}), "
-                f"or export by hand: `{manual_hint(path)}` and load the .sqlite",
+                f"or export by hand: `{manual_hint(path)}` and load the .sqlite{also}",
             )
         sqlite_path = export_sqlite(path, nsys)
         return nsys_sqlite.read_sqlite(sqlite_path, options, parser=self, display_path=path, extra_metadata={"sqlite_export": str(sqlite_path), "nsys_exporter": nsys})

@@ -22,6 +22,7 @@ Python tuples a plain `fetchall` builds (see benchmarks/bench_nsys_load.py).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import re
 import sqlite3
@@ -78,9 +79,23 @@ _CANONICAL_METRICS = {
 _MHZ_PLAUSIBLE_MAX = 100_000.0
 
 
+_LFS_POINTER = re.compile(rb"^version https://git-lfs\.github\.com/spec/v1\s.*?size (\d+)", re.S)
+
+
+def describe_lfs_pointer(head: bytes) -> str | None:
+    """The problem with a Git LFS pointer checked out in place of the file it stands for, or None."""
+    m = _LFS_POINTER.match(head)
+    if not m:
+        return None
+    return f"a Git LFS pointer to a {int(m.group(1))}-byte file, not the file itself; fetch it with `git lfs pull`"
+
+
 def _describe_non_sqlite(head: bytes) -> str:
     if not head:
         return "empty file"
+    lfs = describe_lfs_pointer(head)
+    if lfs:
+        return lfs
     if head.strip(b"\x00") == b"":
         return "the SQLite header page is all zeros (the file is damaged or was never fully written); re-export it with `nsys export --type sqlite`"
     try:
@@ -117,12 +132,20 @@ def check_sqlite_file(path: Path) -> None:
         raise InputError(path, f"truncated SQLite database: {size} bytes is not a whole number of {page_size}-byte pages")
 
 
+_lenient_text = functools.partial(str, encoding="utf-8", errors="replace")
+
+
 def connect_readonly(path: Path) -> sqlite3.Connection:
     """Read-only, immutable connection: no locks, no journal, nothing written next to the input."""
     # quoting the raw bytes keeps a file name that is not valid UTF-8 intact (a str would hold
     # surrogate escapes, which sqlite3 cannot encode)
     uri = "file:" + urllib.parse.quote(os.fsencode(Path(path).resolve())) + "?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True)
+    con = sqlite3.connect(uri, uri=True)
+    # Some exports store binary blobs as TEXT (nsys 2022.4 put a serialized GPU descriptor in
+    # TARGET_INFO_SYSTEM_ENV.value), and NVTX strings are whatever bytes the application passed;
+    # one such cell must not fail the whole file.
+    con.text_factory = _lenient_text
+    return con
 
 
 class _Db:
@@ -265,7 +288,7 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
     if "TARGET_INFO_GPU" in db.tables:
         cols = db.columns("TARGET_INFO_GPU")
         idcol = "id" if "id" in cols else ("deviceId" if "deviceId" in cols else None)
-        want = [c for c in ("name", "busLocation", "chipName", "smCount", "clockRate", "totalMemory", "memoryBandwidth", "l2CacheSize", "computeMajor", "computeMinor", "uuid") if c in cols]
+        want = [c for c in ("name", "busLocation", "chipName", "smCount", "clockRate", "totalMemory", "memoryBandwidth", "l2CacheSize", "computeMajor", "computeMinor", "uuid", "cuDevice") if c in cols]
         sel = ([f'"{idcol}"'] if idcol else ["NULL"]) + [f'"{c}"' for c in want]
         for row in db.rows(f'SELECT {", ".join(sel)} FROM TARGET_INFO_GPU'):
             d = dict(zip(["id"] + want, row))
@@ -281,6 +304,9 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
                 "l2_cache_bytes": d.get("l2CacheSize"),
                 "compute_capability": f"{d['computeMajor']}.{d['computeMinor']}" if d.get("computeMajor") is not None and d.get("computeMinor") is not None else None,
                 "uuid": d.get("uuid"),
+                # the CUDA ordinal, which kernel deviceId holds; on multi-GPU nodes it need not equal
+                # `id` (CUDA orders fastest first, nsys by its own enumeration)
+                "cuda_ordinal": d.get("cuDevice") if isinstance(d.get("cuDevice"), int) and d["cuDevice"] >= 0 else None,
             }
             gpus.append({k: v for k, v in g.items() if v is not None})
     if db.has("TARGET_INFO_CUDA_DEVICE", "gpuId", "cudaId"):
@@ -289,27 +315,46 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
         for gpu_id, cuda_id, pid in db.rows(f"SELECT gpuId, cudaId, {pidcol} FROM TARGET_INFO_CUDA_DEVICE"):
             pid_rows.append((pid, cuda_id, gpu_id, names.get(gpu_id)))
     if db.has("TARGET_INFO_CUDA_GPU", "name"):
-        # nsys 2020.x: one row per (process, CUDA ordinal), no separate GPU table.
+        # nsys 2020.x-2021.x: one row per (process, CUDA ordinal); 2021 exports also have a slim
+        # TARGET_INFO_GPU (name, bus), whose entry this completes rather than repeats.
         c = db.columns("TARGET_INFO_CUDA_GPU")
         sel = [db.col("TARGET_INFO_CUDA_GPU", "deviceId"), db.col("TARGET_INFO_CUDA_GPU", "pid"), '"name"']
-        extra = [x for x in ("pciBusId", "numMultiprocessors", "coreClockRate", "globalMemorySize", "computeCapabilityMajor", "computeCapabilityMinor") if x in c]
+        extra = [x for x in ("pciBusId", "numMultiprocessors", "coreClockRate", "globalMemorySize", "globalMemoryBandwidth", "l2CacheSize", "computeCapabilityMajor", "computeCapabilityMinor") if x in c]
+        by_bus = {(g.get("bus"), g.get("name")): g for g in gpus if g.get("bus")}
         seen = set()
         for row in db.rows(f'SELECT {", ".join(sel + [f"{chr(34)}{x}{chr(34)}" for x in extra])} FROM TARGET_INFO_CUDA_GPU'):
             dev, pid, name = row[:3]
             d = dict(zip(extra, row[3:]))
             pid_rows.append((pid, dev, dev, name or None))
             key = (d.get("pciBusId"), name)
-            if key not in seen:
-                seen.add(key)
-                g = {
-                    "id": dev, "name": name or None, "bus": d.get("pciBusId"), "sm_count": d.get("numMultiprocessors"),
-                    # this older table gives the core clock in kHz
-                    "peak_clock_hz": d["coreClockRate"] * 1000 if d.get("coreClockRate") is not None else None,
-                    "compute_capability": f"{d['computeCapabilityMajor']}.{d['computeCapabilityMinor']}" if d.get("computeCapabilityMajor") is not None else None,
-                }
-                gpus.append({k: v for k, v in g.items() if v is not None})
+            if key in seen:
+                continue
+            seen.add(key)
+            mem = d.get("globalMemorySize")
+            bw = d.get("globalMemoryBandwidth")
+            g = {
+                "id": dev, "name": name or None, "bus": d.get("pciBusId"), "sm_count": d.get("numMultiprocessors"),
+                # this older table gives the core clock in kHz
+                "peak_clock_hz": d["coreClockRate"] * 1000 if d.get("coreClockRate") is not None else None,
+                # 2020.3 wrote the memory size in MiB (32510 for a 32 GB V100), 2021 in bytes: no GPU
+                # has under 1 MiB of memory, so a smaller number is MiB
+                "memory_bytes": (mem * 2**20 if mem < 2**20 else mem) if isinstance(mem, int) and mem > 0 else None,
+                # kB/s (760080000 for a 760 GB/s RTX 3080); 0 where it was not recorded
+                "memory_bandwidth_bytes_per_s": bw * 1000 if isinstance(bw, int) and bw > 0 else None,
+                "l2_cache_bytes": d.get("l2CacheSize") or None,
+                "compute_capability": f"{d['computeCapabilityMajor']}.{d['computeCapabilityMinor']}" if d.get("computeCapabilityMajor") is not None else None,
+            }
+            g = {k: v for k, v in g.items() if v is not None}
+            same = by_bus.get(key)
+            if same is not None:
+                for k, v in g.items():
+                    same.setdefault(k, v)
+            else:
+                gpus.append(g)
     by_pid = pl.DataFrame(pid_rows, schema={"_pid": pl.Int64, "_cuda": pl.Int64, "_dev": pl.Int64, "_dname": pl.Utf8}, orient="row").unique(["_pid", "_cuda"], keep="first")
-    any_rows = [(g.get("id"), g.get("id"), g.get("name")) for g in gpus if g.get("id") is not None]
+    # Without a per-process map, a kernel's CUDA ordinal finds its GPU through TARGET_INFO_GPU.cuDevice,
+    # and only where that column is missing through the GPU id itself.
+    any_rows = [(g.get("cuda_ordinal", g.get("id")), g.get("id"), g.get("name")) for g in gpus if g.get("id") is not None]
     by_any = pl.DataFrame(any_rows, schema={"_cuda": pl.Int64, "_dev2": pl.Int64, "_dname2": pl.Utf8}, orient="row").unique(["_cuda"], keep="first")
     return gpus, by_pid, by_any
 
@@ -647,6 +692,19 @@ def _cuda_version(v: str | None) -> str | None:
     return f"{n // 1000}.{(n % 1000) // 10}"
 
 
+def _driver_version(v: str | None) -> str | None:
+    """NvDriverVersion as the driver prints it. nsys 2022.x wrote a Linux driver as one integer
+    (5452906 for 545.29.06, next to CudaDriverVersion 12030, the CUDA 12.3 that driver ships);
+    "0" means the host had no NVIDIA driver loaded (a login node)."""
+    v = (v or "").strip()
+    if v in ("", "0"):
+        return None
+    if v.isdigit() and len(v) == 7:
+        n = int(v)
+        return f"{n // 10000}.{n // 100 % 100:02d}.{n % 100:02d}"
+    return v
+
+
 def _metadata(db: _Db, gpus: list[dict], kernels: pl.DataFrame, ranges: pl.DataFrame, processes: pl.DataFrame, notes: list[str]) -> dict[str, Any]:
     export = _kv(db, "META_DATA_EXPORT") or _kv(db, "EXPORT_META_DATA")
     capture = _kv(db, "META_DATA_CAPTURE")
@@ -669,7 +727,7 @@ def _metadata(db: _Db, gpus: list[dict], kernels: pl.DataFrame, ranges: pl.DataF
     md["device_count"] = len(ids) if gpus else None
     if gpus:
         md["gpus"] = gpus
-    md["driver_version"] = env.get("NvDriverVersion") or None
+    md["driver_version"] = _driver_version(env.get("NvDriverVersion"))
     md["cuda_version"] = _cuda_version(env.get("CudaDriverVersion"))
     if md["cuda_version"]:
         md["cuda_version_origin"] = "driver (CudaDriverVersion: the CUDA version the driver supports)"
@@ -725,7 +783,18 @@ def read_sqlite(path: Path, options: ReadOptions | None = None, *, parser=None, 
         ranges = _ranges(db, strings)
         counters = _counters(db, notes, gpus)
         if KERNEL_TABLE not in db.tables:
-            notes.append("no CUDA kernel table in this export (kernels were not traced, or the capture saw none)")
+            launches = 0
+            if ranges.height:
+                launches = ranges.filter(
+                    pl.col("kind").is_in(["cuda_runtime", "cuda_driver"]) & pl.col("name").str.contains(r"^cu(?:da)?LaunchKernel|^cu(?:da)?LaunchCooperativeKernel|^cu(?:da)?GraphLaunch")
+                ).height
+            if launches:
+                notes.append(
+                    f"no CUDA kernel records although the CUDA API trace has {launches} kernel or graph launch calls: "
+                    "GPU activity was not collected (seen under WSL, and when the capture ends before the records are flushed)"
+                )
+            else:
+                notes.append("no CUDA kernel table in this export (kernels were not traced, or the capture saw none)")
         md = _metadata(db, gpus, kernels, ranges, processes, notes)
     except sqlite3.DatabaseError as exc:
         raise InputError(shown, f"damaged SQLite database: {exc}") from None
@@ -734,7 +803,9 @@ def read_sqlite(path: Path, options: ReadOptions | None = None, *, parser=None, 
     if kernels.height and ranges.height:
         from profaudit.timeline import attribute_kernels_to_nvtx
 
-        if (ranges["kind"].is_in(["nvtx_push_pop"])).any():
+        # NVTX without any CUDA API table (a capture range that left the launch calls out) has
+        # no launch to attribute a kernel through
+        if (ranges["kind"].is_in(["nvtx_push_pop"])).any() and "correlation_id" in ranges.columns:
             attributed = attribute_kernels_to_nvtx(
                 kernels=kernels.with_columns(pl.lit("").alias("profile_id")), ranges=ranges.with_columns(pl.lit("").alias("profile_id"))
             )

@@ -16,7 +16,8 @@ Where the rows go (a summary row is not an execution, so it never becomes a `ker
 - size summaries (`cuda_gpu_mem_size_sum`) -> `metrics` (kind "summary", `instance_key` = the
   operation, metric `<report>:<statistic>`, bytes);
 - `cuda_gpu_trace`/`gputrace` -> `kernels` and `transfers` (memcpy/memset rows);
-- `cuda_api_trace` and the NVTX trace reports -> `ranges`;
+- `cuda_api_trace` and the NVTX trace reports -> `ranges` (`nvtx_gpu_proj_trace`, the ranges
+  projected onto GPU time, as kind `gpu_user_annotation`);
 - any other report -> `metrics`, long form, every cell kept.
 The Time (%) column is not kept: it is total / sum(total) of the same report.
 """
@@ -77,6 +78,8 @@ _FIELDS = {
     "range": "range", "nvtx range": "range",
     "operation": "operation", "style": "style", "category": "category",
     "start": "start", "end": "end", "duration": "duration",
+    # nvtx_gpu_proj_trace: the NVTX range projected onto the GPU work it launched
+    "projected start": "start", "projected duration": "duration",
     "corrid": "correlation", "correlation id": "correlation",
     "grdx": "grid_x", "grdy": "grid_y", "grdz": "grid_z", "blkx": "block_x", "blky": "block_y", "blkz": "block_z",
     "reg trd": "registers", "stcsmem": "static_smem", "dymsmem": "dynamic_smem",
@@ -92,11 +95,15 @@ _DIRECTIONS = {
 }
 
 _PROCESSING = re.compile(r"^\s*Processing \[(?P<db>.*?)\] with \[(?P<script>.*?)\]")
+# nsys 2021.x-2022.1: `Running [/opt/.../reports/gpukernsum.py report1.sqlite]...`
+_RUNNING = re.compile(r"^\s*Running \[(?P<script>[^\]\s]+\.py)(?:\s+(?P<db>[^\]]*?))?\s*\]")
 _TITLE = re.compile(r"^\s*\*\*\s*(?P<title>.*?)\s*\((?P<report>[A-Za-z0-9_]+)\)\s*:\s*$")
 _NOTE_PREFIXES = ("NOTICE:", "SKIPPED:", "WARNING:", "ERROR:", "Generating SQLite file", "Exporting ", "Using ", "Generating '", "Consider using", "It is assumed")
 _PROGRESS = re.compile(r"^\s*\[\d+/\d+\]")
 _CONSOLE_EXEC = re.compile(r"Executing '([A-Za-z0-9_]+)' stats report")
 _CONSOLE_RULE = re.compile(r"^\s*-{4,}(\s+-{2,})+\s*$")
+# nsys before 2021.5 titled each console table `CUDA Kernel Statistics (nanoseconds)`, with no report name
+_CONSOLE_OLD_TITLE = re.compile(r"^\s*((?:CUDA|NVTX|NV Tools Extension|Operating System Runtime|OS Runtime|OpenMP|OpenACC)[\w /-]*? Statistics) \((?:nanoseconds|microseconds|milliseconds|seconds|KiB|MiB|KB|MB)\)\s*$", re.M)
 
 
 def canonical_report(name: str | None) -> str | None:
@@ -183,10 +190,11 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             current = None
             in_note = False
             continue
-        m = _PROCESSING.match(line)
+        m = _PROCESSING.match(line) or _RUNNING.match(line)
         if m:
             pending_report = canonical_report(Path(m.group("script")).name)
-            info["processed"].append(m.group("db"))
+            if m.group("db"):
+                info["processed"].append(m.group("db"))
             info["reports_run"].append(pending_report)
             current, in_note = None, False
             continue
@@ -205,6 +213,11 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             current = None
             continue
         if current is None:
+            if _cells(line) < 2:
+                # a table starts at a header of two or more cells; a single-cell line before one is
+                # chatter (`Generating CUDA Kernel Statistics...`, a title, a `# ...` comment)
+                notes.append(stripped)
+                continue
             current = _Block(pending_report, pending_title)
             blocks.append(current)
             pending_title = None
@@ -212,12 +225,24 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
     return notes, blocks, info
 
 
+def _cells(line: str) -> int:
+    try:
+        return len(next(csv.reader([line])))
+    except (csv.Error, StopIteration):
+        return 0
+
+
 def looks_like_console(text: str) -> list[str] | None:
     """Report names if this is nsys stats' default column (console) output rather than CSV."""
     runs = _CONSOLE_EXEC.findall(text)
-    rules = sum(1 for l in text.splitlines() if _CONSOLE_RULE.match(l))
-    if runs or (rules and re.search(r"Total Time \(\w+\)", text)):
-        return runs or ["(unnamed)"]
+    lines = text.splitlines()
+    rules = sum(1 for l in lines if _CONSOLE_RULE.match(l))
+    if not rules:
+        return runs or None
+    titled = [m.group("report") for m in map(_TITLE.match, lines) if m]
+    old = list(dict.fromkeys(_CONSOLE_OLD_TITLE.findall(text)))
+    if runs or titled or old or re.search(r"Total Time \(\w+\)", text):
+        return list(dict.fromkeys(runs + titled)) or old or ["(unnamed)"]
     return None
 
 
@@ -239,6 +264,9 @@ def _classify(report: str | None, fields: list[str], units: list[str | None]) ->
         return "api_trace"
     if (report or "").startswith("nvtx") and report.endswith("trace") and "start" in f:
         return "nvtx_trace"
+    # the NVTX push/pop and start/end traces: one row per range with its nesting level
+    if report is None and {"start", "name", "tid"} <= f and f & {"lvl", "numchild", "rangestack", "nametree", "durchild"}:
+        return "nvtx_trace"
     has_stats = "count" in f and any(s in f for s in _STATS)
     if has_stats:
         stat_units = [u for fl, u in zip(fields, units) if fl in _STATS]
@@ -255,7 +283,7 @@ def _label_field(fields: list[str]) -> str | None:
     return None
 
 
-def _time_summary(report, header, rows, samples: list[dict]) -> None:
+def _time_summary(report, header, rows, samples: list[dict], path: Path | None = None) -> None:
     cols = _columns(header)
     fields = [c[0] for c in cols]
     label = _label_field(fields)
@@ -270,6 +298,10 @@ def _time_summary(report, header, rows, samples: list[dict]) -> None:
             v = cells.get(i)
             if field in _STATS:
                 x = _num(v)
+                if x is None and v is not None and v.strip() not in ("", "-", "n/a", "N/A", "nan"):
+                    # `12.5us`: a unit in the cell is not nsys stats output, and reading it as
+                    # missing would lose every duration without a word
+                    raise InputError(path, f"not a number in the {lab.strip()!r} column of a {report or 'summary'} table: {v.strip()[:40]!r}")
                 values[field] = None if x is None else x * _time_scale(unit, default)
             elif field == "count":
                 x = _num(v)
@@ -421,7 +453,17 @@ def _api_trace(report: str | None, df: pl.DataFrame, cols) -> pl.DataFrame:
         pl.coalesce(pl.col("_dur"), (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64)).alias("duration_ns"),
     ).drop(["_end", "_dur"])
     if report and report.startswith("nvtx"):
-        return r.with_columns(pl.lit("nvtx_start_end" if "startend" in report else "nvtx_push_pop").alias("kind"))
+        names = r["name"].drop_nulls()
+        # nsys 2025+ writes `<domain>:<name>` (`:step` in the default domain). Split only when every
+        # name has that form, its first colon not part of a `::` (an older `aten::mm` stays whole).
+        if names.len() and names.str.contains(r"^[^:]*:(?:[^:]|$)").all():
+            r = r.with_columns(
+                pl.col("name").str.extract(r"^([^:]*):", 1).replace("", None).alias("domain"),
+                pl.col("name").str.replace(r"^[^:]*:", "").alias("name"),
+            )
+        # a projection onto the GPU is what Kineto calls a gpu_user_annotation: GPU time, not CPU time
+        kind = "gpu_user_annotation" if "gpu_proj" in report else ("nvtx_start_end" if "startend" in report else "nvtx_push_pop")
+        return r.with_columns(pl.lit(kind).alias("kind"))
     r = r.with_columns(map_unique(r["name"], clean_api_name))
     return r.with_columns(
         pl.when(pl.col("name").str.contains(r"^cu[A-Z]")).then(pl.lit("cuda_driver")).otherwise(pl.lit("cuda_runtime")).alias("kind")
@@ -462,7 +504,7 @@ def read_stats_csv(path: Path, parser) -> Any:
         report = b.report or (file_report if len(blocks) == 1 else None)
         shape = _shape(report, cols)
         if report is None:
-            report = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace"}.get(shape) or _guess_summary([c[0] for c in cols]) or "nsys_stats"
+            report = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace"}.get(shape) or _guess_trace(shape, cols) or _guess_summary(cols) or "nsys_stats"
         reports.append(report)
         if shape == "gpu_trace":
             k, t = _gpu_trace(*_block_frame(b, path))
@@ -480,7 +522,7 @@ def read_stats_csv(path: Path, parser) -> Any:
         if bad is not None:
             raise InputError(path, f"malformed nsys stats CSV: row {bad + 2} of a {b.report or 'report'} table has {len(rows[bad])} cells where the header has {width}")
         if shape == "time_summary":
-            _time_summary(report, header, rows, samples)
+            _time_summary(report, header, rows, samples, path)
         elif shape == "size_summary":
             _size_summary(report, header, rows, metrics)
         else:
@@ -532,7 +574,8 @@ def _is_stats_table(b: _Block) -> bool:
 
 
 # Spellings only nsys stats uses; a generic timing CSV with min/max/mean columns has none of them.
-_NSYS_HEADER_TOKENS = re.compile(r"Total Time|Instances|Num Calls|\bMed ?\(|StdDev ?\(|Time ?\(%\)|GrdX|CorrI[dD]|Reg/Trd|:dur_ns|:ts_ns|:mem_B|:ratio_%")
+# `Time(%)` alone is not one: nvprof's `--csv` summary (`Type,Time(%),Time,Calls,Avg,...`) has it too.
+_NSYS_HEADER_TOKENS = re.compile(r"Total Time|Instances|Num Calls|\bMed ?\(|StdDev ?\(|GrdX|DurNonChild|RangeStack|NameTree|Projected Start|CorrI[dD]|Reg/Trd|:dur_ns|:ts_ns|:mem_B|:ratio_%")
 _SKIPPED = re.compile(r"^\s*SKIPPED: .* does not contain")
 
 
@@ -548,11 +591,28 @@ def _is_stats_header(line: str) -> bool:
     return _shape(None, _columns(cells)) != "other"
 
 
-def _guess_summary(fields: list[str]) -> str | None:
+def _guess_trace(shape: str, cols: list[tuple[str, str, str | None]]) -> str | None:
+    if shape != "nvtx_trace":
+        return None
+    projected = any(c[1].strip().lower().startswith("projected") for c in cols)
+    return "nvtx_gpu_proj_trace" if projected else "nvtx_pushpop_trace"
+
+
+def _guess_summary(cols: list[tuple[str, str, str | None]]) -> str | None:
+    """The report a summary table with no name around it (no `Processing`/title line, no report
+    name in the file name) comes from, judged by its columns."""
+    fields = [c[0] for c in cols]
+    labels = {c[1].strip().lower() for c in cols}
     if "style" in fields and "range" in fields:
         return "nvtx_sum"
+    if "category" in fields and "operation" in fields:
+        return "cuda_gpu_sum"
     if "operation" in fields and "count" in fields:
         return "cuda_gpu_mem_time_sum"
+    # `Instances` + `Name` and nothing else to label a row: kernels (API and OS runtime summaries
+    # count `Num Calls`, NVTX ones carry a range and a style)
+    if "instances" in labels and "name" in fields and not {"range", "style", "operation", "category"} & set(fields):
+        return "cuda_gpu_kern_sum"
     return None
 
 

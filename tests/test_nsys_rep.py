@@ -162,3 +162,28 @@ def test_real_nsys_export_matches_paired_sqlite(path, tmp_path, monkeypatch):
     finally:
         con.close()
     assert p.kernels.height == n
+
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\noid sha256:a1c2af0d6058114d6a1c2a21e86fbe5812197ea2d6e4293dcf997dd24db63123\nsize 552960\n"
+
+
+@pytest.mark.parametrize("name", ["report1.nsys-rep", "report1.qdrep", "report1.sqlite"])
+def test_git_lfs_pointer_says_so(tmp_path, no_nsys, name):
+    """Reports committed through Git LFS and cloned without it are 130-byte pointer files."""
+    f = tmp_path / name
+    f.write_bytes(LFS_POINTER)
+    assert_one_line_error(run_cli("kernels", f), "Git LFS pointer to a 552960-byte file")
+
+
+def test_report_that_is_not_one_says_so(tmp_path, no_nsys):
+    f = tmp_path / "run.nsys-rep"
+    f.write_text("<html><body>404</body></html>")
+    assert_one_line_error(run_cli("kernels", f), "not an Nsight Systems report")
+    (tmp_path / "empty.qdrep").write_bytes(b"")
+    assert_one_line_error(run_cli("kernels", tmp_path / "empty.qdrep"), "empty file")
+
+
+def test_without_nsys_points_at_a_sibling_export(tmp_path, no_nsys):
+    rep = _report(tmp_path / "report3.nsys-rep")
+    (tmp_path / "report3.sqlite").write_bytes(b"")
+    assert_one_line_error(run_cli("kernels", rep), "a report3.sqlite lies next to it")
