@@ -84,6 +84,10 @@ def _top_level_spans(s: str, opener: str) -> list[tuple[int, int]]:
             if m:
                 i += m.end()
                 continue
+        # nsys and c++filt spell the anonymous namespace `<unnamed>`: a name, not template arguments
+        if s.startswith("<unnamed>", i):
+            i += len("<unnamed>")
+            continue
         if ch in _OPEN:
             stack.append((ch, i))
         elif ch in _CLOSE and stack:

@@ -185,3 +185,19 @@ def test_scan_table_reads_the_dataset_lazily(tmp_path):
     assert lazy.columns == schema.KERNELS.names
     assert lazy.equals(ps.kernels)
     assert scan_table(out, "transfers").collect().columns == schema.TRANSFERS.names
+
+
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, AddFunctor<float>)", "at::native::vectorized_elementwise_kernel"),
+        ("vernier::bench::demo::<unnamed>::saxpyKernel(float, const float *, float *, int)", "vernier::bench::demo::<unnamed>::saxpyKernel"),
+        ("void <unnamed>::k<int>(int)", "<unnamed>::k"),
+        ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(float *, const float *, int)", "at::native::(anonymous namespace)::softmax_warp_forward"),
+        ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
+    ],
+)
+def test_short_name(name, short):
+    from profaudit.names import short_name
+
+    assert short_name(name) == short
