@@ -784,6 +784,15 @@ def test_negative_durations_become_unknown_not_backwards(tmp_path):
     assert next(iter(ps)).metadata["negative_durations_nulled"] == 1
 
 
+def test_cli_warns_about_nulled_durations(tmp_path, cli):
+    p = tmp_path / "neg.json"
+    p.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k_bad", "pid": 0, "tid": 7, "ts": 20.0, "dur": -3.0, "args": {"stream": 7, "device": 0}},
+    ]}))
+    res = cli("kernels", p)
+    assert res.code == 0 and "1 event(s) with a negative duration kept with an unknown duration" in res.err
+
+
 # ---------------------------------------------------------------------------------------------
 # device activity that Kineto writes for other runtimes and device numberings
 

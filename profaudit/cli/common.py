@@ -99,12 +99,21 @@ def load_with_progress(paths: Sequence[str], **kw):
     err = stderr_console()
     for path, why in ps.skipped:
         err.print(f"warning: skipped {why if why.startswith(path) else f'{path}: {why}'}", markup=False, highlight=False)
-    # rows a parser had to drop (unreadable times) are counted in metadata; say so where people look
+    # what a parser had to drop or null is counted in metadata; say so where people look
     for p in ps:
-        dropped = p.metadata.get("rows_dropped")
-        if dropped:
-            err.print(f"warning: {p.metadata.get('path', p.profile_id)}: {dropped} row(s) without a readable time were dropped", markup=False, highlight=False)
+        where = p.metadata.get("path", p.profile_id)
+        for key, say in _LOAD_WARNINGS:
+            v = p.metadata.get(key)
+            if v:
+                err.print(f"warning: {where}: {say(v)}", markup=False, highlight=False)
     return ps
+
+
+_LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
+    ("rows_dropped", lambda n: f"{n} row(s) without a readable time were dropped"),
+    ("negative_durations_nulled", lambda n: f"{n} event(s) with a negative duration kept with an unknown duration"),
+    ("unmeasured_note", str),
+)
 
 
 def _fmt_cell(v: Any) -> str:
