@@ -155,6 +155,18 @@ def test_function_name_only_against_full_signature():
     assert cmp.matched["method"].to_list() == ["short"]
 
 
+def test_function_name_base_against_a_namespaced_kernel():
+    # ncu's default --kernel-name-base function drops namespaces; the report keeps them
+    b = profile("b", [("saxpyKernel", 5, 1_000), ("reduce", 5, 500)], source="ncu")
+    c = profile("c", [("void bench::demo::<unnamed>::saxpyKernel<float>(float, const float *, float *, int)", 5, 800), ("cub::reduce(int*)", 5, 400), ("thrust::reduce(int*)", 5, 400)], source="ncu")
+    cmp = compare(b, c)
+    assert sorted(cmp.matched["method"].to_list()) == ["unqualified", "unqualified"]
+    # two namespaced kernels of one name are not merged with each other by this level
+    b2 = profile("b2", [("cub::reduce(int*)", 5, 500)], source="ncu")
+    c2 = profile("c2", [("thrust::reduce(int*)", 5, 400)], source="ncu")
+    assert "unqualified" not in compare(b2, c2).matched["method"].to_list()
+
+
 def test_library_variants_and_classes():
     assert library_class("ampere_sgemm_128x64_nn") == "gemm"
     assert library_class("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel_trt") == "gemm"

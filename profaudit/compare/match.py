@@ -9,6 +9,8 @@ the entities that earlier levels left unmatched, from the most to the least cert
     normal           `names.normal_form`: whitespace, `> >`, `1ul`, `void ` differ between tools
     short            base name without template arguments/parameters (a retuned template instance);
                      CUTLASS-style wrappers (`cutlass::Kernel<Op>`) are keyed by their operator
+    unqualified      the base name without its namespaces, where one side names the kernel with
+                     none (ncu's default `--kernel-name-base function` against a full name)
     family           `names.family_name`: Triton/inductor hashes, numbering, autotune suffixes
     library-variant  vendor library kernels with tile sizes, arch and library-version prefixes
                      removed (`ampere_sgemm_128x64_nn` ~ `volta_sgemm_64x64_nn`,
@@ -45,6 +47,7 @@ LEVEL_SCORES: dict[str, float] = {
     "mangled": 1.0,
     "normal": 0.98,
     "short": 0.9,
+    "unqualified": 0.88,
     "family": 0.85,
     "library-variant": 0.75,
     "op": 0.7,
@@ -52,7 +55,7 @@ LEVEL_SCORES: dict[str, float] = {
     "nvtx": 0.5,
 }
 
-_NAME_LEVELS = ("exact", "mangled", "normal", "short", "family")
+_NAME_LEVELS = ("exact", "mangled", "normal", "short", "unqualified", "family")
 _ALL_LEVELS = _NAME_LEVELS + ("library-variant", "op", "op-class", "nvtx")
 MODE_LEVELS: dict[str, tuple[str, ...]] = {
     "exact": ("exact", "mangled"),
@@ -200,6 +203,19 @@ def library_class(entity: str) -> str | None:
     return None
 
 
+def _unqualified(base: str) -> str:
+    """`ns::inner::saxpy` -> `saxpy` (the last `::` component outside brackets)."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(base):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0 and base.startswith("::", i):
+            cut = i + 2
+    return base[cut:] if cut > 0 else base
+
+
 def _key_fn(level: str) -> Callable[[dict], str | None]:
     if level == "exact":
         return lambda r: r["entity"]
@@ -209,6 +225,8 @@ def _key_fn(level: str) -> Callable[[dict], str | None]:
         return lambda r: normal_form(r["mangled_name"] or r["entity"])
     if level == "short":
         return lambda r: base_name(r["entity"], r["mangled_name"])
+    if level == "unqualified":
+        return lambda r: _unqualified(base_name(r["entity"], r["mangled_name"]))
     if level == "family":
         return lambda r: family_name(base_name(r["entity"], r["mangled_name"]))
     if level == "op":
@@ -344,6 +362,8 @@ def match_entities(eb: pl.DataFrame, ec: pl.DataFrame, mode: str = "auto", *, le
                 inv_r.setdefault(k, []).append(e)
         for key in sorted(inv_l.keys() & inv_r.keys()):
             bl, cl = sorted(inv_l[key]), sorted(inv_r[key])
+            if level == "unqualified" and not (_bare(bl, left) or _bare(cl, right)):
+                continue  # two different namespaces' kernels of one name are not the same kernel
             groups.append(Group(len(groups), level, LEVEL_SCORES[level], key, tuple(bl), tuple(cl)))
             for e in bl:
                 del left[e]
@@ -354,6 +374,11 @@ def match_entities(eb: pl.DataFrame, ec: pl.DataFrame, mode: str = "auto", *, le
         for l, r, sim in fuzzy_pairs(sorted(left), sorted(right), threshold):
             groups.append(Group(len(groups), "fuzzy", sim, f"{base_name(l)} ~ {base_name(r)}", (l,), (r,)))
     return groups
+
+
+def _bare(entities: list[str], rows: dict[str, dict]) -> bool:
+    """Every one of these entities is named without a namespace."""
+    return all("::" not in base_name(e, rows[e]["mangled_name"]) for e in entities)
 
 
 def groups_frame(groups: list[Group]) -> pl.DataFrame:
