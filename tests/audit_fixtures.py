@@ -115,6 +115,7 @@ def side(
     device_column: str | None = H100,
     profiles: ProfileSet | None | str = "auto",
     run_offsets: tuple[float, ...] | None = None,
+    timestamps: np.ndarray | None = None,
 ) -> Side:
     rng = np.random.default_rng(seed)
     if values is None:
@@ -137,6 +138,8 @@ def side(
     }
     if device_column:
         cols["device_name"] = [device_column] * total
+    if timestamps is not None:
+        cols["timestamp_ns"] = np.asarray(timestamps, dtype=float)
     if profiles == "auto":
         profiles = trace(float(np.median(values)) * 0.96, 20, device=device_column or H100)
     return Side.from_durations(role, values, label=role, meta=m, profiles=profiles, **cols)

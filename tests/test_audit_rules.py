@@ -183,6 +183,20 @@ def _hot_cache():
     return claim(side("baseline", 1.0e6, seed=1, meta=hot), side("candidate", 0.5e6, seed=2, meta=hot), workload={"bytes": 24e6})
 
 
+def _sequential(d: np.ndarray, runs: int, gap_ns: float) -> np.ndarray:
+    """Start stamps of back-to-back calls (per run, each run starting at 0)."""
+    per = d.reshape(runs, -1)
+    return np.concatenate([np.concatenate([[0.0], np.cumsum(r[:-1] + gap_ns)]) for r in per])
+
+
+def _overlapping():
+    rng = np.random.default_rng(21)
+    c = rng.lognormal(np.log(0.5e6), 0.02, 150)
+    ts = np.arange(150) * 0.25e6  # a new sample every 0.25 ms, each claiming 0.5 ms
+    b = rng.lognormal(np.log(1.0e6), 0.02, 150)
+    return claim(side("baseline", 0, seed=1, values=b, timestamps=_sequential(b, 1, 2_000.0)), side("candidate", 0, seed=2, values=c, timestamps=ts))
+
+
 def _launch_floor():
     return claim(side("baseline", 8_000, seed=1, profiles=None), side("candidate", 4_000, seed=2, profiles=None), workload={})
 
@@ -196,6 +210,7 @@ BAD = {
     "PA106": (_mixed_sources, Severity.FAIL),
     "PA107": (_multi_stream, Severity.WARN),
     "PA108": (_conflict, Severity.FAIL),
+    "PA109": (_overlapping, Severity.FAIL),
     "PA201": (_device, Severity.FAIL),
     "PA202": (_versions, Severity.WARN),
     "PA203": (_throttle, Severity.WARN),
@@ -537,3 +552,26 @@ def test_throttle_reasons_are_judged_per_distinct_value():
     assert res["reason_share"] == pytest.approx(want.mean())
     assert res["reasons"] == sorted({str(r) for r in steady[want]})
     assert res["reasons"] == ["0x4", "applications_clocks_setting|hw_slowdown", "sw_thermal_slowdown"]
+
+
+def test_pa109_reads_start_or_end_stamps_and_skips_coarse_ones():
+    rule = BY_CODE["PA109"]
+    rng = np.random.default_rng(5)
+    d = rng.lognormal(np.log(1.0e6), 0.02, 120)
+    starts = _sequential(d, 1, 500.0)
+    ends = starts + d
+    for ts in (starts, ends):
+        ev = gather(claim(side("baseline", 0, seed=1, values=d, timestamps=ts), side("candidate", 0, seed=2, values=d / 2, timestamps=_sequential(d / 2, 1, 500.0))))
+        (f,) = rule.check(ev)
+        assert f.status is Status.PASS, f.message
+    # whole-second stamps cannot separate 1 ms iterations: not judged
+    coarse = np.floor(starts / 1e9) * 1e9
+    ev = gather(claim(side("baseline", 0, seed=1, values=d, timestamps=coarse), side("candidate", 0, seed=2, values=d / 2)))
+    (f,) = rule.check(ev)
+    assert f.status is Status.UNKNOWN and "too coarse" in f.message
+    # a sample averaging 10 calls spans 10 calls of wall time
+    ev = gather(claim(side("baseline", 0, seed=1, values=d, timestamps=_sequential(d * 10, 1, 500.0), meta={"calls_per_sample": 10}), side("candidate", 0, seed=2, values=d / 2, timestamps=_sequential(d / 2, 1, 500.0))))
+    assert rule.check(ev)[0].status is Status.PASS
+    ev = gather(claim(side("baseline", 0, seed=1, values=d, timestamps=starts, meta={"calls_per_sample": 10}), side("candidate", 0, seed=2, values=d / 2, timestamps=_sequential(d / 2, 1, 500.0))))
+    (f,) = rule.check(ev)
+    assert f.status is Status.FAIL and f.side == "baseline" and f.evidence["ratio"] > 9
