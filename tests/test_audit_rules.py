@@ -575,3 +575,12 @@ def test_pa109_reads_start_or_end_stamps_and_skips_coarse_ones():
     ev = gather(claim(side("baseline", 0, seed=1, values=d, timestamps=starts, meta={"calls_per_sample": 10}), side("candidate", 0, seed=2, values=d / 2, timestamps=_sequential(d / 2, 1, 500.0))))
     (f,) = rule.check(ev)
     assert f.status is Status.FAIL and f.side == "baseline" and f.evidence["ratio"] > 9
+
+
+def test_pa109_leaves_profiler_kernel_durations_alone():
+    rng = np.random.default_rng(6)
+    d = rng.lognormal(np.log(1.0e6), 0.02, 60)
+    ts = np.arange(60) * 0.3e6  # two streams: kernels overlap
+    ev = gather(claim(side("baseline", 0, seed=1, values=d, timestamps=ts, meta={"time_source": "nsys"}), side("candidate", 0, seed=2, values=d / 2, timestamps=ts, meta={"time_source": "nsys"})))
+    (f,) = BY_CODE["PA109"].check(ev)
+    assert f.status is Status.UNKNOWN

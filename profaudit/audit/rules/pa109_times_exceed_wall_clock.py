@@ -4,7 +4,7 @@ import numpy as np
 
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import fmt_time
+from profaudit.audit.rules._common import fmt_time, time_family
 
 _TOLERANCE = 1.10  # FAIRNESS P7 (prop.): the sum of the timed calls may exceed the span by 10 %
 _SLACK_NS = 1_000.0  # per iteration: timestamp placement
@@ -18,7 +18,8 @@ class TimesExceedWallClock(Rule):
     the last timestamp. Sequential calls cannot take longer in total than the time they ran in;
     beyond 10 % (+1 us per iteration) the durations are not the time of one call each. Both
     readings of the timestamp (iteration start or end) are tried; logs whose timestamps are too
-    coarse to separate iterations are not judged.
+    coarse to separate iterations are not judged, nor are kernel durations a profiler recorded
+    (ncu, nsys, Kineto: kernels on several streams overlap and each duration is still right).
 
     Why it matters: overlapping measurements (events recorded on another stream, a timer that
     spans several iterations, asynchronous calls timed from a queue) and patched timers produce
@@ -67,6 +68,8 @@ class TimesExceedWallClock(Rule):
         ts_all = se.columns.get("timestamp_ns")
         if se.times is None or ts_all is None or se.times.size < 3:
             return None
+        if time_family(se.get("time_source")) in ("ncu", "trace"):
+            return None  # kernel durations from a profiler: concurrent kernels overlap legitimately
         cps = se.get("calls_per_sample")
         per_sample = float(cps) if isinstance(cps, (int, float)) and cps and cps > 0 else 1.0
         runs = se.runs if se.runs is not None else np.zeros(se.times.size, dtype=np.int64)
