@@ -14,6 +14,7 @@ from profaudit.parsers import dataset
 from profaudit.parsers import neuron_json, neuron_ntff, neuron_parquet, xla_logdir, xplane
 from profaudit.parsers import ncu_csv, ncu_rep
 from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
+from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
 from profaudit.parsers import chrome_trace, rocprof_sdk
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
@@ -30,6 +31,9 @@ REGISTRY: list[Parser] = [
     ncu_csv.PARSER,
     nsys_sqlite.PARSER,
     nsys_rep.PARSER,
+    # legacy nvprof --csv logs, before nsys stats (an nvprof unified-memory table has `Total Time`):
+    # its sniff needs nvprof's `==PID==` lines or its own quoted headers
+    nvprof_csv.PARSER,
     # before any generic CSV parser: its sniff looks for nsys stats' own headers and preamble
     nsys_stats_csv.PARSER,
     # timing logs: the tool-specific formats before the generic table, which claims any
