@@ -136,3 +136,32 @@ def test_cli_exit_code_reflects_correctness(tmp_path, cli):
     r = cli("bench", "run", f, "-o", tmp_path / "o", "--max-time", "0.05", "--min-samples", "10", "--warmup-max-time", "0.05")
     assert r.code == 1
     assert "off_by_one" in r.err and "failed their correctness check" in r.err
+
+
+INPLACE = """
+import torch
+from profaudit import bench
+
+def inputs(p, gen):
+    return (gen.randn((p["n"],), "float32"),)
+
+def doubles_in_place(x):
+    return x.mul_(2.0)
+
+REFUSED = bench.Benchmark("inplace", backend="torch", inputs=inputs, reference=lambda x: x * 2.0,
+    variants={"mul_": doubles_in_place, "mul": lambda x: x * 2.0}, params=[{"n": 256}])
+DECLARED = bench.Benchmark("inplace_declared", backend="torch", inputs=inputs, reference=lambda x: x * 2.0,
+    variants={"mul_": doubles_in_place}, params=[{"n": 256}], mutates_inputs=True)
+"""
+
+
+def test_a_variant_that_writes_into_its_inputs_is_refused_unless_declared(tmp_path):
+    from profaudit import bench
+
+    f = tmp_path / "bench_inplace.py"
+    f.write_text(INPLACE)
+    m = bench.run_file(f, tmp_path / "out", options=_opts(max_time_s=0.05))
+    by = {(c["id"].split("[")[0], v): ve for c in m["cases"] for v, ve in c["variants"].items()}
+    assert by[("inplace", "mul_")]["status"] == "error" and "writes into its inputs" in by[("inplace", "mul_")]["error"]
+    assert by[("inplace", "mul")]["status"] == "ok"  # the out-of-place variant of the same case still runs
+    assert by[("inplace_declared", "mul_")]["status"] == "ok", by[("inplace_declared", "mul_")]

@@ -342,8 +342,21 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             bound[name] = [bind(v, s) for s in range(n_sets)]
             calls = 0
             for s in checked_sets:
+                before = None if b.mutates_inputs else [np.array(backend.to_numpy(a), copy=True) for a in sets[s] if backend.is_array(a)]
                 res, got = checked_call(v, s, bound[name][s])
                 calls += 1
+                if before is not None and not all(np.array_equal(x, np.asarray(backend.to_numpy(a)), equal_nan=True) for x, a in zip(before, (a for a in sets[s] if backend.is_array(a)))):
+                    r.status, r.error = "error", (
+                        f"{name} writes into its inputs: every timed call would see different data; copy them inside the "
+                        "variant, use output= for a result buffer, or declare mutates_inputs=True if that is the point"
+                    )
+                    r.correctness[f"before_set{s}"] = res.as_dict()
+                    # the other variants share these inputs: give them back their drawn values
+                    for k in checked_sets:
+                        again = make_inputs(k)
+                        if not all(backend.copy_into(dst, src) for dst, src in zip(sets[k], again) if backend.is_array(dst)):
+                            sets[k] = again
+                    break
                 r.correctness[f"before_set{s}"] = res.as_dict()
                 if not res.ok:
                     r.status, r.error = "correctness_failed", f"before timing, input set {s}: {res.message}"

@@ -23,7 +23,8 @@ parameter sweep, and the work it does (FLOPs, minimum bytes) as functions of the
 A variant is called `fn(*inputs)` and returns its output, or, when the benchmark declares
 `output=`, `fn(*inputs, out)` and writes into `out` (which the harness poisons with NaN before
 each checked call). A variant or reference that takes a `params` keyword receives the case's
-parameters.
+parameters. A variant that writes into its inputs is refused (each timed call would see different
+data) unless the benchmark declares `mutates_inputs=True`.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ class Benchmark:
         cache: str | None = None,
         input_sets: int | None = None,
         reference_fp64: bool = True,
+        mutates_inputs: bool = False,
         description: str | None = None,
     ):
         if not isinstance(name, str) or not _NAME_RE.match(name):
@@ -152,6 +154,9 @@ class Benchmark:
         self.cache = cache
         self.input_sets = input_sets
         self.reference_fp64 = reference_fp64
+        # an in-place kernel makes every timed call see different data (x.mul_(2) reaches inf);
+        # the harness refuses such a variant unless the benchmark says it is meant
+        self.mutates_inputs = bool(mutates_inputs)
         self.description = description
         self.source_file: str | None = None
 
