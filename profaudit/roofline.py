@@ -26,7 +26,9 @@ below boost). DRAM bandwidth does not scale with the SM clock. The kernel clock 
 put in `sm_clock_hz` (for ncu, `gpc__cycles_elapsed.avg.per_second`, i.e. elapsed cycles / duration,
 which launch overhead drags down a little on very short kernels, making their kernel-clock roof
 slightly low). Missing inputs give nulls, never zeros, and
-`roof_note` says what was missing.
+`roof_note` says what was missing. A kernel whose tensor pipe was busy while the report counted only
+its vector FLOPs (ncu sections with tensor utilisation but no `sm__ops_path_tensor_*` counters) gets
+no FLOP-based position at all: its vector FLOPs alone would place a GEMM as memory-bound.
 """
 
 from __future__ import annotations
@@ -78,27 +80,79 @@ def roofline_columns(clock: ClockChoice = "both") -> list[str]:
 
 
 def _inputs(ps_or_kernels) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-    """(kernels frame, metadata frame or None) from a ProfileSet, a Profile, profiles, or a frame."""
+    """(kernels frame, metadata frame or None) from a ProfileSet, a Profile, profiles, or a frame.
+
+    The kernels frame carries `tensor_flops_uncounted` and `tensor_pipe_pct` (see
+    `tensor_pipe_activity`): from the metrics of a ProfileSet, or as given on a kernels DataFrame
+    that has those columns."""
     from profaudit import schema
 
+    ps = None
     if isinstance(ps_or_kernels, ProfileSet):
-        return ps_or_kernels.kernels, ps_or_kernels.metadata
-    if isinstance(ps_or_kernels, Profile):
+        ps = ps_or_kernels
+    elif isinstance(ps_or_kernels, Profile):
         ps = ProfileSet([ps_or_kernels])
-        return ps.kernels, ps.metadata
-    if isinstance(ps_or_kernels, pl.DataFrame):
-        return schema.conform("kernels", ps_or_kernels), None
-    if isinstance(ps_or_kernels, (list, tuple)) and ps_or_kernels and all(isinstance(p, Profile) for p in ps_or_kernels):
+    elif isinstance(ps_or_kernels, pl.DataFrame):
+        k = schema.conform("kernels", ps_or_kernels.drop(UNCOUNTED_COLUMN, TENSOR_PIPE_COLUMN, strict=False))
+        cols = []
+        for col, dt in ((UNCOUNTED_COLUMN, pl.Boolean), (TENSOR_PIPE_COLUMN, pl.Float64)):
+            given = ps_or_kernels.get_column(col).cast(dt) if col in ps_or_kernels.columns else pl.Series(col, [None] * k.height, dtype=dt)
+            cols.append(given)
+        k = k.with_columns(*cols).with_columns(pl.col(UNCOUNTED_COLUMN).fill_null(False))
+        return k, None
+    elif isinstance(ps_or_kernels, (list, tuple)) and ps_or_kernels and all(isinstance(p, Profile) for p in ps_or_kernels):
         ps = ProfileSet(ps_or_kernels)
-        return ps.kernels, ps.metadata
-    if isinstance(ps_or_kernels, (str, os.PathLike)) or (
+    elif isinstance(ps_or_kernels, (str, os.PathLike)) or (
         isinstance(ps_or_kernels, (list, tuple)) and ps_or_kernels and all(isinstance(p, (str, os.PathLike)) for p in ps_or_kernels)
     ):
         from profaudit.loader import load
 
         ps = load(ps_or_kernels)
-        return ps.kernels, ps.metadata
+    if ps is not None:
+        k = ps.kernels
+        return _with_tensor_activity(k, tensor_pipe_activity(k, ps.metrics)), ps.metadata
     raise UsageError(f"roofline() takes paths, a ProfileSet, a Profile or a kernels DataFrame, not {type(ps_or_kernels).__name__}")
+
+
+TENSOR_PIPE_COLUMN = "tensor_pipe_pct"
+UNCOUNTED_COLUMN = "tensor_flops_uncounted"
+# ncu tensor-pipe utilisation and instruction counters (sm__pipe_tensor_cycles_active...,
+# sm__inst_executed_pipe_tensor_op_hmma...): they say whether the tensor cores worked, not how many
+# FLOPs they did (an HMMA's FLOPs depend on its shape, which they do not record).
+_TENSOR_PIPE_METRIC = r"^(?:sm|smsp)__(?:inst_executed_)?pipe_tensor"
+
+
+def tensor_pipe_activity(kernels: pl.DataFrame, metrics: pl.DataFrame | None) -> pl.DataFrame:
+    """(profile_id, kernel_id, tensor_flops_uncounted, tensor_pipe_pct) for the kernels whose
+    tensor-core FLOPs are unknown (`flops_method` says `tensor:unknown`) although a tensor-pipe
+    metric is non-zero: their FLOP columns hold the vector FLOPs alone, so a roofline from them
+    would understate the work and could name the wrong bound.
+
+    `tensor_pipe_pct` is the largest tensor-pipe percentage recorded (null when only instruction
+    counts were). A kernels DataFrame given to `roofline()` may carry these two columns itself.
+    """
+    out_schema = {"profile_id": pl.Utf8, "kernel_id": pl.Int64, UNCOUNTED_COLUMN: pl.Boolean, TENSOR_PIPE_COLUMN: pl.Float64}
+    if metrics is None or metrics.height == 0 or "flops_method" not in kernels.columns:
+        return pl.DataFrame(schema=out_schema)
+    unknown = kernels.filter(pl.col("flops_method").str.contains("tensor:unknown", literal=True)).select("profile_id", "kernel_id")
+    if unknown.height == 0:
+        return pl.DataFrame(schema=out_schema)
+    m = metrics.filter(pl.col("metric").str.contains(_TENSOR_PIPE_METRIC) & (pl.col("value") > 0))
+    m = m.join(unknown, on=["profile_id", "kernel_id"], how="semi")
+    if m.height == 0:
+        return pl.DataFrame(schema=out_schema)
+    act = m.group_by("profile_id", "kernel_id").agg(pl.col("value").filter(pl.col("metric").str.contains("pct")).max().alias(TENSOR_PIPE_COLUMN))
+    return act.select(
+        pl.col("profile_id").cast(pl.Utf8), pl.col("kernel_id").cast(pl.Int64),
+        pl.lit(True).alias(UNCOUNTED_COLUMN), pl.col(TENSOR_PIPE_COLUMN).cast(pl.Float64),
+    )
+
+
+def _with_tensor_activity(k: pl.DataFrame, act: pl.DataFrame) -> pl.DataFrame:
+    if act.height:
+        k = k.join(act, on=["profile_id", "kernel_id"], how="left")
+        return k.with_columns(pl.col(UNCOUNTED_COLUMN).fill_null(False))
+    return k.with_columns(pl.lit(False).alias(UNCOUNTED_COLUMN), pl.lit(None, pl.Float64).alias(TENSOR_PIPE_COLUMN))
 
 
 def _device_column(k: pl.DataFrame, md: pl.DataFrame | None) -> pl.DataFrame:
@@ -209,6 +263,8 @@ def roofline(
         k = k.join(sf, on="_device", how="left")
 
     fcols = [f"flops_{p}" for p in PRECISIONS]
+    # Vector FLOPs without the tensor cores' FLOPs are not the kernel's work: no FLOP-based position.
+    k = k.with_columns([pl.when(pl.col(UNCOUNTED_COLUMN)).then(None).otherwise(pl.col(c)).alias(c) for c in fcols + ["flops_total"]])
     typed_any = pl.any_horizontal([pl.col(c).is_not_null() for c in fcols])
     untyped = (~typed_any) & pl.col("flops_total").is_not_null()
     if flops_precision is not None:
@@ -294,7 +350,12 @@ def _notes(k: pl.DataFrame, unmatched: Mapping, suffixes, flops_precision) -> pl
     no_typed = ~pl.any_horizontal([pl.col(c).is_not_null() for c in fcols])
     parts.append(pl.when(no_typed & pl.col("flops_total").is_not_null())
                  .then(pl.lit("FLOPs are an untyped total: pass flops_precision= (--flops-precision) to set the compute ceiling")))
-    parts.append(pl.when(no_typed & pl.col("flops_total").is_null()).then(pl.lit("no FLOP counts: compute roof unknown")))
+    tensor_pct = pl.col(TENSOR_PIPE_COLUMN).round(1).cast(pl.Utf8)
+    parts.append(pl.when(pl.col(UNCOUNTED_COLUMN)).then(
+        pl.lit("tensor pipe active") + pl.when(tensor_pct.is_not_null()).then(pl.lit(" (") + tensor_pct + pl.lit("% of peak)")).otherwise(pl.lit(""))
+        + pl.lit(" but its FLOPs were not counted (collect the sm__ops_path_tensor_* counters): FLOPs and compute roof unknown")
+    ))
+    parts.append(pl.when(no_typed & pl.col("flops_total").is_null() & ~pl.col(UNCOUNTED_COLUMN)).then(pl.lit("no FLOP counts: compute roof unknown")))
     missing_peak = pl.concat_str(
         [pl.when((pl.col(f"flops_{p}") > 0) & pl.col(f"_peak_{p}").is_null() & pl.col("device_key").is_not_null()).then(pl.lit(p)) for p in PRECISIONS],
         separator=", ", ignore_nulls=True,
@@ -394,7 +455,7 @@ def unmatched_devices(ps_or_kernels, extra_specs: Iterable = ()) -> dict[str, st
     return out
 
 
-__all__ = ["roofline", "ceilings", "roofs_at", "median_kernel_clock", "roofline_columns", "unmatched_devices"]
+__all__ = ["roofline", "ceilings", "roofs_at", "median_kernel_clock", "roofline_columns", "unmatched_devices", "tensor_pipe_activity"]
 
 
 from profaudit._callable import make_module_callable  # noqa: E402

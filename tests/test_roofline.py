@@ -379,3 +379,77 @@ def test_roofline_takes_paths_like_load(tmp_path):
     assert by_path.drop("profile_id").equals(direct.drop("profile_id"))
     with pytest.raises(profaudit.InputError):
         profaudit.roofline(str(tmp_path / "missing.ncu-rep"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tensor-core kernels whose tensor FLOPs the report did not count
+
+
+def _tensor_ps(pipe_pct: float, method: str, tensor_flops: float | None = None) -> ProfileSet:
+    row = {"kernel_id": 0, "name": "hmma_gemm", "device_name": A100, "duration_ns": 1.0e6, "flops_fp32": 2.0e6,
+           "dram_bytes": 1.0e8, "sm_clock_hz": 1410e6, "flops_method": method}
+    if tensor_flops is not None:
+        row["flops_fp16_tensor"] = tensor_flops
+    k = pl.DataFrame([row], schema_overrides={"kernel_id": pl.Int64}, strict=False)
+    m = pl.DataFrame({"profile_id": ["p", "p"], "kernel_id": [0, 0], "unit": ["%", "%"], "kind": ["metric", "metric"],
+                      "metric": ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active"],
+                      "value": [pipe_pct, pipe_pct / 2]})
+    return ProfileSet([Profile("p", {}, {"kernels": k, "metrics": m})])
+
+
+def test_uncounted_tensor_flops_give_no_flop_position():
+    # ncu sections with tensor utilisation but no sm__ops_path counters: the 2e6 FLOPs are the FP32
+    # epilogue only. With them the GEMM would sit at AI 0.02 and be called DRAM-bound at 6.4 %.
+    r = _row(roofline(_tensor_ps(55.0, "sass-counters(sum):fp32;tensor:unknown(pct-or-inst-only)")))
+    for col in ("flops", "ai_dram_flops_per_byte", "achieved_flops_per_s", "compute_roof_flops_per_s_at_boost",
+                "attainable_flops_per_s_at_boost", "roof_pct_at_boost", "bound_at_boost", "roof_pct_at_kernel_clock"):
+        assert r[col] is None, col
+    assert "tensor pipe active (55.0% of peak) but its FLOPs were not counted" in r["roof_note"]
+    assert "no FLOP counts" not in r["roof_note"]
+    # what was measured stays: DRAM throughput against its roof
+    assert r["achieved_dram_bytes_per_s"] == pytest.approx(1e11)
+    assert r["dram_bandwidth_pct_at_boost"] == pytest.approx(100 * 1e11 / 1555e9)
+
+
+def test_idle_tensor_pipe_or_counted_tensor_flops_keep_the_position():
+    idle = _row(roofline(_tensor_ps(0.0, "sass-counters(sum):fp32;tensor:unknown(pct-or-inst-only)")))
+    assert idle["flops"] == 2.0e6 and idle["bound_at_boost"] == "dram" and idle["roof_note"] is None
+    counted = _row(roofline(_tensor_ps(55.0, "sass-counters(sum):fp32;tensor-ops-path:fp16", tensor_flops=1.5e11)))
+    assert counted["flops"] == pytest.approx(1.5e11 + 2e6) and counted["bound_at_boost"] == "compute"
+    assert counted["roof_note"] is None
+
+
+def test_uncounted_flag_on_a_kernels_frame():
+    k = pl.DataFrame({"kernel_id": [0, 1], "duration_ns": [1e6, 1e6], "flops_fp32": [2e6, 2e6], "dram_bytes": [1e8, 1e8],
+                      "device_name": [A100, A100], "tensor_flops_uncounted": [True, False], "tensor_pipe_pct": [None, None]})
+    rf = roofline(k)
+    assert rf["flops"].to_list() == [None, 2e6]
+    assert rf["roof_note"][0].startswith("tensor pipe active but its FLOPs were not counted")
+
+
+@pytest.mark.corpus
+def test_wmma_gemm_on_t4_says_its_tensor_flops_are_unknown():
+    f = NCU.get("Syswea__cuda-fused-linear-layer__profile_report.ncu-rep")
+    if f is None:
+        pytest.skip("corpus file absent")
+    ncu_report = pytest.importorskip("ncu_report")
+    import profaudit
+
+    ctx = ncu_report.load_report(str(f))
+    want = {}
+    for ri in range(ctx.num_ranges()):
+        rg = ctx.range_by_idx(ri)
+        for ai in range(rg.num_actions()):
+            a = rg.action_by_idx(ai)
+            vals = [a.metric_by_name(n).as_double() for n in a.metric_names() if n.startswith(("sm__pipe_tensor", "sm__inst_executed_pipe_tensor")) and "pct" in n]
+            want.setdefault(a.name(), []).append(max(vals) if vals else None)
+    rf = roofline(profaudit.load(f, parallel=False))
+    for r in rf.iter_rows(named=True):
+        pct = want[r["short_name"]].pop(0)
+        if pct:
+            # the T4 report has tensor utilisation only (Turing has no ops_path counters)
+            assert f"tensor pipe active ({pct:.1f}% of peak)" in r["roof_note"]
+            assert r["flops"] is None and r["roof_pct_at_boost"] is None
+        else:
+            assert "tensor pipe" not in (r["roof_note"] or "")
+    assert any("tensor pipe active" in (n or "") for n in rf["roof_note"].to_list())

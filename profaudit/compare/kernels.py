@@ -292,8 +292,17 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> st
     sig = totals.get("significance") or {}
     state = sig.get("verdict", "unknown")
     label = "GPU time" if what == "gpu_time" else "time"
+    noise_pct = 100 * _noise_threshold()
+    if state == "unknown" and abs(diff) < noise_pct:
+        # One untested measurement per side: a difference this small is within the resolution and
+        # run-to-run noise of any GPU timer (the same run read through two tools differs by a few ns)
+        return (
+            f"candidate {label} {_pct(diff)} ({sp:.3g}x): within the {noise_pct:.3g}% noise threshold and "
+            f"significance unknown ({sig.get('reason') or 'no repeated runs'}); no winner declared"
+            + (" (with warnings: see findings)" if comparable == "with-warnings" else "")
+        )
     direction = "faster" if diff < 0 else "slower" if diff > 0 else "as fast"
-    head = f"candidate {label} {diff:+.1f}% ({sp:.3g}x): candidate {direction}"
+    head = f"candidate {label} {_pct(diff)} ({sp:.3g}x): candidate {direction}"
     basis = sig.get("basis") or ""
     p = sig.get("p_value")
     ptxt = (", p<1e-300" if p == 0 else f", p={p:.2g}") if isinstance(p, float) and p == p else ""
@@ -308,7 +317,22 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> st
     else:
         tail = f"significant ({basis}{ptxt}{ci})"
     caveat = " (with warnings: see findings)" if comparable == "with-warnings" else ""
+    cov = [totals.get("matched_share_baseline_pct"), totals.get("matched_share_candidate_pct")]
+    if all(isinstance(x, (int, float)) for x in cov) and min(cov) < 50:
+        # most of one side's time is in kernels the other side lacks: the totals may not measure the same work
+        caveat += f" (matched kernels hold only {cov[0]:.0f}% / {cov[1]:.0f}% of the baseline's / candidate's GPU time: check both run the same workload)"
     return f"{head}; {tail}{caveat}"
+
+
+def _noise_threshold() -> float:
+    from profaudit.audit.stats import DEFAULT_NOISE_THRESHOLD
+
+    return DEFAULT_NOISE_THRESHOLD
+
+
+def _pct(diff: float) -> str:
+    """A signed percentage that does not print a non-zero difference as +0.0%."""
+    return f"{diff:+.1f}%" if diff == 0 or abs(diff) >= 0.05 else f"{diff:+.1g}%"
 
 
 def display_name(name: str, width: int = 60) -> str:

@@ -173,11 +173,18 @@ def _group_aggregate(k: pl.DataFrame, side: str) -> pl.DataFrame:
     sums = [pl.when(pl.col(c).count() > 0).then(pl.col(c).sum()).otherwise(None).alias(c) for c in _SUM_COLUMNS]
     w = pl.col("duration_ns")
     clk = pl.when(pl.col("sm_clock_hz").count() > 0).then((pl.col("sm_clock_hz") * w).sum() / w.filter(pl.col("sm_clock_hz").is_not_null()).sum())
+    from profaudit.roofline import TENSOR_PIPE_COLUMN, UNCOUNTED_COLUMN
+
+    extra = []
+    if UNCOUNTED_COLUMN in g.columns:
+        # one launch whose tensor FLOPs went uncounted leaves the group's FLOP total incomplete
+        extra = [pl.col(UNCOUNTED_COLUMN).fill_null(False).any().alias(UNCOUNTED_COLUMN), pl.col(TENSOR_PIPE_COLUMN).max().alias(TENSOR_PIPE_COLUMN)]
     agg = g.group_by("group_id").agg(
         *sums,
         w.sum().alias("duration_ns"),
         clk.alias("sm_clock_hz"),
         mode_of("device_name"),
+        *extra,
     )
     return agg.with_columns(pl.lit(side).alias("profile_id"), pl.col("group_id").alias("kernel_id"))
 
@@ -189,10 +196,13 @@ def roofline_movement(b, c, kb: pl.DataFrame, kc: pl.DataFrame, *, device: str |
     through `profaudit.roofline.roofline` at the boost clock and at the clock the kernels ran at.
     Device metadata fills a missing per-kernel device name; `device` overrides both.
     """
-    from profaudit.roofline import roofline
+    from profaudit.roofline import roofline, tensor_pipe_activity
 
     frames = []
     for side, src, k in (("baseline", b, kb), ("candidate", c, kc)):
+        act = tensor_pipe_activity(k, src.ps.metrics)
+        if act.height:
+            k = k.join(act, on=["profile_id", "kernel_id"], how="left")
         agg = _group_aggregate(k, side)
         if agg.height == 0:
             return pl.DataFrame(schema=ROOFLINE_SCHEMA)

@@ -258,8 +258,14 @@ def _verdict(comparable: str, findings: list, totals: dict) -> str:
     n = totals["matched_cases"]
     cs = totals["case_significance"]
     faster, slower = cs.get("faster", 0), cs.get("slower", 0)
-    direction = "faster" if geo > 1 else "slower" if geo < 1 else "as fast"
     caveat = " (with warnings: see findings)" if comparable == "with-warnings" else ""
+    if faster == 0 and slower == 0:
+        # a geometric mean of untested or noise-level ratios names no winner
+        return (
+            f"no case differs significantly: geometric-mean speedup {geo:.3g}x over {n} matched case(s), "
+            f"{cs.get('same', 0)} within the noise threshold, {n - cs.get('same', 0)} not significant or unknown; no winner declared{caveat}"
+        )
+    direction = "faster" if geo > 1 else "slower" if geo < 1 else "as fast"
     return (
         f"candidate {direction}: geometric-mean speedup {geo:.3g}x over {n} matched case(s); "
         f"significantly faster in {faster}, slower in {slower}, {n - faster - slower} not significant or unknown{caveat}"
