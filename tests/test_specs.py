@@ -572,6 +572,11 @@ REPORTED = {
     "NVIDIA GeForce RTX 3070": "rtx-3070",           # ncu-rep NVIDIA__nsight-training__manual_nvtx
     "NVIDIA GeForce RTX 4060 Ti": "rtx-4060-ti",     # nsys-sqlite 0x822a5b87__test-cuda
     "NVIDIA GeForce GTX 1080 Ti": "gtx-1080-ti",     # nsys-sqlite martisu1631998__kmeans-parallel
+    "NVIDIA GeForce RTX 2060 SUPER": "rtx-2060-super",  # ncu-rep amitadate__GPU_Power_Model, cornflexxx__HomCmprsr
+    "GeForce RTX 2070": "rtx-2070",                  # ncu-rep evozone96__matrixMul (2019 driver naming)
+    "NVIDIA GeForce RTX 2070": "rtx-2070",
+    "NVIDIA GeForce GTX 1660 Ti": "gtx-1660-ti",     # ncu-rep josiahls__cuda_learning_mojo
+    "NVIDIA GeForce RTX 2080 Ti": "rtx-2080-ti",     # ncu-rep yzwang2000__cudaCode
     "TPU v6 Lite": "tpu-v6e",                        # xplane openxla__xprof tpu_inference (strings)
     "TPU v7x": "tpu7x",                              # xprof device_type_string for Ironwood
     "TPU v7": "tpu7x",
@@ -623,8 +628,7 @@ UNMATCHED = [
     "AMD Radeon Graphics",           # chrome-trace HTA mi250 (gfx90a reported generically)
     "Quadro GP100",                  # chrome-trace HTA step_base
     "NVIDIA GeForce RTX 3050 Laptop GPU", "NVIDIA GeForce RTX 2060 with Max-Q Design",
-    "NVIDIA GeForce RTX 2060 SUPER", "GeForce RTX 2070", "NVIDIA GeForce GTX 1660 Ti", "NVIDIA GeForce GTX 1650",
-    "NVIDIA GeForce RTX 2080 Ti", "NVIDIA GeForce RTX 2070",
+    "NVIDIA GeForce GTX 1650",       # ncu-rep kprattis__*: GDDR5 and GDDR6 boards share the name, 4 GB and 14 SMs: ambiguous
     # look-alikes that must not be taken for a spec'd part
     "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090 D", "NVIDIA L40", "NVIDIA H200 NVL",
     "TPU v4 lite", "AMD Instinct MI250X / MI250", "Tesla V100S-PCIE-32GB", "NVIDIA A100", "NVIDIA GH200",
@@ -1058,8 +1062,8 @@ CONSUMER_NAMES = {
     "NVIDIA GeForce RTX 3080 Laptop GPU": None, "NVIDIA GeForce RTX 3080 Ti Laptop GPU": None, "NVIDIA RTX A5000 Laptop GPU": None,
     "NVIDIA GeForce RTX 4080 SUPER": None, "NVIDIA GeForce RTX 4080 Laptop GPU": None, "NVIDIA GeForce RTX 5090 D": None,
     "NVIDIA GeForce RTX 4070": None, "NVIDIA GeForce RTX 4070 SUPER": None, "NVIDIA GeForce RTX 5060": None,
-    "NVIDIA GeForce RTX 3090 Ti": None, "NVIDIA GeForce GTX 1080": None, "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": None,
-    "NVIDIA RTX 5000 Ada Generation": None, "Quadro GP100": None, "Tesla P100": None, "NVIDIA GeForce RTX 2080 Ti": None,
+    "NVIDIA GeForce RTX 3090 Ti": None, "NVIDIA GeForce GTX 1080": "gtx-1080", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": None,
+    "NVIDIA RTX 5000 Ada Generation": None, "Quadro GP100": None, "Tesla P100": None, "NVIDIA GeForce RTX 2080 Ti": "rtx-2080-ti",
 }
 
 
@@ -1136,3 +1140,246 @@ def test_rtx_4060_ti_spec_agrees_with_its_driver_record():
     assert spec is not None and spec.key == "rtx-4060-ti"
     assert (spec.sm_count, spec.l2_cache_bytes) == (sms, l2)
     assert spec.bandwidth_bytes_per_s("dram") == pytest.approx(bw, rel=1e-6)
+
+
+# ===================================================================================================
+# Older consumer NVIDIA parts public ncu / nsys / nvprof reports name: GeForce RTX 20 and GTX 16 (Turing), TITAN RTX, GTX 10 and
+# TITAN Xp / X (Pascal), TITAN V (Volta), RTX 3050 (desktop 8 GB). Self-contained block: its own rate table and name lists.
+
+OLDER_KEYS = [
+    "rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx-2070-super", "rtx-2070", "rtx-2060-super", "rtx-2060", "titan-rtx",
+    "gtx-1660-ti", "gtx-1660-super", "gtx-1660", "gtx-1650-gddr5", "gtx-1650-gddr6",
+    "gtx-1080", "gtx-1070-ti", "gtx-1070", "gtx-1060-6gb", "titan-xp", "titan-x-pascal", "titan-v", "rtx-3050",
+]
+# FLOP (ops) per clock per SM, dense. Turing: the RTX 2080 Ti column of NVIDIA's Turing Table 1 (GeForce: FP16 MMA with FP32
+# accumulate at half the FP16-accumulate rate; TITAN RTX at the full rate) and TU102's FP64 at 1/32 of FP32. GTX 16 / Pascal / Volta
+# non-tensor: the CUDA guide's results/clk/SM x 2 (cc 7.x: FP32 64, FP16 128, FP64 32 on 7.0; cc 6.1: FP32 128, FP16 2, FP64 4).
+# GA10x: the RTX 3090 table of the GA102 whitepaper.
+_OLDER_PER_SM = {
+    "tu102_geforce": dict(fp64=4, fp32=128, fp16=256, fp16_tensor=512, int8_tensor=2048, fp16_tensor_fp16_accumulate=1024, int4_tensor=4096),
+    "tu10x_geforce": dict(fp32=128, fp16=256, fp16_tensor=512, int8_tensor=2048, fp16_tensor_fp16_accumulate=1024, int4_tensor=4096),
+    "tu102_titan": dict(fp64=4, fp32=128, fp16=256, fp16_tensor=1024, int8_tensor=2048, fp16_tensor_fp16_accumulate=1024, int4_tensor=4096),
+    "tu11x": dict(fp32=128, fp16=256),
+    "gp10x": dict(fp64=8, fp32=256, fp16=4),
+    "gv100": dict(fp64=64, fp32=128, fp16=256, fp16_tensor=1024),
+    "ga10x_geforce": dict(fp32=256, fp16=256, tf32_tensor=256, fp16_tensor=512, bf16_tensor=512, int8_tensor=2048,
+                          fp16_tensor_fp16_accumulate=1024, int4_tensor=4096),
+}
+_OLDER_ARCH = {
+    "rtx-2080-ti": "tu102_geforce", "rtx-2080-super": "tu10x_geforce", "rtx-2080": "tu10x_geforce", "rtx-2070-super": "tu10x_geforce",
+    "rtx-2070": "tu10x_geforce", "rtx-2060-super": "tu10x_geforce", "rtx-2060": "tu10x_geforce", "titan-rtx": "tu102_titan",
+    "gtx-1660-ti": "tu11x", "gtx-1660-super": "tu11x", "gtx-1660": "tu11x", "gtx-1650-gddr5": "tu11x", "gtx-1650-gddr6": "tu11x",
+    "gtx-1080": "gp10x", "gtx-1070-ti": "gp10x", "gtx-1070": "gp10x", "gtx-1060-6gb": "gp10x", "titan-xp": "gp10x",
+    "titan-x-pascal": "gp10x", "titan-v": "gv100", "rtx-3050": "ga10x_geforce",
+}
+
+
+def test_older_parts_are_shipped_and_rated():
+    specs = load_specs()
+    assert [k for k in OLDER_KEYS if k not in specs] == []
+    assert sorted(_OLDER_ARCH) == sorted(OLDER_KEYS)
+    # nothing here duplicates a key of the earlier consumer block
+    assert not set(OLDER_KEYS) & set(CONSUMER_KEYS)
+
+
+@pytest.mark.parametrize("key", OLDER_KEYS)
+def test_older_peaks_reproduce_at_the_boost_clock(key):
+    """Every peak, printed or derived, is SMs x FLOP/clk/SM x boost clock within 1 %, so rescaling to a kernel's clock is exact."""
+    spec = get_spec(key)
+    rates = _OLDER_PER_SM[_OLDER_ARCH[key]]
+    seen = set()
+    for table, factor in ((spec.peaks_dense, 1), (spec.peaks_sparse, 2), (spec.other_peaks, 1)):
+        for prec, v in table.items():
+            assert v.clock_hz == spec.boost_clock_hz, (key, prec)
+            predicted = spec.sm_count * rates[prec] * factor * v.clock_hz
+            assert abs(v.value / predicted - 1) <= 0.01, (key, prec, v.value, predicted)
+            seen.add(prec)
+    # every rate of the architecture is carried (nothing silently dropped) and nothing else is
+    assert seen == set(rates), (key, set(rates) ^ seen)
+    assert spec.bandwidth_bytes_per_s("l1") == pytest.approx(128 * spec.sm_count * spec.boost_clock_hz)
+    assert spec.bandwidth("l2") is None  # NVIDIA publishes no L2 bytes/clk for these parts
+    for p, v in {**spec.peaks_dense, **spec.other_peaks}.items():
+        printed = not v.derivation
+        # only the 2080 Ti's Table 1 figures are printed in the text read; its FP64 is derived from the stated 1/32 rate
+        assert printed == (key == "rtx-2080-ti" and p != "fp64"), (key, p)
+
+
+def test_older_precision_ratios():
+    g = get_spec
+    # Turing GeForce FP16 MMA with FP32 accumulate is half the FP16-accumulate rate (Turing Table 1: 53.8 vs 107.6); TITAN RTX is not
+    for key in ("rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx-2070-super", "rtx-2070", "rtx-2060-super", "rtx-2060", "rtx-3050"):
+        s = g(key)
+        assert s.other_peaks["fp16_tensor_fp16_accumulate"].value / s.peak_flops_per_s("fp16_tensor") == pytest.approx(2, rel=2e-3), key
+    t = g("titan-rtx")
+    assert t.other_peaks["fp16_tensor_fp16_accumulate"].value == pytest.approx(t.peak_flops_per_s("fp16_tensor"))
+    # Pascal consumer: FP16 1/64 and FP64 1/32 of FP32; Volta TITAN V: FP64 1/2; TU102: FP64 1/32
+    for key in ("gtx-1080", "gtx-1070-ti", "gtx-1070", "gtx-1060-6gb", "titan-xp", "titan-x-pascal"):
+        s = g(key)
+        assert s.peak_flops_per_s("fp16") / s.peak_flops_per_s("fp32") == pytest.approx(1 / 64, rel=2e-3), key
+        assert s.peak_flops_per_s("fp64") / s.peak_flops_per_s("fp32") == pytest.approx(1 / 32, rel=2e-3), key
+        assert not [p for p in s.peaks_dense if p.endswith("_tensor")], key
+    assert g("titan-v").peak_flops_per_s("fp64") / g("titan-v").peak_flops_per_s("fp32") == pytest.approx(0.5, rel=2e-3)
+    for key in ("rtx-2080-ti", "titan-rtx"):  # the 2080 Ti's FP32 is the printed 13.4 (13.45 unrounded)
+        assert g(key).peak_flops_per_s("fp64") / g(key).peak_flops_per_s("fp32") == pytest.approx(1 / 32, rel=1e-2)
+    # FP64 of the other Turing chips is not stated in the text read: absent rather than guessed
+    for key in ("rtx-2080", "rtx-2070", "gtx-1660-ti", "gtx-1650-gddr6"):
+        assert g(key).peak("fp64") is None
+    # GTX 16 has no Tensor Cores; no part before Ampere has 2:4 sparsity; the RTX 3050 has it at twice its dense rate
+    assert not [p for p in g("gtx-1660-ti").peaks_dense if p.endswith("_tensor")]
+    assert [k for k in OLDER_KEYS if g(k).peaks_sparse and k != "rtx-3050"] == []
+    s = g("rtx-3050")
+    for p in s.precisions(sparse=True):
+        assert s.peak_flops_per_s(p, sparse=True) == pytest.approx(2 * s.peak_flops_per_s(p), rel=1e-3), p
+
+
+# Figures as printed; the comment says where, and each source note how far it was checked.
+OLDER_SPOT_CHECKS = [
+    # NVIDIA Turing blog Table 1 (verbatim capture, verified via copy), RTX 2080 Ti reference column
+    ("rtx-2080-ti", "fp32", False, 13.4 * T), ("rtx-2080-ti", "fp16", False, 26.9 * T), ("rtx-2080-ti", "fp16_tensor", False, 53.8 * T),
+    ("rtx-2080-ti", "int8_tensor", False, 215.2 * T), ("rtx-2080-ti", "dram", None, 616e9),
+    # same table, Quadro RTX 6000 column: the full TU102 at 1770 MHz, which the TITAN RTX is (130.5 both accumulations)
+    ("titan-rtx", "fp32", False, 16.3 * T), ("titan-rtx", "fp16", False, 32.6 * T), ("titan-rtx", "fp16_tensor", False, 130.5 * T),
+    ("titan-rtx", "int8_tensor", False, 261.0 * T), ("titan-rtx", "dram", None, 672e9),
+    # Tom's Hardware Titan RTX review (unverified): Titan V 119.2 TFLOPS FP16 with FP32 accumulate at its 1455 MHz boost
+    ("titan-v", "fp16_tensor", False, 119.2 * T), ("titan-v", "dram", None, 652.8e9),
+    # third-party copies of launch specifications (unverified): memory data rate x bus width
+    ("rtx-2080", "dram", None, 448e9), ("rtx-2080-super", "dram", None, 496e9), ("rtx-2070-super", "dram", None, 448e9),
+    ("rtx-2070", "dram", None, 448e9), ("rtx-2060-super", "dram", None, 448e9), ("rtx-2060", "dram", None, 336e9),
+    ("gtx-1660-ti", "dram", None, 288e9), ("gtx-1660-super", "dram", None, 336e9), ("gtx-1660", "dram", None, 192e9),
+    ("gtx-1650-gddr5", "dram", None, 128e9), ("gtx-1650-gddr6", "dram", None, 192e9),
+    ("gtx-1080", "dram", None, 320e9), ("gtx-1070-ti", "dram", None, 256e9), ("gtx-1070", "dram", None, 256e9),
+    ("gtx-1060-6gb", "dram", None, 192e9), ("titan-xp", "dram", None, 547.7e9), ("titan-x-pascal", "dram", None, 480e9),
+    ("rtx-3050", "dram", None, 224e9),
+    # CPUTronic (unverified): RTX 3050 8 GB 9.098 TFLOPS FP32 = 20 SMs x 256 x 1777 MHz
+    ("rtx-3050", "fp32", False, 9.098 * T),
+]
+
+
+@pytest.mark.parametrize("key,what,sparse,expected", OLDER_SPOT_CHECKS,
+                         ids=[f"{k}-{w}-{'sparse' if s else 'dense' if s is False else 'bw'}" for k, w, s, _ in OLDER_SPOT_CHECKS])
+def test_older_spot_checks(key, what, sparse, expected):
+    spec = get_spec(key)
+    got = spec.bandwidth_bytes_per_s(what) if sparse is None else spec.peak_flops_per_s(what, sparse=sparse)
+    assert got is not None and abs(got / expected - 1) <= 0.01, (key, what, got, expected)
+
+
+def test_older_sizes_counts_and_clocks():
+    g = get_spec
+    # Turing Table 1: RTX 2080 Ti 68 SMs, 1350 / 1545 MHz reference, 11264 MB, 5632 KB L2
+    s = g("rtx-2080-ti")
+    assert (s.sm_count, s.base_clock_hz, s.boost_clock_hz, s.memory_bytes, s.l2_cache_bytes) == (68, 1350e6, 1545e6, 11264 * 2**20, 5632 * 1024)
+    assert (g("titan-rtx").sm_count, g("titan-rtx").l2_cache_bytes, g("titan-rtx").memory_bytes) == (72, 6144 * 1024, 24 * 2**30)
+    assert [g(k).sm_count for k in ("rtx-2080-super", "rtx-2080", "rtx-2070-super", "rtx-2070", "rtx-2060-super", "rtx-2060")] == [48, 46, 40, 36, 34, 30]
+    assert [g(k).sm_count for k in ("gtx-1660-ti", "gtx-1660-super", "gtx-1660", "gtx-1650-gddr5", "gtx-1650-gddr6")] == [24, 22, 22, 14, 14]
+    assert [g(k).sm_count for k in ("gtx-1080", "gtx-1070-ti", "gtx-1070", "gtx-1060-6gb", "titan-xp", "titan-x-pascal")] == [20, 19, 15, 10, 30, 28]
+    assert (g("titan-v").sm_count, g("rtx-3050").sm_count) == (80, 20)
+    assert [g(k).boost_clock_hz / 1e6 for k in ("gtx-1650-gddr5", "gtx-1650-gddr6", "gtx-1080", "titan-v", "rtx-3050")] == [1665, 1590, 1733, 1455, 1777]
+    assert (g("gtx-1650-gddr5").memory_type, g("gtx-1650-gddr6").memory_type) == ("GDDR5", "GDDR6")
+    # sizes no source read gives are absent rather than guessed
+    assert g("rtx-2080-super").l2_cache_bytes is None and g("rtx-3050").l2_cache_bytes is None
+    assert g("gtx-1660-super").memory_bytes is None
+    assert {c.field for c in g("rtx-3050").conflicts} == {"l2_cache_bytes"}
+
+
+OLDER_NAMES = {
+    # the strings the tools print
+    "NVIDIA GeForce RTX 2080 Ti": "rtx-2080-ti", "GeForce RTX 2080 Ti": "rtx-2080-ti", "GeForce GTX 1080": "gtx-1080",
+    "NVIDIA GeForce GTX 1660 SUPER": "gtx-1660-super", "TITAN V": "titan-v", "NVIDIA TITAN V": "titan-v",
+    "NVIDIA TITAN RTX": "titan-rtx", "TITAN RTX": "titan-rtx", "NVIDIA GeForce RTX 3050": "rtx-3050",
+    "NVIDIA GeForce RTX 2080": "rtx-2080", "NVIDIA GeForce RTX 2080 SUPER": "rtx-2080-super", "GeForce RTX 2070": "rtx-2070",
+    "NVIDIA GeForce RTX 2070 SUPER": "rtx-2070-super", "NVIDIA GeForce RTX 2060": "rtx-2060", "NVIDIA GeForce RTX 2060 SUPER": "rtx-2060-super",
+    "NVIDIA GeForce GTX 1660 Ti": "gtx-1660-ti", "NVIDIA GeForce GTX 1660": "gtx-1660", "NVIDIA GeForce GTX 1080": "gtx-1080",
+    "GeForce GTX 1070 Ti": "gtx-1070-ti", "GeForce GTX 1070": "gtx-1070", "GeForce GTX 1060 6GB": "gtx-1060-6gb",
+    "NVIDIA TITAN Xp": "titan-xp", "TITAN Xp": "titan-xp", "TITAN Xp COLLECTORS EDITION": "titan-xp", "TITAN X (Pascal)": "titan-x-pascal",
+    "GeForce RTX 2080 Ti (0)": "rtx-2080-ti",  # nvprof --print-gpu-trace appends the device index
+    # the parts already shipped keep their match
+    "NVIDIA GeForce GTX 1080 Ti": "gtx-1080-ti", "NVIDIA GeForce RTX 3060": "rtx-3060", "NVIDIA GeForce RTX 3060 Ti": "rtx-3060-ti",
+    "Quadro RTX 6000": "quadro-rtx-6000", "Tesla T4": "t4",
+    # look-alikes: laptop / Max-Q parts (OEM clocks), other variants, other generations of a name
+    "NVIDIA GeForce GTX 1650": None, "NVIDIA GeForce GTX 1650 Ti": None, "NVIDIA GeForce GTX 1650 SUPER": None,
+    "NVIDIA GeForce RTX 2060 with Max-Q Design": None, "GeForce RTX 2080 with Max-Q Design": None,
+    "NVIDIA GeForce RTX 2080 Super with Max-Q Design": None, "NVIDIA GeForce GTX 1660 Ti with Max-Q design": None,
+    "GeForce GTX 1080 with Max-Q Design": None, "NVIDIA GeForce RTX 2060 12GB": None, "GeForce GTX 1060 3GB": None,
+    "GeForce GTX 1060": None, "GeForce GTX TITAN X": None, "NVIDIA TITAN V CEO Edition": None,
+    "NVIDIA GeForce RTX 3050 Laptop GPU": None, "NVIDIA GeForce RTX 3050 Ti Laptop GPU": None, "NVIDIA GeForce RTX 3050 6GB": None,
+    "NVIDIA GeForce RTX 3050 OEM": None, "NVIDIA GeForce RTX 3050 A Laptop GPU": None, "NVIDIA GeForce RTX 2070 Ti": None,
+}
+
+
+@pytest.mark.parametrize("name,key", sorted(OLDER_NAMES.items()))
+def test_older_names_match_only_their_part(name, key):
+    m = resolve_device(name)
+    assert (m.spec.key if m.spec else None) == key, m.reason
+    if key is None:
+        assert m.reason and "\n" not in m.reason
+
+
+def test_gtx_1650_memory_variants_stay_ambiguous_and_are_chosen_by_key():
+    m = resolve_device("NVIDIA GeForce GTX 1650")
+    assert m.spec is None and "ambiguous" in m.reason and set(m.candidates) == {"gtx-1650-gddr5", "gtx-1650-gddr6"}
+    # the driver's memory size and SM count fit both boards: the hints cannot settle it either
+    m = resolve_device("NVIDIA GeForce GTX 1650", memory_bytes=4.1e9, sm_count=14)
+    assert m.spec is None and set(m.candidates) == {"gtx-1650-gddr5", "gtx-1650-gddr6"}
+    assert get_spec("gtx-1650-gddr6").bandwidth_bytes_per_s("dram") == 1.5 * get_spec("gtx-1650-gddr5").bandwidth_bytes_per_s("dram")
+    # the 16-SM laptop GTX 1650 reports the desktop name: its SM count rejects both
+    assert resolve_device("NVIDIA GeForce GTX 1650", sm_count=16).spec is None
+
+
+def test_older_memory_and_sm_hints_reject_other_variants():
+    # RTX 2060 12GB (34 SMs) and the 6 GB / 18-SM RTX 3050, if reported under the plain name
+    assert resolve_device("NVIDIA GeForce RTX 2060", memory_bytes=12.5e9).spec is None
+    assert resolve_device("NVIDIA GeForce RTX 2060", sm_count=34).spec is None
+    assert resolve_device("NVIDIA GeForce RTX 2060", memory_bytes=6.2e9, sm_count=30).spec.key == "rtx-2060"
+    assert resolve_device("NVIDIA GeForce RTX 3050", memory_bytes=6.2e9).spec is None
+    assert resolve_device("NVIDIA GeForce RTX 3050", sm_count=18).spec is None
+    # the 32 GB TITAN V CEO Edition under the plain name
+    assert resolve_device("NVIDIA TITAN V", memory_bytes=33.8e9).spec is None
+    # laptop non-Max-Q parts that share the desktop name cannot be rejected when their SM count is the desktop one (noted in the spec)
+    assert resolve_device("NVIDIA GeForce RTX 2070", sm_count=36).spec.key == "rtx-2070"
+
+
+def test_older_families_name_their_look_alikes():
+    assert resolve_device("GeForce RTX 2080 with Max-Q Design").candidates == ("rtx-2080",)
+    assert resolve_device("NVIDIA GeForce RTX 3050 Laptop GPU").candidates == ("rtx-3050",)
+    assert resolve_device("GeForce GTX 1060 3GB").candidates == ("gtx-1060-6gb",)
+    # the Maxwell GTX TITAN X is no member of the Pascal TITAN X family
+    assert resolve_device("GeForce GTX TITAN X").candidates == ()
+
+
+_OLDER_CORPUS = [
+    # (file under ncu-rep, key, whether the board runs the reference boost clock)
+    ("yzwang2000__cudaCode__profile.ncu-rep", "rtx-2080-ti", False),
+    ("evozone96__matrixMul__profile.nsight-cuprof-report", "rtx-2070", True),
+    ("amitadate__GPU_Power_Model__PS1_100_profile.ncu-rep", "rtx-2060-super", True),
+    ("cornflexxx__HomCmprsr__report.ncu-rep", "rtx-2060-super", False),
+    ("josiahls__cuda_learning_mojo__profile.ncu-rep", "gtx-1660-ti", False),
+    ("kprattis__parallel_programming_ex3__profile.ncu-rep", "gtx-1650-gddr6", False),
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("fname,key,reference_clock", _OLDER_CORPUS, ids=[k for _, k, _ in _OLDER_CORPUS])
+def test_older_specs_agree_with_their_driver_records(fname, key, reference_clock):
+    """The corpus reports, read with NVIDIA's ncu_report (independent of profaudit's parser)."""
+    ncu_report = pytest.importorskip("ncu_report")
+    from conftest import corpus_dir
+
+    f = corpus_dir() / "ncu-rep" / fname
+    if not f.exists():
+        pytest.skip("corpus file absent")
+    a = ncu_report.load_report(str(f)).range_by_idx(0).action_by_idx(0)
+    attr = lambda n: a.metric_by_name(f"device__attribute_{n}").value()  # noqa: E731
+    name = a.metric_by_name("device__attribute_display_name").as_string()
+    m = resolve_device(name, sm_count=attr("multiprocessor_count"))
+    if key.startswith("gtx-1650"):
+        assert m.spec is None and key in m.candidates  # ambiguous by name: the memory clock (GDDR6: 6001 MHz) says which
+    else:
+        assert m.spec is not None and m.spec.key == key, m.reason
+    spec = get_spec(key)
+    assert spec.sm_count == attr("multiprocessor_count")
+    if spec.l2_cache_bytes is not None:
+        assert spec.l2_cache_bytes == attr("l2_cache_size")
+    dram = attr("memory_clock_rate") * 1e3 * 2 * attr("global_memory_bus_width") / 8
+    assert spec.bandwidth_bytes_per_s("dram") == pytest.approx(dram, rel=2e-3)
+    if reference_clock:
+        assert spec.boost_clock_hz == attr("clock_rate") * 1e3
