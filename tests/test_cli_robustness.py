@@ -245,3 +245,43 @@ def test_dropped_timing_rows_are_reported_on_stderr(tmp_path, cli):
     res = cli("kernels", "-t", "samples", "-f", "csv", p)
     assert res.code == 0 and res.out.count("\n") == 4  # header + 3 rows
     assert "1 row(s) without a readable time were dropped" in res.err
+
+
+def test_kernels_name_filters_every_table_it_can_and_refuses_the_others(tmp_path, cli):
+    import polars as pl
+
+    # samples: --name matches the benchmark (it used to be ignored: every row came back)
+    res = cli("kernels", LOG, "-t", "samples", "-f", "csv", "--name", "^soft")
+    assert res.code == 0, res
+    rows = pl.read_csv(io.StringIO(res.out))
+    assert rows.height == pl.read_ndjson(LOG).height - 1 and set(rows["benchmark"]) == {"softmax"}
+    res = cli("kernels", LOG, "-t", "samples", "-f", "csv", "--name", "matmul")
+    assert res.code == 0 and res.out.strip() == ",".join(rows.columns)
+    # metrics: rows of the kernels whose name matches
+    two = tmp_path / "two.csv"
+    head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+    row = '"{}","1","a","h","{}","1","7","(256, 1, 1)","(64, 1, 1)","0","8.0","Speed Of Light","{}","{}","{}"\n'
+    two.write_text(head + row.format(0, "gemm(int)", "gpu__time_duration.sum", "nsecond", "2048")
+                   + row.format(0, "gemm(int)", "dram__bytes.sum", "byte", "100")
+                   + row.format(1, "softmax(int)", "gpu__time_duration.sum", "nsecond", "1024"))
+    res = cli("kernels", two, "-t", "metrics", "-f", "csv", "--name", "gemm")
+    assert res.code == 0, res
+    kept = pl.read_csv(io.StringIO(res.out))
+    assert set(kept["kernel_id"]) == {0} and {"gpu__time_duration.sum", "dram__bytes.sum"} <= set(kept["metric"])
+    # tables without a name: a one-line error instead of a silently unfiltered table
+    assert_one_line_error(cli("kernels", LOG, "-t", "counters", "--name", "x"), "--name does not apply to the counters table")
+
+
+def test_kernels_checks_the_table_name_before_loading(tmp_path, cli):
+    # the table name is refused before any input is read (a typo must not cost a multi-GB load)
+    res = cli("kernels", tmp_path / "missing.ncu-rep", "-t", "kernel")
+    assert_one_line_error(res, "no table 'kernel'")
+
+
+def test_kernels_samples_table_shows_readable_default_columns(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # headers unwrapped, whatever the terminal
+    res = cli("kernels", LOG, "-t", "samples", "-n", "1")
+    assert res.code == 0, res
+    assert "benchmark" in res.out and "throttle_reasons" not in res.out
+    full = cli("kernels", LOG, "-t", "samples", "-f", "csv")
+    assert "throttle_reasons" in full.out.splitlines()[0]  # exports keep every column

@@ -12,6 +12,10 @@ from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_fram
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid_size", "block_size", "registers_per_thread", "dram_bytes", "flops_total", "sm_clock_hz", "device_name"]
+# the samples table has 20 columns; a terminal table of all of them is unreadable
+DEFAULT_SAMPLE_COLUMNS = ["profile_id", "benchmark", "variant", "params", "run", "iteration", "duration_ns", "statistic", "phase", "cache_state", "time_source"]
+# what --name matches in each table; metrics rows are kept by the name of the kernel they belong to
+NAME_COLUMNS = {"kernels": ("name", "short_name"), "ranges": ("name",), "transfers": ("name",), "samples": ("benchmark",), "metrics": ("name", "short_name")}
 
 
 def register(app: typer.Typer) -> None:
@@ -22,31 +26,38 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = OUTPUT_OPTION,
         table: str = typer.Option("kernels", "--table", "-t", help="Table to show: kernels, metrics, ranges, transfers, counters, samples, metadata."),
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
-        name: Optional[str] = typer.Option(None, "--name", help="Keep kernels whose name contains this (regular expression)."),
+        name: Optional[str] = typer.Option(None, "--name", help="Keep rows whose name matches this regular expression (kernels, ranges, transfers; samples: the benchmark; metrics: the kernel's name)."),
         sort: Optional[str] = typer.Option(None, "--sort", help="Sort by this column, descending."),
         limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
         device: Optional[str] = typer.Option(None, "--device", help="Device name where the input does not say."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,
     ) -> None:
-        """Print or export the kernel table (one row per kernel execution)."""
+        """Print or export the kernel table (one row per kernel execution), or any other table with --table."""
         from profaudit import schema
         from profaudit.errors import UsageError
 
-        ps = load_with_progress(paths, device=device, time_column=time_column, time_unit=time_unit)
+        # checked before loading: a typo must not cost the load of a multi-GB report
         if table not in schema.ALL_TABLES:
             raise UsageError(f"no table {table!r}; tables: {', '.join(schema.ALL_TABLES)}")
+        if name and table not in NAME_COLUMNS:
+            raise UsageError(f"--name does not apply to the {table} table (it filters {', '.join(NAME_COLUMNS)})")
+        ps = load_with_progress(paths, device=device, time_column=time_column, time_unit=time_unit)
         df = ps.table(table)
-        if name and "name" in df.columns:
+        if name:
+            named = ps.kernels if table == "metrics" else df
+            match = pl.any_horizontal([pl.col(c).str.contains(name) for c in NAME_COLUMNS[table]])
             try:
-                df = df.filter(pl.col("name").str.contains(name) | pl.col("short_name").str.contains(name) if "short_name" in df.columns else pl.col("name").str.contains(name))
+                named = named.filter(match)
             except pl.exceptions.ComputeError as exc:
                 # polars reports a bad pattern as "regex error: regex parse error:" + a multi-line caret
                 why = " ".join(str(exc).split())
                 raise UsageError(f"--name {name!r} is not a valid regular expression ({why})") from None
+            df = df.join(named.select("profile_id", "kernel_id"), on=["profile_id", "kernel_id"], how="semi") if table == "metrics" else named
         if sort:
             if sort not in df.columns:
                 raise UsageError(f"no column {sort!r} in {table}")
             df = df.sort(sort, descending=True, nulls_last=True)
-        df = select_columns(df, columns, DEFAULT_COLUMNS if table == "kernels" and fmt is Format.table else None, where=f"in {table}")
+        defaults = {"kernels": DEFAULT_COLUMNS, "samples": DEFAULT_SAMPLE_COLUMNS}.get(table) if fmt is Format.table else None
+        df = select_columns(df, columns, defaults, where=f"in {table}")
         emit_frame(df, fmt, output, title=f"{table} ({df.height} rows)", limit=limit)

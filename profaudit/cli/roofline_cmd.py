@@ -33,8 +33,9 @@ def register(app: typer.Typer) -> None:
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
         limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
     ) -> None:
-        """Roofline per kernel: arithmetic intensity per memory level, attainable FLOP/s, % of roof and the
-        binding ceiling, at the datasheet clock and at the clock each kernel ran at."""
+        """Roofline per kernel: arithmetic intensity per memory level, attainable FLOP/s, % of roof, binding ceiling.
+
+        Ceilings at the datasheet clock and at the clock each kernel ran at (--clock picks one)."""
         import sys
 
         from profaudit.errors import UsageError
