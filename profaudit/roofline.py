@@ -170,13 +170,23 @@ def _device_column(k: pl.DataFrame, md: pl.DataFrame | None) -> pl.DataFrame:
     return k.with_columns(pl.coalesce("device_name", "_md_device").alias("_device")).drop("_md_device")
 
 
+def _sparse_or_dense(spec: DeviceSpec, precision: str, sparse: bool) -> bool:
+    """Whether `precision`'s roof is its 2:4-sparse peak: only where one is asked for and published
+    (sparsity is a tensor-core feature; a vector precision keeps its dense roof)."""
+    return sparse and spec.peak(precision, sparse=True) is not None
+
+
+def _roof_precisions(spec: DeviceSpec, sparse: bool) -> list[str]:
+    return [p for p in PRECISIONS if spec.peak(p) is not None or (sparse and spec.peak(p, sparse=True) is not None)]
+
+
 def _spec_frame(specs_by_device: Mapping[str, DeviceSpec | None], *, sparse: bool) -> pl.DataFrame:
     """One row per device name: the ceilings as columns, so the per-kernel arithmetic is columnar."""
     rows = []
     for dev, spec in specs_by_device.items():
         r: dict = {"_device": dev, "device_key": None if spec is None else spec.key, "boost_clock_hz": None if spec is None else spec.boost_clock_hz}
         for p in PRECISIONS:
-            v = None if spec is None else spec.peak(p, sparse=sparse)
+            v = None if spec is None else spec.peak(p, sparse=_sparse_or_dense(spec, p, sparse))
             r[f"_peak_{p}"] = None if v is None else v.value
             r[f"_peakclk_{p}"] = None if v is None else v.clock_hz
         for lv in MEMORY_LEVELS:
@@ -243,7 +253,8 @@ def roofline(
     `device` (a spec key, a reported name or a DeviceSpec) overrides the device every profile
     reports; otherwise each kernel's `device_name` (or its profile's metadata device) is matched,
     and kernels on an unknown or ambiguous device get null ceilings with the reason in `roof_note`.
-    `sparse=True` uses the 2:4-sparse tensor peaks. `flops_precision` names the precision of untyped
+    `sparse=True` uses the 2:4-sparse tensor peaks where the device publishes them (vector
+    precisions keep their dense roofs). `flops_precision` names the precision of untyped
     FLOP totals (XLA cost analysis, Neuron) when no per-precision column is set. `cores` scales a TPU
     or Neuron chip's ceilings to the cores the profiled program ran on.
     """
@@ -388,9 +399,10 @@ def ceilings(spec: "DeviceSpec | str", clock_hz: float | None = None, *, sparse:
     spec = get_spec(spec, extra_specs)
     dram = spec.bandwidth_bytes_per_s("dram", clock_hz)
     rows = []
-    for p in spec.precisions(sparse=sparse):
-        v = spec.peak(p, sparse=sparse)
-        val = spec.peak_flops_per_s(p, sparse=sparse, clock_hz=clock_hz)
+    for p in _roof_precisions(spec, sparse):
+        sp = _sparse_or_dense(spec, p, sparse)
+        v = spec.peak(p, sparse=sp)
+        val = spec.peak_flops_per_s(p, sparse=sp, clock_hz=clock_hz)
         rows.append({
             "device_key": spec.key, "kind": "compute", "ceiling": p, "flops_per_s": val, "bytes_per_s": None,
             "clock_hz": clock_hz if clock_hz is not None and val is not None else v.clock_hz,
@@ -428,9 +440,10 @@ def roofs_at(
     all of them. With `clock_hz`, figures are rescaled as in `ceilings()`; a figure the vendor
     states no clock for cannot be moved to it and is left out.
     """
-    precisions = spec.precisions(sparse=sparse) if precisions is None else [p for p in precisions if spec.peak(p, sparse=sparse) is not None]
+    available = _roof_precisions(spec, sparse)
+    precisions = available if precisions is None else [p for p in precisions if p in available]
     levels = spec.levels() if levels is None else [lv for lv in levels if lv in spec.levels()]
-    peaks = {p: v for p in precisions if (v := spec.peak_flops_per_s(p, sparse=sparse, clock_hz=clock_hz))}
+    peaks = {p: v for p in precisions if (v := spec.peak_flops_per_s(p, sparse=_sparse_or_dense(spec, p, sparse), clock_hz=clock_hz))}
     bws = {lv: w for lv in levels if (w := spec.bandwidth_bytes_per_s(lv, clock_hz))}
     return peaks, bws
 

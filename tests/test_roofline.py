@@ -129,6 +129,15 @@ def test_sparse_and_device_override_and_clock_control():
     assert r["clock_control"] == "base (default)"
     rs = _row(roofline(ps, "a100-sxm-40gb", sparse=True))
     assert rs["roof_pct_at_boost"] == pytest.approx(100.0)
+    # a vector-precision kernel keeps its dense roof under --sparse (sparsity is a tensor-core feature)
+    vec = _ps([{"kernel_id": 0, "name": "v", "device_name": None, "duration_ns": 1e6, "flops_fp32": 9.75e9, "dram_bytes": 1e6}])
+    for sparse in (False, True):
+        assert _row(roofline(vec, "a100-sxm-40gb", sparse=sparse))["roof_pct_at_boost"] == pytest.approx(50.0)
+    from profaudit.roofline import ceilings
+
+    c = ceilings("a100-sxm-40gb", sparse=True)
+    got = dict(zip(c["ceiling"].to_list(), c["flops_per_s"].to_list()))
+    assert got["fp32"] == pytest.approx(19.5e12) and got["fp16_tensor"] == pytest.approx(624e12)
     # without an override, a profile without a device name gets no roof and says why
     rn = _row(roofline(ps))
     assert rn["device_key"] is None and "no device name" in rn["roof_note"]
