@@ -118,17 +118,28 @@ class JaxBackend(Backend):
     # -- calls -----------------------------------------------------------------------------
     def bind(self, fn: Callable, args: Sequence[Any], kwargs: dict, variant: str, params: dict, model_ns=None, input_set: int = 0) -> BoundCall:
         jax = self.jax
-        key = (variant, tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else repr(a) for a in args))
-        compiled = self._compiled.get(key)
-        if compiled is None:
+        # one backend serves every benchmark of a file: the program depends on the function (two
+        # benchmarks may both name a variant "matmul"), the argument shapes and dtypes, and the
+        # case's parameters (a variant taking `params` bakes them in as constants)
+        key = (
+            variant,
+            id(fn),
+            tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else repr(a) for a in args),
+            repr(sorted(kwargs.get("params", {}).items())) if kwargs else None,
+        )
+        hit = self._compiled.get(key)
+        if hit is None or hit[0] is not fn:
             import functools
 
             f = functools.partial(fn, **kwargs) if kwargs else fn
             jitted = f if hasattr(f, "lower") else jax.jit(f)
             compiled = jitted.lower(*args).compile()
-            self._compiled[key] = compiled
-            if variant not in self._costs:
-                self._costs[variant] = self._cost(compiled)
+            # fn is kept with its program so its id cannot be reused by another function
+            hit = (fn, compiled, self._cost(compiled))
+            self._compiled[key] = hit
+        _, compiled, cost = hit
+        # the cost of the program this case runs (shapes differ from case to case)
+        self._costs[variant] = cost
         block = jax.block_until_ready
         return BoundCall(lambda: block(compiled(*args)), variant, params, model_ns, input_set)
 

@@ -66,6 +66,13 @@ class TorchBackend(Backend):
     name = "torch"
     compile_mode_default = "eager"
 
+    def compile_mode_of(self, fn) -> str | None:
+        # torch.compile(f) returns a function carrying the original; torch.compile(module) an
+        # OptimizedModule holding it: recording such a variant as "eager" would be a false fact
+        if getattr(fn, "_torchdynamo_orig_callable", None) is not None or getattr(fn, "_orig_mod", None) is not None:
+            return "torch.compile"
+        return None
+
     def __init__(self, device: str = "auto", options: dict | None = None):
         super().__init__(device, options)
         torch = _torch()

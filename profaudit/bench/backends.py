@@ -114,7 +114,15 @@ class BoundCall:
         self.input_set = input_set
 
     def __call__(self):
-        return self.fn()
+        try:
+            return self.fn()
+        except BaseException as exc:
+            # the timers run many calls in one go: the harness needs to know whose call failed
+            try:
+                exc.profaudit_variant = self.variant
+            except Exception:
+                pass
+            raise
 
 
 # ------------------------------------------------------------------------------------------------
@@ -274,6 +282,10 @@ class Backend:
     def compile_info(self, variant: str) -> dict[str, Any]:
         """Per-variant compilation facts (XLA cost analysis for JAX)."""
         return {}
+
+    def compile_mode_of(self, fn: Callable) -> str | None:
+        """The compile mode a variant's function shows by itself (torch.compile's wrapper), or None."""
+        return None
 
     def sync(self) -> None:
         return None

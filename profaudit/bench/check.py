@@ -87,6 +87,9 @@ def compare(out: Sequence[np.ndarray], ref: Sequence[np.ndarray], rtol: float, a
         o, r = np.asarray(o), np.asarray(r)
         if o.shape != r.shape:
             return CheckResult(False, f"output {i} has shape {o.shape}, the reference {r.shape}")
+        # a scalar output (x.sum(), a norm) is a 0-d array: numpy ufuncs turn those into numpy
+        # scalars, which cannot be indexed; one element keeps the code below uniform
+        o, r = np.atleast_1d(o), np.atleast_1d(r)
         total += r.size
         if r.dtype.kind in "biu" and o.dtype.kind in "biu":
             mism = o != r

@@ -39,9 +39,9 @@ class LogEntry:
 @dataclass
 class CompareOutcome:
     case_id: str
-    claim_path: Path
-    audit_json: Path
-    audit_md: Path
+    claim_path: Path | None
+    audit_json: Path | None
+    audit_md: Path | None
     verdict: str
     claimed: float | None
     supported: dict
@@ -51,9 +51,9 @@ class CompareOutcome:
     def as_dict(self) -> dict:
         return {
             "case": self.case_id,
-            "claim": str(self.claim_path),
-            "audit_json": str(self.audit_json),
-            "audit_markdown": str(self.audit_md),
+            "claim": str(self.claim_path) if self.claim_path else None,
+            "audit_json": str(self.audit_json) if self.audit_json else None,
+            "audit_markdown": str(self.audit_md) if self.audit_md else None,
             "verdict": self.verdict,
             "claimed_speedup": self.claimed,
             "supported": self.supported,
@@ -152,7 +152,8 @@ def compare_run(
     pairs = [(k, d[baseline], d[candidate]) for k, d in by_case.items() if baseline in d and candidate in d and matches(d[baseline].case_id, pattern)]
     if not pairs:
         have = sorted({e.variant for e in entries})
-        raise UsageError(f"{src}: no case has both variants {baseline!r} and {candidate!r}{' matching -k ' + repr(pattern) if pattern else ''} (variants: {', '.join(have) or 'none'})")
+        why = _unmeasured(src, (baseline, candidate), pattern)
+        raise UsageError(f"{src}: no case has both variants {baseline!r} and {candidate!r}{' matching -k ' + repr(pattern) if pattern else ''} (variants: {', '.join(have) or 'none'}){why}")
     if stem is not None and len(pairs) != 1:
         raise UsageError(f"a file name (stem) was given but {len(pairs)} cases match; narrow them with -k")
     default_dir = (src if src.is_dir() else src.parent) / "claims"
@@ -163,6 +164,12 @@ def compare_run(
         raise InputError(claim_dir, f"cannot write: {exc.strerror or exc}") from None
     outcomes = []
     for (bench, params), be, ce in pairs:
+        broken = [why for why in (_harness_failure(be, "baseline"), _harness_failure(ce, "candidate")) if why]
+        if broken:
+            # a variant that failed its correctness check (or errored mid-run) has no speed to
+            # claim: its samples time a wrong or unfinished computation
+            outcomes.append(CompareOutcome(be.case_id, None, None, None, "FAIL", None, {}, broken, None))
+            continue
         slug = _case_slug(be)
         name = stem or f"{bench}__{slug}__{candidate}-vs-{baseline}"
         claim_path = claim_dir / f"{name}.yaml"
@@ -201,6 +208,47 @@ def compare_run(
         atomic_write_text(am, render(report, "markdown"))
         outcomes.append(CompareOutcome(be.case_id, claim_path, aj, am, report.verdict, value, report.supported.as_dict(), list(report.reasons), report))
     return outcomes
+
+
+def _unmeasured(src: Path, names: Sequence[str], pattern: str | None) -> str:
+    """'; NAME has no timing log: ERROR' for a named variant the run's manifest says failed."""
+    if not (src.is_dir() and (src / "manifest.json").is_file()):
+        return ""
+    from profaudit.bench.session import read_manifest
+    from profaudit.bench.spec import matches
+
+    try:
+        doc = read_manifest(src)
+    except (InputError, UsageError):
+        return ""
+    for c in doc.get("cases", []):
+        if not matches(c.get("id", ""), pattern):
+            continue
+        for v in names:
+            ve = (c.get("variants") or {}).get(v)
+            if ve and ve.get("status") != "ok" and not (ve.get("log") or ve.get("logs")):
+                return f"; {v!r} has no timing log in {c.get('id')}: {ve.get('status')}: {ve.get('error')}"
+    return ""
+
+
+def _harness_failure(entry: LogEntry, role: str) -> str | None:
+    """Why the harness marked this variant's run as failed (its logs' bench.status), or None."""
+    import gzip
+
+    from profaudit.timinglog import read_header
+
+    for f in entry.files:
+        try:
+            opener = gzip.open if f.name.endswith(".gz") else open
+            with opener(f, "rb") as fh:
+                meta = read_header(fh.readline()).get("meta") or {}
+        except (OSError, ValueError, EOFError):
+            continue  # the audit reports an unreadable log itself
+        bench = meta.get("bench") if isinstance(meta.get("bench"), dict) else {}
+        status = bench.get("status")
+        if status and status != "ok":
+            return f"the {role} {entry.variant!r} {status.replace('_', ' ')} in the benchmark run ({f.name}): {bench.get('error') or 'no detail recorded'}"
+    return None
 
 
 def _measured(claim, statistic: str) -> float | None:

@@ -265,7 +265,7 @@ def ncu_plan(
     python: str | None = None,
 ) -> list[NcuPlan]:
     """One ncu command per selected (case, variant); nothing is run."""
-    from profaudit.bench.spec import load_benchmarks, select_cases
+    from profaudit.bench.spec import load_benchmarks, require_reference, select_cases
 
     o = (options or NcuOptions()).validate()
     file = Path(file).resolve()
@@ -274,7 +274,11 @@ def ncu_plan(
     exe = ncu or o.ncu or find_ncu() or "ncu"
     py = python or sys.executable
     plans = []
-    for case, vnames in select_cases(benches, pattern, variants):
+    selected = select_cases(benches, pattern, variants)
+    if o.check:
+        # the profiled process checks the variant first: say now, not on the GPU machine
+        require_reference(list({id(c.benchmark): c.benchmark for c, _ in selected}.values()))
+    for case, vnames in selected:
         mode, mode_src = _cache_mode_for(outdir, case.id, case.benchmark.cache or "cold")
         if o.cache_control:
             cc, cc_reason = o.cache_control, "requested explicitly"

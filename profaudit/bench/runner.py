@@ -97,6 +97,19 @@ class CaseError(Exception):
     """A case cannot run at all (inputs, reference or setup failed)."""
 
 
+class _VariantFailed(Exception):
+    """One variant's call raised during warm-up or measurement; the others can go on."""
+
+    def __init__(self, variant: str, text: str):
+        super().__init__(text)
+        self.variant = variant
+
+
+# what a call into benchmark code may raise that the harness reports instead of dying: a
+# variant that calls sys.exit() must not end the run without a word
+_USER_ERRORS = (Exception, SystemExit)
+
+
 @dataclass
 class VariantResult:
     name: str
@@ -160,11 +173,24 @@ def is_steady(d: Sequence[float]) -> bool:
     return abs(ml / mp - 1) <= tol
 
 
+# framework errors whose own text does not say what to do
+_HINTS = (
+    (
+        "active drivers",
+        "Triton found no GPU driver: in the interpreter (no GPU) @triton.autotune cannot time its configs; "
+        "on a CPU call the kernel with one config (kernel.fn[grid](..., BLOCK=...)) or run on a GPU",
+    ),
+)
+
+
 def _exc_text(exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {msg}{where}"
+    if isinstance(exc, SystemExit):
+        msg = f"the code called sys.exit({exc.code!r})"
+    hint = next((h for needle, h in _HINTS if needle in msg), None)
+    return f"{type(exc).__name__}: {msg}{where}" + (f" ({hint})" if hint else "")
 
 
 def case_dtype(case: Case, backend: Backend, ins: Sequence[Any]) -> str | None:
@@ -244,9 +270,12 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         gen = backend.generator(_seed(opts.seed, case.id, run_idx, tag, i))
         try:
             ins = b.inputs(p, gen)
-        except UsageError:
-            raise
-        except Exception as exc:
+        except UsageError as exc:
+            # a parameter the harness cannot honour (gen.randn(..., "fp8")): the file is wrong
+            from profaudit.errors import InputError
+
+            raise InputError(b.source_file or b.name, f"{case.id}: inputs(): {exc}") from None
+        except _USER_ERRORS as exc:
             raise CaseError(f"inputs() failed: {_exc_text(exc)}") from None
         ins = tuple(ins) if isinstance(ins, (list, tuple)) else (ins,)
         for k, x in enumerate(ins):
@@ -283,7 +312,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             raise CaseError("no reference= declared: correctness cannot be checked (declare one)")
         try:
             return reference_outputs(case, backend, ins, p)
-        except Exception as exc:
+        except _USER_ERRORS as exc:
             raise CaseError(f"reference failed: {_exc_text(exc)}") from None
 
     refs: dict[int, list[np.ndarray]] = {0: ref_of(sets[0])}
@@ -300,7 +329,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         if key not in outs:
             try:
                 outs[key] = b.output(p, sets[s])
-            except Exception as exc:
+            except _USER_ERRORS as exc:
                 raise CaseError(f"output() failed: {_exc_text(exc)}") from None
         return outs[key]
 
@@ -311,8 +340,13 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         kw = {"params": p} if accepts_params(v.fn) else {}
         return backend.bind(v.fn, args, kw, v.name, p, v.model_ns, s)
 
+    out_dtypes: dict[str, list[str]] = {}
+
     def produced(v: Variant, s: int, ret: Any) -> list[np.ndarray]:
-        return host_outputs(backend, out_buffer(v.name, s) if b.output is not None else ret)
+        raw = out_buffer(v.name, s) if b.output is not None else ret
+        # the device dtypes (host copies of bfloat16 are float32): recorded to compare variants
+        out_dtypes[v.name] = [_dtype_of(backend, o) for o in check.leaves(raw)]
+        return host_outputs(backend, raw)
 
     def checked_call(v: Variant, s: int, call: BoundCall) -> tuple[check.CheckResult, list[np.ndarray]]:
         if b.output is not None:
@@ -321,6 +355,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             backend.sync()
         ret = call()
         backend.sync()
+        if ret is None and b.output is None:
+            return check.CheckResult(False, "the variant returned None: return the output (or declare output= and write into the buffer it gets)"), []
         got = produced(v, s, ret)
         rtol, atol = tolerances[v.name]
         return check.compare(got, refs[s], rtol, atol), got
@@ -365,14 +401,16 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             pre_calls[name] = calls
         except CaseError:
             raise
-        except Exception as exc:
-            r.status, r.error = "error", f"{name}: {_exc_text(exc)}"
+        except _USER_ERRORS as exc:
+            # the variant column names it already
+            r.status, r.error = "error", _exc_text(exc)
             continue
         flags1 = backend.precision_flags()
         if flags1 != flags0:
             changed = {k: (flags0.get(k), flags1.get(k)) for k in set(flags0) | set(flags1) if flags0.get(k) != flags1.get(k)}
             r.status, r.error = "error", f"calling it changed global precision flags {changed}"
             raise CaseError(f"variant {name!r} changed global precision flags {changed}: every variant after it would run under different numerics")
+    _check_output_dtypes(variants, results, out_dtypes, b.baseline)
     live = [n for n in variants if results[n].status == "ok"]
     if not live:
         return
@@ -429,14 +467,26 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             starts, durs = timer.run([next_call(n) for n in names], flush)
         except UsageError:
             raise
-        except Exception as exc:
+        except _USER_ERRORS as exc:
             what = "warm-up" if phase == "warmup" else "measurement"
+            who = getattr(exc, "profaudit_variant", None)
+            if who in names:
+                raise _VariantFailed(who, f"a call failed during {what}: {_exc_text(exc)}") from None
             raise CaseError(f"a call failed during {what}: {_exc_text(exc)}") from None
         record(names, starts, durs, phase, tele.sample() if tele is not None else None)
         return durs
 
     # warm-up
-    groups = [live] if opts.interleave else [[n] for n in live]
+    groups = [list(live)] if opts.interleave else [[n] for n in live]
+    failed: set[str] = set()
+
+    def drop(exc: _VariantFailed, group: list[str], *series: dict) -> None:
+        # the failing variant gets the error; the others keep their place in the rounds
+        results[exc.variant].status, results[exc.variant].error = "error", str(exc)
+        failed.add(exc.variant)
+        group.remove(exc.variant)
+        for d in series:
+            d.pop(exc.variant, None)
     warm_info: dict[str, dict] = {}
     meas_info: dict[str, dict] = {}
     for group in groups:
@@ -444,9 +494,13 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         t0 = clock.now_ns()
         rnd = 0
         wall0 = time.perf_counter()
-        while True:
+        while group:
             names = order(rnd, group)
-            durs = run_block(names, "warmup")
+            try:
+                durs = run_block(names, "warmup")
+            except _VariantFailed as exc:
+                drop(exc, group, warm)
+                continue
             for n, d in zip(names, durs):
                 warm[n].append(d)
             rnd += 1
@@ -456,6 +510,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 break
             if steady and rnd >= opts.min_warmup_calls and spent >= opts.min_warmup_s:
                 break
+        if not group:
+            continue
         for n in group:
             warm_info[n] = {"calls": len(warm[n]), "time_s": round((clock.now_ns() - t0) / 1e9, 6), "steady": is_steady(warm[n]), "median_ns": _median(warm[n][-max(3, len(warm[n]) // 3) :])}
 
@@ -467,13 +523,18 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         t0 = clock.now_ns()
         wall0 = time.perf_counter()
         reason = None
-        while reason is None:
+        noise: dict[str, float] = {}
+        while reason is None and group:
             names_all: list[str] = []
             left = opts.max_samples - min(len(v) for v in samples.values())
             for _ in range(max(1, min(rounds_per_block, left))):
                 names_all += order(rnd, group)
                 rnd += 1
-            durs = run_block(names_all, "measure")
+            try:
+                durs = run_block(names_all, "measure")
+            except _VariantFailed as exc:
+                drop(exc, group, samples, extended, noise)
+                continue
             for n, d in zip(names_all, durs):
                 samples[n].append(d)
             for n in group:
@@ -511,12 +572,16 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 "samples": len(samples[n]),
                 "time_s": round((clock.now_ns() - t0) / 1e9, 6),
                 "stop_reason": reason,
-                "rel_se_median": noise[n],
+                "rel_se_median": noise.get(n, math.inf),
                 "median_ns": _median(samples[n]),
                 "rounds_per_block": rounds_per_block,
             }
             warm_info[n]["warmup_extended"] = extended[n]
             warm_info[n]["calls"] += extended[n]
+
+    live = [n for n in live if n not in failed]
+    if not live:
+        return
 
     # ---------------------------------------------------------------- correctness after timing
     fresh = make_inputs(0, "recheck")
@@ -536,7 +601,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         try:
             call = bound[n][0] if in_place else bind(v, 0)
             res, _ = checked_call(v, 0, call)
-        except Exception as exc:
+        except _USER_ERRORS as exc:
             res = check.CheckResult(False, f"the call failed: {_exc_text(exc)}")
         r.correctness["after_timing"] = res.as_dict()
         r.correctness["after_inputs_refilled_in_place"] = in_place
@@ -576,7 +641,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         r.meta = {
             "dtype": dtype,
             "tf32": variant_tf32(v, dtype, backend),
-            "compile_mode": v.compile_mode or backend.compile_mode_default,
+            "compile_mode": v.compile_mode or backend.compile_mode_of(v.fn) or backend.compile_mode_default,
             "cuda_graphs": bool(v.cuda_graphs) if v.cuda_graphs is not None else False,
             "warmup_iterations": pre_calls.get(n, 0) + (warm_info.get(n) or {}).get("calls", 0),
             "interleaved": bool(opts.interleave and len(live) > 1),
@@ -598,6 +663,48 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             if "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction" in flags:
                 r.meta["allow_fp16_reduced_precision"] = bool(flags["torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction"])
         r.meta["_sources"] = {"flops": flops_src, "bytes": bytes_src, **ci}
+
+
+def _dtype_of(backend: Backend, x: Any) -> str:
+    if backend.is_array(x):
+        try:
+            return backend.array_dtype(x)
+        except UsageError:  # complex, fp8 ...: not in the canonical list, still comparable
+            return str(getattr(x, "dtype", type(x).__name__)).replace("torch.", "")
+    return np.asarray(x).dtype.name
+
+
+def _check_output_dtypes(variants: dict[str, Variant], results: dict[str, VariantResult], out_dtypes: dict[str, list[str]], baseline: str | None) -> None:
+    """Fail a variant whose outputs have other dtypes than the others': the reference runs in
+    float64, so a kernel that computes and returns float64 (or float32 for a float16 case) passes
+    a check it should not, and does different work than the variants it is timed against."""
+    ok = [n for n in variants if results[n].status == "ok" and n in out_dtypes]
+    for n in ok:
+        results[n].correctness["output_dtypes"] = out_dtypes[n]
+    if len(ok) < 2:
+        return
+    if baseline in ok:
+        ref_name = baseline
+    else:
+        # the dtypes most variants produce (ties: the first variant's)
+        counts: dict[tuple, int] = {}
+        for n in ok:
+            counts[tuple(out_dtypes[n])] = counts.get(tuple(out_dtypes[n]), 0) + 1
+        best = max(counts.values())
+        ref_name = next(n for n in ok if counts[tuple(out_dtypes[n])] == best)
+    want = out_dtypes[ref_name]
+    for n in ok:
+        got = out_dtypes[n]
+        if n == ref_name or got == want:
+            continue
+        if len(got) != len(want):
+            continue  # a different number of outputs fails the reference comparison itself
+        i = next(k for k, (g, w) in enumerate(zip(got, want)) if g != w)
+        results[n].status = "correctness_failed"
+        results[n].error = (
+            f"output {i} is {got[i]} but {ref_name}'s is {want[i]}: variants must return the same dtypes "
+            "(the reference runs in float64, so a wider output passes its check while doing different work)"
+        )
 
 
 def _shape_of(case: Case, backend: Backend, ins) -> Any:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from profaudit.bench.backends import Backend, get_backend
 from profaudit.bench.env import host_environment
 from profaudit.bench.runner import CaseResult, RunOptions, run_case
-from profaudit.bench.spec import Case, load_benchmarks, select_cases
+from profaudit.bench.spec import Case, load_benchmarks, require_reference, select_cases
 from profaudit.errors import InputError, UsageError
 
 MANIFEST = "manifest.json"
@@ -207,6 +207,7 @@ def run_file(
 def _run_in_process(path: Path, outdir: Path, pattern, variants, opts: RunOptions, progress, manifest_name: str, run_index: int | None = None) -> dict:
     benches = load_benchmarks(path)
     selected = select_cases(benches, pattern, variants)
+    require_reference(list({id(c.benchmark): c.benchmark for c, _ in selected}.values()))
     host = host_environment(path)
     file_sha = _sha256(path)
     manifest: dict[str, Any] = {

@@ -25,6 +25,21 @@ A variant is called `fn(*inputs)` and returns its output, or, when the benchmark
 each checked call). A variant or reference that takes a `params` keyword receives the case's
 parameters. A variant that writes into its inputs is refused (each timed call would see different
 data) unless the benchmark declares `mutates_inputs=True`.
+
+`gen` (the second argument of `inputs`) draws on the host and converts to the backend:
+`gen.randn(shape, dtype, scale=, mean=)`, `gen.rand(shape, dtype, low=, high=)` and
+`gen.randint(shape, low, high, dtype="int32")` (index tensors); dtype is a name ("bfloat16",
+"fp16", ...) or a torch/numpy/jax dtype. Parameter values may be any printable values (tuples
+for shapes, torch dtypes); the case id shows them (`softmax[shape=[32, 64]]`).
+
+An output is one array, a scalar (0-d), or a (nested) tuple/list/dict of them; the reference
+returns the same structure. `reference=` is required: a file whose selected benchmarks lack one
+is refused (exit 2). Every variant of a case must return the same output dtypes (the baseline's,
+else the most common): the reference runs in float64, so a variant returning float64 for a
+float32 case would pass its check while doing different work; it fails instead. A variant whose
+call raises during warm-up or measurement is marked `error` with its exception; the other
+variants go on. Triton's `@triton.autotune` needs a GPU to time its configs: in the interpreter
+(no GPU) call the kernel with one config.
 """
 
 from __future__ import annotations
@@ -89,6 +104,17 @@ def _as_fn(value: Any, what: str) -> Callable[[dict], Any] | None:
     return lambda p, _v=value: _v
 
 
+def _takes_two(fn: Callable) -> bool:
+    """Whether fn can be called fn(params, gen) (True when its signature cannot be read)."""
+    try:
+        inspect.signature(fn).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
+
+
 def accepts_params(fn: Callable) -> bool:
     """Whether `fn` takes a `params` keyword (the harness then passes the case's parameters)."""
     try:
@@ -129,8 +155,10 @@ class Benchmark:
             raise UsageError(f"benchmark name {name!r}: use letters, digits and _ . + - (no spaces or slashes)")
         if backend not in BACKENDS:
             raise UsageError(f"benchmark {name!r}: backend {backend!r} is not one of {', '.join(BACKENDS)}")
-        if not callable(inputs):
+        if not callable(inputs) or not _takes_two(inputs):
             raise UsageError(f"benchmark {name!r}: inputs must be a function (params, gen) -> tuple of inputs")
+        if reference is not None and not callable(reference):
+            raise UsageError(f"benchmark {name!r}: reference must be a function of the inputs, not {type(reference).__name__}")
         if cache is not None and cache not in CACHE_MODES:
             raise UsageError(f"benchmark {name!r}: cache {cache!r} is not one of {', '.join(CACHE_MODES)}")
         self.name = name
@@ -168,9 +196,10 @@ class Benchmark:
         for key, v in items:
             if not isinstance(v, Variant):
                 v = Variant(v, name=key)
-            name = key or v.name
+            # a list of Variant(fn) without names: the function's own name (torch.matmul -> matmul)
+            name = key or v.name or getattr(v.fn, "__name__", None)
             if not name or not _NAME_RE.match(str(name)):
-                raise UsageError(f"benchmark {self.name!r}: variant name {name!r}: use letters, digits and _ . + -")
+                raise UsageError(f"benchmark {self.name!r}: variant name {name!r}: use letters, digits and _ . + - (give it a name: Variant(fn, name=...) or a dict of variants)")
             v.name = str(name)
             if v.name in out:
                 raise UsageError(f"benchmark {self.name!r}: two variants named {v.name!r}")
@@ -203,7 +232,15 @@ class Benchmark:
 def _fmt_value(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
+    if isinstance(v, (tuple, list)):
+        # the logs store parameters as JSON, where a tuple comes back a list: the id a run
+        # prints must be the id `bench compare -k` finds in its logs
+        return str(_as_lists(v))
     return str(v)
+
+
+def _as_lists(v: Any) -> Any:
+    return [_as_lists(x) for x in v] if isinstance(v, (tuple, list)) else v
 
 
 def params_slug(params: Mapping[str, Any]) -> str:
@@ -298,6 +335,9 @@ def load_benchmarks(path: str | os.PathLike) -> list[Benchmark]:
     except (UsageError, InputError) as exc:
         sys.modules.pop(mod_name, None)
         raise InputError(p, str(exc)) from None
+    except SystemExit as exc:
+        sys.modules.pop(mod_name, None)
+        raise InputError(p, f"importing it called sys.exit({exc.code!r}) (a script's main block? guard it with if __name__ == '__main__')") from None
     except Exception as exc:
         sys.modules.pop(mod_name, None)
         from profaudit.errors import MissingExtraError
@@ -329,6 +369,13 @@ def load_benchmarks(path: str | os.PathLike) -> list[Benchmark]:
     return found
 
 
+def require_reference(benchmarks: Sequence[Benchmark]) -> None:
+    """Refuse benchmarks without a reference: nothing could tell a right kernel from a wrong one."""
+    for b in benchmarks:
+        if b.reference is None:
+            raise InputError(b.source_file or b.name, f"benchmark {b.name!r} declares no reference=: its variants cannot be checked for correctness (declare reference=, a function of the inputs)")
+
+
 def select_cases(benchmarks: Sequence[Benchmark], pattern: str | None = None, variants: Sequence[str] | None = None) -> list[tuple[Case, list[str]]]:
     """Cases whose id matches `pattern`, each with the variants to run (all, or those named)."""
     out = []
@@ -346,5 +393,9 @@ def select_cases(benchmarks: Sequence[Benchmark], pattern: str | None = None, va
         what = f"-k {pattern!r}" if pattern else "the selection"
         if variants:
             what += f" with variants {', '.join(variants)}"
+            known = list(dict.fromkeys(v for b in benchmarks for v in b.variants))
+            unknown = [v for v in variants if v not in known]
+            if unknown:
+                raise UsageError(f"no benchmark has a variant {unknown[0]!r} (variants: {', '.join(known)})")
         raise UsageError(f"no benchmark case matches {what} (cases: {have})")
     return out

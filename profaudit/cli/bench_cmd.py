@@ -163,6 +163,11 @@ def compare_cmd(
                 iv = f"{sup['estimate']:.3g}x" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
             from rich.markup import escape
 
+            if o.claim_path is None:
+                con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {escape(o.case_id)}: no claim written")
+                for r in o.reasons:
+                    con.print(f"    {r}", markup=False, highlight=False)
+                continue
             con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {escape(o.case_id)}: claimed {o.claimed:g}x ({statistic}), supported {iv or 'n/a'}")
             for r in o.reasons[:5]:
                 con.print(f"    {r}", markup=False, highlight=False)
