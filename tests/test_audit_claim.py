@@ -384,3 +384,25 @@ def test_sample_claims_reproduce_their_recorded_verdicts(cli):
         d = json.loads(res.out)
         assert d["verdict"] == verdict, (name, d["reasons"])
         assert res.code == (0 if verdict in ("PASS", "WARN") else 1)
+
+
+def test_claim_meta_contradicting_the_log_header_on_execution_mode(tmp_path):
+    from profaudit.audit import audit, load_claim
+    from profaudit.timinglog import write_timing_log
+
+    rng = np.random.default_rng(4)
+    for name, med in (("b", 2.0e6), ("c", 1.0e6)):
+        rows = [{"benchmark": "k", "duration_ns": float(v), "iteration": i} for i, v in enumerate(rng.lognormal(np.log(med), 0.02, 60))]
+        write_timing_log(tmp_path / f"{name}.jsonl", rows, {"compile_mode": "eager", "cuda_graphs": False})
+    (tmp_path / "claim.yaml").write_text(
+        "speedup: 2.0\nstatistic: median\n"
+        "baseline: {timings: b.jsonl}\n"
+        "candidate: {timings: c.jsonl, meta: {compile_mode: jit, cuda_graphs: true}}\n"
+    )
+    f = [f for f in audit(load_claim(tmp_path / "claim.yaml")).findings if f.rule == "PA108"]
+    bad = {k for x in f if x.status.value == "fail" for k in ("compile_mode", "cuda_graphs") if k in x.message}
+    assert bad == {"compile_mode", "cuda_graphs"}, [x.message for x in f]
+    # a different spelling of the same compiled mode is no contradiction
+    (tmp_path / "claim.yaml").write_text("speedup: 2.0\nstatistic: median\nbaseline: {timings: b.jsonl, meta: {compile_mode: none}}\ncandidate: {timings: c.jsonl}\n")
+    f = [f for f in audit(load_claim(tmp_path / "claim.yaml")).findings if f.rule == "PA108"]
+    assert not any("compile_mode" in x.message and x.status.value == "fail" for x in f)

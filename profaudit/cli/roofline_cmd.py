@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
             if png is not None:
                 problem = write_png(fig, png)
                 if problem:
-                    note(f"warning: {problem}")
-                else:
-                    stderr_console().print(f"wrote {png}", markup=False, highlight=False)
+                    # a file that was asked for and not written is a failed command, not a warning
+                    raise UsageError(f"{png}: {problem}")
+                stderr_console().print(f"wrote {png}", markup=False, highlight=False)
         emit_frame(out, fmt, output, title=f"roofline ({rf.height} kernels)", limit=limit)

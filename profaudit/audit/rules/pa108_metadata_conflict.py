@@ -6,7 +6,9 @@ from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import clock_state, time_family
 
 # Facts that decide comparability: a contradiction here means the claim describes another run.
-CRITICAL = ("device", "dtype", "time_source", "clock_control", "cache_control", "shape")
+CRITICAL = ("device", "dtype", "time_source", "clock_control", "cache_control", "shape", "compile_mode", "cuda_graphs")
+_EAGER = {"", "eager", "none", "no", "false", "off", "disabled"}
+_TRUE = {"true", "1", "yes", "on"}
 OTHER = ("driver", "cuda_version", "batch_size", "tf32", "l2_flush", "mig_profile", "power_limit_w")
 
 
@@ -21,6 +23,11 @@ def _same(key: str, a, b) -> bool:
         return clock_state(a) == clock_state(b)
     if key == "time_source":
         return str(a).lower() == str(b).lower() or time_family(a) == time_family(b)
+    if key == "compile_mode":
+        # spellings of one compiler differ between a harness and a person; eager vs compiled does not
+        return (str(a).strip().lower() in _EAGER) == (str(b).strip().lower() in _EAGER)
+    if key == "cuda_graphs":
+        return (str(a).strip().lower() in _TRUE) == (str(b).strip().lower() in _TRUE)
     if key in ("driver", "cuda_version"):
         return str(a).strip().lstrip("v") == str(b).strip().lstrip("v")
     if isinstance(a, float) or isinstance(b, float):
@@ -36,7 +43,8 @@ class MetadataConflict(Rule):
 
     What it detects: for each side, a fact given by two sources that disagree: the claim's
     `meta` against profile metadata, sample columns or the benchmark harness's own metadata
-    (device, dtype, time source, clock and cache control, shape -> FAIL; driver, CUDA version,
+    (device, dtype, time source, clock and cache control, shape, eager vs compiled, CUDA graphs ->
+    FAIL; driver, CUDA version,
     batch size, TF32, L2 flush, MIG profile, power limit -> WARN). Tool defaults that nobody
     recorded (ncu's assumed clock control) do not count as evidence against the claim.
 
