@@ -76,6 +76,10 @@ def _cells(lx: np.ndarray, ly: np.ndarray, view: tuple[float, float, float, floa
     return first, counts
 
 
+def _some(names: Sequence[str], most: int = 8) -> str:
+    return ", ".join(names) if len(names) <= most else f"{', '.join(names[:most])} and {len(names) - most} more"
+
+
 def roofline_figure(
     rf: pl.DataFrame,
     specs: Mapping[str, object],
@@ -167,18 +171,39 @@ def roofline_figure(
 
     ceilings: list[dict] = []
     keys = [k for k in rf["device_key"].unique(maintain_order=True).to_list() if k] if rf.height else []
+    device_keys = rf["device_key"].to_numpy() if rf.height else np.array([])
+    # Only a level that has points on a device lacks something when its spec has no bandwidth for
+    # it; devices missing the same levels share one note (a mixed load lists a dozen devices).
+    unceiled: dict[tuple[str, ...], list[str]] = {}
+    pointed: list[str] = []
+    for key in keys:
+        on_device = device_keys == key
+        if any((ok & on_device).any() for _, ok in level_pts.values()):
+            pointed.append(key)
+        missing = tuple(lv for lv, (_, ok) in level_pts.items() if lv not in specs[key].levels() and (ok & on_device).any())
+        if missing:
+            unceiled.setdefault(missing, []).append(key)
+    if total and len(pointed) < len(keys):
+        # Ceilings of devices none of whose kernels is a point only crowd the chart (a folder of
+        # mixed profiles drew fifteen devices' roofs around three devices' points); with no
+        # points at all, every device's roofs are drawn for reference.
+        idle = [k for k in keys if k not in pointed]
+        notes.append(f"no roofs drawn for {_some(idle)}: none of {'its' if len(idle) == 1 else 'their'} kernels has FLOPs and bytes to place")
+        keys = pointed
+    for missing, devs in unceiled.items():
+        lv_names = " and ".join(LEVEL_STYLE[lv][1] for lv in missing)
+        whose = f"{devs[0]}'s spec publishes" if len(devs) == 1 else f"the specs of {_some(devs)} publish"
+        notes.append(f"{whose} no {lv_names} bandwidth, so {lv_names} points on {'it' if len(devs) == 1 else 'them'} have no memory ceiling")
+    unclocked: list[str] = []
     for di, key in enumerate(keys):
         spec = specs[key]
         color = DEVICE_COLORS[di % len(DEVICE_COLORS)]
-        unpublished = [lv for lv in levels if lv not in spec.levels()]
-        if unpublished:
-            notes.append(f"{key}: its spec publishes no {', '.join(unpublished)} bandwidth, so that level has points but no ceiling")
         for clock in clocks:
             clk = None
             if clock == "kernel":
                 clk = median_kernel_clock(rf, key)
                 if clk is None:
-                    notes.append(f"{key}: no measured kernel clock, so no ceilings at the measured clock")
+                    unclocked.append(key)
                     continue
             tag = "datasheet" if clock == "boost" else f"at {clk / 1e6:.0f} MHz measured"
             dash = "solid" if clock == "boost" else "dash"
@@ -192,6 +217,8 @@ def roofline_figure(
             for v in peaks.values():
                 for w in bws.values():
                     xs_min, xs_max = min(xs_min, v / w), max(xs_max, v / w)
+    if unclocked:
+        notes.append(f"no measured kernel clock on {_some(unclocked)}, so {'it has' if len(unclocked) == 1 else 'they have'} no ceilings at the measured clock")
     if not math.isfinite(xs_min) or xs_max <= 0:
         xs_min, xs_max = 0.01, 1000.0
     lo, hi = xs_min / 4, xs_max * 4
@@ -217,8 +244,10 @@ def roofline_figure(
     if not math.isfinite(ys_min) or ys_max <= 0:
         ys_min, ys_max = 1e9, 1e15
     layout = _base_layout(
+        # FLOP/s ticks with SI prefixes (plotly's default writes 1e9 as "1B"), as the hover text has
+        # them; intensity keeps plain decimals (SI would write 0.001 FLOP/B as "1m")
         xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}, "range": [math.log10(lo), math.log10(hi)]},
-        yaxis={"type": "log", "title": {"text": "performance (FLOP/s)"}, "range": [math.log10(max(ys_min, 1e-30)) - 0.3, math.log10(ys_max) + 0.3]},
+        yaxis={"type": "log", "title": {"text": "performance (FLOP/s)"}, "range": [math.log10(max(ys_min, 1e-30)) - 0.3, math.log10(ys_max) + 0.3], "exponentformat": "SI"},
         legend={"font": {"size": 10}},
         hoverlabel={"align": "left"},
         margin={"l": 70, "r": 10, "t": 40, "b": 60},

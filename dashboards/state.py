@@ -74,6 +74,7 @@ class DashboardState:
         self.claims: "OrderedDict[str, ClaimEntry]" = OrderedDict()
         self.version = 0
         self._ps: ProfileSet | None = None
+        self._origins: dict[str, str] = {}
         self._cache: "OrderedDict[tuple, Any]" = OrderedDict()
         self._device_specs: dict | None = None
         if self.specs:
@@ -175,7 +176,11 @@ class DashboardState:
     def ps(self) -> ProfileSet:
         with self.lock:
             if self._ps is None:
-                self._ps = ProfileSet([p for group in self._groups.values() for p in group], skipped=list(self.skipped))
+                keyed = [(key, p) for key, group in self._groups.items() for p in group]
+                self._ps = ProfileSet([p for _, p in keyed], skipped=list(self.skipped))
+                # ProfileSet renames a repeated id (the same file uploaded that was given on the
+                # command line becomes `id~2`) and keeps the order, so ids pair with their groups
+                self._origins = {p.profile_id: ("upload" if key.startswith("upload:") else CLI) for (key, _), p in zip(keyed, self._ps, strict=True)}
             return self._ps
 
     def profile(self, pid: str) -> ProfileSet:
@@ -194,10 +199,9 @@ class DashboardState:
         return ps.subset(list(pids))
 
     def origin_of(self, pid: str) -> str:
-        for key, group in self._groups.items():
-            if any(p.profile_id == pid for p in group):
-                return "upload" if key.startswith("upload:") else CLI
-        return ""
+        with self.lock:
+            self.ps  # noqa: B018 - builds the id -> origin map with the set
+            return self._origins.get(pid, "")
 
     def claim(self, cid: str) -> ClaimEntry:
         try:
@@ -271,11 +275,15 @@ class DashboardState:
         return self.cached(key, lambda: compare(self.profile(baseline), self.profile(candidate), match=match, intended=tuple(intended), device=device))
 
     def warm(self) -> None:
-        """Fill the caches the Kernels and Roofline pages open with (run in a background thread)."""
+        """Fill the caches the Kernels, Roofline and Timing pages open with (run in a background
+        thread): the first visit then costs what drawing costs, not seconds of one-off loading
+        (the device specs' YAML, scipy.stats for the steady-state and drift detectors)."""
         try:
+            self.device_specs  # noqa: B018
             self.kernels()
             if self.ps.kernels.height:
                 self.roofline(None, None, False)
+            import scipy.stats  # noqa: F401
         except Exception:  # the pages compute (and report) it themselves
             pass
 

@@ -85,6 +85,11 @@ def kv_table(pairs: Sequence[tuple[str, Any]], *, className: str = "tbl kv") -> 
     return html.Table(html.Tbody([html.Tr([html.Th(k), html.Td(_cell(v))]) for k, v in pairs]), className=className)
 
 
+# Text longer than this goes in a bounded, scrolling box (style.css .long-text): one kernel name of
+# 4,000 characters made a kernel's detail table thousands of pixels tall.
+LONG_TEXT = 300
+
+
 def _cell(v: Any) -> Any:
     if v is None:
         return "—"
@@ -92,7 +97,8 @@ def _cell(v: Any) -> Any:
         return fmt_num(v)
     if isinstance(v, (html.Div, html.Span, html.A, html.Details, html.Code, html.B)):
         return v
-    return str(v)
+    s = str(v)
+    return html.Div(s, className="long-text") if len(s) > LONG_TEXT else s
 
 
 def fmt_num(v: Any) -> str:
@@ -144,6 +150,22 @@ def empty_figure(text: str) -> dict:
     }
 
 
+# Dash's dropdown builds a search index over every option label in the browser; labels of a few
+# thousand characters (C++ template kernel names) stall the tab for minutes, so labels that come
+# from profiles are bounded. The option's value still names the full thing.
+OPTION_LABEL_MAX = 160
+
+
+def option_label(text: object, limit: int = OPTION_LABEL_MAX) -> str:
+    """`text` cut in the middle to at most `limit` characters (head and tail keep what tells
+    kernels apart: the name and the last template arguments or parameters)."""
+    s = " ".join(str(text).split())
+    if len(s) <= limit:
+        return s
+    tail = limit // 3
+    return s[: limit - tail - 1] + "…" + s[-tail:]
+
+
 def page_header(title: str, intro: str) -> html.Div:
     return html.Div([html.H2(title), html.P(intro, className="intro")], className="page-header")
 
@@ -165,4 +187,5 @@ __all__ = [
     "empty_figure",
     "page_header",
     "error_text",
+    "option_label",
 ]

@@ -159,6 +159,23 @@ def timing_samples(variant: str, median_ns: float, n: int, *, seed: int, drift: 
     )
 
 
+# A Kineto trace of a PyTorch model holds names like this one (5,224 characters in the sweep).
+LONG = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<" + "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, " * 40 + "{}>(int, Params)"
+# ROCm traces name composable-kernel instances by their mangled names: 2,000 characters without a
+# space (a browser cannot break such a line, which is what stalled the dropdown).
+MANGLED = "_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm" + "ILi64EttftLNS_25InMemoryDataOperationEnumE0ELi256ELi128ELi128ELi4ELi8E" * 40 + "Li{}EEEvPKT0_"
+
+
+def long_name_profile(pid: str, n: int = 40) -> Profile:
+    """Kernels named as Kineto traces of PyTorch models name them (30 distinct names of 3,000 to
+    4,000 characters that differ only near the end; half mangled), without FLOP counts."""
+    k, _ = kernels_frame(n, seed=7, with_metrics=False)
+    names = [(LONG if i % 2 else MANGLED).format(i % 30) for i in range(n)]
+    k = k.with_columns(pl.Series("name", names), pl.Series("short_name", names), pl.lit(None, pl.Float64).alias("flops_fp32"), pl.lit(None, pl.Float64).alias("flops_fp16_tensor"))
+    md = {"source": "pytorch", "format": "kineto", "device_name": LOG_META["device_name"]}
+    return Profile(pid, md, {"kernels": k})
+
+
 LOG_META = {"device_name": H100, "time_source": "cuda_events", "synchronized": True, "l2_flush": True, "dtype": "fp32"}
 
 

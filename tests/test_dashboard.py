@@ -582,7 +582,7 @@ def test_roofline_click_shows_kernel(app, ctx):
 
 def test_timing_marks_warmup_drift_and_throttling(app, ctx):
     opts = timing_page.cases(timing_page.samples_of(ctx, "samples"))
-    case = next(o["value"] for o in opts if json.loads(o["value"])[0] == "softmax")
+    case = next(o["value"] for o in opts if timing_page.case_of(ctx, "samples", o["value"])[0] == "softmax")
     trace, violin, ecdf, stats, msg = timing_page.update("samples", case)
     assert msg == ""
     rows = find(stats, "tm-stats-table")
@@ -601,7 +601,7 @@ def test_timing_marks_warmup_drift_and_throttling(app, ctx):
     assert sorted(t.name for t in trace.data if t.showlegend is not False) == sorted(["eager", "fused", "warm-up (labelled or detected)", "throttled", "drift (Theil-Sen; dashed = significant)", "SM clock (right axis)", "temperature (right axis)"])
     assert trace.layout.yaxis2.title.text == "SM clock (MHz)"
     assert [t.name for t in violin.data] == ["eager", "fused"]
-    opts_k, value, _ = timing_page.choose_source("kernels")
+    opts_k, value, _, _ = timing_page.choose_source("kernels")
     assert value is not None and any("softmax_warp_forward" in o["label"] for o in opts_k)
 
 

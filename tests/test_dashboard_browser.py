@@ -231,3 +231,55 @@ def test_uploads(page, served):
     page.wait_for_function("() => (document.querySelector('#ov-upload-result')?.innerText ?? '').includes('notes.txt: not stored')")
     assert not (served["app"]._profaudit_state.upload_dir / "notes.txt").exists()
     shot(page, "overview-uploads")
+
+
+@pytest.fixture(scope="module")
+def served_long(tmp_path_factory):
+    """A dashboard over kernels with Kineto-length names (thousands of characters each)."""
+    from dashboard_data import long_name_profile
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+
+    root = tmp_path_factory.mktemp("long")
+    write_dataset(ProfileSet([long_name_profile("kineto-long-names")]), root / "data")
+    srv = ServerThread(create_app([root / "data"], upload_dir=root / "up", warm=False)).start()
+    try:
+        yield {"url": srv.url}
+    finally:
+        srv.stop()
+
+
+def test_timing_page_with_very_long_kernel_names(page, served_long, monkeypatch):
+    # Dash's dropdown indexed multi-kilobyte labels and values for search and the tab stopped
+    # responding before the chart was drawn (a real ROCm Kineto trace did this)
+    from profaudit.dashboards.pages import timing as timing_page
+
+    monkeypatch.setattr(timing_page, "MAX_CASE_OPTIONS", 6)  # the server runs in this process
+    page.set_default_timeout(15_000)
+    goto(page, served_long, "/timing", "#tm-stats-table")
+    assert "of 3" in page.inner_text("#tm-case-hint")  # 30-odd cases, 6 listed
+    page.click("#tm-case")
+    options = '[role=listbox] label:has(input[value^="case-"])'
+    labels = page.locator(options).all_inner_texts()
+    assert len(labels) == 6 and max(len(x) for x in labels) <= 200
+    # typing asks the server for cases that are not listed
+    page.fill(".dash-dropdown-search", "27>(int")
+    page.wait_for_function("(sel) => [...document.querySelectorAll(sel)].some(l => l.innerText.includes('27>(int'))", arg=options)
+    page.locator(options).filter(has_text="27>(int").first.click()
+    settle(page)
+    assert "27>(int" in page.inner_text("#tm-case")
+    page.wait_for_selector("#tm-stats-table")
+    # the kernel grid's name tooltip wraps inside the window; the detail panel stays compact
+    goto(page, served_long, "/kernels", "#kn-grid .ag-row")
+    page.hover('#kn-grid .ag-pinned-left-cols-container .ag-row[row-index="2"] .ag-cell')
+    box = page.wait_for_selector(".ag-tooltip").bounding_box()
+    assert box["width"] <= 1400 and box["height"] <= 500
+    page.locator('#kn-grid .ag-center-cols-container .ag-row[row-index="1"] .ag-cell').first.click()
+    page.wait_for_selector("#kn-detail-title")
+    settle(page)
+    assert page.locator("#kn-detail-title").bounding_box()["height"] < 120
+    assert max(b["height"] for b in page.locator("#kn-detail .long-text").evaluate_all("els => els.map(e => e.getBoundingClientRect())")) < 200
+    assert page.evaluate("() => document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1")
+    # nothing on the page is wider than the window
+    assert page.evaluate("() => document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1")
+    shot(page, "timing-long-names")

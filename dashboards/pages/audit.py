@@ -11,7 +11,7 @@ import math
 from dash import Input, Output, State, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from profaudit.dashboards.ui import guarded, kv_table, message, page_header, pretty_json, severity_badge, state, table
+from profaudit.dashboards.ui import guarded, kv_table, message, option_label, page_header, pretty_json, severity_badge, state, table
 from profaudit.dashboards.uploads import register_upload_callbacks, upload_box
 
 NAME = "Audit"
@@ -21,7 +21,7 @@ _STATUS_ORDER = {"fail": 0, "unknown": 1, "pass": 2}
 
 
 def claim_options(st) -> list[dict]:
-    return [{"label": e.label, "value": cid} for cid, e in st.claims.items()]
+    return [{"label": option_label(e.label), "value": cid} for cid, e in st.claims.items()]
 
 
 def layout(**_query):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from profaudit.dashboards.ui import guarded, kv_table, message, page_header, severity_badge, state, table
+from profaudit.dashboards.ui import guarded, kv_table, message, option_label, page_header, severity_badge, state, table
 
 NAME = "Compare"
 PATH = "/compare"
@@ -21,7 +21,7 @@ def _options(st) -> list[dict]:
     out = []
     for pid, src, fmt, dev, k, s in md.select("profile_id", "source", "format", "device_name", "kernel_count", "sample_count").iter_rows():
         what = f"{k:,} kernels" if k else f"{s:,} samples" if s else "no kernels or samples"
-        out.append({"label": f"{pid} — {fmt or src or '?'}, {dev or 'device ?'}, {what}", "value": pid})
+        out.append({"label": option_label(f"{pid} — {fmt or src or '?'}, {dev or 'device ?'}, {what}"), "value": pid})
     return out
 
 

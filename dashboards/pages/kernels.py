@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 
 from profaudit import schema
 from profaudit.dashboards import grid
-from profaudit.dashboards.ui import guarded, kv_table, message, page_header, state
+from profaudit.dashboards.ui import guarded, kv_table, message, option_label, page_header, state
 
 NAME = "Kernels"
 PATH = "/kernels"
@@ -171,7 +171,7 @@ def kernel_detail(st, row_key: int) -> html.Div:
     fields = [(c, r[c]) for c in schema.KERNELS.names if r.get(c) is not None]
     m = st.ps.metrics
     mk = m.filter((pl.col("profile_id") == pid) & (pl.col("kernel_id") == kid)) if m.height and kid is not None else m.clear()
-    parts = [html.H3(f"{r.get('short_name') or r.get('name') or 'kernel'} — profile {pid}, kernel {kid}", id="kn-detail-title")]
+    parts = [html.H3(f"{option_label(r.get('short_name') or r.get('name') or 'kernel', 200)} — profile {pid}, kernel {kid}", id="kn-detail-title")]
     roof = _roofline_line(st, pid, kid)
     if roof:
         parts.append(html.P(roof, className="roof-line"))
@@ -203,7 +203,10 @@ def _roofline_line(st, pid: str, kid) -> str | None:
     r = row.row(0, named=True)
     if r.get("device_key") is None:
         return f"Roofline: {r.get('roof_note') or 'no device spec'}"
-    bits = [f"Roofline on {r['device_key']}: achieved {fmt_si(r.get('achieved_flops_per_s'), 'FLOP/s')}"]
+    achieved = r.get("achieved_flops_per_s")
+    if achieved is None:  # without FLOPs there is no achieved rate to state, only why
+        return f"Roofline on {r['device_key']}: {r.get('roof_note') or 'no FLOP counts'}"
+    bits = [f"Roofline on {r['device_key']}: achieved {fmt_si(achieved, 'FLOP/s')}"]
     if r.get("roof_pct_at_boost") is not None:
         bits.append(f"{fmt_pct(r['roof_pct_at_boost'], False)} of the datasheet roof ({r.get('bound_at_boost')}-bound)")
     if r.get("roof_pct_at_kernel_clock") is not None:

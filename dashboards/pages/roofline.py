@@ -9,7 +9,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from profaudit.dashboards.figures import roofline_figure
-from profaudit.dashboards.ui import empty_figure, guarded, kv_table, message, page_header, state
+from profaudit.dashboards.ui import empty_figure, guarded, kv_table, message, option_label, page_header, state
 from profaudit.schema import MEMORY_LEVELS, PRECISIONS
 
 NAME = "Roofline"
@@ -53,7 +53,7 @@ def layout(**_query):
             html.Div(msg, id="rf-msg"),
             html.Div(
                 [
-                    html.Div([html.Label("profiles", htmlFor="rf-profiles"), dcc.Dropdown(id="rf-profiles", options=[{"label": p, "value": p} for p in pids], value=pids, multi=True)], className="ctl grow"),
+                    html.Div([html.Label("profiles", htmlFor="rf-profiles"), dcc.Dropdown(id="rf-profiles", options=[{"label": option_label(p), "value": p} for p in pids], value=pids, multi=True)], className="ctl grow"),
                     html.Div([html.Label("device", htmlFor="rf-device"), dcc.Dropdown(id="rf-device", options=devices, value=AS_REPORTED, clearable=False)], className="ctl"),
                 ],
                 className="controls",
@@ -146,7 +146,7 @@ def show_point(click, pids, device, sparse):
     except (IndexError, ValueError, TypeError):
         raise PreventUpdate from None
     shown = [(c, v) for c, v in r.items() if v is not None]
-    return html.Div([html.H3(f"{r.get('short_name') or r.get('name')} — profile {r['profile_id']}, kernel {r['kernel_id']}", id="rf-detail-title"), kv_table(shown)])
+    return html.Div([html.H3(f"{option_label(r.get('short_name') or r.get('name'), 200)} — profile {r['profile_id']}, kernel {r['kernel_id']}", id="rf-detail-title"), kv_table(shown)])
 
 
 def register(app) -> None:

@@ -4,13 +4,15 @@ and the steady-state distribution per variant (violin and ECDF)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import polars as pl
 from dash import Input, Output, State, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from profaudit.dashboards.figures import build_series, series_rows, timing_figures
-from profaudit.dashboards.ui import empty_figure, guarded, message, page_header, state, table
+from profaudit.dashboards.ui import OPTION_LABEL_MAX, empty_figure, guarded, message, option_label, page_header, state, table
 
 NAME = "Timing"
 PATH = "/timing"
@@ -41,17 +43,72 @@ def cases(df: pl.DataFrame) -> list[dict]:
         .sort(["n", "benchmark"], descending=[True, False])
     )
     out = []
+    seen: dict[str, int] = {}
     for b, p, n, v, np_ in g.iter_rows():
-        params = "" if p in (None, "{}") else f" {p}"
         variants = f", {v} variants" if v > 1 else ""
-        out.append({"label": f"{b or '(unnamed)'}{params} — {n:,} samples, {np_} profile(s){variants}", "value": json.dumps([b, p])})
+        tail = f" — {n:,} samples, {np_} profile(s){variants}"
+        # name and parameters are shortened apart, so both keep the end that tells cases apart
+        params = "" if p in (None, "{}") else " " + option_label(p, 48)
+        label = option_label(b or "(unnamed)", max(40, OPTION_LABEL_MAX - len(params) - len(tail) - 8)) + params
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:  # shortened names that still collide get a number
+            label = f"{label} #{seen[label]}"
+        out.append({"label": label + tail, "value": case_key(b, p)})
     return out
+
+
+def case_key(bench: str | None, params: str | None) -> str:
+    """A short option value for a case: the dropdown indexes values as well as labels, and a
+    value holding a 2,000-character mangled kernel name stalls the browser like a long label."""
+    return "case-" + hashlib.blake2b(json.dumps([bench, params]).encode(), digest_size=10).hexdigest()
+
+
+def case_of(st, source: str, key: str) -> tuple[str | None, str | None] | None:
+    """(benchmark, params) of the case `key` names among the loaded ones, or None."""
+
+    def table() -> dict:
+        pairs = samples_of(st, source).select("benchmark", "params").unique().iter_rows()
+        return {case_key(b, p): (b, p) for b, p in pairs}
+
+    return st.cached(("timing-case-keys", source), table).get(key) if isinstance(key, str) else None
+
+
+# A dropdown of thousands of options (a Kineto trace has a case per kernel name and launch shape)
+# takes the browser seconds to build; the cases with the most samples are listed and typing in the
+# box asks the server for the others.
+MAX_CASE_OPTIONS = 200
+
+
+def case_options(st, source: str, search: str | None = None, keep: str | None = None) -> tuple[list[dict], int]:
+    """(at most MAX_CASE_OPTIONS options, how many cases match): the cases whose benchmark,
+    parameters or label contain `search` (case-insensitive; all when empty), most samples first, with the
+    option `keep` (the chosen case) always among them."""
+    opts = every = st.cached(("timing-cases", source), lambda: cases(samples_of(st, source)))
+    needle = (search or "").strip().lower()
+    if needle:
+        def hit(o: dict) -> bool:
+            b, p = case_of(st, source, o["value"]) or (None, None)
+            return needle in (b or "").lower() or needle in (p or "").lower() or needle in o["label"].lower()
+
+        opts = [o for o in opts if hit(o)]
+    shown = opts[:MAX_CASE_OPTIONS]
+    if keep and all(o["value"] != keep for o in shown):
+        kept = next((o for o in every if o["value"] == keep), None)
+        if kept is not None:
+            shown = [kept, *shown]
+    return shown, len(opts)
+
+
+def _hint(shown: int, total: int) -> str:
+    if total <= shown:
+        return ""
+    return f"the {shown:,} cases with the most samples of {total:,} are listed: type part of a kernel or benchmark name to find the others"
 
 
 def layout(**_query):
     st = state()
     src = "samples" if st.ps.samples.height else "kernels"
-    opts = cases(samples_of(st, src))
+    opts, total = case_options(st, src)
     return html.Div(
         [
             page_header(NAME, "Times in execution order. Warm-up (labelled by the log or detected by the audit's steady-state test), throttled samples (throttle reasons, or SM clock below 75 % of the highest) and the Theil-Sen drift of the steady part are marked."),
@@ -59,7 +116,7 @@ def layout(**_query):
             html.Div(
                 [
                     html.Div([html.Label("times from"), dcc.RadioItems(id="tm-source", options=[{"label": f" {v}", "value": k} for k, v in SOURCES.items()], value=src, inline=True)], className="ctl"),
-                    html.Div([html.Label("benchmark case", htmlFor="tm-case"), dcc.Dropdown(id="tm-case", options=opts, value=opts[0]["value"] if opts else None, clearable=False)], className="ctl grow"),
+                    html.Div([html.Label("benchmark case", htmlFor="tm-case"), dcc.Dropdown(id="tm-case", options=opts, value=opts[0]["value"] if opts else None, clearable=False), html.Div(_hint(len(opts), total), id="tm-case-hint", className="muted")], className="ctl grow"),
                 ],
                 className="controls",
             ),
@@ -77,10 +134,18 @@ def layout(**_query):
     )
 
 
-@guarded(fallback=[no_update, no_update, None], msg_at=2)
+@guarded(fallback=[no_update, no_update, None, no_update], msg_at=2)
 def choose_source(source):
-    opts = cases(samples_of(state(), source))
-    return opts, (opts[0]["value"] if opts else None), ""
+    opts, total = case_options(state(), source)
+    return opts, (opts[0]["value"] if opts else None), "", _hint(len(opts), total)
+
+
+@guarded(fallback=[no_update, None], msg_at=1)
+def search_cases(search, source, current):
+    if search is None:
+        raise PreventUpdate
+    opts, _ = case_options(state(), source, search, keep=current)
+    return opts, ""
 
 
 _BLANK = empty_figure("")
@@ -97,31 +162,31 @@ def update(source, case):
     if not case:
         what = "timing logs" if source == "samples" else "kernel launches"
         return empty_figure(f"no {what} loaded"), _BLANK, _BLANK, "", message(f"No {what} to show: load a timing log (or a profile with kernels) on the command line or upload one on the Overview page.", "info")
-    try:
-        bench, params = json.loads(case)
-    except (TypeError, ValueError):
-        from profaudit.errors import UsageError
-
-        raise UsageError("unknown benchmark case: reload the page") from None
+    found = case_of(st, source, case)
+    if found is None:
+        return empty_figure("no samples"), _BLANK, _BLANK, "", message("That benchmark case is no longer loaded: reload the page.", "warn")
+    bench, params = found
     sel = df.filter((pl.col("benchmark") == bench) if bench is not None else pl.col("benchmark").is_null())
     sel = sel.filter((pl.col("params") == params) if params is not None else pl.col("params").is_null())
     if sel.height == 0:
         return empty_figure("no samples"), _BLANK, _BLANK, "", message("That benchmark case is no longer loaded: reload the page.", "warn")
-    series = build_series(sel, _reference_clock(sel))
+    series = build_series(sel, _reference_clock(st, sel))
     trace, violin, ecdf, notes = timing_figures(series)
     hdr, rows = series_rows(series)
     stats = html.Div([*[message(n, "info") for n in notes], table(hdr, rows, id="tm-stats-table")])
     return trace, violin, ecdf, stats, ""
 
 
-def _reference_clock(sel: pl.DataFrame) -> float | None:
-    """The device's boost clock from its spec (as rule PA203 uses), when the device is known."""
-    from profaudit.specs import match_device
+def _reference_clock(st, sel: pl.DataFrame) -> float | None:
+    """The device's boost clock from its spec (as rule PA203 uses), when the device is known.
+
+    Matched against the dashboard's specs, so a device added with --spec counts here too."""
+    from profaudit.specs import resolve_device
 
     names = sel["device_name"].drop_nulls().unique().to_list()
     if len(names) != 1:
         return None
-    spec = match_device(names[0])
+    spec = resolve_device(names[0], specs=st.device_specs).spec
     return spec.boost_clock_hz / 1e6 if spec is not None and spec.boost_clock_hz else None
 
 
@@ -130,9 +195,18 @@ def register(app) -> None:
         Output("tm-case", "options"),
         Output("tm-case", "value"),
         Output("tm-msg", "children", allow_duplicate=True),
+        Output("tm-case-hint", "children"),
         Input("tm-source", "value"),
         prevent_initial_call=True,
     )(choose_source)
+    app.callback(
+        Output("tm-case", "options", allow_duplicate=True),
+        Output("tm-msg", "children", allow_duplicate=True),
+        Input("tm-case", "search_value"),
+        State("tm-source", "value"),
+        State("tm-case", "value"),
+        prevent_initial_call=True,
+    )(search_cases)
     app.callback(
         Output("tm-trace", "figure"),
         Output("tm-violin", "figure"),
