@@ -88,6 +88,9 @@ def _cells(line: str) -> list[str]:
         return []
 
 
+_PLAIN_HEADER = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./()#%:-]*$")
+
+
 def _layout(cells: list[str]) -> str | None:
     """'details', 'raw', 'summary' or None for a candidate header row."""
     names = [c.strip() for c in cells]
@@ -98,7 +101,8 @@ def _layout(cells: list[str]) -> str | None:
     if "Kernel Name" in names and "ID" in names:
         return "raw"
     metricish = [n for n in names if _METRIC_NAME.match(n)]
-    if len(metricish) >= 2 and len(metricish) >= 0.6 * len(names):
+    # a line of code that lists metric names (`keys = ["dram__bytes.sum", ...]`) is no header
+    if len(metricish) >= 2 and len(metricish) >= 0.6 * len(names) and all(_PLAIN_HEADER.match(n) for n in names):
         return "raw"
     return None
 

@@ -102,4 +102,5 @@ def decode(buf: bytes, start: int = 0, end: int | None = None) -> dict[int, list
 
 
 def text(buf: bytes, span: tuple[int, int]) -> str:
-    return buf[span[0] : span[1]].decode("utf-8", errors="replace")
+    # some writers (2019-era ncu) store C strings with their terminating NUL
+    return buf[span[0] : span[1]].decode("utf-8", errors="replace").rstrip("\x00")

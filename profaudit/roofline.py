@@ -361,7 +361,9 @@ def _notes(k: pl.DataFrame, unmatched: Mapping, suffixes, flops_precision) -> pl
     no_typed = ~pl.any_horizontal([pl.col(c).is_not_null() for c in fcols])
     parts.append(pl.when(no_typed & pl.col("flops_total").is_not_null())
                  .then(pl.lit("FLOPs are an untyped total: pass flops_precision= (--flops-precision) to set the compute ceiling")))
-    tensor_pct = pl.col(TENSOR_PIPE_COLUMN).round(1).cast(pl.Utf8)
+    # a small but non-zero reading must not print as 0.0 %
+    tp = pl.col(TENSOR_PIPE_COLUMN)
+    tensor_pct = pl.when(tp < 0.1).then(pl.lit("<0.1")).otherwise(tp.round(1).cast(pl.Utf8))
     parts.append(pl.when(pl.col(UNCOUNTED_COLUMN)).then(
         pl.lit("tensor pipe active") + pl.when(tensor_pct.is_not_null()).then(pl.lit(" (") + tensor_pct + pl.lit("% of peak)")).otherwise(pl.lit(""))
         + pl.lit(" but its FLOPs were not counted (collect the sm__ops_path_tensor_* counters): FLOPs and compute roof unknown")

@@ -479,3 +479,11 @@ def test_2019_memory_frequency_label(tmp_path):
     )
     r = _one(p).kernels.row(0, named=True)
     assert r["mem_clock_hz"] == 772656250.0 and r["duration_ns"] == 9344.0
+
+
+def test_a_script_listing_metric_names_is_not_an_ncu_csv(tmp_path):
+    from profaudit.parsers import find_parser
+
+    p = tmp_path / "check.py"
+    p.write_text('import x\nkeys = ["gpu__time_duration.sum","dram__bytes_read.sum","dram__bytes_write.sum","lts__t_bytes.sum"]\nprint(keys)\n')
+    assert find_parser(p) is None or find_parser(p).name != "ncu-csv"

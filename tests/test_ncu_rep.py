@@ -462,3 +462,15 @@ def test_a_launch_ncu_could_not_profile_is_flagged():
     assert ncu_rep._unmeasured({"duration_ns": None}, failed)
     assert not ncu_rep._unmeasured({"duration_ns": None}, failed + ["launch__grid_size"])  # 2019.x: no duration metric
     assert not ncu_rep._unmeasured({"duration_ns": 1.0}, failed)
+
+
+def test_strings_lose_a_c_terminator():
+    from profaudit.parsers.protowire import text
+
+    assert text(b"xx./a.out\x00yy", (2, 10)) == "./a.out"
+
+
+@pytest.mark.corpus
+def test_2019_report_module_has_no_trailing_nul():
+    k = _one(_corpus("evozone96__matrixMul__profile.nsight-cuprof-report")).kernels
+    assert all(not m.endswith("\x00") for m in k["module"].drop_nulls().to_list())

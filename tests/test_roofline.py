@@ -422,6 +422,8 @@ def test_uncounted_tensor_flops_give_no_flop_position():
         assert r[col] is None, col
     assert "tensor pipe active (55.0% of peak) but its FLOPs were not counted" in r["roof_note"]
     assert "no FLOP counts" not in r["roof_note"]
+    tiny = _row(roofline(_tensor_ps(0.004, "sass-counters(sum):fp32;tensor:unknown(pct-or-inst-only)")))
+    assert "tensor pipe active (<0.1% of peak)" in tiny["roof_note"]
     # what was measured stays: DRAM throughput against its roof
     assert r["achieved_dram_bytes_per_s"] == pytest.approx(1e11)
     assert r["dram_bandwidth_pct_at_boost"] == pytest.approx(100 * 1e11 / 1555e9)
