@@ -37,7 +37,7 @@ def run_cmd(
     min_samples: int = typer.Option(30, "--min-samples", help="Samples per variant before the noise target may stop the run."),
     max_samples: int = typer.Option(100_000, "--max-samples", help="Stop at this many samples per variant."),
     min_time: float = typer.Option(0.05, "--min-time", help="Measure at least this long per case (s)."),
-    max_time: float = typer.Option(2.0, "--max-time", help="Time budget per case (s)."),
+    max_time: float = typer.Option(2.0, "--max-time", help="Measurement budget per case (s); warm-up (--warmup-max-time) and the correctness checks come on top."),
     noise_target: float = typer.Option(0.005, "--noise-target", help="Stop when the median's relative standard error is below this for every variant."),
     min_warmup_calls: int = typer.Option(3, "--min-warmup-calls", help="Warm-up calls per variant at least."),
     warmup_min_time: float = typer.Option(0.025, "--warmup-min-time", help="Warm up at least this long (s)."),
