@@ -896,7 +896,7 @@ def run_inflation(sample: SampleSet, stat: Statistic, within_se: float, *, confi
         return 1.0, {"runs": int(uniq.size)}
     se_between = float(np.std(np.log(vals), ddof=1) / math.sqrt(uniq.size))
     factor = max(1.0, se_between * _t_over_z(uniq.size - 1, confidence) / within_se)
-    return float(min(factor, 50.0)), {"runs": int(uniq.size), f"run_{stat.name}": [float(v) for v in vals], "se_between_log": se_between, "se_within_log": within_se}
+    return float(min(factor, 50.0)), {"runs": int(uniq.size), f"run_{stat.name}": [float(v) for v in vals], f"se_between_log_{stat.name}": se_between, f"se_within_log_{stat.name}": within_se}
 
 
 def paired_run_inflation(b: SampleSet, c: SampleSet, stat: Statistic, within_se: float, *, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, dict] | None:
@@ -917,7 +917,7 @@ def paired_run_inflation(b: SampleSet, c: SampleSet, stat: Statistic, within_se:
     lr = np.log(vb / vc)
     se_between = float(np.std(lr, ddof=1) / math.sqrt(ub.size))
     factor = max(1.0, se_between * _t_over_z(ub.size - 1, confidence) / within_se)
-    return float(min(factor, 50.0)), {"runs": int(ub.size), f"run_ratio_{stat.name}": [float(v) for v in np.exp(lr)], "se_between_log_ratio": se_between, "se_within_log_ratio": within_se}
+    return float(min(factor, 50.0)), {"runs": int(ub.size), f"run_ratio_{stat.name}": [float(v) for v in np.exp(lr)], f"se_between_log_ratio_{stat.name}": se_between, f"se_within_log_ratio_{stat.name}": within_se}
 
 
 def summary_ratio_interval(

@@ -15,7 +15,8 @@ class WarmupInTimedRegion(Rule):
     run: samples above max(1.5 m, m + 5 x 1.4826 x MAD), with m and MAD from the last 50 % of
     the run, or a two-segment change point on log t (FAIRNESS P1). It measures how much the head
     moves the claimed statistic on each side and therefore the speedup. With summaries only, a
-    mean far above the median (> 1.5x) is the medium-confidence sign.
+    mean far above the median (> 1.5x) is the medium-confidence sign. A claim that already equals
+    the steady-state speedup (within its interval) left the head out: INFO, not an inflation.
 
     Why it matters: one-time costs counted as steady-state time inflate whichever side carries
     them. Only an asymmetric head changes the speedup, but it can change it a lot (Neuron FLUX:
@@ -66,6 +67,11 @@ class WarmupInTimedRegion(Rule):
                 near_head = abs(math.log(claimed / with_head)) < abs(math.log(claimed / steady_iv.estimate))
                 tol = st.claim_tolerance(ev.claim.speedup_text, claimed)
                 above = claimed - tol > steady_iv.high * (1 + noise)
+                within = steady_iv.low / (1 + noise) - tol <= claimed <= steady_iv.high * (1 + noise) + tol
+                if within and not near_head:
+                    # The claim already is the steady-state speedup: whoever computed it left the
+                    # head out, so it inflated nothing (saying "inflates" here would cry wolf).
+                    return [self.flag(Severity.INFO, f"warm-up head in the {who} log ({fx(with_head)} with it); the claimed {fx(claimed)} matches the steady-state {steady_iv.describe()}, so the head was left out of it", "baseline", **ev_)]
                 if near_head and above:
                     return [
                         self.flag(

@@ -25,7 +25,7 @@ class UnsynchronizedHostTimer(Rule):
     attached trace, kernels launched inside the timed NVTX range that finish after the range
     closes (the timer stopped before the work did); and, when the log holds a size sweep of the
     same benchmark, a median time that stays flat (CV < 20 %, max/min < 1.5) while the size
-    parameters' product grows >= 10x, unless the times come from a device timer or a host timer
+    parameters' product, or the other side's time over the same parameter sets, grows >= 10x, unless the times come from a device timer or a host timer
     recorded as synchronised (WARN: a launch-bound kernel is flat too, so this alone is not proof).
 
     Why it matters: CUDA, JAX and XLA launch asynchronously; a host timer without
@@ -56,7 +56,8 @@ class UnsynchronizedHostTimer(Rule):
             ts = se.fact("time_source")
             fam = time_family(ts.value) if ts else None
             sync = se.fact("synchronized")
-            flat = self.flat_sweep(se) if fam in (None, "host", "mixed") and not (sync is not None and sync.value is True) else None
+            other = ev.candidate if se is ev.baseline else ev.baseline
+            flat = self.flat_sweep(se, other) if fam in (None, "host", "mixed") and not (sync is not None and sync.value is True) else None
             if flat is not None and flat["flat"]:
                 checked.append(se.role)
                 if fam == "host" and sync is not None and sync.value is False:
@@ -83,13 +84,21 @@ class UnsynchronizedHostTimer(Rule):
         return [self.ok(f"device-side timing or a synchronised host timer{note}", time_source_baseline=ev.baseline.fact("time_source"), time_source_candidate=ev.candidate.fact("time_source"))]
 
     @staticmethod
-    def flat_sweep(se: SideEvidence) -> dict | None:
+    def flat_sweep(se: SideEvidence, other: SideEvidence | None = None) -> dict | None:
         """The widest size sweep in the side's log (same non-size parameters), and whether its median
-        time stays flat while the work grows >= 10x; None without a usable sweep."""
+        time stays flat while the work grows >= 10x; None without a usable sweep.
+
+        The product of the size parameters is a lower bound on the work (a square matmul swept over
+        N grows N^3, not N). When the other side's log sweeps the same parameter sets, its time
+        growth is a second lower bound: the other side doing 500x more work over the sweep shows
+        the work grew, whatever formula the parameters follow."""
         sw = se.sweep
         if sw is None or sw.height < 2:
             return None
-        groups: dict[str, list[tuple[dict, float]]] = {}
+        other_t: dict[str, float] = {}
+        if other is not None and other.sweep is not None:
+            other_t = {p: float(m) for p, m in zip(other.sweep["params"].to_list(), other.sweep["median_ns"].to_list()) if m is not None and math.isfinite(m) and m > 0}
+        groups: dict[str, list[tuple[dict, float, float | None]]] = {}
         for text, med in zip(sw["params"].to_list(), sw["median_ns"].to_list()):
             try:
                 d = json.loads(text) if text else {}
@@ -99,7 +108,7 @@ class UnsynchronizedHostTimer(Rule):
                 continue
             size = {k: float(v) for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and not _NOT_WORK.search(k)}
             rest = json.dumps({k: v for k, v in d.items() if k not in size}, sort_keys=True, default=str)
-            groups.setdefault(rest, []).append((size, float(med)))
+            groups.setdefault(rest, []).append((size, float(med), other_t.get(text)))
         best = None
         for rows in groups.values():
             if len(rows) < 2:
@@ -110,6 +119,15 @@ class UnsynchronizedHostTimer(Rule):
             work = np.array([math.prod(r[0][k] for k in keys) for r in rows])
             t = np.array([r[1] for r in rows])
             growth = float(work.max() / work.min())
+            basis = "parameters"
+            ot = [r[2] for r in rows]
+            if all(v is not None for v in ot):
+                # The other side's time over the same parameter sets, in the same order as work.
+                ot_arr = np.array(ot, dtype=float)
+                lo, hi = int(np.argmin(work)), int(np.argmax(work))
+                other_growth = float(ot_arr[hi] / ot_arr[lo]) if ot_arr[lo] > 0 else 0.0
+                if other_growth > growth:
+                    growth, basis = other_growth, "the other side's time"
             if growth < _WORK_GROWTH or t.min() <= 0:
                 continue
             spread = float(t.max() / t.min())
@@ -118,6 +136,7 @@ class UnsynchronizedHostTimer(Rule):
                 "flat": cv < _FLAT_CV and spread < _FLAT_SPREAD,
                 "size_parameters": keys,
                 "work_growth": growth,
+                "work_growth_from": basis,
                 "time_spread": spread,
                 "time_cv": cv,
                 "parameter_sets": len(rows),
@@ -131,6 +150,8 @@ class UnsynchronizedHostTimer(Rule):
     def _flat_text(flat: dict) -> str:
         keys = " x ".join(flat["size_parameters"])
         lo, hi = flat["median_time_range"]
+        if flat.get("work_growth_from") == "the other side's time":
+            return f"its median time stays within {lo}-{hi} (CV {flat['time_cv']:.0%}) over {flat['parameter_sets']} parameter sets of {keys} while the other side's time grows {flat['work_growth']:,.0f}x over the same sets"
         return f"its median time stays within {lo}-{hi} (CV {flat['time_cv']:.0%}) while {keys} grows {flat['work_growth']:,.0f}x over {flat['parameter_sets']} parameter sets"
 
     @staticmethod

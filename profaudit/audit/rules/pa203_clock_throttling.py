@@ -5,7 +5,7 @@ import polars as pl
 
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import pct
+from profaudit.audit.rules._common import clock_state, pct
 from profaudit.samples import is_throttled
 
 class ClockThrottling(Rule):
@@ -14,7 +14,10 @@ class ClockThrottling(Rule):
     What it detects: the share of steady-state samples per side whose SM clock is below 0.75x the
     default clock (meta.default_clock_mhz, else the device spec's boost clock, else the highest
     clock seen in either log) or whose NVML throttle reasons name anything other than idle or
-    application clocks (power cap, thermal slowdown, HW slowdown, sync boost).
+    application clocks (power cap, thermal slowdown, HW slowdown, sync boost). A side whose
+    clocks were locked (clock_control base/locked) is judged against its own locked clock
+    (meta.sm_clock_mhz, else the 95th percentile of its clock column): a deliberately low lock
+    is not throttling, a drop below the lock is.
 
     Why it matters: a throttled side is slower because of its temperature or power budget, not
     its code (flashinfer PR #2899: B200 clocks fell from 1965 to ~1580 MHz under back-to-back
@@ -32,8 +35,13 @@ class ClockThrottling(Rule):
     def check(self, ev: Evidence) -> list[Finding]:
         ref, ref_src = self._reference(ev)
         results = {}
+        refs = {}
         for se in ev.sides:
-            r = self._side(se, ref)
+            side_ref, side_src = self._locked_reference(se)
+            if side_ref is None:
+                side_ref, side_src = ref, ref_src
+            refs[se.role] = (side_ref, side_src)
+            r = self._side(se, side_ref)
             if r is not None:
                 results[se.role] = r
         if not results:
@@ -42,14 +50,32 @@ class ClockThrottling(Rule):
         for role, r in results.items():
             if r["throttled_share"] > 0.01:
                 why = []
+                side_ref, side_src = refs[role]
                 if r["low_clock_share"]:
-                    why.append(f"{pct(r['low_clock_share'])} below 75% of {ref:.0f} MHz ({ref_src})")
+                    why.append(f"{pct(r['low_clock_share'])} below 75% of {side_ref:.0f} MHz ({side_src})")
                 if r["reason_share"]:
                     why.append(f"{pct(r['reason_share'])} with throttle reasons ({', '.join(r['reasons'][:4])})")
-                out.append(self.flag(Severity.WARN, f"{pct(r['throttled_share'])} of the {role}'s samples were throttled: {'; '.join(why)}", role, reference_clock_mhz=ref, reference_source=ref_src, **r))
+                out.append(self.flag(Severity.WARN, f"{pct(r['throttled_share'])} of the {role}'s samples were throttled: {'; '.join(why)}", role, reference_clock_mhz=side_ref, reference_source=side_src, **r))
         if out:
             return out
         return [self.ok(f"no throttled samples ({', '.join(results)}; reference clock {ref:.0f} MHz from {ref_src})" if ref else "no throttle reasons recorded in the logs", reference_clock_mhz=ref, **results)]
+
+    @staticmethod
+    def _locked_reference(se: SideEvidence) -> tuple[float | None, str]:
+        """The clock a locked side was locked at: nvbench's 75 % rule is relative to the clock the
+        GPU would run at undisturbed, which under a lock is the lock, not the boost clock (ncu's
+        --clock-control base locks far below boost on purpose)."""
+        cc = se.fact("clock_control")
+        if cc is None or clock_state(cc.value) != "locked":
+            return None, ""
+        f = se.fact("sm_clock_mhz")
+        if f is not None and float(f.value) > 0:
+            return float(f.value), f"locked clock ({f.source})"
+        col = se.steady_column("sm_clock_mhz")
+        if col is not None and np.isfinite(col).any():
+            # Throttling only lowers clocks: the upper part of the column is the lock level.
+            return float(np.nanpercentile(col, 95)), f"locked clock: 95th percentile of the {se.role}'s sm_clock_mhz ({cc.source})"
+        return None, ""
 
     @staticmethod
     def _reference(ev: Evidence) -> tuple[float | None, str]:

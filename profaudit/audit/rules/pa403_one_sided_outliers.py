@@ -5,6 +5,11 @@ from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import fx, pct
 
+# Tukey fences from a handful of points are themselves noise: with 5 lognormal samples one
+# lands beyond 3 x IQR often enough that "20 % outliers" means nothing. 20 samples per side
+# puts at least 5 between each quartile and its extreme.
+MIN_SAMPLES = 20
+
 
 class OneSidedOutliers(Rule):
     """Extreme outliers on one side only inflate a mean-based speedup.
@@ -32,6 +37,8 @@ class OneSidedOutliers(Rule):
         b, c = ev.baseline, ev.candidate
         if not (b.has_samples and c.has_samples):
             return [self.cannot("needs per-iteration times on both sides")]
+        if min(b.steady.size, c.steady.size) < MIN_SAMPLES:
+            return [self.cannot(f"too few steady-state samples to classify outliers ({b.steady.size} baseline, {c.steady.size} candidate; needs {MIN_SAMPLES} per side)")]
         ob, oc = st.tukey_outliers(b.steady, sorted_x=b.steady_sorted), st.tukey_outliers(c.steady, sorted_x=c.steady_sorted)
         fb, fc = ob.extreme_fraction, oc.extreme_fraction
         evid = {"outliers_baseline": ob, "outliers_candidate": oc}
