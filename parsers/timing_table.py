@@ -162,7 +162,7 @@ _ROLE_EXACT: dict[str, set[str]] = {
     "benchmark": {"benchmark", "bench", "benchmark_name", "bench_name", "name", "kernel", "kernel_name", "op", "op_name", "operation", "test", "test_name", "case", "case_name", "problem", "problem_name", "workload", "model", "model_name", "function", "func", "task"},
     "variant": {"variant", "impl", "implementation", "backend", "method", "provider", "algorithm", "algo", "library", "lib", "candidate", "label", "strategy", "approach", "kernel_variant", "version_name", "config_name"},
     "statistic": {"statistic", "stat", "aggregate", "agg", "summary", "aggregate_name"},
-    "sample_count": {"sample_count", "count", "calls", "n_samples", "num_samples", "samples", "num_trials", "trials", "reps", "num_runs", "instances", "num_calls", "n_calls"},
+    "sample_count": {"sample_count", "count", "rounds", "n_rounds", "calls", "n_samples", "num_samples", "samples", "num_trials", "trials", "reps", "num_runs", "instances", "num_calls", "n_calls"},
     "calls_per_sample": {"calls_per_sample", "number_per_run", "iterations_per_sample", "inner_iterations", "iters_per_sample", "calls_per_iter", "inner_loops"},
     "phase": {"phase", "stage_kind", "is_warmup", "warmup", "warm_up"},
     "cache_state": {"cache_state", "cache", "l2_state", "l2_flush", "flush_l2", "flush_cache", "cache_flush", "cold", "l2_flushed"},

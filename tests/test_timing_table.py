@@ -388,3 +388,10 @@ def test_one_log_with_a_column_per_side_audits_as_two_variants(tmp_path):
     iv = rep.supported.interval
     assert iv.low <= iv.estimate <= iv.high
     assert iv.estimate == pytest.approx(float(np.median(b) / np.median(c)), rel=1e-9)
+
+
+def test_rounds_is_the_sample_count_of_summary_rows(tmp_path):
+    p = tmp_path / "summary.csv"
+    p.write_text("name,mean_ms,stddev_ms,median_ms,rounds\nk1,1.5,0.05,1.49,120\n")
+    s, _ = _load(p)
+    assert dict(zip(s["statistic"].to_list(), s["sample_count"].to_list())) == {"mean": 120, "stdev": 120, "median": 120}
