@@ -54,12 +54,7 @@ def _stats_rows(cols: dict, bench: str, variant: str | None, params: dict, stats
 
 
 def _frame(cols: dict) -> pl.DataFrame:
-    return samples.frame(cols).with_columns(
-        pl.lit(0, dtype=pl.Int64).alias("iteration"),
-        pl.lit("measure").alias("phase"),
-        pl.lit("unknown").alias("cache_state"),
-        pl.lit("cuda_events").alias("time_source"),
-    )
+    return samples.frame(cols, iteration=0, phase="measure", cache_state="unknown", time_source="cuda_events")
 
 
 def execution_mode(config: str | None) -> tuple[str | None, bool | None]:

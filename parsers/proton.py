@@ -20,7 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 
 from profaudit import samples
 from profaudit.errors import InputError
@@ -108,12 +107,7 @@ class ProtonParser:
             raise InputError(path, f"Proton profile holds cycle counts only ({cycle_nodes} scope(s) with 'cycles', as the instrumentation backend writes), no kernel times ('time (ns)'): nothing to load as timings")
         if not cols["benchmark"]:
             raise InputError(path, "Proton profile holds no kernel timings (an empty call tree: was the profiled code run between proton.start and proton.finalize?)")
-        df = samples.frame(cols).with_columns(
-            pl.lit(0, dtype=pl.Int64).alias("iteration"),
-            pl.lit("measure").alias("phase"),
-            pl.lit("unknown").alias("cache_state"),
-            pl.lit("proton").alias("time_source"),
-        )
+        df = samples.frame(cols, iteration=0, phase="measure", cache_state="unknown", time_source="proton")
         names = [n for n in df.get_column("device_name").unique(maintain_order=True).to_list() if n]
         md: dict[str, Any] = {
             "tool": "proton",

@@ -27,7 +27,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 
 from profaudit import samples
 from profaudit.errors import InputError
@@ -97,14 +96,7 @@ def _read_console(path: Path, parser, options: ReadOptions):
             cols["calls_per_sample"].append(int(iters) if iters is not None else None)
     if not cols["benchmark"]:
         raise InputError(path, "pytest-benchmark table without timed rows")
-    df = samples.frame(cols).with_columns(
-        pl.lit(0).alias("iteration"),
-        pl.lit(0).alias("run"),
-        pl.lit("measure").alias("phase"),
-        pl.lit("unknown").alias("cache_state"),
-        pl.lit("host").alias("time_source"),
-        pl.lit(options.device).cast(pl.Utf8).alias("device_name"),
-    )
+    df = samples.frame(cols, iteration=0, run=0, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
     md: dict[str, Any] = {
         "tool": "pytest-benchmark",
         "layout": "console",
@@ -186,12 +178,7 @@ class PytestBenchmarkParser:
                     cols["sample_count"].append(rounds)
                     cols["calls_per_sample"].append(iters)
                     cols["run"].append(0)
-        df = samples.frame(cols).with_columns(
-            pl.lit("measure").alias("phase"),
-            pl.lit("unknown").alias("cache_state"),
-            pl.lit("host").alias("time_source"),
-            pl.lit(options.device).cast(pl.Utf8).alias("device_name"),
-        )
+        df = samples.frame(cols, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
         mi = doc.get("machine_info") or {}
         cpu = mi.get("cpu") or {}
         md: dict[str, Any] = {

@@ -35,7 +35,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 
 from profaudit import samples
 from profaudit.errors import InputError
@@ -193,14 +192,7 @@ def _read_printed(path: Path, parser, options: ReadOptions):
                 add(label, col or None, params, "median", float(m.group(1)) * f)
     if not cols["benchmark"]:
         raise InputError(path, "printed torch.utils.benchmark output without a Measurement or a Compare table with its 'Times are in ...' line")
-    df = samples.frame(cols).with_columns(
-        pl.lit(0).alias("iteration"),
-        pl.lit(0).alias("run"),
-        pl.lit("measure").alias("phase"),
-        pl.lit("unknown").alias("cache_state"),
-        pl.lit("host").alias("time_source"),
-        pl.lit(options.device).cast(pl.Utf8).alias("device_name"),
-    )
+    df = samples.frame(cols, iteration=0, run=0, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
     md = {"tool": "torch.utils.benchmark", "layout": "printed", "device_name": options.device,
           "notes": ["printed output: medians/quartiles at printed precision, no raw times"]}
     return new_profile(path, parser, {"samples": df}, md)
@@ -280,12 +272,7 @@ class TorchBenchmarkParser:
             raise InputError(path, "measurements hold no raw_times")
         device = meta.get("device_name") or meta.get("device") or options.device
         source = meta.get("time_source") if isinstance(meta.get("time_source"), str) else "host"
-        df = samples.frame(cols).with_columns(
-            pl.lit("measure").alias("phase"),
-            pl.lit("unknown").alias("cache_state"),
-            pl.lit(source).alias("time_source"),
-            pl.lit(device if isinstance(device, str) else None, dtype=pl.Utf8).alias("device_name"),
-        )
+        df = samples.frame(cols, phase="measure", cache_state="unknown", time_source=source, device_name=device if isinstance(device, str) else None)
         md: dict[str, Any] = {
             "tool": "torch.utils.benchmark",
             "device_name": device if isinstance(device, str) else None,

@@ -141,18 +141,25 @@ def params_dict(text: str | None) -> dict:
 # --- building frames -----------------------------------------------------------------------------
 
 
-def frame(columns: Mapping[str, Sequence | pl.Series] | None = None, rows: Iterable[Mapping] | None = None) -> pl.DataFrame:
-    """A samples frame from column lists or from dict rows; undeclared names raise (schema rule)."""
-    if rows is not None:
-        return schema.from_records("samples", list(rows))
-    if not columns:
-        return schema.SAMPLES.empty()
+def frame(columns: Mapping[str, Sequence | pl.Series] | None = None, rows: Iterable[Mapping] | None = None, **constants: Any) -> pl.DataFrame:
+    """A samples frame from column lists or from dict rows; undeclared names raise (schema rule).
+
+    `constants` give whole columns one value (`phase="measure"`, `time_source="host"`), cast to
+    the declared dtype like every other column.
+    """
     sch = schema.SAMPLES.polars_schema
-    unknown = [c for c in columns if c not in sch]
+    unknown = [c for c in [*(columns or {}), *constants] if c not in sch]
     if unknown:
         raise ValueError(f"table 'samples' has no column(s) {unknown}; declare them in profaudit.schema")
-    series = [s.alias(n) if isinstance(s, pl.Series) else pl.Series(n, list(s), dtype=sch[n], strict=False) for n, s in columns.items()]
-    return schema.conform("samples", pl.DataFrame(series))
+    if rows is not None:
+        df = schema.from_records("samples", list(rows))
+    elif not columns:
+        return schema.SAMPLES.empty()
+    else:
+        df = pl.DataFrame([s.alias(n) if isinstance(s, pl.Series) else pl.Series(n, list(s), dtype=sch[n], strict=False) for n, s in columns.items()])
+    if constants:
+        df = df.with_columns([pl.lit(v).alias(k) for k, v in constants.items()])
+    return schema.conform("samples", df)
 
 
 # --- kernels as samples --------------------------------------------------------------------------
