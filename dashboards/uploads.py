@@ -149,8 +149,7 @@ def _store_one(st, data: object, name: str, size: int) -> UploadResult:
         final.unlink(missing_ok=True)
         st.forget_upload(name)
         raise
-    what = ", ".join(f"{p.profile_id} ({p.metadata.get('format') or p.metadata.get('source')}: {p.kernels.height} kernels, {p.samples.height} samples)" for p in profiles)
-    return UploadResult(name, True, f"{name}: loaded {what}")
+    return UploadResult(name, True, f"{name}: loaded {_loaded(profiles)}")
 
 
 def _store_zip(st, archive: Path, name: str, size: int, staging: Path) -> UploadResult:
@@ -158,7 +157,7 @@ def _store_zip(st, archive: Path, name: str, size: int, staging: Path) -> Upload
     stem = safe_name(name[: -len(".zip")]) if len(name) > 4 else "upload"
     unpacked = staging / stem
     _unzip(archive, unpacked, name, st.max_upload_bytes * ZIP_EXPANSION_LIMIT)
-    entries = [e for e in unpacked.iterdir()]
+    entries = list(unpacked.iterdir())
     # an archive of one folder (zip -r run.zip run/) loads that folder
     root = entries[0] if len(entries) == 1 and entries[0].is_dir() else unpacked
     final = st.upload_dir / stem
@@ -173,8 +172,11 @@ def _store_zip(st, archive: Path, name: str, size: int, staging: Path) -> Upload
         shutil.rmtree(final, ignore_errors=True)
         st.forget_upload(stem)
         raise InputError(name, f"nothing loaded from the archive: {exc}") from None
-    what = ", ".join(f"{p.profile_id} ({p.metadata.get('format') or p.metadata.get('source')}: {p.kernels.height} kernels, {p.samples.height} samples)" for p in profiles)
-    return UploadResult(name, True, f"{name}: unpacked to {stem}/ and loaded {what}")
+    return UploadResult(name, True, f"{name}: unpacked to {stem}/ and loaded {_loaded(profiles)}")
+
+
+def _loaded(profiles) -> str:
+    return ", ".join(f"{p.profile_id} ({p.metadata.get('format') or p.metadata.get('source')}: {p.kernels.height} kernels, {p.samples.height} samples)" for p in profiles)
 
 
 def _unzip(archive: Path, dest: Path, name: str, max_bytes: int) -> None:
