@@ -556,16 +556,22 @@ class _Choice:
         self.stats = stats
 
 
+def column_unit(c: str, units_row: dict[str, str]) -> str | None:
+    """A column's time unit: from its name, else from the units row under the header (never for a
+    timestamp-named column, whose unit is not a duration's)."""
+    u = time_unit_in_name(c)
+    if u is None and c in units_row and ns_per(units_row[c]) is not None and not is_timestamp(c):
+        u = units_row[c]
+    return u
+
+
 def choose_time(path: Path, df: pl.DataFrame, units_row: dict[str, str], options: ReadOptions, meta_unit: str | None) -> _Choice:
     user_unit = options.time_unit
     if user_unit is not None and ns_per(user_unit) is None:
         raise InputError(path, f"--time-unit {user_unit!r} is not a time unit (use ns, us, ms or s)")
 
     def unit_of(c: str) -> str | None:
-        u = time_unit_in_name(c)
-        if u is None and c in units_row and ns_per(units_row[c]) is not None and not is_timestamp(c):
-            u = units_row[c]
-        return u
+        return column_unit(c, units_row)
 
     cands = [c for c in df.columns if not is_timestamp(c) and unit_of(c) is not None]
     if options.time_column:
@@ -778,7 +784,7 @@ def _unpivot_variants(path: Path, df: pl.DataFrame, units_row: dict[str, str], o
         raise InputError(path, "--time-column with several columns makes each one a variant, but the log already has a variant column")
     factors = {}
     for c in cols:
-        u = time_unit_in_name(c) or (units_row.get(c) if ns_per(units_row.get(c, "")) is not None else None) or options.time_unit or meta_unit
+        u = column_unit(c, units_row) or options.time_unit or meta_unit
         if u is None:
             raise InputError(path, f"time column {c!r} has no unit in its name; give it with --time-unit ns|us|ms|s")
         if options.time_unit and time_unit_in_name(c) and ns_per(options.time_unit) != ns_per(time_unit_in_name(c)):
