@@ -9,6 +9,7 @@ import numpy as np
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import fmt_time, time_family
+from profaudit.samples import params_dict
 
 # parameters that tune or repeat the work rather than size it
 _NOT_WORK = re.compile(r"(?i)(seed|iter|warm|repeat|reps?$|runs?$|trial|warps|stages|block|tile|split|thread|group|stream|device|gpu|rank|world|unroll|vec)")
@@ -101,7 +102,7 @@ class UnsynchronizedHostTimer(Rule):
         groups: dict[str, list[tuple[dict, float, float | None]]] = {}
         for text, med in zip(sw["params"].to_list(), sw["median_ns"].to_list()):
             try:
-                d = json.loads(text) if text else {}
+                d = params_dict(text)
             except ValueError:
                 continue
             if not isinstance(d, dict) or med is None or not math.isfinite(med):
