@@ -13,6 +13,15 @@ stays two benchmarks, `time_source` = proton. Device clocks are nominal properti
 measurements, so they go to metadata (MHz), not `sm_clock_mhz`. Other kernel metrics (flops,
 bytes, cycles, PC-sampling counts) are kept in metadata under `kernel_metrics`.
 An empty profile (ROOT only) is an error naming the problem.
+
+Key names follow the Proton version that wrote the file: releases up to mid-2024 capitalise them
+(`Time (ns)`, `Count`, `DeviceId`, `DeviceType`, `StartTime (ns)`, `EndTime (ns)`; the earliest
+write no device keys at all, and older ones write `DeviceType` as the integer of Proton's device
+enum, 0 = ROCm/HIP, 1 = CUDA), later ones lower-case with underscores (`time (ns)`, `count`,
+`device_id`, `device_type`, `start_time (ns)`). Keys are matched on their lower-cased form with
+spaces and underscores dropped, so every spelling reaches the same column. A node is a kernel when
+it names a device, or, in files without device keys, when it has a time and no child does (Proton
+kernels are leaves; scopes above them sum them).
 """
 
 from __future__ import annotations
@@ -26,14 +35,28 @@ from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
 
-_TIME_KEYS = ("time (ns)", "time(ns)")
+# canonical key (lower case, no spaces or underscores) -> what it is, for every Proton spelling
+_TIME = "time(ns)"
+_KERNEL_KEYS = {_TIME, "count", "deviceid", "devicetype", "starttime(ns)", "endtime(ns)", "streamid"}
+# Proton's device enum, as older releases wrote it in `DeviceType`; the device table's key for it
+# was ROCM in some releases and HIP in others
+_DEVICE_ENUM = {0: ("HIP", "ROCM"), 1: ("CUDA",)}
 
 
-def _kernel_time_ns(metrics: dict) -> float | None:
-    for k, v in metrics.items():
-        if k.lower() in _TIME_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    return None
+def _canon(key) -> str:
+    return str(key).lower().replace(" ", "").replace("_", "")
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _device_types(v) -> tuple[str, ...]:
+    """Device-table keys a kernel's device type may be listed under."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _DEVICE_ENUM.get(v, (str(v),))
+    s = str(v)
+    return (s, "ROCM" if s.upper() == "HIP" else "HIP") if s.upper() in ("HIP", "ROCM") else (s,)
 
 
 class ProtonParser:
@@ -71,16 +94,23 @@ class ProtonParser:
             node, scopes = stack.pop()
             frame = node.get("frame") or {}
             name = frame.get("name")
-            metrics = node.get("metrics") or {}
+            raw = node.get("metrics") or {}
+            metrics = {_canon(k): v for k, v in raw.items()} if isinstance(raw, dict) else {}
             children = node.get("children") or []
-            is_kernel = "device_id" in metrics or "device_type" in metrics
-            if name != "ROOT" and any(str(k).lower() in ("cycles", "normalized_cycles") for k in metrics):
+            is_kernel = "deviceid" in metrics or "devicetype" in metrics
+            if not is_kernel and _num(metrics.get(_TIME)) is not None:
+                # files without device keys: a kernel is a timed node none of whose children is timed
+                is_kernel = not any(isinstance(ch, dict) and isinstance(ch.get("metrics"), dict)
+                                    and any(_canon(k) == _TIME for k in ch["metrics"]) for ch in children)
+            if name != "ROOT" and any(k in ("cycles", "normalizedcycles") for k in metrics):
                 cycle_nodes += 1
             if is_kernel and name != "ROOT":
-                t = _kernel_time_ns(metrics)
+                t = _num(metrics.get(_TIME))
                 count = metrics.get("count")
-                props = devices.get((str(metrics.get("device_type")), str(metrics.get("device_id"))), {})
-                device = options.device or _device_name(metrics.get("device_type"), props)
+                count = int(count) if isinstance(count, float) and count.is_integer() else count
+                dtypes = _device_types(metrics.get("devicetype"))
+                props = next((devices[(d, str(metrics.get("deviceid")))] for d in dtypes if (d, str(metrics.get("deviceid"))) in devices), {})
+                device = options.device or _device_name(dtypes[0], props)
                 pj = canonical_params({"scope": "/".join(scopes)} if scopes else {})
                 if t is not None:
                     rows = [("total", t)]
@@ -95,7 +125,7 @@ class ProtonParser:
                         cols["statistic"].append(stat)
                         cols["sample_count"].append(count if isinstance(count, int) else None)
                         cols["device_name"].append(device)
-                other = {k: v for k, v in metrics.items() if k.lower() not in _TIME_KEYS and k not in ("count", "device_id", "device_type")}
+                other = {k: v for k, v in raw.items() if _canon(k) not in _KERNEL_KEYS}
                 if other:
                     extra_metrics.append({"kernel": name, "scope": "/".join(scopes), **other})
             child_scopes = scopes if name == "ROOT" and not scopes else (*scopes, name)
