@@ -24,6 +24,10 @@ from profaudit.profile import Profile, ProfileSet
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
+# Version of the JSON form (`Comparison.to_dict`), as audit reports carry `profaudit_audit_report`.
+# 2: totals and speedups over matched cases only; `added`/`removed` sums in the totals.
+COMPARISON_VERSION = 2
+
 
 @dataclass
 class Side:
@@ -142,6 +146,7 @@ class Comparison:
         from profaudit.compare.fairness import finding_to_dict
 
         out = {
+            "profaudit_comparison": COMPARISON_VERSION,
             "kind": self.kind,
             "baseline": self.baseline.describe(),
             "candidate": self.candidate.describe(),

@@ -201,6 +201,7 @@ def compare_kernels(
     matched = matched.join(share, on="group_id", how="left").sort([pl.col("diff_ns").abs(), "label"], descending=[True, False])
 
     totals = _totals(tb, tc, matched, kb, kc, runs_b, runs_c, significance)
+    totals["added"], totals["removed"] = _unmatched_sum(added), _unmatched_sum(removed)
     findings, comparable = fairness.check_pair(b, c, kind="kernels", intended=intended)
     notes = _notes(kb, kc, groups)
     cov_b, cov_c = totals["matched_share_baseline_pct"], totals["matched_share_candidate_pct"]
@@ -244,20 +245,36 @@ def _totals(tb: dict, tc: dict, matched: pl.DataFrame, kb, kc, runs_b: int, runs
     wb, wc = tb["wall_time_ns"], tc["wall_time_ns"]
     mb = float(matched["total_b_ns"].sum()) if matched.height else 0.0
     mc = float(matched["total_c_ns"].sum()) if matched.height else 0.0
+    # Whole-profile GPU and wall time are one program's time, so a fused or split kernel (removed
+    # + added) counts in them; but with no kernel in common the two profiles run different
+    # programs and no speedup is stated. `matched_gpu_time_*` is the matched kernels alone.
+    any_matched = matched.height > 0
     out = {
         BASELINE: tb,
         CANDIDATE: tc,
         "gpu_time_diff_ns": gc - gb,
         "gpu_time_diff_pct": (gc - gb) / gb * 100 if gb else None,
-        "gpu_time_speedup": gb / gc if gc else None,
+        "gpu_time_speedup": gb / gc if gc and any_matched else None,
         "wall_time_diff_ns": (wc - wb) if wb is not None and wc is not None else None,
-        "wall_time_speedup": (wb / wc) if wb and wc else None,
+        "wall_time_speedup": (wb / wc) if wb and wc and any_matched else None,
+        "matched_gpu_time_baseline_ns": mb,
+        "matched_gpu_time_candidate_ns": mc,
+        "matched_gpu_time_speedup": mb / mc if any_matched and mc else None,
         "matched_groups": matched.height,
         "matched_share_baseline_pct": mb / gb * 100 if gb else None,
         "matched_share_candidate_pct": mc / gc * 100 if gc else None,
     }
     out["significance"] = significance.total_significance(kb, kc, runs_b, runs_c)
     return out
+
+
+def _unmatched_sum(df: pl.DataFrame) -> dict:
+    """Kernels on one side only: distinct names, launches and their GPU time (per profile)."""
+    return {
+        "kernels": df.height,
+        "launches": int(df["count"].sum()) if df.height else 0,
+        "gpu_time_ns": float(df["total_ns"].sum()) if df.height else 0.0,
+    }
 
 
 def _notes(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group]) -> list[str]:
@@ -284,7 +301,7 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> st
         return "not comparable: " + ("; ".join(why[:2]) if why else "the audit found the two sides unfair") + "; no winner declared"
     if totals.get("matched_groups", totals.get("matched_cases")) == 0:
         unit = "kernel" if what == "gpu_time" else "benchmark case"
-        return f"no {unit} appears on both sides: nothing to compare, no winner declared"
+        return f"nothing comparable: no {unit} appears on both sides, nothing to compare; no winner declared"
     sp = totals.get(f"{what}_speedup")
     diff = totals.get(f"{what}_diff_pct")
     if sp is None or diff is None:

@@ -157,14 +157,35 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             ["profiles", fmt_num(b["profiles"]), fmt_num(k["profiles"]), "", ""],
             ["time in matched kernels", fmt_pct(t["matched_share_baseline_pct"], False), fmt_pct(t["matched_share_candidate_pct"], False), "", ""],
         ]
+        if t.get("matched_groups") == 0:
+            rows.insert(0, ["nothing comparable: no kernel on both sides", "", "", "", "—"])
+        elif "matched_gpu_time_speedup" in t:
+            mb, mc = t["matched_gpu_time_baseline_ns"], t["matched_gpu_time_candidate_ns"]
+            rows.insert(2, ["GPU time in matched kernels", fmt_ns(mb), fmt_ns(mc), fmt_ns(mc - mb, True), fmt_x(t["matched_gpu_time_speedup"])])
+        for key, side, col in (("removed", "baseline only", 1), ("added", "candidate only", 2)):
+            u = t.get(key)
+            if u:
+                row = [f"{key} kernels ({side})", "", "", "", ""]
+                row[col] = f"{fmt_num(u['kernels'])}: {fmt_ns(u['gpu_time_ns'])}"
+                rows.append(row)
     else:
+        if t["matched_cases"]:
+            head = [totals_label(t), fmt_ns(b["time_ns"]), fmt_ns(k["time_ns"]), f"{fmt_ns(t['time_diff_ns'], True)} ({fmt_pct(t['time_diff_pct'])})", fmt_x(t["time_speedup"])]
+        else:
+            head = ["nothing comparable: no case on both sides", "", "", "", "—"]
         rows = [
-            [totals_label(t), fmt_ns(b["time_ns"]), fmt_ns(k["time_ns"]), f"{fmt_ns(t['time_diff_ns'], True)} ({fmt_pct(t['time_diff_pct'])})", fmt_x(t["time_speedup"])],
-            ["cases", fmt_num(b["cases"]), fmt_num(k["cases"]), "", ""],
-            ["raw samples", fmt_num(b["samples"]), fmt_num(k["samples"]), "", ""],
+            head,
+            ["matched cases", fmt_num(t["matched_cases"]), fmt_num(t["matched_cases"]), "", f"geomean {fmt_x(t['geomean_speedup'])}"],
+            ["cases (all)", fmt_num(b["cases"]), fmt_num(k["cases"]), "", ""],
+            ["raw samples (all)", fmt_num(b["samples"]), fmt_num(k["samples"]), "", ""],
             ["time sources", ", ".join(b["time_sources"]) or "?", ", ".join(k["time_sources"]) or "?", "", ""],
-            ["matched cases", fmt_num(t["matched_cases"]), "", "", f"geomean {fmt_x(t['geomean_speedup'])}"],
         ]
+        for key, side, col in (("removed", "baseline only", 1), ("added", "candidate only", 2)):
+            u = t.get(key)
+            if u:
+                row = [f"{key} cases ({side}), {totals_label(t).replace('sum of case', 'sum of')}", "", "", "", ""]
+                row[col] = f"{fmt_num(u['cases'])}: {fmt_ns(u['time_ns'])}" if u["cases"] else "0"
+                rows.append(row)
     return hdr, rows
 
 
@@ -300,7 +321,7 @@ def roofline_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[
 def sections(c: Comparison, top: int, width: int = 60) -> list[tuple[str, list[str], list[list[str]]]]:
     out = []
     out.append(("Fairness findings", ["severity", "rule", "pitfalls", "message"], findings_rows(c)))
-    out.append(("Totals", *totals_rows(c)))
+    out.append(("Totals" if c.kind == "kernels" else "Totals (matched cases only)", *totals_rows(c)))
     out.append(("Where the time went", *contributions_rows(c, top, width)))
     out.append(("Matched" if c.kind == "kernels" else "Matched cases", *matched_rows(c, top, width)))
     out.append(("Added (candidate only)", *unmatched_rows(c.added, top, width, c.kind, shortener(c))))

@@ -153,15 +153,18 @@ def compare_samples(b: Side, c: Side, *, match: str, intended: tuple[str, ...] =
 
     sig = significance.case_significance(rb, rc, j)
     matched = matched.join(sig, on="case_id", how="left")
-    tb = _side_totals(b, cb, rb)
-    tc = _side_totals(c, cc, rc)
+    # Totals and every speedup are over matched cases only: a case present on one side is a
+    # different benchmark set, not a change in speed (summing 2 baseline cases against 4 candidate
+    # ones once printed 0.02x beside a 1.44x geomean). Added/removed cases keep their own sums.
+    tb = _side_totals(b, cb, rb, matched["median_b_ns"])
+    tc = _side_totals(c, cc, rc, matched["median_c_ns"])
     net = tc["time_ns"] - tb["time_ns"]
     contributions = contributions_table(
-        matched.rename({"case_id": "group_id"}), added, removed, net
+        matched.rename({"case_id": "group_id"}), added.clear(), removed.clear(), net
     ).rename({"group_id": "case_id"})
     share = contributions.filter(pl.col("kind") == "matched").select("case_id", "share_pct")
     matched = matched.join(share, on="case_id", how="left").sort([pl.col("diff_ns").abs(), "label"], descending=[True, False], nulls_last=True)
-    totals = _totals(tb, tc, matched)
+    totals = _totals(tb, tc, matched, added, removed)
     findings, comparable = fairness.check_pair(b, c, kind="samples", intended=intended)
     notes: list[str] = []
     summary_only = matched.filter((pl.col("statistic_b") != "median") | (pl.col("statistic_c") != "median")).height
@@ -204,12 +207,13 @@ def _unmatched(cases: pl.DataFrame, sign: float) -> pl.DataFrame:
     ).sort(["median_ns", "name"], descending=[True, False], nulls_last=True)
 
 
-def _side_totals(side: Side, cases: pl.DataFrame, rows: pl.DataFrame) -> dict:
+def _side_totals(side: Side, cases: pl.DataFrame, rows: pl.DataFrame, matched_times: pl.Series) -> dict:
+    """`cases`/`samples` count the whole side; `time_ns` sums the matched cases only."""
     return {
         "profiles": len(side.ps),
         "cases": cases.height,
         "samples": int(rows.filter(pl.col("statistic").is_null()).height),
-        "time_ns": float(cases["center_ns"].sum()) if cases.height else 0.0,
+        "time_ns": float(matched_times.sum()) if matched_times.len() else 0.0,
         "time_of_case": _centre_label(cases),
         "time_sources": sorted({v for v in rows["time_source"].to_list() if v is not None}),
     }
@@ -229,7 +233,9 @@ def totals_label(totals: dict) -> str:
     return f"sum of case times (baseline: {b}; candidate: {c})"
 
 
-def _totals(tb: dict, tc: dict, matched: pl.DataFrame) -> dict:
+def _totals(tb: dict, tc: dict, matched: pl.DataFrame, added: pl.DataFrame, removed: pl.DataFrame) -> dict:
+    """Matched-case totals and speedups (none when nothing matched), then the one-sided cases
+    apart: `added`/`removed` hold their case count and the sum of their case times."""
     sp = matched["speedup"].drop_nulls()
     sp = sp.filter(sp > 0)
     geo = float(math.exp(np.log(sp.to_numpy()).mean())) if sp.len() else None
@@ -237,16 +243,23 @@ def _totals(tb: dict, tc: dict, matched: pl.DataFrame) -> dict:
     if "significance" in matched.columns:
         for v in matched["significance"].to_list():
             counts[v or "unknown"] = counts.get(v or "unknown", 0) + 1
+    any_matched = matched.height > 0
     return {
         BASELINE: tb,
         CANDIDATE: tc,
-        "time_diff_ns": tc["time_ns"] - tb["time_ns"],
-        "time_diff_pct": (tc["time_ns"] - tb["time_ns"]) / tb["time_ns"] * 100 if tb["time_ns"] else None,
-        "time_speedup": tb["time_ns"] / tc["time_ns"] if tc["time_ns"] else None,
+        "time_diff_ns": tc["time_ns"] - tb["time_ns"] if any_matched else None,
+        "time_diff_pct": (tc["time_ns"] - tb["time_ns"]) / tb["time_ns"] * 100 if any_matched and tb["time_ns"] else None,
+        "time_speedup": tb["time_ns"] / tc["time_ns"] if any_matched and tc["time_ns"] else None,
         "matched_cases": matched.height,
         "geomean_speedup": geo,
         "case_significance": counts,
+        "added": _unmatched_sum(added),
+        "removed": _unmatched_sum(removed),
     }
+
+
+def _unmatched_sum(df: pl.DataFrame) -> dict:
+    return {"cases": df.height, "time_ns": float(df["median_ns"].sum()) if df.height else 0.0}
 
 
 def _verdict(comparable: str, findings: list, totals: dict) -> str:
