@@ -16,7 +16,7 @@ from profaudit.parsers import ncu_csv, ncu_rep
 from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
-from profaudit.parsers import pyperf_json
+from profaudit.parsers import asv_results, pyperf_json
 from profaudit.parsers import chrome_trace, rocprof_sdk
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
@@ -43,6 +43,7 @@ REGISTRY: list[Parser] = [
     nvbench.PARSER,
     pytest_benchmark.PARSER,
     pyperf_json.PARSER,
+    asv_results.PARSER,
     google_benchmark.PARSER,
     kernelbench.PARSER,
     torch_benchmark.PARSER,
