@@ -17,7 +17,9 @@ from profaudit import __version__
 
 COMMANDS = [
     "profaudit.cli.ingest_cmd",
+    "profaudit.cli.dataset_cmd",
     "profaudit.cli.kernels_cmd",
+    "profaudit.cli.kernel_report_cmd",
     "profaudit.cli.info_cmd",
     "profaudit.cli.compare_cmd",
     "profaudit.cli.xla_cmd",

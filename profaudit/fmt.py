@@ -1,0 +1,173 @@
+"""Numbers for people: the one formatter behind the CLI tables, the dashboard and the reports.
+
+Two rules keep a printed number honest:
+
+* an exact integer prints exact, with thousands separators (``134,243,200``), whatever its
+  storage type (ncu keeps counters as doubles);
+* a number that is not exact prints visibly rounded: three significant digits with a unit and an
+  SI prefix (``97.8 ms``, ``1.13 MB``, ``2.00 TFLOP/s``), or at most four significant digits
+  without one; never six digits padded with zeros that read as measured.
+
+A missing value is always ``—`` (None, NaN); microseconds are always ``µs``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MISSING = "—"
+# integers beyond 2**53 are not exact in a float; print them rounded rather than with fake digits
+_EXACT_FLOAT_INT = 2**53
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_TIME = (("s", 1e9), ("ms", 1e6), ("µs", 1e3))
+
+
+def _bad(v: Any) -> bool:
+    if v is None:
+        return True
+    try:
+        return not math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return True
+
+
+def _g3(v: float, signed: bool = False) -> str:
+    # three significant digits, trailing zeros kept (2.00, 10.0) so the rounding is visible and
+    # columns read evenly
+    s = f"{v:+#.3g}" if signed else f"{v:#.3g}"
+    s = s[:-1] if s.endswith(".") else s
+    if "e" in s:  # #.3g goes scientific from 1e3 up only after the callers' scaling failed
+        s = f"{v:+.3g}" if signed else f"{v:.3g}"
+    return s
+
+
+def is_exact_int(v: Any) -> bool:
+    """True for ints and for floats holding an integer that a float represents exactly."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) <= _EXACT_FLOAT_INT
+
+
+def fmt_int(v: Any, signed: bool = False) -> str:
+    """1,234,567 (exact)."""
+    if _bad(v):
+        return MISSING
+    return f"{int(v):+,}" if signed else f"{int(v):,}"
+
+
+def fmt_num(v: Any, signed: bool = False) -> str:
+    """A bare number (no unit): exact integers exact with separators; others to four significant
+    digits (1,234.5 / 97.83 / 0.1235), scientific outside [1e-3, 1e15)."""
+    if isinstance(v, bool):
+        return str(v)
+    if _bad(v):
+        return MISSING
+    if isinstance(v, str):
+        return v
+    if is_exact_int(v):
+        return fmt_int(v, signed)
+    f = float(v)
+    a = abs(f)
+    sign = "+" if signed else ""
+    if a >= 1e15 or (a != 0 and a < 1e-3):
+        return f"{f:{sign}.3e}".replace("e+0", "e+").replace("e-0", "e-")
+    if a >= 1e3:
+        # one decimal: a non-integer must not look like an exact integer
+        return f"{f:{sign},.1f}"
+    return f"{f:{sign}.4g}"
+
+
+def fmt_ns(v: Any, signed: bool = False) -> str:
+    """A duration in nanoseconds with the largest fitting unit: 512 ns, 1.00 µs, 97.8 ms, 3.20 s."""
+    if _bad(v):
+        return MISSING
+    v = float(v)
+    a = abs(float(f"{v:.3g}"))  # 999.9 ns prints as 1.00 µs, not 1.00e+03 ns
+    for unit, scale in _TIME:
+        if a >= scale:
+            return _g3(v / scale, signed) + f" {unit}"
+    if is_exact_int(v):
+        return fmt_int(v, signed) + " ns"
+    return _g3(v, signed) + " ns"
+
+
+def fmt_si(v: Any, unit: str = "", signed: bool = False) -> str:
+    """20.0 TFLOP/s, 3.35 TB/s, 40.0 M: three significant digits with an SI prefix; numbers below
+    1,000 that are exact integers print exact (512 B)."""
+    if _bad(v):
+        return MISSING
+    v = float(v)
+    a = abs(float(f"{v:.3g}"))
+    for scale, prefix in _SI:
+        if a >= scale:
+            return f"{_g3(v / scale, signed)} {prefix}{unit}"
+    body = fmt_int(v, signed) if is_exact_int(v) else _g3(v, signed)
+    return f"{body} {unit}".rstrip()
+
+
+def fmt_bytes(v: Any, signed: bool = False) -> str:
+    """Bytes with decimal prefixes, as vendors quote bandwidth: 1.13 MB, 512 B."""
+    return fmt_si(v, "B", signed)
+
+
+def fmt_pct(v: Any, signed: bool = False, digits: int = 1) -> str:
+    """A percentage already in percent (62.3%). A non-zero value that rounds to zero prints as
+    <0.1% so that a busy-but-barely unit is not shown idle."""
+    if _bad(v):
+        return MISSING
+    v = float(v)
+    if v != 0 and abs(v) < 0.5 * 10**-digits:
+        return f"<{10**-digits:.{digits}f}%" if v > 0 else f">-{10**-digits:.{digits}f}%"
+    return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
+
+
+def fmt_x(v: Any) -> str:
+    """A ratio: 1.25x."""
+    return MISSING if _bad(v) else _g3(float(v)) + "x"
+
+
+def fmt_p(v: Any) -> str:
+    """A p-value: two significant digits, <1e-4 below that."""
+    return MISSING if _bad(v) else (f"{float(v):.2g}" if float(v) >= 1e-4 else "<1e-4")
+
+
+# units as tools and the schema spell them -> how to print a value in that unit
+_BYTE_UNITS = {"byte", "bytes", "b"}
+_TIME_UNITS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "µs": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+
+
+def fmt_quantity(v: Any, unit: str | None = None, signed: bool = False) -> str:
+    """A value in `unit` (a schema unit or a tool's unit string such as ncu's 'byte/s', 'hz',
+    'nsecond', '%'): time and bytes scaled to a readable prefix, percentages as percent, rates
+    with an SI prefix, counts exact."""
+    if isinstance(v, str):
+        return v
+    if _bad(v):
+        return MISSING
+    u = (unit or "").strip()
+    lu = u.lower()
+    if lu in _TIME_UNITS:
+        return fmt_ns(float(v) * _TIME_UNITS[lu], signed)
+    if lu in _BYTE_UNITS:
+        return fmt_bytes(v, signed)
+    if lu == "%":
+        return fmt_pct(v, signed)
+    if lu in ("hz",):
+        return fmt_si(v, "Hz", signed)
+    if lu.startswith("byte/") or lu.startswith("bytes/"):
+        return fmt_si(v, "B/" + u.split("/", 1)[1], signed)
+    if "/s" in lu or lu.endswith("per_second"):
+        return fmt_si(v, u, signed)
+    if lu in ("flop", "flops"):
+        return fmt_si(v, "FLOP", signed)
+    body = fmt_num(v, signed)
+    return f"{body} {u}".rstrip() if u else body
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 claim', '2 claims', '1,204 kernels'."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"

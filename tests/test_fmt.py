@@ -1,0 +1,49 @@
+"""The one number formatter (`profaudit.fmt`): exact integers exact, rounded numbers visibly rounded."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from profaudit import fmt
+
+
+@pytest.mark.parametrize(
+    "v, want",
+    [
+        (134_243_200, "134,243,200"),
+        (134_243_200.0, "134,243,200"),  # an exact integer stored as a double (ncu counters)
+        (431_648.25, "431,648.2"),  # not exact: a decimal shows it
+        (97.8125, "97.81"),
+        (0.000123, "1.230e-4"),
+        (None, "—"),
+        (math.nan, "—"),
+        (True, "True"),
+        (2.0**60, "1.153e+18"),  # beyond 2**53 a float integer is not exact
+    ],
+)
+def test_fmt_num(v, want):
+    assert fmt.fmt_num(v) == want
+
+
+@pytest.mark.parametrize(
+    "ns, want",
+    [(512, "512 ns"), (999.9, "1.00 µs"), (97_812_500.0, "97.8 ms"), (3.2e9, "3.20 s"), (12.5, "12.5 ns"), (None, "—")],
+)
+def test_fmt_ns(ns, want):
+    assert fmt.fmt_ns(ns) == want
+
+
+def test_quantities_and_units():
+    assert fmt.fmt_quantity(97.8125, "msecond") == "97.8 ms"
+    assert fmt.fmt_quantity(1_127_040, "byte") == "1.13 MB"
+    assert fmt.fmt_quantity(512, "byte") == "512 B"
+    assert fmt.fmt_quantity(2.227e9, "hz") == "2.23 GHz"
+    assert fmt.fmt_quantity(2.77e9, "byte/s") == "2.77 GB/s"
+    assert fmt.fmt_quantity(0.04, "%") == "<0.1%"
+    assert fmt.fmt_quantity(1_024, "thread") == "1,024 thread"
+    assert fmt.fmt_pct(-2.5, signed=True) == "-2.5%"
+    assert fmt.fmt_x(1.25) == "1.25x"
+    assert fmt.plural(1, "claim") == "1 claim" and fmt.plural(1204, "kernel") == "1,204 kernels"
+    assert fmt.plural(2, "launch", "launches") == "2 launches"
