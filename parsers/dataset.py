@@ -11,7 +11,7 @@ class DatasetParser:
     name = "profaudit-dataset"
     source = "profaudit"
     suffixes = ("/",)
-    description = "a folder written by `profaudit ingest -o DIR` (Hive-partitioned Parquet + metadata.json)"
+    description = "a folder written by `profaudit ingest -o DIR` (Parquet partitioned by ingest batch + one manifest per batch; layout 1 read too)"
 
     def sniff(self, probe: Probe) -> bool:
         from profaudit.dataset import is_dataset

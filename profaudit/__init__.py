@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from profaudit.errors import InputError, MissingExtraError, ProfauditError, UsageError  # noqa: E402
 from profaudit.loader import load, load_one  # noqa: E402
 from profaudit.profile import Profile, ProfileSet  # noqa: E402
+from profaudit.scan import scan  # noqa: E402
 
 
 def audit_claim(*args, **kwargs):
@@ -37,6 +38,7 @@ __all__ = [
     "__version__",
     "load",
     "load_one",
+    "scan",
     "Profile",
     "ProfileSet",
     "roofline",

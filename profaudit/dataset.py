@@ -1,13 +1,16 @@
-"""profaudit's on-disk form: a Hive-partitioned Parquet dataset plus a metadata JSON.
+"""profaudit's on-disk form: Parquet partitioned by ingest batch, one manifest per batch.
 
-Layout (every table partitioned by profile, readable as it is by DuckDB, Spark, Dask, polars):
+Layout 2 (written since 0.1; see `profaudit.dataset_v2` for the details and the reasons):
 
-    DIR/_profaudit_dataset.json              format marker, schema version, profile ids
-    DIR/metadata.json                        run metadata of every profile
-    DIR/<table>/profile_id=<id>/part-0.parquet
+    DIR/_profaudit_dataset.json              format marker, layout, schema version
+    DIR/_manifests/<batch>.json              one append-only manifest per ingest batch
+    DIR/<table>/batch=<batch>/part-*.parquet rows of many profiles; `profile_id` is a column
 
-Writes are atomic: the whole dataset is built in a sibling temporary folder and renamed into place,
-so a reader never sees half a dataset and a failed ingest leaves the old one untouched.
+Layout 1 (a folder per profile and a global `metadata.json`) is still read, and `profaudit dataset
+convert` rewrites it as layout 2. DIR may be an fsspec URL (`s3://bucket/ds`).
+
+Writes are atomic: a batch is visible once its manifest is written; a replaced dataset is built in
+a sibling temporary folder and renamed into place.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Callable
 
 import polars as pl
 
-from profaudit import __version__, schema
+from profaudit import schema
 from profaudit.errors import InputError, UsageError
 from profaudit.profile import Profile, ProfileSet
 
@@ -29,7 +32,14 @@ MARKER = "_profaudit_dataset.json"
 FORMAT = "profaudit-dataset"
 
 
-def is_dataset(path: Path) -> bool:
+def is_dataset(path) -> bool:
+    from profaudit.datastore import is_url, open_store
+
+    if is_url(path):
+        try:
+            return open_store(path).isfile(MARKER)
+        except Exception:  # an unreachable bucket or a missing fsspec backend: not ours to claim
+            return False
     return (Path(path) / MARKER).is_file()
 
 
@@ -88,20 +98,69 @@ def atomic_write_frame(df: pl.DataFrame, path: Path, fmt: str) -> None:
     _write_via_temp(Path(path), writers[fmt])
 
 
-def write_dataset(ps: ProfileSet, out: Path, *, merge: bool = True) -> Path:
-    """Write `ps` to `out`. An existing dataset there is merged (same ids replaced) unless merge=False."""
-    out = Path(out)
+def _check_target(out: Path) -> None:
     if out.exists():
         if not out.is_dir():
             raise UsageError(f"{out}: exists and is not a folder")
         if any(out.iterdir()) and not is_dataset(out):
             raise UsageError(f"{out}: folder exists, is not empty and is not a profaudit dataset; choose another -o")
+
+
+def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes: int | None = None) -> Path | str:
+    """Write `ps` to `out` as one new batch. An existing dataset there is appended to (profiles
+    already in it are superseded by their new copy) unless merge=False, which replaces it whole.
+    `out` may be an fsspec URL."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
+
+    target = target_file_bytes or v2.TARGET_FILE_BYTES
+    store = open_store(out)
+    if store.remote:
         if merge and is_dataset(out):
-            old = read_dataset(out)
-            merged = ProfileSet(p for p in old if p.profile_id not in ps)
-            for p in ps:
-                merged.add(p)
-            ps = merged
+            _refuse_layout_1(store)
+        elif store.exists():
+            if store.listdir("") and not is_dataset(out):
+                raise UsageError(f"{out}: exists, is not empty and is not a profaudit dataset; choose another -o")
+            if is_dataset(out):
+                _remove_dataset(store)
+        v2.append(ps, store, target_file_bytes=target)
+        return out
+    out = Path(out)
+    _check_target(out)
+    if merge and is_dataset(out):
+        _refuse_layout_1(store)
+        try:
+            v2.append(ps, store, target_file_bytes=target)
+        except OSError as exc:
+            raise _cannot_write(out, exc) from None
+        return out
+    replace_dataset(out, lambda tmp: v2.append(ps, open_store(tmp), target_file_bytes=target))
+    return out
+
+
+def _refuse_layout_1(store) -> None:
+    from profaudit import dataset_v2 as v2
+
+    if v2.layout_of(store) < v2.LAYOUT:
+        raise UsageError(f"{store.url()}: a layout-1 profaudit dataset cannot be appended to; run `profaudit dataset convert {store.url()}` first")
+
+
+def _remove_dataset(store) -> None:
+    """Delete a remote dataset's own files (manifests first, so no reader sees parts without them)."""
+    from profaudit import dataset_v2 as v2
+
+    for rel, _size, _mtime in store.files_under(v2.MANIFESTS):
+        store.remove(rel)
+    for table in v2.TABLES_WITH_METADATA:
+        for rel, _size, _mtime in store.files_under(table):
+            store.remove(rel)
+    store.remove(MARKER)
+
+
+def replace_dataset(out: Path, build: Callable[[Path], object]) -> None:
+    """`build(temporary sibling folder)`, then swap it into place of `out` (local datasets)."""
+    out = Path(out)
+    _check_target(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -109,33 +168,13 @@ def write_dataset(ps: ProfileSet, out: Path, *, merge: bool = True) -> Path:
     except OSError as exc:
         raise _cannot_write(out, exc) from None
     try:
-        for p in ps:
-            for name, df in p.tables.items():
-                if df.height:
-                    part = tmp / name / f"profile_id={p.profile_id}"
-                    part.mkdir(parents=True, exist_ok=True)
-                    df.drop("profile_id").write_parquet(part / "part-0.parquet", statistics=True)
-            mpart = tmp / "metadata" / f"profile_id={p.profile_id}"
-            mpart.mkdir(parents=True, exist_ok=True)
-            schema.from_records("metadata", [p.metadata_row()]).drop("profile_id").write_parquet(mpart / "part-0.parquet")
-        meta = {p.profile_id: _json_safe(p.metadata) for p in ps}
-        (tmp / "metadata.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-        marker = {
-            "format": FORMAT,
-            "schema_version": schema.SCHEMA_VERSION,
-            "profaudit_version": __version__,
-            "profiles": ps.ids,
-            "tables": {name: {c.name: {"dtype": str(c.dtype), "unit": c.unit} for c in t.columns} for name, t in schema.ALL_TABLES.items()},
-            "partitioning": "hive:profile_id",
-        }
-        (tmp / MARKER).write_text(json.dumps(marker, indent=1))
+        build(tmp)
         _swap_into_place(tmp, out)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _cannot_write(out, exc) from None
         raise
-    return out
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
@@ -152,25 +191,23 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
 
 
-def _json_safe(md: dict) -> dict:
-    from profaudit.profile import _jsonable
+def read_dataset(path) -> ProfileSet:
+    """Read a dataset (layout 1 or 2, a folder or an fsspec URL) into a ProfileSet."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
 
-    return _jsonable(md)
+    store = open_store(path)
+    if v2.layout_of(store) >= v2.LAYOUT:
+        return v2.read(store)
+    return _read_layout_1(Path(path))
 
 
-def read_dataset(path: Path) -> ProfileSet:
-    path = Path(path)
+def _read_layout_1(path: Path) -> ProfileSet:
     try:
-        marker = json.loads((path / MARKER).read_text())
         meta = json.loads((path / "metadata.json").read_text())
     except (OSError, ValueError) as exc:
         raise InputError(path, f"broken profaudit dataset: {exc}") from None
-    if marker.get("format") != FORMAT:
-        raise InputError(path, "not a profaudit dataset (bad marker)")
-    major = str(marker.get("schema_version", "0")).split(".")[0]
-    if major != schema.SCHEMA_VERSION.split(".")[0]:
-        raise InputError(path, f"dataset schema {marker.get('schema_version')} is not readable by this profaudit (schema {schema.SCHEMA_VERSION})")
-    ids: list[str] = list(marker.get("profiles", []))
+    ids: list[str] = list(json.loads((path / MARKER).read_text()).get("profiles", []))
     per_table: dict[str, dict[str, pl.DataFrame]] = {}
     for name in schema.DATA_TABLES:
         files = sorted((path / name).glob("profile_id=*/*.parquet"))
@@ -189,12 +226,67 @@ def read_dataset(path: Path) -> ProfileSet:
     return ProfileSet(profiles)
 
 
-def scan_table(path: Path, table: str) -> pl.LazyFrame:
-    """A lazy scan of one table across every profile of a dataset (for large datasets)."""
-    t = schema.TABLES[table]
-    files = list((Path(path) / table).glob("profile_id=*/*.parquet"))
-    if not files:
-        return t.empty().lazy()
-    lf = pl.scan_parquet(str(Path(path) / table / "**" / "*.parquet"), hive_partitioning=True)
-    return lf.with_columns(pl.col("profile_id").cast(pl.Utf8)).select(t.names)
+def scan_table(path, table: str) -> pl.LazyFrame:
+    """A lazy polars scan of one table across every profile of a dataset (for large datasets)."""
+    from profaudit.scan import scan
 
+    return scan(path, table, engine="polars")
+
+
+def convert_dataset(src, out=None, *, target_file_bytes: int | None = None):
+    """Rewrite a layout-1 dataset as layout 2, in place (atomically) or into `out`."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
+
+    if not is_dataset(src):
+        raise InputError(src, "not a profaudit dataset")
+    if v2.layout_of(open_store(src)) >= v2.LAYOUT and out is None:
+        raise UsageError(f"{src}: already layout {v2.LAYOUT}; nothing to convert")
+    ps = read_dataset(src)
+    return write_dataset(ps, out if out is not None else src, merge=False, target_file_bytes=target_file_bytes)
+
+
+def dataset_info(path) -> dict:
+    """Profiles, batches, tables (rows, files, bytes) and size of a dataset of either layout."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
+
+    store = open_store(path)
+    if not is_dataset(path):
+        raise InputError(path, "not a profaudit dataset")
+    if v2.layout_of(store) >= v2.LAYOUT:
+        return v2.info(store)
+    root = Path(path)
+    marker = json.loads((root / MARKER).read_text())
+    tables = {}
+    for name in schema.ALL_TABLES:
+        files = sorted((root / name).glob("profile_id=*/*.parquet"))
+        if files:
+            import pyarrow.parquet as pq
+
+            tables[name] = {"rows": sum(pq.ParquetFile(f).metadata.num_rows for f in files), "files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+    return {
+        "dataset": str(root),
+        "layout": 1,
+        "schema_version": marker.get("schema_version"),
+        "profiles": len(marker.get("profiles", [])),
+        "batches": 0,
+        "superseded_copies": 0,
+        "bytes": sum(t["bytes"] for t in tables.values()),
+        "tables": tables,
+        "uncommitted_files": 0,
+        "uncommitted_bytes": 0,
+    }
+
+
+def compact_dataset(path, *, target_file_bytes: int | None = None, orphan_age_s: float = 3600.0) -> dict:
+    """Rewrite a layout-2 dataset's small batches into target-size files (see `dataset_v2.compact`)."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
+
+    if not is_dataset(path):
+        raise InputError(path, "not a profaudit dataset")
+    store = open_store(path)
+    if v2.layout_of(store) < v2.LAYOUT:
+        raise UsageError(f"{path}: a layout-1 dataset; run `profaudit dataset convert {path}` first")
+    return v2.compact(store, target_file_bytes=target_file_bytes or v2.TARGET_FILE_BYTES, orphan_age_s=orphan_age_s)

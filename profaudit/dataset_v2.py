@@ -1,0 +1,377 @@
+"""Dataset layout 2: coarse Parquet partitions by ingest batch, one append-only manifest per batch.
+
+    DS/_profaudit_dataset.json                      marker (format, layout 2, schema); written once
+    DS/_manifests/<batch>.json                      one per committed batch, never rewritten
+    DS/<table>/batch=<batch>/part-<task>-<n>.parquet   rows of many profiles, `profile_id` a column
+    DS/metadata/batch=<batch>/part-<task>-<n>.parquet  one row per profile
+
+Why this shape: appending N profiles writes N profiles' worth of Parquet and one small manifest,
+whatever the dataset already holds (layout 1 re-read and re-wrote everything plus a global JSON).
+A batch becomes visible when its manifest appears (written last, atomically), so two writers never
+touch each other's files and a crashed one leaves no half batch in what profaudit reads. Part names
+are fixed by (batch, task), so a retried task overwrites its own parts instead of adding copies.
+
+A profile ingested again lands in a newer batch; readers keep its newest copy (manifest order is the
+batch id order: a UTC timestamp, then a random suffix) and `compact` drops the superseded rows.
+Glob readers (DuckDB, polars, dask) see every part file, superseded copies and the parts of an
+ingest still running included; `profaudit dataset compact` leaves one copy of each profile.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import polars as pl
+
+from profaudit import __version__, schema
+from profaudit.errors import InputError
+from profaudit.profile import Profile, ProfileSet
+
+MARKER = "_profaudit_dataset.json"
+FORMAT = "profaudit-dataset"
+MANIFESTS = "_manifests"
+LAYOUT = 2
+# Parquet files are cut when the rows gathered for one reach this many bytes in memory; Parquet's
+# compression makes the files smaller still. Large enough that a scan opens few files, small enough
+# that one task's part fits a worker's memory.
+TARGET_FILE_BYTES = 128 << 20
+TABLES_WITH_METADATA: tuple[str, ...] = (*schema.DATA_TABLES, "metadata")
+
+
+def marker_doc() -> dict:
+    # no timestamp: two writers creating the same dataset at once write identical markers
+    return {
+        "format": FORMAT,
+        "layout": LAYOUT,
+        "schema_version": schema.SCHEMA_VERSION,
+        "tables": {name: {c.name: {"dtype": str(c.dtype), "unit": c.unit} for c in t.columns} for name, t in schema.ALL_TABLES.items()},
+        "partitioning": "hive:batch",
+    }
+
+
+def new_batch_id(after: str | None = None) -> str:
+    """Sortable and unique: UTC time to the microsecond, then 8 random hex digits. A compacted
+    batch sorts right after the newest batch it replaces (`after`), so it keeps their place."""
+    suffix = uuid.uuid4().hex[:8]
+    if after:
+        return f"{after}-c{suffix}"
+    now = datetime.now(timezone.utc)
+    return f"{now:%Y%m%dT%H%M%S}{now.microsecond:06d}-{suffix}"
+
+
+def read_marker(store) -> dict:
+    try:
+        marker = json.loads(store.read_bytes(MARKER))
+    except (OSError, ValueError) as exc:
+        raise InputError(store.url(), f"broken profaudit dataset: {exc}") from None
+    if not isinstance(marker, dict) or marker.get("format") != FORMAT:
+        raise InputError(store.url(), "not a profaudit dataset (bad marker)")
+    major = str(marker.get("schema_version", "0")).split(".")[0]
+    if major != schema.SCHEMA_VERSION.split(".")[0]:
+        raise InputError(store.url(), f"dataset schema {marker.get('schema_version')} is not readable by this profaudit (schema {schema.SCHEMA_VERSION})")
+    return marker
+
+
+def layout_of(store) -> int:
+    return int(read_marker(store).get("layout", 1))
+
+
+def ensure_marker(store) -> None:
+    """Create the marker of a new dataset; an existing one is left alone (one stat per append)."""
+    if not store.exists(MARKER):
+        store.write_bytes(MARKER, json.dumps(marker_doc(), indent=1).encode())
+
+
+# --------------------------------------------------------------------------------------- writing
+
+
+def _parquet_bytes(df: pl.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    df.write_parquet(buf, statistics=True)
+    return buf.getvalue()
+
+
+def write_parts(ps: ProfileSet, store, batch: str, task: str, target_file_bytes: int = TARGET_FILE_BYTES) -> tuple[list[dict], list[dict]]:
+    """Write the profiles of `ps` as part files of `batch`, named by `task` (a retried task writes
+    the same names). Returns (profile entries, file entries) for the manifest."""
+    profiles = ps.profiles()
+    entries = [_entry(p) for p in profiles]
+    files: list[dict] = []
+    for table in TABLES_WITH_METADATA:
+        groups: list[list[pl.DataFrame]] = [[]]
+        size = 0
+        for p in profiles:
+            df = schema.from_records("metadata", [p.metadata_row()]) if table == "metadata" else p.tables[table]
+            if not df.height:
+                continue
+            if groups[-1] and size + df.estimated_size() > target_file_bytes:
+                groups.append([])
+                size = 0
+            groups[-1].append(df)
+            size += df.estimated_size()
+        for n, frames in enumerate(g for g in groups if g):
+            rel = f"{table}/batch={batch}/part-{task}-{n:03d}.parquet"
+            df = pl.concat(frames, how="vertical")
+            data = _parquet_bytes(df)
+            store.write_bytes(rel, data)
+            files.append({"table": table, "path": rel, "rows": df.height, "bytes": len(data)})
+    return entries, files
+
+
+def _entry(p: Profile) -> dict:
+    md = p.metadata
+    return {
+        "profile_id": p.profile_id,
+        "source": md.get("source"),
+        "format": md.get("format"),
+        "path": md.get("path"),
+        "rows": {t: p.tables[t].height for t in schema.DATA_TABLES if p.tables[t].height},
+    }
+
+
+def commit_batch(store, batch: str, entries: list[dict], files: list[dict], *, replaces: list[str] | None = None, skipped: list | None = None) -> dict:
+    """Write the batch's manifest: the moment its parts become part of the dataset."""
+    ensure_marker(store)
+    manifest = {
+        "format": "profaudit-dataset-batch",
+        "layout": LAYOUT,
+        "batch": batch,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "profaudit_version": __version__,
+        "schema_version": schema.SCHEMA_VERSION,
+        "replaces": list(replaces or []),
+        "profiles": entries,
+        "files": files,
+        "skipped": [list(s) for s in (skipped or [])],
+    }
+    store.write_bytes(f"{MANIFESTS}/{batch}.json", json.dumps(manifest, indent=1).encode())
+    return manifest
+
+
+def append(ps: ProfileSet, store, *, target_file_bytes: int = TARGET_FILE_BYTES, batch: str | None = None) -> dict:
+    """Append `ps` as one new batch; cost grows with `ps`, not with the dataset."""
+    batch = batch or new_batch_id()
+    ensure_marker(store)
+    entries, files = write_parts(ps, store, batch, "00000", target_file_bytes)
+    return commit_batch(store, batch, entries, files, skipped=ps.skipped)
+
+
+# --------------------------------------------------------------------------------------- reading
+
+
+@dataclass
+class Snapshot:
+    """The committed state of a dataset: its live batches and, for each profile, the batch that
+    holds its newest copy."""
+
+    manifests: list[dict]
+    owner: dict[str, str] = field(default_factory=dict)  # profile_id -> batch holding the newest copy
+
+    @property
+    def ids(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for m in self.manifests:
+            for e in m["profiles"]:
+                if self.owner.get(e["profile_id"]) == m["batch"]:
+                    seen.setdefault(e["profile_id"])
+        return list(seen)
+
+    def files(self, table: str) -> list[tuple[str, dict]]:
+        """(batch, file entry) of every part of `table`, oldest batch first."""
+        return [(m["batch"], f) for m in self.manifests for f in m["files"] if f["table"] == table]
+
+    def superseded(self, batch: str) -> set[str]:
+        """Profile ids in `batch` whose newest copy is in a later batch."""
+        m = next(m for m in self.manifests if m["batch"] == batch)
+        return {e["profile_id"] for e in m["profiles"] if self.owner.get(e["profile_id"]) != batch}
+
+
+def snapshot(store) -> Snapshot:
+    read_marker(store)
+    manifests = []
+    for name in store.listdir(MANIFESTS):
+        if not name.endswith(".json"):
+            continue
+        try:
+            m = json.loads(store.read_bytes(f"{MANIFESTS}/{name}"))
+            m["batch"], m["profiles"], m["files"]  # noqa: B018 - the keys every manifest has
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
+        manifests.append(m)
+    # a compaction that was interrupted after writing its batch leaves the batches it replaced
+    # behind for a moment: they are already covered
+    replaced = {b for m in manifests for b in m.get("replaces", [])}
+    manifests = sorted((m for m in manifests if m["batch"] not in replaced), key=lambda m: m["batch"])
+    owner = {e["profile_id"]: m["batch"] for m in manifests for e in m["profiles"]}
+    return Snapshot(manifests, owner)
+
+
+def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
+    frames = []
+    for batch, f in snap.files(table):
+        try:
+            df = pl.read_parquet(io.BytesIO(store.read_bytes(f["path"]))) if store.remote else pl.read_parquet(store.path(f["path"]))
+        except FileNotFoundError:
+            raise InputError(store.url(f["path"]), "part file listed in its batch manifest is missing") from None
+        except Exception as exc:  # polars raises several error types for damaged files
+            raise InputError(store.url(f["path"]), f"unreadable Parquet part: {exc}") from None
+        gone = snap.superseded(batch)
+        if gone:
+            df = df.filter(~pl.col("profile_id").is_in(sorted(gone)))
+        frames.append(df)
+    t = schema.ALL_TABLES[table]
+    return pl.concat([schema.conform(t, f) for f in frames], how="vertical") if frames else t.empty()
+
+
+def _metadata_dict(row: dict) -> dict:
+    md = {k: v for k, v in row.items() if k not in ("profile_id", "extra_json") and v is not None}
+    if row.get("extra_json"):
+        md.update(json.loads(row["extra_json"]))
+    return md
+
+
+def read(store) -> ProfileSet:
+    snap = snapshot(store)
+    ids = snap.ids
+    per_table = {}
+    for table in schema.DATA_TABLES:
+        df = _live_frame(store, snap, table)
+        per_table[table] = df.partition_by("profile_id", as_dict=True, maintain_order=True) if df.height else {}
+    meta = {r["profile_id"]: r for r in _live_frame(store, snap, "metadata").iter_rows(named=True)}
+    profiles = []
+    for pid in ids:
+        tables = {t: per_table[t][(pid,)] for t in schema.DATA_TABLES if (pid,) in per_table[t]}
+        profiles.append(Profile(pid, _metadata_dict(meta.get(pid, {"profile_id": pid})), tables))
+    return ProfileSet(profiles)
+
+
+def live_files(store, table: str) -> tuple[list[str], set[tuple[str, str]]]:
+    """(part URLs of `table`, (batch, profile id) pairs superseded in them) for lazy scans."""
+    snap = snapshot(store)
+    urls, gone = [], set()
+    for batch, f in snap.files(table):
+        urls.append(store.url(f["path"]))
+        gone |= {(batch, pid) for pid in snap.superseded(batch)}
+    return urls, gone
+
+
+# ---------------------------------------------------------------------------------- maintenance
+
+
+def info(store) -> dict:
+    """Profiles, batches, tables (rows, files, bytes), size, and what compaction would tidy."""
+    marker = read_marker(store)
+    snap = snapshot(store)
+    tables: dict[str, dict] = {}
+    listed = set()
+    for m in snap.manifests:
+        for f in m["files"]:
+            t = tables.setdefault(f["table"], {"rows": 0, "files": 0, "bytes": 0})
+            live_rows = f["rows"]
+            t["rows"] += live_rows
+            t["files"] += 1
+            t["bytes"] += f["bytes"]
+            listed.add(f["path"])
+    # rows of superseded copies are counted apart so that `rows` is what a profaudit reader returns
+    superseded = sum(len(snap.superseded(m["batch"])) for m in snap.manifests)
+    for m in snap.manifests:
+        gone = snap.superseded(m["batch"])
+        for e in m["profiles"]:
+            if e["profile_id"] in gone:
+                for t, n in e.get("rows", {}).items():
+                    tables[t]["rows"] -= n
+                if "metadata" in tables:
+                    tables["metadata"]["rows"] -= 1
+    unlisted = [f for f in _part_files(store) if f[0] not in listed]
+    return {
+        "dataset": store.url(),
+        "layout": int(marker.get("layout", 1)),
+        "schema_version": marker.get("schema_version"),
+        "profiles": len(snap.owner),
+        "batches": len(snap.manifests),
+        "superseded_copies": superseded,
+        "bytes": sum(t["bytes"] for t in tables.values()),
+        "tables": tables,
+        "uncommitted_files": len(unlisted),
+        "uncommitted_bytes": sum(f[1] for f in unlisted),
+    }
+
+
+def _part_files(store) -> list[tuple[str, int, float]]:
+    out = []
+    for table in TABLES_WITH_METADATA:
+        out.extend(f for f in store.files_under(table) if f[0].endswith(".parquet"))
+    return out
+
+
+def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: float = 3600.0) -> dict:
+    """Rewrite small batches (and batches holding superseded copies) into one batch of target-size
+    files, then delete what it replaces. Part files no manifest lists and older than `orphan_age_s`
+    (left by a crashed ingest; a running one's are younger) are deleted too.
+
+    Readers are safe throughout: the new manifest names the batches it replaces, so a reader that
+    sees both reads each row once; the old files go only after their manifests."""
+    snap = snapshot(store)
+    small = []
+    for m in snap.manifests:
+        size = sum(f["bytes"] for f in m["files"])
+        if size < target_file_bytes // 2 or snap.superseded(m["batch"]):
+            small.append(m)
+    result = {"batches_before": len(snap.manifests), "batches_rewritten": 0, "files_removed": 0, "orphans_removed": 0}
+    if len(small) > 1 or (small and snap.superseded(small[0]["batch"])):
+        chosen = {m["batch"] for m in small}
+        sub = Snapshot([m for m in snap.manifests if m["batch"] in chosen], snap.owner)
+        live_ids = [pid for pid in sub.ids]
+        tables = {t: _live_frame(store, sub, t) for t in TABLES_WITH_METADATA}
+        batch = new_batch_id(after=max(chosen))
+        entries, files = _write_frames(store, batch, live_ids, tables, target_file_bytes, [m for m in small])
+        commit_batch(store, batch, entries, files, replaces=sorted(chosen))
+        for m in small:
+            store.remove(f"{MANIFESTS}/{m['batch']}.json")
+        for m in small:
+            for f in m["files"]:
+                store.remove(f["path"])
+                result["files_removed"] += 1
+        result["batches_rewritten"] = len(small)
+    listed = {f["path"] for m in snapshot(store).manifests for f in m["files"]}
+    now = time.time()
+    for rel, _size, mtime in _part_files(store):
+        if rel not in listed and now - mtime > orphan_age_s:
+            store.remove(rel)
+            result["orphans_removed"] += 1
+    result["batches_after"] = len(snapshot(store).manifests)
+    return result
+
+
+def _write_frames(store, batch: str, ids: list[str], tables: dict[str, pl.DataFrame], target: int, old: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Write already-stacked tables as target-size parts, keeping each profile's rows in one file."""
+    by_id = {e["profile_id"]: e for m in old for e in m["profiles"]}
+    entries = [by_id[pid] for pid in ids]
+    files = []
+    for table, df in tables.items():
+        if not df.height:
+            continue
+        per_row = max(1, df.estimated_size() // df.height)
+        rows_per_file = max(1, target // per_row)
+        n = 0
+        start = 0
+        while start < df.height:
+            end = min(df.height, start + rows_per_file)
+            # move the cut to a profile boundary so one profile's rows stay in one file
+            if end < df.height:
+                pid = df["profile_id"][end - 1]
+                while end < df.height and df["profile_id"][end] == pid:
+                    end += 1
+            part = df.slice(start, end - start)
+            rel = f"{table}/batch={batch}/part-00000-{n:03d}.parquet"
+            data = _parquet_bytes(part)
+            store.write_bytes(rel, data)
+            files.append({"table": table, "path": rel, "rows": part.height, "bytes": len(data)})
+            n += 1
+            start = end
+    return entries, files

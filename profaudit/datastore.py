@@ -1,0 +1,207 @@
+"""Where a dataset lives: a local folder or an fsspec URL (`s3://`, `gs://`, `abfs://`, `file://`).
+
+The dataset code talks to a `Store`, never to `os` or a cloud SDK, so the same layout logic writes
+a folder on a laptop and a bucket on a fleet. Each write is all-or-nothing: a local file goes
+through a temporary sibling and a rename; an object store's PUT is atomic by itself (an object
+appears whole or not at all), so it is written in place.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+from pathlib import Path
+
+
+def is_url(target: str | os.PathLike) -> bool:
+    """Whether `target` names an fsspec location other than the local file system."""
+    s = os.fspath(target)
+    return "://" in s and not s.startswith("file://")
+
+
+def local_path(target: str | os.PathLike) -> Path:
+    s = os.fspath(target)
+    return Path(s[len("file://"):]) if s.startswith("file://") else Path(s)
+
+
+class LocalStore:
+    """A dataset folder on a local (or mounted, shared) file system."""
+
+    remote = False
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = local_path(root)
+
+    def __repr__(self) -> str:
+        return f"LocalStore({str(self.root)!r})"
+
+    def __reduce__(self):
+        return (LocalStore, (str(self.root),))
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel if rel else self.root
+
+    def url(self, rel: str = "") -> str:
+        return str(self.path(rel))
+
+    def exists(self, rel: str = "") -> bool:
+        return self.path(rel).exists()
+
+    def isfile(self, rel: str) -> bool:
+        return self.path(rel).is_file()
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.path(rel).read_bytes()
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write through a temporary sibling and a rename: a reader, or a retried task writing the
+        same name, never sees half a file."""
+        from profaudit.dataset import atomic_write_bytes
+
+        atomic_write_bytes(self.path(rel), data)
+
+    def listdir(self, rel: str) -> list[str]:
+        """Names in a folder (none when it is absent), hidden temporaries left out."""
+        try:
+            return sorted(n for n in os.listdir(self.path(rel)) if not n.startswith("."))
+        except FileNotFoundError:
+            return []
+
+    def files_under(self, rel: str) -> list[tuple[str, int, float]]:
+        """(relative path, size, mtime) of every file below `rel`, hidden temporaries left out."""
+        out = []
+        base = self.path(rel)
+        for dirpath, dirs, files in os.walk(base):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for f in files:
+                if f.startswith("."):
+                    continue
+                full = Path(dirpath) / f
+                st = full.stat()
+                out.append((full.relative_to(self.root).as_posix(), st.st_size, st.st_mtime))
+        return sorted(out)
+
+    def size(self, rel: str) -> int:
+        return self.path(rel).stat().st_size
+
+    def remove(self, rel: str) -> None:
+        self.path(rel).unlink(missing_ok=True)
+        # drop the partition folder once its last file has gone
+        parent = self.path(rel).parent
+        try:
+            if parent != self.root and not any(parent.iterdir()):
+                parent.rmdir()
+        except OSError:
+            pass
+
+    def local_copy(self, rel: str) -> Path:
+        return self.path(rel)
+
+    def arrow_filesystem(self):
+        return None
+
+
+class FsspecStore:
+    """A dataset under an fsspec URL; `storage_options` go to `fsspec.url_to_fs` unchanged."""
+
+    remote = True
+
+    def __init__(self, url: str, storage_options: dict | None = None):
+        from profaudit.errors import require
+
+        fsspec = require("fsspec", "fleet", "datasets at URLs")
+        self.url_root = url.rstrip("/")
+        self.storage_options = dict(storage_options or {})
+        self.fs, self.root = fsspec.core.url_to_fs(self.url_root, **self.storage_options)
+        self.root = self.root.rstrip("/")
+        self.protocol = url.split("://", 1)[0]
+
+    def __repr__(self) -> str:
+        return f"FsspecStore({self.url_root!r})"
+
+    def __reduce__(self):
+        return (FsspecStore, (self.url_root, self.storage_options))
+
+    def _p(self, rel: str) -> str:
+        return posixpath.join(self.root, rel) if rel else self.root
+
+    def url(self, rel: str = "") -> str:
+        return f"{self.protocol}://{self._p(rel)}"
+
+    def exists(self, rel: str = "") -> bool:
+        return self.fs.exists(self._p(rel))
+
+    def isfile(self, rel: str) -> bool:
+        return self.fs.isfile(self._p(rel))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self.fs.cat_file(self._p(rel))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        self.fs.pipe_file(self._p(rel), data)
+
+    def listdir(self, rel: str) -> list[str]:
+        try:
+            entries = self.fs.ls(self._p(rel), detail=False, refresh=True)
+        except FileNotFoundError:
+            return []
+        names = sorted(posixpath.basename(e.rstrip("/")) for e in entries)
+        return [n for n in names if n and not n.startswith(".")]
+
+    def files_under(self, rel: str) -> list[tuple[str, int, float]]:
+        base = self._p(rel)
+        try:
+            found = self.fs.find(base, detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for full, info in found.items():
+            relpath = posixpath.relpath(full, self.root)
+            if any(part.startswith(".") for part in relpath.split("/")):
+                continue
+            mtime = info.get("LastModified") or info.get("mtime") or info.get("created") or 0
+            out.append((relpath, int(info.get("size") or 0), mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)))
+        return sorted(out)
+
+    def size(self, rel: str) -> int:
+        return int(self.fs.size(self._p(rel)))
+
+    def remove(self, rel: str) -> None:
+        try:
+            self.fs.rm_file(self._p(rel))
+        except FileNotFoundError:
+            pass
+
+    def arrow_filesystem(self):
+        """The pyarrow view of this fsspec file system (for lazy scans by polars and DuckDB)."""
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        return PyFileSystem(FSSpecHandler(self.fs))
+
+
+def open_store(target, storage_options: dict | None = None) -> LocalStore | FsspecStore:
+    if isinstance(target, (LocalStore, FsspecStore)):
+        return target
+    if is_url(target):
+        return FsspecStore(os.fspath(target), storage_options)
+    return LocalStore(target)
+
+
+def download(url: str, into: str | os.PathLike, storage_options: dict | None = None) -> Path:
+    """Copy a remote file or folder to a local folder, keeping its name (profile ids derive from
+    the name and the bytes, so a downloaded input gets the id the same file gets locally)."""
+    from profaudit.errors import require
+
+    fsspec = require("fsspec", "fleet", "inputs at URLs")
+    fs, p = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    dest = Path(into) / posixpath.basename(p.rstrip("/"))
+    if fs.isdir(p):
+        fs.get(p.rstrip("/") + "/", str(dest), recursive=True)
+    else:
+        fs.get_file(p, str(dest))
+    return dest
+
+
+def scratch_dir() -> str:
+    return tempfile.mkdtemp(prefix="profaudit-remote-")

@@ -1,0 +1,120 @@
+"""`scan(DS, table, engine=...)`: one table of a dataset as a lazy frame of the engine you query with.
+
+Only the manifests are read here; rows are read when the frame is collected, and filters and
+column selections are pushed down to the Parquet files. Superseded copies of re-ingested profiles
+are filtered out, so a scan returns what `read_dataset` returns.
+"""
+
+from __future__ import annotations
+
+from profaudit import schema
+from profaudit.errors import UsageError, require
+
+ENGINES = ("polars", "duckdb", "dask")
+
+
+def _files(path, table: str, storage_options: dict | None):
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
+
+    if table not in schema.ALL_TABLES:
+        raise UsageError(f"no table {table!r}; tables are {', '.join(schema.ALL_TABLES)}")
+    store = open_store(path, storage_options)
+    if v2.layout_of(store) < v2.LAYOUT:
+        # layout 1: one folder per profile, the id in the folder name
+        from pathlib import Path
+
+        files = sorted(str(f) for f in (Path(store.url()) / table).glob("profile_id=*/*.parquet"))
+        return store, files, set(), True
+    urls, gone = v2.live_files(store, table)
+    return store, urls, gone, False
+
+
+def _superseded_filter_frame(gone: set[tuple[str, str]]):
+    import polars as pl
+
+    return pl.DataFrame({"batch": [b for b, _ in gone], "profile_id": [p for _, p in gone]}, schema={"batch": pl.Utf8, "profile_id": pl.Utf8})
+
+
+def _batch_of(url: str) -> str:
+    return url.rsplit("/batch=", 1)[1].split("/", 1)[0]
+
+
+def scan(path, table: str = "kernels", *, engine: str = "polars", storage_options: dict | None = None, connection=None):
+    """A lazy view of `table` over every live profile of the dataset at `path` (folder or URL).
+
+    engine="polars" -> `polars.LazyFrame`; "duckdb" -> `duckdb.DuckDBPyRelation` (on `connection`,
+    default an in-memory one); "dask" -> `dask.dataframe.DataFrame`. Columns are the schema's, in
+    its order, `profile_id` included.
+    """
+    if engine not in ENGINES:
+        raise UsageError(f"engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    store, files, gone, layout1 = _files(path, table, storage_options)
+    t = schema.ALL_TABLES[table]
+    return {"polars": _polars, "duckdb": _duckdb, "dask": _dask}[engine](store, files, gone, layout1, t, connection)
+
+
+def _polars(store, files, gone, layout1, t, _connection):
+    import polars as pl
+
+    if not files:
+        return t.empty().lazy()
+    if layout1:
+        lf = pl.scan_parquet(files, hive_partitioning=True).with_columns(pl.col("profile_id").cast(pl.Utf8))
+        return lf.select(t.names)
+    if store.remote:
+        import pyarrow.dataset as pads
+
+        ds = pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=store.arrow_filesystem())
+        lf = pl.scan_pyarrow_dataset(ds)
+        # pyarrow's dataset carries no file names: the superseded rows are found by batch below
+        if gone:
+            per_file = [pl.scan_pyarrow_dataset(pads.dataset([f.split("://", 1)[1]], format="parquet", filesystem=store.arrow_filesystem())).with_columns(pl.lit(_batch_of(f)).alias("batch")) for f in files]
+            lf = pl.concat(per_file, how="vertical")
+    else:
+        lf = pl.scan_parquet(files, hive_partitioning=True) if gone else pl.scan_parquet(files, hive_partitioning=False)
+    if gone:
+        lf = lf.join(_superseded_filter_frame(gone).lazy(), on=["batch", "profile_id"], how="anti")
+    return lf.select(t.names)
+
+
+def _duckdb(store, files, gone, layout1, t, connection):
+    duckdb = require("duckdb", "test", "scan(engine='duckdb')")
+    con = connection or duckdb.connect()
+    cols = ", ".join(f'"{c}"' for c in t.names)
+    if not files:
+        return con.from_arrow(t.empty().to_arrow())
+    if layout1:
+        rel = con.read_parquet(files, hive_partitioning=True)
+        return rel.select(", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' if c == "profile_id" else f'"{c}"' for c in t.names))
+    if store.remote:
+        import pyarrow.dataset as pads
+
+        ds = pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=store.arrow_filesystem(), partitioning="hive")
+        rel = con.from_arrow(ds)
+    else:
+        rel = con.read_parquet(files, hive_partitioning=True)
+    if gone:
+        gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
+        rel = rel.set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti")
+    return rel.select(cols)
+
+
+def _dask(store, files, gone, layout1, t, _connection):
+    dd = require("dask.dataframe", "fleet", "scan(engine='dask')")
+    if not files:
+        return dd.from_pandas(t.empty().to_pandas(), npartitions=1)
+    opts = {"storage_options": store.storage_options} if store.remote else {}
+    if layout1:
+        df = dd.read_parquet(files, dataset={"partitioning": "hive"}, **opts)
+        df["profile_id"] = df["profile_id"].astype(str)
+        return df[t.names]
+    if not gone:
+        return dd.read_parquet(files, **opts)[t.names]
+    # superseded copies: drop them file by file (each file belongs to one batch)
+    parts = []
+    for f in files:
+        part = dd.read_parquet([f], **opts)
+        drop = sorted(pid for b, pid in gone if b == _batch_of(f))
+        parts.append(part[~part["profile_id"].isin(drop)] if drop else part)
+    return dd.concat(parts)[t.names]
