@@ -138,12 +138,15 @@ def roofline_figure(rf: pl.DataFrame, specs: Mapping[str, DeviceSpec] | None = N
     return fig
 
 
-def write_html(fig, path: str | os.PathLike) -> Path:
-    """Write a self-contained HTML chart (plotly.js embedded, so it opens offline), atomically."""
+def write_html(fig, path: str | os.PathLike, *, plotlyjs: str = "embed") -> Path:
+    """Write the HTML chart atomically: plotly.js embedded by default (opens offline), or a CDN
+    or shared-file reference (`profaudit.plotly_assets`)."""
     from profaudit.dataset import atomic_write_text
+    from profaudit.plotly_assets import ensure_bundle, include_arg
 
     p = Path(path)
-    atomic_write_text(p, fig.to_html(include_plotlyjs=True, full_html=True))
+    atomic_write_text(p, fig.to_html(include_plotlyjs=include_arg(plotlyjs), full_html=True))
+    ensure_bundle(plotlyjs, p)
     return p
 
 

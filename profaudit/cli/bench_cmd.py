@@ -1,7 +1,8 @@
 """`profaudit bench run|compare|ncu` and `profaudit ncu-command`: reproducible benchmarks.
 
 Exit codes: `bench run` 0 when every variant ran and passed its correctness checks, 1 when one
-failed them or errored; `bench compare` 0 for PASS/WARN verdicts, 1 for FAIL/INCONCLUSIVE;
+failed them or errored; `bench compare` 0 for PASS/WARN verdicts, 1 for FAIL/INCONCLUSIVE (with
+--fail-on, the gate's codes of `profaudit compare`: 0 pass, 1 regression, 4 not comparable);
 `bench ncu` the first non-zero ncu exit code; 2 for unusable input or a missing ncu.
 """
 
@@ -135,8 +136,16 @@ def compare_cmd(
     intended: Optional[List[str]] = typer.Option(None, "--intended", help="A meta key the claim is about (dtype, compile_mode, ...): reported, not failed."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where to write the claim files and audits (default: SOURCE/claims)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Gate CI on the measured speedups instead of the audit verdicts: regression, any-significant or none (see profaudit compare --help)."),
+    max_slowdown: str = typer.Option("0%", "--max-slowdown", help="With --fail-on: allowed slowdown per case and on the geomean, e.g. 5% or 1.05x (only significant differences count)."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report (one test case per benchmark case)."),
+    summary: Optional[Path] = typer.Option(None, "--summary", help="Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."),
 ) -> int:
-    """Write a claim file per case (baseline vs candidate) and audit it with the fairness rules."""
+    """Write a claim file per case (baseline vs candidate) and audit it with the fairness rules.
+
+    With --fail-on the exit code is the gate's (as profaudit compare): 0 no gated difference, 1 a
+    significant difference beyond --max-slowdown or a failed variant, 2 unusable input, 4 not comparable.
+    """
     from profaudit.bench import compare_run
     from profaudit.cli.common import emit_json, stdout_console
     from profaudit.errors import UsageError
@@ -149,6 +158,11 @@ def compare_cmd(
         parse_statistic(statistic)
     except ValueError as exc:
         raise UsageError(f"--statistic {statistic!r}: {exc}") from None
+    if fail_on is not None:
+        from profaudit.compare.gate import check_fail_on, parse_slowdown
+
+        check_fail_on(fail_on)
+        parse_slowdown(max_slowdown)
     outs = compare_run(source, baseline, candidate, pattern=pattern, claimed=claimed, statistic=statistic, out_dir=output_dir, intended=tuple(intended or ()))
     if fmt == "json":
         emit_json([o.as_dict() for o in outs])
@@ -172,6 +186,18 @@ def compare_cmd(
             for r in o.reasons[:5]:
                 con.print(f"    {r}", markup=False, highlight=False)
             con.print(f"    claim {o.claim_path}; audit {o.audit_md}", markup=False, highlight=False)
+    if fail_on is not None or junit is not None or summary is not None:
+        from profaudit.compare.gate import gate_bench_outcomes
+
+        gate = gate_bench_outcomes(outs, fail_on=fail_on or "none", max_slowdown=max_slowdown, title=f"profaudit bench compare {candidate} vs {baseline}")
+        from profaudit.compare.ci_report import write_reports
+
+        write_reports(gate, junit=junit, summary=summary)
+        if fail_on is not None:
+            from profaudit.cli.common import stderr_console
+
+            stderr_console().print(f"profaudit bench compare: {gate.summary_line()}", markup=False, highlight=False)
+            return gate.exit_code
     return 0 if all(o.verdict in ("PASS", "WARN") for o in outs) else 1
 
 

@@ -1,4 +1,8 @@
-"""`profaudit compare A B`: matched kernels, added/removed ones, where the time went, fairness."""
+"""`profaudit compare A B`: matched kernels, added/removed ones, where the time went, fairness.
+
+With --fail-on it gates CI (`profaudit.compare.gate`): exit 0 no gated difference, 1 a significant
+difference beyond --max-slowdown, 2 unusable input, 3 internal error, 4 not comparable.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,12 @@ from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 # Choices are validated here rather than by typer enums: this typer's own click raises exceptions
 # the CLI's one-line error handler does not recognise (exit 3 instead of a usage error).
 FORMATS = ("table", "markdown", "html", "json")
+
+# Shared with `profaudit bench compare`: the same gating options and report files.
+FAIL_ON_OPTION = typer.Option("none", "--fail-on", help="Gate CI: regression (significantly slower beyond --max-slowdown), any-significant (either way), none (report only, exit 0).")
+MAX_SLOWDOWN_OPTION = typer.Option("0%", "--max-slowdown", help="Allowed slowdown per case and on the matched geomean, e.g. 5% or 1.05x (only significant differences count).")
+JUNIT_OPTION = typer.Option(None, "--junit", help="Write a JUnit XML report (one test case per benchmark case) to this file.")
+SUMMARY_OPTION = typer.Option(None, "--summary", help="Write the Markdown summary to this file (it is also appended to $GITHUB_STEP_SUMMARY when set).")
 
 
 def register(app: typer.Typer) -> None:
@@ -29,8 +39,20 @@ def register(app: typer.Typer) -> None:
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,
         nsys: Optional[str] = NSYS_OPTION,
-    ) -> None:
-        """Compare two profiles or timing logs: fairness findings first, then where the time went."""
+        fail_on: str = FAIL_ON_OPTION,
+        max_slowdown: str = MAX_SLOWDOWN_OPTION,
+        junit: Optional[Path] = JUNIT_OPTION,
+        sarif: Optional[Path] = typer.Option(None, "--sarif", help="Write the fairness findings as SARIF 2.1.0 to this file."),
+        summary: Optional[Path] = SUMMARY_OPTION,
+        plotlyjs: str = typer.Option("embed", "--plotlyjs", help="HTML output: embed plotly.js (offline, ~4.8 MB), cdn (a <script> from cdn.plot.ly), or directory (plotly.min.js written beside the report, shared by reports in that folder)."),
+    ) -> int:
+        """Compare two profiles or timing logs: fairness findings first, then where the time went.
+
+        Exit codes with --fail-on regression|any-significant: 0 no gated difference, 1 a significant
+        difference beyond --max-slowdown (a case or the matched geomean), 2 unusable input, 3
+        internal error, 4 not comparable (fairness audit says no, or no case on both sides).
+        --fail-on none (the default) exits 0 whatever the result.
+        """
         from profaudit.cli.common import emit_text, load_with_progress, stdout_console
         from profaudit.compare import compare
         from profaudit.compare.core import Side
@@ -44,6 +66,12 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--match {match!r}: choose one of {', '.join(MATCH_MODES)}")
         if top < 1:
             raise UsageError(f"--top {top}: give a positive number of rows")
+        from profaudit.compare.gate import check_fail_on, gate_comparison, parse_slowdown
+        from profaudit.plotly_assets import check_mode
+
+        check_fail_on(fail_on)
+        parse_slowdown(max_slowdown)
+        check_mode(plotlyjs, output if fmt == "html" else None)
         sides = []
         for role, path in (("baseline", baseline), ("candidate", candidate)):
             sides.append(Side(role, path, load_with_progress([path], device=device, time_column=time_column, time_unit=time_unit, nsys=nsys)))
@@ -51,5 +79,18 @@ def register(app: typer.Typer) -> None:
         cmp = compare(sides[0], sides[1], match=match, device=device, intended=wanted)
         if fmt == "table" and output is None:
             print_table(cmp, top, stdout_console())
-            return
-        emit_text(render(cmp, fmt, top=top), output)
+        elif fmt == "html":
+            from profaudit.compare.render import render_html
+
+            emit_text(render_html(cmp, top, plotlyjs=plotlyjs, output=output), output)
+        else:
+            emit_text(render(cmp, fmt, top=top), output)
+        from profaudit.compare.ci_report import write_reports
+
+        gate = gate_comparison(cmp, fail_on=fail_on, max_slowdown=max_slowdown)
+        write_reports(gate, junit=junit, sarif_path=sarif, summary=summary, findings=cmp.findings, artifacts=[baseline, candidate], cmp=cmp)
+        if fail_on != "none":
+            from profaudit.cli.common import stderr_console
+
+            stderr_console().print(f"profaudit compare: {gate.summary_line()}", markup=False, highlight=False)
+        return gate.exit_code

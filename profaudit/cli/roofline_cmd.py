@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = typer.Option(None, "--device", "-d", help="Device spec key or name for every kernel (overrides what the profile reports)."),
         spec: Optional[List[Path]] = typer.Option(None, "--spec", help="Extra device spec YAML file (or folder); repeatable."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive chart to this HTML file."),
+        plotlyjs: str = typer.Option("embed", "--plotlyjs", help="--html: embed plotly.js (offline, ~4.8 MB), cdn (cdn.plot.ly), or directory (plotly.min.js written beside the chart, shared)."),
         png: Optional[Path] = typer.Option(None, "--png", help="Write the chart as PNG (needs kaleido and a Chrome/Chromium)."),
         clock: str = typer.Option("both", "--clock", help="Ceilings at: both, boost (datasheet) or kernel (the clock each kernel ran at)."),
         sparse: bool = typer.Option(False, "--sparse", help="Use the 2:4-sparse tensor peaks."),
@@ -43,6 +44,9 @@ def register(app: typer.Typer) -> None:
 
         if fmt is Format.parquet and output is None:
             raise UsageError("--format parquet needs --output FILE")
+        from profaudit.plotly_assets import check_mode
+
+        check_mode(plotlyjs, html)
         ps = load_with_progress(paths)
         extra = tuple(spec or ())
         rf = roofline(ps, device, clock=clock, extra_specs=extra, sparse=sparse, flops_precision=flops_precision, cores=cores)
@@ -66,7 +70,7 @@ def register(app: typer.Typer) -> None:
 
             fig = roofline_figure(rf, clock="kernel" if clock == "kernel" else "boost", sparse=sparse, extra_specs=extra)
             if html is not None:
-                write_html(fig, html)
+                write_html(fig, html, plotlyjs=plotlyjs)
                 stderr_console().print(f"wrote {html}", markup=False, highlight=False)
             if png is not None:
                 problem = write_png(fig, png)

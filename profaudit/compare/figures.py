@@ -143,9 +143,12 @@ def comparison_figures(c: Comparison, top: int = 15) -> dict:
     return figs
 
 
-def to_div(fig, first: bool) -> str:
-    """A figure as an HTML div; the first one carries plotly.js inline so the file works offline."""
-    return fig.to_html(full_html=False, include_plotlyjs=True if first else False, config={"displaylogo": False})
+def to_div(fig, first: bool, plotlyjs: str = "embed") -> str:
+    """A figure as an HTML div; the first one carries plotly.js (inline by default, so the file
+    works offline; or a CDN / shared-file reference, see `profaudit.plotly_assets`)."""
+    from profaudit.plotly_assets import include_arg
+
+    return fig.to_html(full_html=False, include_plotlyjs=include_arg(plotlyjs) if first else False, config={"displaylogo": False})
 
 
 __all__ = ["waterfall", "roofline_figure", "comparison_figures", "to_div"]

@@ -420,8 +420,10 @@ def _html_table(hdr: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(c: Comparison, top: int) -> str:
+def render_html(c: Comparison, top: int, *, plotlyjs: str = "embed", output=None) -> str:
+    """`plotlyjs`: embed, cdn or directory (plotly.min.js written beside `output`)."""
     from profaudit.compare import figures
+    from profaudit.plotly_assets import ensure_bundle
 
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>profaudit compare</title>", f"<style>{_CSS}</style></head><body>"]
     parts.append("<h1>profaudit compare</h1><dl>")
@@ -434,11 +436,13 @@ def render_html(c: Comparison, top: int) -> str:
     for i, (title, hdr, rows) in enumerate(secs):
         parts.append(f"<h2>{html.escape(title)}</h2>")
         if title == "Where the time went" and figs.get("waterfall") is not None:
-            parts.append(figures.to_div(figs["waterfall"], first=True))
+            parts.append(figures.to_div(figs["waterfall"], first=True, plotlyjs=plotlyjs))
         if title == "Roofline movement" and figs.get("roofline") is not None:
-            parts.append(figures.to_div(figs["roofline"], first=figs.get("waterfall") is None))
+            parts.append(figures.to_div(figs["roofline"], first=figs.get("waterfall") is None, plotlyjs=plotlyjs))
         parts.append(_html_table(hdr, rows))
     if c.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in c.notes) + "</ul>")
     parts.append("</body></html>")
+    if any(f is not None for f in figs.values()):
+        ensure_bundle(plotlyjs, output)
     return "\n".join(parts)
