@@ -275,6 +275,138 @@ TABLES: dict[str, Table] = {
 DATA_TABLES: tuple[str, ...] = tuple(TABLES)
 ALL_TABLES: dict[str, Table] = {**TABLES, "metadata": METADATA}
 
+# Tables derived from a distributed run (`profaudit.ranks`), not stored per profile. Times are on
+# the aligned clock: each rank's own clock minus its `clock_offset_ns`.
+_RANK = _c("rank", I, "", "global rank (distributedInfo, the file name, or the process/device order; see rank_source)")
+RANKS = Table(
+    "ranks",
+    (
+        _PROFILE,
+        _RANK,
+        _c("world_size", I, "rank", "ranks in the job (the trace's distributedInfo, else the ranks loaded)"),
+        _c("host", S, "", "host name the rank ran on"),
+        _c("node", I, "", "node index: hosts numbered in order of their lowest rank"),
+        _c("local_rank", I, "", "position of the rank among the ranks of its host"),
+        _c("process_id", I, "", "host process of the rank (null when the profile is the rank)"),
+        _c("device_id", I, "", "GPU the rank's kernels ran on"),
+        _c("device_name", S, "", "GPU name"),
+        _c("rank_source", S, "", "where the rank came from: distributed_info, file_name, process_order, device_order"),
+        _c("clock_offset_ns", I, "ns", "the rank's clock minus the reference clock; subtracted from every time of the rank"),
+        _c("clock_offset_error_ns", F, "ns", "largest residual of the alignment (null when unknown: separate clocks not checked)"),
+        _c("clock_method", S, "", "trace_clock (times as recorded), shared_clock (one host or one capture), collective_end (ends of matched collectives)"),
+        _c("kernel_count", I, "", "kernels of the rank"),
+        _c("collective_count", I, "", "communication kernels of the rank"),
+        _c("step_count", I, "", "steps found for the rank"),
+    ),
+    "one row per rank of a distributed run",
+)
+COLLECTIVES = Table(
+    "collectives",
+    (
+        _PROFILE,
+        _RANK,
+        _c("kernel_id", I, "", "kernels.kernel_id of the communication kernel"),
+        _c("process_group", S, "", "process group name (null where the trace does not say)"),
+        _c("group_ranks", S, "", "ranks of the process group as recorded"),
+        _c("call_index", I, "", "position of the call among the rank's calls on its process group: the same call on every rank has the same index"),
+        _c("collective", S, "", "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, send_recv, barrier, gather, scatter, unknown"),
+        _c("kernel_name", S, "", "communication kernel's short name"),
+        _c("algorithm", S, "", "NCCL algorithm from the kernel name (RING, TREE, NVLS, COLLNET_DIRECT, PAT, ...)"),
+        _c("protocol", S, "", "NCCL protocol from the kernel name (LL, LL128, SIMPLE)"),
+        _c("dtype", S, "", "element type as recorded (Float, BFloat16, ...)"),
+        _c("in_msg_nelems", I, "element", "input elements as recorded"),
+        _c("out_msg_nelems", I, "element", "output elements as recorded"),
+        _c("group_size", I, "rank", "ranks taking part (the process group's size, else the world size)"),
+        _c("msg_bytes", F, "byte", "the size nccl-tests reports: all_gather output, reduce_scatter input, else the buffer"),
+        _c("args_source", S, "", "where the size came from: kernel (args on the kernel), cpu_op (record_param_comms), none"),
+        _c("stream", I, "", "GPU stream of the kernel"),
+        _c("start_ns", I, "ns", "kernel start, aligned clock"),
+        _c("end_ns", I, "ns", "kernel end, aligned clock"),
+        _c("duration_ns", F, "ns", "kernel duration on this rank (waiting for late peers included)"),
+        _c("algbw_bytes_per_s", F, "byte/s", "msg_bytes / duration (nccl-tests algbw)"),
+        _c("busbw_factor", F, "", "nccl-tests bus-bandwidth factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; else 1"),
+        _c("busbw_bytes_per_s", F, "byte/s", "algbw x busbw_factor (nccl-tests busbw)"),
+        _c("step", I, "", "step the kernel started in (null outside steps)"),
+    ),
+    "one row per communication kernel per rank",
+)
+CALLS = Table(
+    "collective_calls",
+    (
+        _c("process_group", S, "", "process group name"),
+        _c("group_ranks", S, "", "ranks of the process group as recorded"),
+        _c("call_index", I, "", "position of the call on its process group"),
+        _c("collective", S, "", "collective kind (most common across the ranks)"),
+        _c("consistent", B, "", "every rank recorded the same collective kind and size for this call"),
+        _c("ranks", I, "rank", "ranks with this call"),
+        _c("group_size", I, "rank", "ranks expected"),
+        _c("msg_bytes", F, "byte", "nccl-tests size (median across ranks)"),
+        _c("first_rank", I, "", "rank whose kernel started first"),
+        _c("last_rank", I, "", "rank whose kernel started last: the one the others waited for"),
+        _c("arrival_spread_ns", I, "ns", "last start - first start"),
+        _c("wait_total_ns", I, "ns", "sum over ranks of (last start - own start): time spent waiting in the collective"),
+        _c("end_spread_ns", I, "ns", "last end - first end (near zero once clocks are aligned)"),
+        _c("sync_duration_ns", F, "ns", "first end - last start: the collective's time once every rank had arrived"),
+        _c("sync_algbw_bytes_per_s", F, "byte/s", "msg_bytes / sync_duration_ns"),
+        _c("sync_busbw_bytes_per_s", F, "byte/s", "sync algbw x busbw factor"),
+        _c("start_ns", I, "ns", "first start, aligned clock"),
+        _c("step", I, "", "step of the call on the lowest rank"),
+    ),
+    "one row per collective call matched across ranks",
+)
+STEP_BREAKDOWN = Table(
+    "step_breakdown",
+    (
+        _PROFILE,
+        _RANK,
+        _c("step", I, "", "step number (ProfilerStep#N, XLA step) or null for the whole-trace row"),
+        _c("step_name", S, "", "step range name, or `(trace)` for the span from the rank's first to last GPU activity"),
+        _c("start_ns", I, "ns", "window start, aligned clock"),
+        _c("end_ns", I, "ns", "window end, aligned clock"),
+        _c("window_ns", I, "ns", "window length"),
+        _c("busy_ns", I, "ns", "time any kernel or copy ran"),
+        _c("compute_ns", I, "ns", "time a computation kernel ran"),
+        _c("communication_ns", I, "ns", "time a communication kernel ran"),
+        _c("memory_ns", I, "ns", "time a memcpy/memset ran"),
+        _c("overlapped_communication_ns", I, "ns", "communication time with computation running"),
+        _c("exposed_communication_ns", I, "ns", "communication time with no computation running"),
+        _c("exposed_memory_ns", I, "ns", "copy time with neither computation nor communication running"),
+        _c("idle_ns", I, "ns", "time nothing ran; compute + exposed communication + exposed memory + idle = window"),
+        _c("overlap_pct", F, "%", "overlapped / all communication time"),
+    ),
+    "per rank and step: HTA's temporal breakdown (computation, communication, memory, idle) with overlap",
+)
+STEP_SKEW = Table(
+    "step_skew",
+    (
+        _c("step", I, "", "step number"),
+        _c("ranks", I, "rank", "ranks with this step"),
+        _c("min_step_ns", I, "ns", "shortest step window among the ranks"),
+        _c("max_step_ns", I, "ns", "longest step window"),
+        _c("skew_ns", I, "ns", "max - min step window"),
+        _c("slowest_rank", I, "", "rank with the longest window"),
+        _c("start_spread_ns", I, "ns", "latest - earliest step start, aligned clock"),
+        _c("max_exposed_communication_ns", I, "ns", "largest exposed communication among the ranks"),
+        _c("max_idle_ns", I, "ns", "largest idle time among the ranks"),
+    ),
+    "per step across ranks: how far the ranks' steps differ",
+)
+STRAGGLERS = Table(
+    "stragglers",
+    (
+        _c("straggler_rank", I, "", "1 = the rank that cost the others the most waiting"),
+        _RANK,
+        _c("times_last", I, "call", "collective calls this rank arrived at last"),
+        _c("calls", I, "call", "calls matched on more than one rank with a non-zero arrival spread"),
+        _c("last_pct", F, "%", "times_last / calls"),
+        _c("wait_caused_ns", I, "ns", "wait the other ranks spent in the calls this rank arrived at last"),
+        _c("max_late_ns", I, "ns", "largest arrival spread of those calls"),
+        _c("median_late_ns", F, "ns", "median arrival spread of those calls"),
+    ),
+    "ranks ranked by the collective waiting they caused",
+)
+DERIVED_TABLES: dict[str, Table] = {t.name: t for t in (RANKS, COLLECTIVES, CALLS, STEP_BREAKDOWN, STEP_SKEW, STRAGGLERS)}
+
 _NUMERIC = (pl.Int64, pl.Float64)
 
 

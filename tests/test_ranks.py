@@ -1,0 +1,265 @@
+"""Distributed runs (`profaudit.ranks`): rank identity, clock alignment, collectives with nccl-tests
+bandwidths, per-step temporal breakdown and stragglers, each checked against an independent
+computation on the plain JSON of the synthetic traces (tests/ranks_synth.py) and its ground truth."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from profaudit import schema
+from profaudit.errors import InputError
+from profaudit.ranks import load_run
+
+from ranks_synth import DTYPE_SIZE, make_run, write_run
+
+
+@pytest.fixture(scope="module")
+def run4(tmp_path_factory):
+    docs, truth = make_run(world_size=4, steps=3, ranks_per_host=2, late_rank=1, seed=1)
+    folder = tmp_path_factory.mktemp("run4")
+    write_run(folder, docs, gz=True)
+    return load_run(folder, parallel=False), docs, truth
+
+
+def _events(doc) -> list[dict]:
+    return doc["traceEvents"]
+
+
+def _ns(doc, e, key="ts") -> int:
+    # plain read: baseTimeNanoseconds + microseconds with three decimals
+    return doc["baseTimeNanoseconds"] + round(e[key] * 1000)
+
+
+def _nccl(doc) -> list[dict]:
+    return sorted((e for e in _events(doc) if e.get("cat") == "kernel" and e["name"].startswith("nccl")), key=lambda e: e["ts"])
+
+
+def test_rank_identity(run4):
+    run, docs, _ = run4
+    r = run.ranks
+    assert r["rank"].to_list() == [d["distributedInfo"]["rank"] for d in docs]
+    assert r["world_size"].to_list() == [4] * 4
+    assert r["host"].to_list() == [d["host_name"] for d in docs]
+    assert r["node"].to_list() == [0, 0, 1, 1] and r["local_rank"].to_list() == [0, 1, 0, 1]
+    assert r["rank_source"].unique().to_list() == ["distributed_info"]
+    assert r["kernel_count"].to_list() == [sum(e.get("cat") == "kernel" for e in _events(d)) for d in docs]
+    assert r["collective_count"].to_list() == [len(_nccl(d)) for d in docs]
+    assert r["step_count"].to_list() == [3] * 4
+    assert r.columns == schema.RANKS.names
+
+
+def test_clock_offsets_recovered_from_collective_ends(run4):
+    run, _, truth = run4
+    r = run.ranks
+    # several hosts: aligned on the ends of the all-reduces, relative to rank 0
+    assert set(r["clock_method"]) == {"collective_end"}
+    want = [truth.offsets_ns[k] - truth.offsets_ns[0] for k in range(4)]
+    assert r["clock_offset_ns"].to_list() == want
+    assert r["clock_offset_error_ns"].to_list() == [0.0] * 4
+    # aligned ends agree exactly, as every rank left each all-reduce at the same true time
+    assert run.calls["end_spread_ns"].to_list() == [0] * run.calls.height
+
+
+def test_one_host_keeps_the_recorded_clock_and_measures_its_error(tmp_path):
+    docs, truth = make_run(world_size=2, steps=1, ranks_per_host=2, offsets_ns={0: 0, 1: 700}, seed=2)
+    write_run(tmp_path, docs)
+    run = load_run(tmp_path, parallel=False)
+    r = run.ranks
+    assert r["clock_method"].to_list() == ["shared_clock"] * 2
+    assert r["clock_offset_ns"].to_list() == [0, 0]
+    # the one clock disagrees by 700 ns at the collective ends: that is the error stated
+    assert r["clock_offset_error_ns"].to_list() == [0.0, 700.0]
+    forced = load_run(tmp_path, parallel=False, align="collective_end").ranks
+    assert forced["clock_offset_ns"].to_list() == [0, 700] and forced["clock_offset_error_ns"].to_list() == [0.0, 0.0]
+
+
+def test_ranks_from_file_names_without_distributed_info(tmp_path):
+    docs, _ = make_run(world_size=3, steps=1, seed=3)
+    write_run(tmp_path, docs, names="trace_rank{rank}_{pid}.json", drop_distributed_info=True)
+    r = load_run(tmp_path, parallel=False).ranks
+    assert r["rank"].to_list() == [0, 1, 2] and r["rank_source"].to_list() == ["file_name"] * 3
+    assert r["world_size"].to_list() == [3] * 3
+
+
+def test_duplicate_rank_is_one_clear_error(tmp_path):
+    docs, _ = make_run(world_size=2, steps=1, seed=4)
+    write_run(tmp_path / "a", docs[:1])
+    write_run(tmp_path / "b", docs[:1])
+    with pytest.raises(InputError, match="rank 0 appears in more than one trace"):
+        load_run(tmp_path, parallel=False).ranks
+
+
+def _plain_collectives(docs, kernel_args: bool) -> list[dict]:
+    """Per rank and call, from the JSON alone: sizes, times and nccl-tests bandwidths by hand."""
+    rows = []
+    for doc in docs:
+        rank = doc["distributedInfo"]["rank"]
+        ops = [e for e in _events(doc) if e["name"] == "record_param_comms"]
+        for i, k in enumerate(_nccl(doc)):
+            a = k["args"] if kernel_args else sorted(ops, key=lambda e: e["ts"])[i]["args"]
+            n = a["Group size"]
+            size = a["In msg nelems"] * DTYPE_SIZE[a["dtype"]]  # all-reduce: the buffer
+            start, end = _ns(doc, k), _ns(doc, k) + round(k["dur"] * 1000)
+            algbw = size / ((end - start) * 1e-9)
+            rows.append({"rank": rank, "call_index": i, "msg_bytes": size, "raw_start": start, "duration_ns": end - start,
+                         "algbw": algbw, "busbw": algbw * 2 * (n - 1) / n})
+    return rows
+
+
+@pytest.mark.parametrize("kernel_args", [True, False], ids=["args-on-kernel", "args-on-cpu-op"])
+def test_collectives_match_a_plain_read(tmp_path, kernel_args):
+    docs, _ = make_run(world_size=4, steps=2, kernel_comm_args=kernel_args, seed=5)
+    write_run(tmp_path, docs)
+    run = load_run(tmp_path, parallel=False)
+    c = run.collectives.join(run.ranks.select("rank", "clock_offset_ns"), on="rank")
+    want = _plain_collectives(docs, kernel_args)
+    assert c.height == len(want)
+    got = c.sort("rank", "call_index").to_dicts()
+    for g, w in zip(got, want):
+        assert (g["rank"], g["call_index"]) == (w["rank"], w["call_index"])
+        assert g["collective"] == "all_reduce" and (g["algorithm"], g["protocol"]) == ("RING", "LL")
+        assert g["msg_bytes"] == w["msg_bytes"] and g["duration_ns"] == w["duration_ns"]
+        assert g["start_ns"] + g["clock_offset_ns"] == w["raw_start"]
+        assert g["algbw_bytes_per_s"] == pytest.approx(w["algbw"], rel=1e-12)
+        assert g["busbw_bytes_per_s"] == pytest.approx(w["busbw"], rel=1e-12)
+        assert g["args_source"] == ("kernel" if kernel_args else "cpu_op")
+        assert g["process_group"] == "0" and g["group_size"] == 4 and g["dtype"] == "Float"
+    assert c.columns[:-1] == schema.COLLECTIVES.names
+
+
+def test_calls_stragglers_and_waits_match_the_truth(run4):
+    run, _, truth = run4
+    calls = run.calls.sort("start_ns")
+    assert calls.height == len(truth.calls) and calls["ranks"].to_list() == [4] * calls.height
+    assert calls["consistent"].all()
+    for got, t in zip(calls.iter_rows(named=True), truth.calls):
+        arr = np.array(t["arrivals"])  # true times: equal to the aligned ones, as offsets are recovered exactly
+        assert got["last_rank"] == t["last_rank"] == truth.late_rank
+        assert got["first_rank"] == int(np.argmin(arr))
+        assert got["arrival_spread_ns"] == arr.max() - arr.min()
+        assert got["wait_total_ns"] == int((arr.max() - arr).sum())
+        assert got["sync_duration_ns"] == t["transfer_ns"]
+        assert got["msg_bytes"] == t["nelems"] * DTYPE_SIZE[t["dtype"]]
+        assert got["sync_algbw_bytes_per_s"] == pytest.approx(got["msg_bytes"] / (t["transfer_ns"] * 1e-9))
+        assert got["sync_busbw_bytes_per_s"] == pytest.approx(got["sync_algbw_bytes_per_s"] * 1.5)
+    s = run.stragglers
+    assert s.row(0, named=True)["rank"] == truth.late_rank and s["straggler_rank"].to_list() == [1, 2, 3, 4]
+    assert s.row(0, named=True)["times_last"] == calls.height and s.row(0, named=True)["last_pct"] == 100.0
+    assert s.row(0, named=True)["wait_caused_ns"] == calls["wait_total_ns"].sum()
+    assert s["times_last"].sum() == calls.height
+
+
+def _timeline(doc, lo: int, hi: int):
+    """Boolean per-nanosecond timelines of compute, communication and memory over [lo, hi)."""
+    n = hi - lo
+    comp, comm, mem = (np.zeros(n, dtype=bool) for _ in range(3))
+    for e in _events(doc):
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        s = _ns(doc, e)
+        t = s + round(e["dur"] * 1000)
+        s, t = max(s, lo) - lo, min(t, hi) - lo
+        if t <= s:
+            continue
+        if e["cat"] != "kernel":
+            mem[s:t] = True
+        elif re.match(r"^nccl.*Kernel", e["name"]):
+            comm[s:t] = True
+        else:
+            comp[s:t] = True
+    return comp, comm, mem
+
+
+def test_step_breakdown_matches_a_per_nanosecond_timeline(run4):
+    run, docs, _ = run4
+    bd = run.step_breakdown.join(run.ranks.select("rank", "clock_offset_ns"), on="rank")
+    assert bd.height == 4 * (3 + 1)
+    for row in bd.iter_rows(named=True):
+        doc = docs[row["rank"]]
+        lo, hi = row["start_ns"] + row["clock_offset_ns"], row["end_ns"] + row["clock_offset_ns"]
+        if row["step"] is not None:
+            step = next(e for e in _events(doc) if e["name"] == f"ProfilerStep#{row['step']}")
+            assert (lo, hi) == (_ns(doc, step), _ns(doc, step) + round(step["dur"] * 1000))
+        comp, comm, mem = _timeline(doc, lo, hi)
+        busy = comp | comm | mem
+        assert row["window_ns"] == hi - lo
+        assert row["compute_ns"] == comp.sum() and row["communication_ns"] == comm.sum() and row["memory_ns"] == mem.sum()
+        assert row["overlapped_communication_ns"] == (comm & comp).sum()
+        assert row["exposed_communication_ns"] == (comm & ~comp).sum()
+        assert row["exposed_memory_ns"] == (mem & ~comp & ~comm).sum()
+        assert row["idle_ns"] == (~busy).sum() and row["busy_ns"] == busy.sum()
+        assert row["compute_ns"] + row["exposed_communication_ns"] + row["exposed_memory_ns"] + row["idle_ns"] == row["window_ns"]
+        assert row["overlap_pct"] == pytest.approx(100.0 * (comm & comp).sum() / comm.sum())
+
+
+def test_step_skew(run4):
+    run, _, _ = run4
+    bd = run.step_breakdown.filter(pl.col("step").is_not_null())
+    sk = run.step_skew
+    assert sk["step"].to_list() == [0, 1, 2]
+    for row in sk.iter_rows(named=True):
+        w = bd.filter(pl.col("step") == row["step"])
+        assert row["skew_ns"] == w["window_ns"].max() - w["window_ns"].min()
+        assert row["slowest_rank"] == w.sort("window_ns")["rank"][-1]
+        assert row["start_spread_ns"] == w["start_ns"].max() - w["start_ns"].min()
+
+
+def test_collective_kinds_and_bus_factors():
+    from profaudit.ranks.kinds import algorithm_protocol, busbw_factor, collective_kind, msg_bytes
+
+    names = ["allreduce", "_allgather_base", "all_gather_into_tensor_coalesced", "_reduce_scatter_base", "all_to_all",
+             "alltoall_base", "broadcast", "reduce", "send", "recv", "barrier",
+             "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+             "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", "ncclDevKernel_ReduceScatter_Sum_f32_NVLS_SIMPLE(x)",
+             "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_Broadcast_RING_LL128(x)", None]
+    df = pl.DataFrame({"n": names}).with_columns(collective_kind(pl.col("n")).alias("k"), *[e.alias(a) for e, a in zip(algorithm_protocol(pl.col("n")), ("a", "p"))])
+    assert df["k"].to_list() == ["all_reduce", "all_gather", "all_gather", "reduce_scatter", "all_to_all", "all_to_all", "broadcast",
+                                 "reduce", "send", "recv", "barrier", "all_reduce", "all_gather", "reduce_scatter", "send_recv",
+                                 "broadcast", None]
+    assert df["a"].to_list()[11:16] == ["RING", "RING", "NVLS", None, "RING"]
+    assert df["p"].to_list()[11:16] == ["LL", "LL", "SIMPLE", None, "LL128"]
+    # nccl-tests PERFORMANCE.md factors for n = 8
+    kinds = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv", "barrier"]
+    f = pl.DataFrame({"k": kinds}).select(busbw_factor(pl.col("k"), pl.lit(8))).to_series().to_list()
+    assert f == [2 * 7 / 8, 7 / 8, 7 / 8, 7 / 8, 1.0, 1.0, 1.0, None]
+    # sizes: all-gather its output, reduce-scatter its input, all-reduce the buffer
+    s = pl.DataFrame({"k": ["all_gather", "reduce_scatter", "all_reduce", "all_reduce"], "i": [10, 80, 10, 10], "o": [80, 10, 10, 10],
+                      "d": ["BFloat16", "Float", "Double", "Mystery"]}).select(msg_bytes(pl.col("k"), pl.col("i"), pl.col("o"), pl.col("d")))
+    assert s.to_series().to_list() == [160.0, 320.0, 80.0, None]
+
+
+def test_comm_args_reader_matches_json(tmp_path):
+    from profaudit.parsers.kineto_comms import read_comm_args
+
+    docs, _ = make_run(world_size=2, steps=2, seed=6)
+    p = write_run(tmp_path, docs, gz=True)[1]
+    df = read_comm_args(p)
+    with gzip.open(p) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if "In msg nelems" in e.get("args", {})]
+    assert df.height == len(ev)
+    assert df["event"].to_list() == ["kernel" if e["cat"] == "kernel" else "op" for e in ev]
+    assert df["in_msg_nelems"].to_list() == [e["args"]["In msg nelems"] for e in ev]
+    assert df["external_id"].to_list() == [e["args"]["External id"] for e in ev]
+    assert df["group_ranks"].to_list() == [e["args"]["Process Group Ranks"] for e in ev]
+
+
+def test_no_collectives_no_steps(tmp_path):
+    # a single-GPU trace: one rank, no communication, no steps; nothing raises, the tables are empty
+    docs, _ = make_run(world_size=1, steps=1, collectives_per_step=0, late_rank=None, seed=7)
+    for e in docs[0]["traceEvents"]:
+        if e["name"].startswith("ProfilerStep"):
+            e["name"] = "forward"
+    write_run(tmp_path, docs)
+    run = load_run(tmp_path, parallel=False)
+    assert run.ranks.height == 1 and run.collectives.height == 0 and run.calls.height == 0
+    assert run.step_skew.height == 0 and run.stragglers["times_last"].to_list() == [0]
+    trace = run.step_breakdown
+    assert trace["step_name"].to_list() == ["(trace)"] and trace["communication_ns"].to_list() == [0]
+    assert trace["overlap_pct"].to_list() == [None]
