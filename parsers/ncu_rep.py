@@ -28,6 +28,7 @@ reader opens the original.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import gc
 import os
 import struct
@@ -43,6 +44,7 @@ from profaudit.errors import InputError, require
 from profaudit.names import short_name
 from profaudit.parsers import ncu_common
 from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.isolate import run_isolated
 from profaudit.parsers.protowire import WireError, decode, iter_fields, text
 
 MAGIC = b"NVR\x00"
@@ -346,8 +348,11 @@ class _MetricColumns:
     _COLS = ("kernel_id", "metric", "unit", "value", "value_str", "value_int", "instance", "instance_key", "section", "kind")
     FLUSH_ROWS = 250_000
 
-    def __init__(self):
+    def __init__(self, sink=None):
+        # `sink(cols)` receives each full chunk instead of it becoming a frame here: the isolated
+        # reader (a forked child) sends chunks to the parent, which alone touches polars
         self.frames: list[pl.DataFrame] = []
+        self.sink = sink
         self._reset()
 
     def _reset(self):
@@ -368,10 +373,21 @@ class _MetricColumns:
     def flush(self) -> None:
         if not self.rows:
             return
-        sch = {c: schema.METRICS.polars_schema[c] for c in self._COLS}
-        df = pl.DataFrame(self.cols, schema=sch, strict=False)
-        self.frames.append(df)
+        if self.sink is not None:
+            self.sink(self.cols)
+        else:
+            sch = {c: schema.METRICS.polars_schema[c] for c in self._COLS}
+            self.frames.append(pl.DataFrame(self.cols, schema=sch, strict=False))
         self._reset()
+
+    def add_chunk(self, cols: dict[str, list]) -> None:
+        """Append a chunk of column lists (from the worker) to the rows held here."""
+        n = len(cols["metric"])
+        for c in self._COLS:
+            self.cols[c].extend(cols[c])
+        self.rows += n
+        if self.rows >= self.FLUSH_ROWS:
+            self.flush()
 
     def frame(self) -> pl.DataFrame:
         self.flush()
@@ -426,6 +442,12 @@ def _instance_values(sw: _Swig, m, cnt: int):
 def _keys(sw: _Swig, cm, cnt: int) -> list:
     """Correlation ids (the instance values of the ids metric) as text."""
     n = min(cnt, sw.num_instances(cm))
+    if not n:
+        return [None] * cnt
+    kinds = {sw.kind(cm, i) for i in range(n)}
+    if kinds <= {sw.K_UINT64, sw.K_UINT32}:  # the usual ids: integers, read straight to text
+        f = sw.as_uint64
+        return [str(f(cm, i)) for i in range(n)] + [None] * (cnt - n)
     vals, strs, ints = _instance_values(sw, cm, n)
     keys: list = []
     for v, s, i in zip(vals, strs, ints):
@@ -650,27 +672,28 @@ def _zstd_to_temp(path: Path, tmpdir: str) -> Path:
     return out
 
 
-def read_report(path: Path, options: ReadOptions | None = None):
-    nr = require("ncu_report", "core", "reading Nsight Compute reports")
-    path = Path(path)
-    with open(path, "rb") as f:
-        head = f.read(4)
+def _read_actions(path: Path, send) -> dict[str, Any]:
+    """Every action of the report through `ncu_report`: metric chunks go to `send`, the kernel rows
+    and counts are returned. Runs in the isolated worker; plain Python values only (no polars)."""
+    # the cyclic collector would rescan the growing column lists (see PARSER.read)
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        if head == ZSTD_MAGIC:
-            with tempfile.TemporaryDirectory(prefix="profaudit-ncu-") as tmp:
-                container = scan_container(_zstd_to_temp(path, tmp), label=path)
-        else:
-            container = scan_container(path)
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        return _read_all_actions(path, send)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_all_actions(path: Path, send) -> dict[str, Any]:
+    nr = require("ncu_report", "core", "reading Nsight Compute reports")
     try:
         ctx = nr.load_report(str(path))
     except Exception as exc:  # the reader's own errors (unsupported version, library missing)
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(path, f"ncu_report cannot load it: {msg}") from None
     sw = _Swig(nr)
-    out = _MetricColumns()
-    _session_rows(container, out)
+    out = _MetricColumns(sink=send)
     unit_cache: dict[str, str] = {}
     kind_cache: dict[str, str] = {}
     kernels: list[dict[str, Any]] = []
@@ -711,6 +734,37 @@ def read_report(path: Path, options: ReadOptions | None = None):
                 device_ids.add(row["device_id"])
             kernels.append(row)
             kid += 1
+    reader_version = None
+    try:
+        reader_version = ctx.get_version()
+    except Exception:
+        pass
+    # the last chunk travels with the result (one message fewer through the pipe)
+    return {"last_chunk": out.cols if out.rows else None, "kernels": kernels, "rule_count": rule_count, "unmeasured": unmeasured, "device_ids": device_ids, "reader_version": reader_version}
+
+
+def read_report(path: Path, options: ReadOptions | None = None):
+    nr = require("ncu_report", "core", "reading Nsight Compute reports")
+    path = Path(path)
+    with open(path, "rb") as f:
+        head = f.read(4)
+    try:
+        if head == ZSTD_MAGIC:
+            with tempfile.TemporaryDirectory(prefix="profaudit-ncu-") as tmp:
+                container = scan_container(_zstd_to_temp(path, tmp), label=path)
+        else:
+            container = scan_container(path)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    out = _MetricColumns()
+    _session_rows(container, out)
+    # The reader runs in a forked child: a damaged report that crashes it is one line, not a
+    # dead process (see parsers/isolate.py); metric chunks stream back while it reads.
+    res = run_isolated(path, functools.partial(_read_actions, path), out.add_chunk, "the ncu_report reader")
+    kernels, rule_count, unmeasured, device_ids, reader_version = res["kernels"], res["rule_count"], res["unmeasured"], res["device_ids"], res["reader_version"]
+    if res["last_chunk"] is not None:
+        out.add_chunk(res["last_chunk"])
+    kid = len(kernels)
     if kid != container.num_results:
         raise InputError(
             path,
@@ -719,11 +773,6 @@ def read_report(path: Path, options: ReadOptions | None = None):
         )
     _attach_result_heads(kernels, container)
     kdf = _kernel_frame(kernels)
-    reader_version = None
-    try:
-        reader_version = ctx.get_version()
-    except Exception:
-        pass
     named = kdf["device_name"].drop_nulls()
     md = _session_metadata(container, named[0] if named.len() else None, device_ids, reader_version)
     md["rule_results"] = rule_count

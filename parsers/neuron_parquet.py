@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
+from profaudit.parsers.isolate import rust_panics_as_input_errors
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
 from profaudit.parsers.neuron_common import (
     BASE_CLOCK_HZ,
@@ -67,7 +68,10 @@ def read_tables(d: Path, names: set[str] | None = None) -> dict[str, pl.DataFram
         parts = []
         for f in files:
             try:
-                parts.append(pl.read_parquet(f))
+                with rust_panics_as_input_errors(f, "unreadable Parquet table"):
+                    parts.append(pl.read_parquet(f))
+            except InputError:
+                raise
             except Exception as exc:  # polars raises several types for damaged Parquet
                 msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise InputError(f, f"unreadable Parquet table: {msg}") from None

@@ -6,6 +6,8 @@ import ast
 import glob
 import os
 import sys
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -32,10 +34,12 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
     directory, a Neuron Explorer profile) is one input; other files inside count only if some
     parser recognises them (`explicit=False`), so unrelated files in a folder are skipped.
     """
+    from profaudit.datastore import expand_url, is_url
     from profaudit.parsers import find_parser
 
     out: list[tuple[Path, bool]] = []
     seen: set[Path] = set()
+    seen_urls: set[str] = set()
 
     def add(p: Path, explicit: bool) -> None:
         rp = p.resolve()
@@ -63,6 +67,12 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
         if not raw.strip():
             # Path("") is ".": an empty argument (an unset shell variable) would load the cwd
             raise InputError(repr(raw), "empty path")
+        if is_url(raw):
+            for item, explicit in expand_url(raw):
+                if item.url not in seen_urls:
+                    seen_urls.add(item.url)
+                    out.append((item, explicit))
+            continue
         if any(ch in raw for ch in "*?["):
             matches = sorted(glob.glob(raw, recursive=True))
             if not matches:
@@ -89,8 +99,11 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
 
 def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
     """Parse one input. Unrecognised inputs raise when explicit, else return []."""
+    from profaudit.datastore import RemoteInput, read_remote
     from profaudit.parsers import ReadOptions, find_parser, probe
 
+    if isinstance(path, RemoteInput):
+        return read_remote(path, explicit, options, read_one)
     options = options or ReadOptions()
     if not path.is_dir() and not path.is_file() and path.exists():
         # a pipe (`<(zcat trace.json.gz)`) would be half eaten by the format sniffing, or block
@@ -118,10 +131,31 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         raise
     except MemoryError:
         raise InputError(path, f"out of memory while reading as {parser.name}") from None
+    except RecursionError:
+        raise InputError(path, f"nested too deeply to read as {parser.name}") from None
     except Exception as exc:  # a parser bug or an unforeseen corruption: still one line
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(path, f"cannot read as {parser.name}: {type(exc).__name__}: {msg}") from None
+        raise UnexpectedReadError(path, f"cannot read as {parser.name}: {type(exc).__name__}: {msg}") from None
+    except BaseException as exc:
+        # polars' PanicException (a Rust panic on damaged Parquet/IPC data) is a BaseException:
+        # it would pass every `except Exception` and print a traceback
+        if not _is_rust_panic(exc):
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "panic"
+        raise InputError(path, f"damaged data: the native decoder failed while reading as {parser.name} ({msg[:200]})") from None
     return result if isinstance(result, list) else [result]
+
+
+def _is_rust_panic(exc: BaseException) -> bool:
+    """polars (and any other Rust extension) raises pyo3's PanicException when its native
+    decoder panics on damaged data."""
+    return type(exc).__name__ == "PanicException" and type(exc).__module__ in ("pyo3_runtime", "polars.exceptions")
+
+
+class UnexpectedReadError(InputError):
+    """The loader's last resort: a parser raised something it did not mean to (a bug or an
+    unvalidated corruption). Still one line for the user; tests and the fuzz suite tell it apart
+    from a parser's own deliberate InputError by this type."""
 
 
 class SkippedInput(InputError):
@@ -185,6 +219,7 @@ def load(
     parallel: bool | None = None,
     skip_bad: bool = False,
     progress: ProgressFn | None = None,
+    executor: Executor | None = None,
     **option_kwargs,
 ) -> ProfileSet:
     """Load profiles and timing logs from files, folders and globs into one ProfileSet.
@@ -194,18 +229,19 @@ def load(
     Keyword options (`device=`, `nsys=`, `time_column=`, ...) become `ReadOptions`.
     `parallel=None` parses many large inputs in worker processes, except when called from the top
     level of a script without an `if __name__ == "__main__":` guard (workers would re-run it).
+    `executor=` parses every input as one task of any `concurrent.futures.Executor` instead (a
+    Dask cluster's `Client.get_executor()`, a process pool of your own); the profiles come back to
+    this process. Inputs may be fsspec URLs (`s3://bucket/run/*.json`): each is copied to a local
+    temporary file where it is parsed (on the worker, with an executor) and its `path` stays the URL.
     """
-    from profaudit.parsers import ReadOptions
-
-    if options is None:
-        known = ReadOptions.__dataclass_fields__
-        extra = {k: v for k, v in option_kwargs.items() if k not in known}
-        options = ReadOptions(**{k: v for k, v in option_kwargs.items() if k in known}, extra=extra)
+    options = options if options is not None else read_options(**option_kwargs)
     inputs = expand(paths)
     if not inputs:
         raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
-    total = sum(p.stat().st_size for p, _ in inputs if p.is_file())
-    if parallel is None:
+    total = sum(input_size(p) for p, _ in inputs)
+    if executor is not None:
+        parallel = True
+    elif parallel is None:
         parallel = len(inputs) >= _PARALLEL_MIN_FILES and total >= _PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1 and _workers_can_start()
     profiles: list[Profile] = []
     skipped: list[tuple[str, str]] = []
@@ -221,11 +257,7 @@ def load(
             progress(str(path))
 
     if parallel:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        workers = min(len(inputs), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        with _executor_or_pool(executor, len(inputs)) as pool:
             futures = [(p, pool.submit(_read_worker, (p, ex, options))) for p, ex in inputs]
             for p, fut in futures:
                 try:
@@ -243,6 +275,38 @@ def load(
     if not profiles and not skipped:
         raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
     return ProfileSet(profiles, skipped=skipped)
+
+
+def read_options(**option_kwargs):
+    """`ReadOptions` from keyword options; keys it does not declare go to its `extra`."""
+    from profaudit.parsers import ReadOptions
+
+    known = ReadOptions.__dataclass_fields__
+    extra = {k: v for k, v in option_kwargs.items() if k not in known}
+    return ReadOptions(**{k: v for k, v in option_kwargs.items() if k in known}, extra=extra)
+
+
+def input_size(p) -> int:
+    """Bytes of one expanded input (0 for a folder format)."""
+    from profaudit.datastore import RemoteInput
+
+    if isinstance(p, RemoteInput):
+        return p.size
+    return p.stat().st_size if p.is_file() else 0
+
+
+@contextmanager
+def _executor_or_pool(executor: Executor | None, n_inputs: int):
+    """The caller's executor, left running; else a spawn process pool of our own, shut down after."""
+    if executor is not None:
+        yield executor
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(n_inputs, os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        yield pool
 
 
 def load_one(path, **kw) -> Profile:
