@@ -24,6 +24,19 @@ mem_clock_mhz}), `warmup_iterations`, `repetitions`, `interleaved`, `power_limit
 `cuda_graphs`, `correctness_checked`, `atol`, `rtol`. `device_name`, `time_source` and
 `cache_state` in meta fill rows that leave them out.
 
+How the run was measured (written by `profaudit bench`; the audit reads them to tell a measured
+steady state from a run that stopped short): `warmup_steady` (bool), `warmup_calls` and
+`min_warmup_calls` (int), `samples` and `min_samples` (int), `stop_reason` (noise_target,
+max_samples, time_budget, hard_time_limit, variant_failed), `noise_target` (float, relative
+standard error of the median asked for) and `noise_target_met` (bool), `rel_se_median` (float;
+absent with `rel_se_note` saying why when the samples are too few to estimate it),
+`minimums_met` and `stopped_short` (bool: the warm-up-call and sample minimums were, or were
+not, reached), `timing_method` (per_call, back_to_back, cuda_graph), `spot_checks` (int: timed
+calls poisoned and verified on new input values), `determinism_checked` (bool),
+`nondeterministic_tolerance` ([rtol, atol] the variant declared), `order_randomised` (bool) and
+`order_effect` ({first_median_ns, later_median_ns, ratio, p_value, first_samples,
+later_samples, significant}).
+
 Versioning: readers accept every version up to their own and refuse newer files with one line
 ("written by a newer profaudit"). A version adds keys only in a new version number; a v1 reader
 refuses keys it does not know, so a typo never passes as data.

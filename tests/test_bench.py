@@ -151,8 +151,9 @@ def test_log_header_records_every_fact_the_audit_reads(clean_run):
     for k in ("warmup_iterations", "rtol", "atol", "shape", "versions", "framework", "default_clock_mhz", "power_limit_w", "gpu_util_before_pct", "other_gpu_processes"):
         assert k in m, k
     warm = [r for r in rows if r["phase"] == "warmup"]
-    # warm-up calls + the two checked calls before timing
-    assert m["warmup_iterations"] == len(warm) + 1
+    # warm-up calls + the checked call before timing + its two repeats (determinism check)
+    assert m["warmup_iterations"] == len(warm) + 1 + 2
+    assert m["determinism_checked"] is True and m["spot_checks"] == 8
     assert m["bench"]["warmup"]["steady"] is True
     assert m["bench"]["cache"]["flush_bytes"] == 2 * m["bench"]["cache"]["cache_bytes"]
     for r in rows:
@@ -280,9 +281,9 @@ def test_kernel_that_writes_nothing_is_caught_by_poisoning(tmp_path):
     assert "NaN" in v["error"] and "poisoned" in v["error"]
 
 
-def test_output_written_once_per_buffer_is_caught_after_timing(tmp_path):
-    # correct on the first call into each buffer, then skips work: only the poisoned re-check
-    # after timing (same buffer, new input values) sees it
+def test_output_written_once_per_buffer_is_caught_by_the_repeat_call(tmp_path):
+    # correct on the first call into each buffer, then skips work: the repeat call on the same
+    # inputs (output poisoned again) leaves NaN
     m = _run_one(
         tmp_path,
         """
@@ -299,13 +300,11 @@ def test_output_written_once_per_buffer_is_caught_after_timing(tmp_path):
     )
     v = m["cases"][0]["variants"]["once"]
     assert v["status"] == "correctness_failed"
-    assert v["error"].startswith("after timing") and "NaN" in v["error"]
-    header, _ = read_log(Path(m["file"]).parent / "out" / v["log"])
-    # the log is kept (the times happened) but says the result was only checked before timing
-    assert header["meta"]["correctness_checked"] == "before_timing"
+    assert v["error"].startswith("before timing, repeat call 1 on identical inputs") and "NaN" in v["error"]
+    assert v["log"] is None  # never timed
 
 
-def test_result_cached_by_input_identity_is_caught_after_timing(tmp_path):
+def test_result_cached_by_input_identity_is_caught_during_timing(tmp_path):
     m = _run_one(
         tmp_path,
         """
@@ -321,7 +320,12 @@ def test_result_cached_by_input_identity_is_caught_after_timing(tmp_path):
     )
     v = m["cases"][0]["variants"]["memo"]
     assert v["status"] == "correctness_failed"
-    assert "after timing" in v["error"] and "refilled in place" in v["error"]
+    # the first spot check (inputs refilled in place with new values) gets the stale result
+    assert v["error"].startswith("during timing (spot check at timed iteration") and "differ from the reference" in v["error"]
+    header, _ = read_log(Path(m["file"]).parent / "out" / v["log"])
+    # the log is kept (the times happened) but says the result was only checked before timing
+    assert header["meta"]["correctness_checked"] == "before_timing"
+    assert header["meta"]["bench"]["correctness"]["during_timing"]["ok"] is False
 
 
 def test_degenerate_reference_is_refused(tmp_path):

@@ -197,7 +197,7 @@ def test_compare_refuses_a_variant_that_failed_its_check(tmp_path, cli):
     (o,) = bench.compare_run(out, "base", "cached")
     assert o.verdict == "FAIL" and o.claim_path is None
     assert "the candidate 'cached' correctness failed in the benchmark run" in o.reasons[0]
-    assert "after timing" in o.reasons[0]
+    assert "during timing (spot check at timed iteration" in o.reasons[0]
     assert not (out / "claims").exists() or not list((out / "claims").glob("*.yaml"))
     res = cli("bench", "compare", out, "--baseline", "base", "--candidate", "cached")
     assert res.code == 1 and "FAIL tanh: no claim written" in res.out and "Traceback" not in res.err

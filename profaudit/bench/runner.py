@@ -14,23 +14,39 @@ For each case (one point of a benchmark's sweep) and the variants chosen:
 2. Correctness before timing: each variant runs on (up to) two input sets with its output buffer
    poisoned (NaN) first and is compared with the reference on float64 inputs, with dtype
    tolerances. A reference that an all-zero output would match is refused. A variant that
-   changes global precision flags (TF32, reduced-precision reductions) is refused.
+   changes global precision flags (TF32, reduced-precision reductions) is refused. Then
+   `repeat_calls` more calls on the very same inputs must give bit-identical outputs (or agree
+   within the variant's declared `nondeterministic=(rtol, atol)`): a result that changes between
+   identical calls is racy or wrong on some calls.
 3. Warm-up: timed calls, logged as `phase=warmup`, until each variant is steady (the median of
    its last window within max(5 %, 3 noise SE) of the window before), at least
    `min_warmup_calls` calls and `min_warmup_s` have passed; or `max_warmup_s` ran out
-   (recorded: `warmup_steady: false`). A warm-up that settled at a slow plateau shows as a head
+   (recorded: `warmup_steady: false`). The minimum number of calls wins over the time budget,
+   up to `hard_time_s`; a run cut there records `stopped_short: true`. A warm-up that settled at a slow plateau shows as a head
    in the measured samples; the audit's own detector (FAIRNESS P1) finds it during measurement,
    and when it is a clear warm-up (a leading run above 1.5x the steady median, in all at most
    half of the variant's measured calls) those calls are relabelled warm-up and measuring
    continues (`warmup_extended`). Anything else (drift, bimodality) stays for the audit to see.
-4. Measurement: rounds that run every variant once, in ABBA-alternating order (FAIRNESS P4),
-   grouped in blocks of about `block_target_s`; telemetry (NVML clocks, temperature, power,
-   throttle reasons) is sampled once per block outside the timed calls. It stops when every
-   variant has `min_samples` samples, `min_time_s` has passed and the median's relative standard
-   error is under `noise_target` for every variant; or at `max_time_s` / `max_samples`.
-5. Correctness after timing: the first input set is refilled *in place* with new random values
-   (same buffers), the reference recomputed, and every variant checked again: a kernel that
-   returns a cached or stale result fails here (FAIRNESS P8).
+4. Measurement: rounds that run every variant once, in a fresh random order each round
+   (FAIRNESS P4; seeded per run and case), grouped in blocks of about `block_target_s`;
+   telemetry (NVML clocks, temperature, power, throttle reasons) is sampled once per block
+   outside the timed calls. It stops when every variant has `min_samples` samples, `min_time_s`
+   has passed and the median's relative standard error is under `noise_target` for every
+   variant; or at `max_samples`; or at `max_time_s` once `min_samples` are in (minimums win
+   over the budget up to `hard_time_s`). The standard error is not estimated from fewer than
+   MIN_SE_SAMPLES samples. Each variant's times when it ran first in its round are tested
+   against its later ones (Mann-Whitney): a significant order effect is recorded.
+   Spot checks: `spot_checks` rounds, at random places among the blocks (a seeded stream the
+   code under test cannot see), are timed calls like the others but checked: the input set
+   they use gets new random values (in place), the outputs are poisoned with finite random
+   values (a kernel that works only when its output holds NaN, or returns a stale or memoised
+   result, fails), every variant's output is verified and its inputs compared with what was
+   drawn. A variant whose checked calls (new values) take over 3x the others (repeated
+   values) is memoising on input values and fails. Caught variants leave the rounds.
+5. Correctness after timing: the inputs must still hold what was drawn; the first input set is
+   refilled *in place* with new random values (same buffers), the reference recomputed, and
+   every variant checked again (NaN-poisoned): a kernel that returns a cached or stale result
+   fails here (FAIRNESS P8).
 """
 
 from __future__ import annotations
@@ -75,6 +91,14 @@ class RunOptions:
     telemetry: bool = True
     run_index: int = 0
     repetitions: int = 1
+    # sabotage checks (see the module docstring): timed iterations poisoned and verified on fresh
+    # inputs, and repeat calls on identical inputs before timing
+    spot_checks: int = 8
+    repeat_calls: int = 2
+    # minimums (min_warmup_calls, min_samples) win over the time budgets up to this limit per
+    # phase; past it the run stops short and records it (stopped_short)
+    hard_time_s: float = 120.0
+    randomise_order: bool = True
 
     def validate(self) -> "RunOptions":
         from profaudit.bench.spec import CACHE_MODES
@@ -87,6 +111,10 @@ class RunOptions:
             raise UsageError("max_time_s and noise_target must be positive, min_time_s >= 0")
         if self.input_sets is not None and self.input_sets < 1:
             raise UsageError("input_sets must be at least 1")
+        if self.spot_checks < 1 or self.repeat_calls < 1:
+            raise UsageError(f"spot_checks and repeat_calls must be at least 1 (got {self.spot_checks}, {self.repeat_calls}): they are what catches a kernel that is right only when checked")
+        if self.min_warmup_calls < 0 or not self.hard_time_s > 0:
+            raise UsageError("min_warmup_calls must be >= 0 and hard_time_s positive")
         return self
 
     def as_dict(self) -> dict:
@@ -143,10 +171,16 @@ def _median(x: Sequence[float]) -> float:
     return float(np.median(np.asarray(x, dtype=np.float64))) if len(x) else math.nan
 
 
+# below this many samples the MAD-based standard error is not reported: 3 samples spread 3x can
+# have a MAD near zero and "0.19 %" would be a number, not a measurement
+MIN_SE_SAMPLES = 10
+
+
 def rel_se_median(x: Sequence[float]) -> float:
-    """Relative standard error of the median, from the MAD (robust to a few outliers)."""
+    """Relative standard error of the median, from the MAD (robust to a few outliers); inf for
+    fewer than MIN_SE_SAMPLES samples (too few to estimate it)."""
     a = np.asarray(x, dtype=np.float64)
-    if a.size < 3:
+    if a.size < MIN_SE_SAMPLES:
         return math.inf
     m = float(np.median(a))
     if m <= 0:
@@ -367,6 +401,13 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         if why:
             raise CaseError(why)
 
+    def restore_drawn() -> None:
+        # the variants share the inputs: after one wrote into them, the others get back the values drawn
+        for k in checked_sets:
+            again = make_inputs(k)
+            if not all(backend.copy_into(dst, src) for dst, src in zip(sets[k], again) if backend.is_array(dst)):
+                sets[k] = again
+
     # ---------------------------------------------------------------- correctness before timing
     flags0 = backend.precision_flags()
     pre_calls: dict[str, int] = {}
@@ -377,6 +418,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         try:
             bound[name] = [bind(v, s) for s in range(n_sets)]
             calls = 0
+            orig0 = _host_copy(backend, sets[0])
             for s in checked_sets:
                 before = None if b.mutates_inputs else [np.array(backend.to_numpy(a), copy=True) for a in sets[s] if backend.is_array(a)]
                 res, got = checked_call(v, s, bound[name][s])
@@ -387,16 +429,29 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                         "variant, use output= for a result buffer, or declare mutates_inputs=True if that is the point"
                     )
                     r.correctness[f"before_set{s}"] = res.as_dict()
-                    # the other variants share these inputs: give them back their drawn values
-                    for k in checked_sets:
-                        again = make_inputs(k)
-                        if not all(backend.copy_into(dst, src) for dst, src in zip(sets[k], again) if backend.is_array(dst)):
-                            sets[k] = again
+                    restore_drawn()
                     break
                 r.correctness[f"before_set{s}"] = res.as_dict()
                 if not res.ok:
                     r.status, r.error = "correctness_failed", f"before timing, input set {s}: {res.message}"
                     break
+                if s == 0:
+                    # host copies: on the host backends `got` aliases the output buffer the next
+                    # (poisoned) call overwrites
+                    got0 = [np.array(g, copy=True) for g in got]
+            if r.status == "ok" and opts.repeat_calls > 0:
+
+                def again(v=v, name=name):
+                    if b.mutates_inputs:
+                        # "identical inputs": the values of the first checked call, put back
+                        new = _from_host(backend, sets[0], orig0)
+                        if not all(backend.copy_into(dst, src) for dst, src in zip(sets[0], new) if backend.is_array(dst)):
+                            raise CaseError("cannot restore the inputs of a mutates_inputs=True benchmark in place for the repeat-call check")
+                    return checked_call(v, 0, bound[name][0])
+
+                calls += _repeat_check(v, r, got0, again, opts.repeat_calls)
+                if b.mutates_inputs:
+                    restore_drawn()
             out_bytes[name] = sum(int(np.asarray(g).nbytes) for g in got)
             pre_calls[name] = calls
         except CaseError:
@@ -426,6 +481,13 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     origin: list[float] = []
     time_source = timer.time_source
     device_name = cres.info.get("device_name")
+    # one seeded stream per (run, case) for the round order and for when spot checks happen:
+    # reproducible, and unknowable to the code under test
+    order_rng = np.random.default_rng(_seed(opts.seed, case.id, run_idx, "order"))
+    spot_rng = np.random.default_rng(_seed(opts.seed, case.id, run_idx, "spot"))
+    hard_ns = max(opts.hard_time_s, opts.max_time_s, opts.max_warmup_s) * 1e9
+    # the inputs' values as drawn (or last refilled): a variant that writes into them is found
+    snapshots = {s: _host_copy(backend, sets[s]) for s in range(n_sets)}
 
     def next_call(n: str) -> BoundCall:
         c = bound[n][nxt[n] % n_sets]
@@ -435,13 +497,19 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     def order(rnd: int, names: list[str]) -> list[str]:
         if not opts.interleave or len(names) < 2:
             return names
+        if opts.randomise_order:
+            # a fresh random order every round: a variant's neighbour (an allocation-heavy call
+            # before it, a cache it inherits) is not always the same one (order effects below)
+            return [names[i] for i in order_rng.permutation(len(names))]
         k = rnd % len(names)
         return names[k:] + names[:k]
 
-    def record(names: list[str], starts, durs, phase: str, sample: dict | None) -> None:
+    position: dict[str, list[int]] = {n: [] for n in live}
+
+    def record(names: list[str], starts, durs, phase: str, sample: dict | None, pos: list[int] | None = None) -> None:
         if not origin and starts:
             origin.append(starts[0])
-        for n, st, d in zip(names, starts, durs):
+        for i, (n, st, d) in enumerate(zip(names, starts, durs)):
             row = {
                 "benchmark": case.benchmark.name,
                 "variant": n,
@@ -461,10 +529,10 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             results[n].rows.append(row)
             iteration[n] += 1
 
-    def run_block(names: list[str], phase: str) -> list:
+    def run_block(names: list[str], phase: str, calls: list[BoundCall] | None = None) -> list:
         """Time one block of calls and record it; a failing call ends the case with one line."""
         try:
-            starts, durs = timer.run([next_call(n) for n in names], flush)
+            starts, durs = timer.run(calls if calls is not None else [next_call(n) for n in names], flush)
         except UsageError:
             raise
         except _USER_ERRORS as exc:
@@ -476,9 +544,44 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         record(names, starts, durs, phase, tele.sample() if tele is not None else None)
         return durs
 
+    def inputs_changed(s: int) -> bool:
+        return not b.mutates_inputs and not all(np.array_equal(x, y, equal_nan=True) for x, y in zip(snapshots[s], _host_copy(backend, sets[s])))
+
+    def install(s: int, new: Sequence[Any]) -> None:
+        """`new`'s values into input set s (same buffers where the backend can; else new
+        arrays, and every variant's call on that set is bound again)."""
+        if not all(backend.copy_into(dst, src) for dst, src in zip(sets[s], new) if backend.is_array(dst)):
+            sets[s] = tuple(new)
+            for n2 in bound:
+                bound[n2][s] = bind(variants[n2], s)
+        snapshots[s] = _host_copy(backend, sets[s])
+        backend.sync()
+
+    def refill(s: int, tag: str) -> None:
+        install(s, make_inputs(s, tag))
+
+    def restore(s: int, host: list[np.ndarray]) -> None:
+        install(s, _from_host(backend, sets[s], host))
+
+    def inputs_intact(suspects: list[str], when: str) -> None:
+        """Whether the inputs still hold their values (a refill would hide a write into them):
+        with one variant running it is named; with several the check after each spot-checked
+        call names the one that does it again."""
+        changed = [s for s in range(n_sets) if inputs_changed(s)]
+        if not changed:
+            return
+        cres.info.setdefault("inputs_changed_during_timing", []).append({"input_sets": changed, "found": when})
+        alive = [n for n in suspects if results[n].status == "ok"]
+        if len(alive) == 1:
+            n = alive[0]
+            results[n].status = "correctness_failed"
+            results[n].error = f"during timing ({when}): input set {changed[0]} no longer holds the values drawn for it: the variant wrote into its inputs after the checks before timing (declare mutates_inputs=True if that is the point)"
+            caught.add(n)
+
     # warm-up
     groups = [list(live)] if opts.interleave else [[n] for n in live]
     failed: set[str] = set()
+    caught: set[str] = set()  # failed a check during timing (correctness_failed, log kept)
 
     def drop(exc: _VariantFailed, group: list[str], *series: dict) -> None:
         # the failing variant gets the error; the others keep their place in the rounds
@@ -487,13 +590,18 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         group.remove(exc.variant)
         for d in series:
             d.pop(exc.variant, None)
+
     warm_info: dict[str, dict] = {}
     meas_info: dict[str, dict] = {}
+    spot_info: dict[str, dict] = {n: {"checks": 0, "iterations": [], "durations_ns": [], "control_durations_ns": []} for n in live}
+    spots_done = 0
+    measured: dict[str, list[float]] = {}
     for group in groups:
         warm = {n: [] for n in group}
         t0 = clock.now_ns()
         rnd = 0
         wall0 = time.perf_counter()
+        warm_stop = None
         while group:
             names = order(rnd, group)
             try:
@@ -505,15 +613,30 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 warm[n].append(d)
             rnd += 1
             spent = (clock.now_ns() - t0) / 1e9
+            wall = time.perf_counter() - wall0
             steady = all(is_steady(warm[n]) for n in group)
-            if spent >= opts.max_warmup_s or time.perf_counter() - wall0 >= max(opts.max_warmup_s, 1.0) * 4:
+            # the minimum number of calls wins over the time budget (up to the hard limit)
+            enough = rnd >= opts.min_warmup_calls
+            if enough and steady and spent >= opts.min_warmup_s:
+                warm_stop = "steady"
                 break
-            if steady and rnd >= opts.min_warmup_calls and spent >= opts.min_warmup_s:
+            if enough and (spent >= opts.max_warmup_s or wall >= max(opts.max_warmup_s, 1.0) * 4):
+                warm_stop = "time_budget"
+                break
+            if spent * 1e9 >= hard_ns or wall * 1e9 >= hard_ns:
+                warm_stop = "hard_time_limit"
                 break
         if not group:
             continue
         for n in group:
-            warm_info[n] = {"calls": len(warm[n]), "time_s": round((clock.now_ns() - t0) / 1e9, 6), "steady": is_steady(warm[n]), "median_ns": _median(warm[n][-max(3, len(warm[n]) // 3) :])}
+            warm_info[n] = {
+                "calls": len(warm[n]),
+                "min_calls": opts.min_warmup_calls,
+                "time_s": round((clock.now_ns() - t0) / 1e9, 6),
+                "steady": is_steady(warm[n]),
+                "stop_reason": warm_stop,
+                "median_ns": _median(warm[n][-max(3, len(warm[n]) // 3) :]),
+            }
 
         # measurement
         per_round = sum(warm_info[n]["median_ns"] for n in group)
@@ -524,19 +647,134 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         wall0 = time.perf_counter()
         reason = None
         noise: dict[str, float] = {}
+
+        def summary(n: str, why: str | None) -> dict:
+            return {
+                "samples": len(samples[n]),
+                "min_samples": opts.min_samples,
+                "time_s": round((clock.now_ns() - t0) / 1e9, 6),
+                "stop_reason": why,
+                "rel_se_median": noise.get(n, rel_se_median(samples[n])),
+                "median_ns": _median(samples[n]),
+                "rounds_per_block": rounds_per_block,
+            }
+
+        def retire(n: str) -> None:
+            """A variant caught by a check leaves the rounds; its samples so far stay in its log."""
+            meas_info[n] = summary(n, "variant_failed")
+            ext = extended.pop(n)
+            warm_info[n]["warmup_extended"] = ext
+            warm_info[n]["calls"] += ext
+            measured[n] = samples.pop(n)
+            noise.pop(n, None)
+            group.remove(n)
+
+        def checked_timed_call(n: str, s: int, ref: list[np.ndarray], what: str) -> bool:
+            """Time one call of `n` on input set s like any other, with its output poisoned
+            with finite random values first, then verify its output against `ref` and its
+            inputs against what they held; a variant that fails leaves the rounds. Returns
+            whether it passed."""
+            v = variants[n]
+            if b.output is not None:
+                for o in check.leaves(out_buffer(n, s)):
+                    _poison_finite(backend, o, spot_rng)
+            backend.sync()
+            got: list = []
+            base = bound[n][s]
+            call = BoundCall(lambda base=base: got.append(base()), n, base.params, base.model_ns, s)
+            it = iteration[n]
+            durs = run_block([n], "measure", [call])
+            samples[n].append(durs[0])
+            position[n].append(-1)  # a checked call: kept out of the order-effect test
+            info = spot_info[n]
+            if what == "fresh":
+                info["checks"] += 1
+                info["iterations"].append(it)
+                info["durations_ns"].append(float(durs[0]))
+            else:
+                info["control_durations_ns"].append(float(durs[0]))
+            ret = got[0] if got else None
+            if ret is None and b.output is None:
+                res = check.CheckResult(False, "the variant returned None")
+            else:
+                res = check.compare(produced(v, s, ret), ref, *tolerances[n])
+            why = None
+            if inputs_changed(s):
+                why = f"during timing (spot check at timed iteration {it}): it wrote into its inputs after the checks before timing; every later timed call saw different data"
+                refill(s, f"spot{spots_done}-{n}-restore")
+            elif not res.ok:
+                inputs = "fresh inputs" if what == "fresh" else "inputs seen once before"
+                why = f"during timing (spot check at timed iteration {it}, {inputs}, output poisoned): {res.message}"
+            if why:
+                results[n].status, results[n].error = "correctness_failed", why
+                results[n].correctness["during_timing"] = res.as_dict() | {"iteration": it}
+                caught.add(n)
+                retire(n)
+            return why is None
+
+        def spot_round(rnd: int) -> int:
+            """One round of checked timed calls (module docstring, step 4): every variant on
+            freshly drawn values, then again on the same values (the control: the same host
+            work before it, values it has seen), so that a variant fast only on repeated
+            values shows as the difference between the two."""
+            nonlocal spots_done
+            inputs_intact(group, f"before spot check {spots_done + 1}")
+            for n in [n for n in group if n in caught]:
+                retire(n)
+            if not group:
+                return rnd
+            names = order(rnd, group)
+            s = int(spot_rng.integers(n_sets))
+            refill(s, f"spot{spots_done}")
+            ref = ref_of(sets[s])
+            for n in names:
+                if n in group and not checked_timed_call(n, s, ref, "fresh"):
+                    ref = ref_of(sets[s])  # its inputs were restored with new values
+            drawn = snapshots[s]
+            for n in names:
+                if n not in group:
+                    continue
+                restore(s, drawn)
+                if not checked_timed_call(n, s, ref_of(sets[s]), "control"):
+                    continue
+            spots_done += 1
+            return rnd + 1
+
+        def stop_reason(wall: float) -> str | None:
+            n_min = min(len(v) for v in samples.values())
+            spent = (clock.now_ns() - t0) / 1e9
+            if n_min >= opts.max_samples:
+                return "max_samples"
+            # the minimum number of samples wins over the time budget (up to the hard limit)
+            if n_min >= opts.min_samples and spent >= opts.min_time_s and all(x <= opts.noise_target for x in noise.values()):
+                return "noise_target"
+            if n_min >= opts.min_samples and (spent >= opts.max_time_s or wall >= opts.max_time_s * 4):
+                return "time_budget"
+            if spent * 1e9 >= hard_ns or wall * 1e9 >= hard_ns:
+                return "hard_time_limit"
+            return None
+
         while reason is None and group:
+            if spots_done < opts.spot_checks and spot_rng.random() < 0.3:
+                rnd = spot_round(rnd)
+                if not group:
+                    break
             names_all: list[str] = []
+            pos_all: list[int] = []
             left = opts.max_samples - min(len(v) for v in samples.values())
             for _ in range(max(1, min(rounds_per_block, left))):
-                names_all += order(rnd, group)
+                names_r = order(rnd, group)
+                names_all += names_r
+                pos_all += list(range(len(names_r)))
                 rnd += 1
             try:
                 durs = run_block(names_all, "measure")
             except _VariantFailed as exc:
                 drop(exc, group, samples, extended, noise)
                 continue
-            for n, d in zip(names_all, durs):
+            for n, d, k in zip(names_all, durs, pos_all):
                 samples[n].append(d)
+                position[n].append(k)
             for n in group:
                 # a warm-up that looked steady at a slow level (clock ramp, lazy init over many
                 # calls) leaves a head in the samples: the audit's own P1 detector finds it; those
@@ -551,39 +789,44 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                     head = 0
                 if head:
                     samples[n] = samples[n][head:]
+                    position[n] = position[n][head:]
                     extended[n] += head
                     moved = 0
                     for row in results[n].rows:
                         if row["phase"] == "measure" and moved < head:
                             row["phase"] = "warmup"
                             moved += 1
-            n_min = min(len(v) for v in samples.values())
-            spent = (clock.now_ns() - t0) / 1e9
-            wall = time.perf_counter() - wall0
             noise = {n: rel_se_median(samples[n]) for n in group}
-            if n_min >= opts.max_samples:
-                reason = "max_samples"
-            elif spent >= opts.max_time_s or wall >= opts.max_time_s * 4:
-                reason = "time_budget"
-            elif n_min >= opts.min_samples and spent >= opts.min_time_s and all(x <= opts.noise_target for x in noise.values()):
-                reason = "noise_target"
+            reason = stop_reason(time.perf_counter() - wall0)
+        # every spot check happens, even when the stopping rule came first: the checks are
+        # timed calls like the others (their samples count)
+        while group and spots_done < opts.spot_checks:
+            rnd = spot_round(rnd)
+        if group:
+            noise = {n: rel_se_median(samples[n]) for n in group}
         for n in group:
-            meas_info[n] = {
-                "samples": len(samples[n]),
-                "time_s": round((clock.now_ns() - t0) / 1e9, 6),
-                "stop_reason": reason,
-                "rel_se_median": noise.get(n, math.inf),
-                "median_ns": _median(samples[n]),
-                "rounds_per_block": rounds_per_block,
-            }
+            meas_info[n] = summary(n, reason)
             warm_info[n]["warmup_extended"] = extended[n]
             warm_info[n]["calls"] += extended[n]
+            measured[n] = samples[n]
+
+    # a variant fast only on repeated input values: the checked calls (fresh values each) take
+    # several times as long as the others, beyond the spread of the others
+    for n in live:
+        if n in failed or n in caught:
+            continue
+        why = _memo_suspect(spot_info[n]["durations_ns"], spot_info[n]["control_durations_ns"])
+        if why:
+            results[n].status, results[n].error = "correctness_failed", f"during timing: {why}"
+            caught.add(n)
 
     live = [n for n in live if n not in failed]
     if not live:
         return
 
     # ---------------------------------------------------------------- correctness after timing
+    # inputs first: a variant that wrote into them during timing (after the checks before it)
+    inputs_intact([n for n in live if n not in caught], "after timing")
     fresh = make_inputs(0, "recheck")
     in_place = True
     for dst, src in zip(sets[0], fresh):
@@ -591,6 +834,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             in_place = backend.copy_into(dst, src) and in_place
     if not in_place:
         sets[0] = fresh
+    snapshots[0] = _host_copy(backend, sets[0])
     ref_after = ref_of(sets[0])
     if check.same_values(ref_after, refs[0]):
         raise CaseError("the reference output did not change when the inputs got new values: the check cannot detect stale results")
@@ -605,9 +849,21 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             res = check.CheckResult(False, f"the call failed: {_exc_text(exc)}")
         r.correctness["after_timing"] = res.as_dict()
         r.correctness["after_inputs_refilled_in_place"] = in_place
-        if not res.ok:
+        if not res.ok and n not in caught:
             r.status, r.error = "correctness_failed", f"after timing (inputs refilled{' in place' if in_place else ''}): {res.message}"
-        r.correctness["checked"] = "both" if res.ok else "before_timing"
+        elif res.ok and inputs_changed(0) and n not in caught:
+            # one call on fresh inputs, then the inputs compared: names the variant that writes
+            # into them when several ran
+            r.status, r.error = "correctness_failed", "after timing: the call wrote into its inputs (declare mutates_inputs=True if that is the point)"
+            caught.add(n)
+            refill(0, f"recheck-{n}")
+            refs[0] = ref_of(sets[0])
+        if n in caught:
+            res = check.CheckResult(False, r.error or "")
+        r.correctness["checked"] = "both" if res.ok and r.status == "ok" else "before_timing"
+        r.correctness["spot_checks"] = spot_info[n]["checks"]
+        r.correctness["spot_check_iterations"] = spot_info[n]["iterations"]
+    order_effects = {n: _order_effect(measured.get(n, []), position.get(n, [])) for n in live} if opts.interleave and len(live) > 1 else {}
 
     # ---------------------------------------------------------------- per-variant facts
     cres.info.update(
@@ -637,7 +893,33 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             flops, flops_src = float(xla["flops"]), "xla cost_analysis (flops)"
         if nbytes is None:
             nbytes, bytes_src = float(in_bytes + out_bytes.get(n, 0)), "derived: input bytes + output bytes (minimum traffic from shapes and dtypes)"
-        r.summary = {"warmup": warm_info.get(n), "measure": meas_info.get(n)}
+        r.summary = {"warmup": warm_info.get(n), "measure": meas_info.get(n), "order_effect": order_effects.get(n)}
+        w, mi = warm_info.get(n) or {}, meas_info.get(n) or {}
+        n_samples = int(mi.get("samples") or 0)
+        se = mi.get("rel_se_median")
+        se_ok = se is not None and math.isfinite(se) and n_samples >= MIN_SE_SAMPLES
+        minimums = int(w.get("calls") or 0) >= opts.min_warmup_calls and n_samples >= opts.min_samples
+        facts = {
+            # what the audit reads to tell a measured steady state from a run that stopped short
+            "warmup_steady": bool(w.get("steady")),
+            "warmup_calls": int(w.get("calls") or 0),
+            "min_warmup_calls": opts.min_warmup_calls,
+            "samples": n_samples,
+            "min_samples": opts.min_samples,
+            "stop_reason": mi.get("stop_reason"),
+            "noise_target": opts.noise_target,
+            "noise_target_met": bool(se_ok and se <= opts.noise_target),
+            "rel_se_median": float(se) if se_ok else None,
+            "rel_se_note": None if se_ok else f"not reported: {n_samples} samples (fewer than {MIN_SE_SAMPLES}) are too few to estimate the standard error of the median",
+            "minimums_met": minimums,
+            "stopped_short": not minimums,
+            "timing_method": getattr(timer, "method", "per_call"),
+            "spot_checks": spot_info[n]["checks"],
+            "determinism_checked": bool((r.correctness.get("determinism") or {}).get("repeat_calls")),
+            "nondeterministic_tolerance": list(v.nondeterministic) if v.nondeterministic is not None else None,
+            "order_randomised": bool(opts.interleave and opts.randomise_order and len(live) > 1),
+            "order_effect": order_effects.get(n),
+        }
         r.meta = {
             "dtype": dtype,
             "tf32": variant_tf32(v, dtype, backend),
@@ -657,6 +939,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "synchronized": True,
             "time_source": time_source,
             **{k: v2 for k, v2 in before.items()},
+            **{k: v2 for k, v2 in facts.items() if v2 is not None},
         }
         if dtype == "float16":
             flags = backend.precision_flags()
@@ -705,6 +988,114 @@ def _check_output_dtypes(variants: dict[str, Variant], results: dict[str, Varian
             f"output {i} is {got[i]} but {ref_name}'s is {want[i]}: variants must return the same dtypes "
             "(the reference runs in float64, so a wider output passes its check while doing different work)"
         )
+
+
+def _repeat_check(v: Variant, r: VariantResult, first: list[np.ndarray], call, repeats: int) -> int:
+    """Call the variant `repeats` more times on the very inputs of its first checked call and
+    compare: bit for bit, or within its declared `nondeterministic=` tolerance. A result that
+    changes between identical calls is racy, or wrong on some calls (which one check before and
+    one after timing catch only by luck). Returns the calls made; fails `r` on a difference."""
+    nd = v.nondeterministic
+    made = 0
+    for k in range(repeats):
+        res, again = call()
+        made += 1
+        if not res.ok:
+            r.status, r.error = "correctness_failed", f"before timing, repeat call {k + 1} on identical inputs: {res.message}"
+            break
+        if nd is None:
+            same = check.same_values(again, first)
+            detail = "" if same else check.compare(again, first, 0.0, 0.0).message.replace("the reference", "the first call")
+        else:
+            cmp = check.compare(again, first, nd[0], nd[1])
+            same, detail = cmp.ok, cmp.message.replace("the reference", "the first call")
+        if not same:
+            r.status = "correctness_failed"
+            what = f"beyond its declared nondeterministic=({nd[0]:g}, {nd[1]:g})" if nd is not None else "(bit for bit)"
+            r.error = (
+                f"before timing, repeat call {k + 1} on identical inputs gave different outputs {what}: {detail}; "
+                "a result that changes between identical calls is racy or wrong on some calls "
+                "(declare Variant(nondeterministic=(rtol, atol)) if that is meant)"
+            )
+            break
+    r.correctness["determinism"] = {"repeat_calls": made, "tolerance": list(nd) if nd is not None else "bit-exact", "ok": r.status == "ok"}
+    return made
+
+
+def _host_copy(backend: Backend, ins: Sequence[Any]) -> list[np.ndarray]:
+    return [np.array(backend.to_numpy(a), copy=True) for a in ins if backend.is_array(a)]
+
+
+def _from_host(backend: Backend, ins: Sequence[Any], host: Sequence[np.ndarray]) -> tuple:
+    """`ins` with its arrays replaced by backend arrays holding `host`'s values (same dtypes)."""
+    it = iter(host)
+    return tuple(backend.from_numpy(np.asarray(next(it)), _dtype_of(backend, x)) if backend.is_array(x) else x for x in ins)
+
+
+def _poison_finite(backend: Backend, out: Any, rng: np.random.Generator) -> None:
+    """Fill an output buffer with finite random values: unlike NaN, nothing a kernel can test for
+    to decide whether it is being checked (a kernel that skips work when its output holds no NaN
+    leaves these, and fails)."""
+    host = np.asarray(backend.to_numpy(out))
+    if host.dtype.kind == "f" or host.dtype.kind == "V":
+        junk = rng.standard_normal(host.shape) * 7.0 + 3.0
+    elif host.dtype.kind == "b":
+        junk = rng.random(host.shape) < 0.5
+    else:
+        junk = rng.integers(0, 100, size=host.shape)
+    name = _dtype_of(backend, out)
+    try:
+        src = backend.from_numpy(np.asarray(junk), name)
+    except UsageError:
+        backend.poison(out)
+        return
+    if not backend.copy_into(out, src):
+        backend.poison(out)
+
+
+def _memo_suspect(fresh: Sequence[float], control: Sequence[float]) -> str | None:
+    """Why the spot-checked calls on new input values look like a different, slower computation
+    than the control calls right after them on the same values (after the same host work), or
+    None. A kernel that memoises its result on the input values passes every check (new values:
+    it computes) and is fast whenever it is timed on values it has seen. Flagged when the fresh
+    calls' median is over 3x the controls' and even the fastest fresh call is slower than the
+    slowest control."""
+    if len(fresh) < 3 or len(control) < 3:
+        return None
+    c, o = np.asarray(fresh, dtype=np.float64), np.asarray(control, dtype=np.float64)
+    mc, mo = float(np.median(c)), float(np.median(o))
+    if mo > 0 and mc > 3 * mo and float(c.min()) > float(o.max()):
+        return (
+            f"the {len(c)} spot-checked calls on new input values took {mc / mo:.1f}x as long as the control calls right "
+            "after them on the same values: its speed comes from recognising inputs it has seen (a result memoised on "
+            "input values), not from the computation"
+        )
+    return None
+
+
+def _order_effect(samples: Sequence[float], position: Sequence[int]) -> dict | None:
+    """A variant's times when it ran first in its round against later (randomised order), with a
+    Mann-Whitney test: significant when p < 0.001 and the medians differ by over 5 %. None when
+    either position has fewer than 10 samples."""
+    x = np.asarray(samples, dtype=np.float64)
+    pos = np.asarray(position[: len(x)])
+    first, later = x[pos == 0], x[pos > 0]
+    if first.size < 10 or later.size < 10:
+        return None
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(first, later, alternative="two-sided").pvalue)
+    mf, ml = float(np.median(first)), float(np.median(later))
+    ratio = ml / mf if mf > 0 else math.inf
+    return {
+        "first_median_ns": mf,
+        "later_median_ns": ml,
+        "ratio": round(ratio, 4),
+        "p_value": p,
+        "first_samples": int(first.size),
+        "later_samples": int(later.size),
+        "significant": bool(p < 1e-3 and abs(ratio - 1) > 0.05),
+    }
 
 
 def _shape_of(case: Case, backend: Backend, ins) -> Any:

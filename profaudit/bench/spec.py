@@ -81,6 +81,12 @@ class Variant:
     math for fp32) describe how it computes when the harness cannot see it (a Triton `tl.dot`
     uses TF32 by default; say so). `model_ns(params)` is the simulated time per call, used only
     by the fake backend.
+
+    `nondeterministic=(rtol, atol)` (or one number for both) declares that two calls on identical
+    inputs may differ (atomics, split-K reductions): the harness then compares repeated calls
+    within that tolerance instead of bit for bit, and records it. Without it a variant whose
+    outputs differ between identical calls is refused (a result that changes from call to call
+    is either racy or wrong on some calls).
     """
 
     fn: Callable
@@ -90,10 +96,21 @@ class Variant:
     cuda_graphs: bool | None = None
     model_ns: Callable[[dict], float] | None = None
     notes: str | None = None
+    nondeterministic: float | tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise UsageError(f"variant {self.name!r}: fn must be callable, not {type(self.fn).__name__}")
+        nd = self.nondeterministic
+        if nd is not None:
+            pair = (nd, nd) if isinstance(nd, (int, float)) and not isinstance(nd, bool) else nd
+            try:
+                rtol, atol = (float(x) for x in pair)
+            except (TypeError, ValueError):
+                raise UsageError(f"variant {self.name!r}: nondeterministic= takes a tolerance (rtol, atol) or one number, not {nd!r}") from None
+            if not (rtol >= 0 and atol >= 0):
+                raise UsageError(f"variant {self.name!r}: nondeterministic= tolerances must be >= 0 (got {nd!r})")
+            self.nondeterministic = (rtol, atol)
 
 
 def _as_fn(value: Any, what: str) -> Callable[[dict], Any] | None:
