@@ -17,7 +17,7 @@ from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
 from profaudit.parsers import asv_results, pyperf_json
-from profaudit.parsers import chrome_trace, rocprof_sdk
+from profaudit.parsers import chrome_trace, rocpd, rocprof_sdk
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
 REGISTRY: list[Parser] = [
@@ -30,6 +30,8 @@ REGISTRY: list[Parser] = [
     ncu_rep.PARSER,
     # before any generic CSV parser: its sniff needs ncu's own header columns
     ncu_csv.PARSER,
+    # before nsys SQLite: both claim .db; its sniff needs rocpd_ tables or a *_results.db name
+    rocpd.PARSER,
     nsys_sqlite.PARSER,
     nsys_rep.PARSER,
     # legacy nvprof --csv logs, before nsys stats (an nvprof unified-memory table has `Total Time`):

@@ -148,6 +148,19 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
     return con
 
 
+def sqlite_table_names(path: Path) -> set[str] | None:
+    """The database's table and view names, or None when SQLite cannot read them (a sniff then
+    claims the file so that read() names the damage)."""
+    try:
+        con = connect_readonly(path)
+        try:
+            return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return None
+
+
 class _Db:
     """A connection plus the tables and columns this export has."""
 
@@ -840,15 +853,8 @@ class NsysSqliteParser:
 
     @staticmethod
     def _has_nsys_tables(path: Path) -> bool:
-        try:
-            con = connect_readonly(path)
-            try:
-                names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            finally:
-                con.close()
-        except sqlite3.DatabaseError:
-            return True  # damaged: let read() name the problem
-        return bool(names & _NSYS_TABLES)
+        names = sqlite_table_names(path)
+        return names is None or bool(names & _NSYS_TABLES)  # damaged (None): let read() name the problem
 
     def read(self, path: Path, options: ReadOptions):
         return read_sqlite(Path(path), options, parser=self)

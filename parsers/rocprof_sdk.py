@@ -135,6 +135,31 @@ def _strip_kd(name: str | None) -> str | None:
     return name[:-3] if isinstance(name, str) and name.endswith(".kd") else name
 
 
+def nest_api_ranges(R: pl.DataFrame, domain: str) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """API, marker and collective ranges (kind, name, thread_id, process_id, start_ns, end_ns,
+    correlation_id) -> the `ranges` table with nesting per thread, and the innermost marker range
+    enclosing each launch API call as (correlation_id, nvtx_range) for the kernels. Shared by the
+    rocprofiler-sdk JSON and rocpd SQLite readers, which hold the same records."""
+    from profaudit.parsers.chrome_trace import _nest
+
+    if not R.height:
+        return None, None
+    R = R.with_columns(_end=pl.col("end_ns").fill_null(1 << 62)).sort(["thread_id", "start_ns", "_end"], descending=[False, False, True], nulls_last=True)
+    parent, depth, ann, _ = _nest(R["thread_id"].to_list(), R["start_ns"].fill_null(0).to_list(), R["_end"].to_list(), R["kind"].to_list())
+    names = R["name"].to_list()
+    n = R.height
+    R = R.with_columns(_nidx=pl.int_range(0, n, dtype=I64), _parent=pl.Series(parent, dtype=I64), depth=pl.Series(depth, dtype=I64),
+                       _ann=pl.Series([names[a] if a >= 0 else None for a in ann], dtype=STR))
+    R = R.sort("start_ns", "_nidx", nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
+    # the parent is a nesting index: its range_id is the range_id of the row with that _nidx
+    id_at = R.sort("_nidx")["range_id"]
+    R = R.with_columns(parent_range_id=pl.when(pl.col("_parent") >= 0).then(id_at.gather(R["_parent"].clip(0))))
+    launch = (R.filter(pl.col("correlation_id").is_not_null() & pl.col("kind").is_in(["cuda_runtime", "hsa_api"]))
+              .select("correlation_id", pl.col("_ann").alias("nvtx_range")).unique("correlation_id", keep="first"))
+    R = R.with_columns(duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64), domain=pl.lit(domain))
+    return R.drop("_end", "_nidx", "_parent", "_ann"), launch
+
+
 class RocprofSdkParser:
     name = "rocprof-sdk-json"
     source = "rocprof"
@@ -250,7 +275,7 @@ class RocprofSdkParser:
         return new_profile(path, self, {"kernels": K, "ranges": ranges, "transfers": transfers}, md)
 
     def _ranges(self, path, found, kind_names, op_name, strings, pid):
-        from profaudit.parsers.chrome_trace import _clean_api, _nest
+        from profaudit.parsers.chrome_trace import _clean_api
 
         rows: dict[str, list] = {c: [] for c in ("kind", "name", "thread_id", "start_ns", "end_ns", "correlation_id")}
         markers = {}
@@ -274,22 +299,7 @@ class RocprofSdkParser:
                 rows["end_ns"].append(r.get("end_timestamp"))
                 rows["correlation_id"].append(corr)
         R = pl.DataFrame(rows, schema={"kind": STR, "name": STR, "thread_id": I64, "start_ns": I64, "end_ns": I64, "correlation_id": I64})
-        if not R.height:
-            return None, None
-        R = R.with_columns(_end=pl.col("end_ns").fill_null(1 << 62)).sort(["thread_id", "start_ns", "_end"], descending=[False, False, True], nulls_last=True)
-        parent, depth, ann, _ = _nest(R["thread_id"].to_list(), R["start_ns"].fill_null(0).to_list(), R["_end"].to_list(), R["kind"].to_list())
-        names = R["name"].to_list()
-        n = R.height
-        R = R.with_columns(_nidx=pl.int_range(0, n, dtype=I64), _parent=pl.Series(parent, dtype=I64), depth=pl.Series(depth, dtype=I64),
-                           _ann=pl.Series([names[a] if a >= 0 else None for a in ann], dtype=STR))
-        R = R.sort("start_ns", "_nidx", nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
-        # the parent is a nesting index: its range_id is the range_id of the row with that _nidx
-        id_at = R.sort("_nidx")["range_id"]
-        R = R.with_columns(parent_range_id=pl.when(pl.col("_parent") >= 0).then(id_at.gather(R["_parent"].clip(0))))
-        launch = (R.filter(pl.col("correlation_id").is_not_null() & pl.col("kind").is_in(["cuda_runtime", "hsa_api"]))
-                  .select("correlation_id", pl.col("_ann").alias("nvtx_range")).unique("correlation_id", keep="first"))
-        R = R.with_columns(process_id=pl.lit(pid, dtype=I64), duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64), domain=pl.lit("rocprofiler-sdk"))
-        return R.drop("_end", "_nidx", "_parent", "_ann"), launch
+        return nest_api_ranges(R.with_columns(process_id=pl.lit(pid, dtype=I64)), "rocprofiler-sdk")
 
     def _copies(self, path, found, op_name, agents):
         rows = []

@@ -1,0 +1,336 @@
+"""rocprofv3 SQLite databases (ROCm 7 default output, `<pid>_results.db`: the "rocpd" schema).
+
+Layout (rocprofiler-sdk `rocpd_tables.sql`, schema version 3): every table is written with the
+run's uuid appended (`rocpd_kernel_dispatch_<uuid>`) and a plain-named view over it
+(`rocpd_kernel_dispatch`); databases merged from several processes hold several suffixed tables
+and rows from each keep their own `guid`, so every join here matches on `id` and `guid`. This
+reader uses the views where they exist and otherwise the union of the suffixed tables.
+
+- Times are integer ns in `rocpd_timestamp` (`value`), referenced by `start_id`/`end_id`, on
+  rocprofiler's clock (the same one the JSON output writes).
+- Names are ids into `rocpd_string`. Each record has an event (`rocpd_event`) holding the
+  `correlation_id` that ties a kernel dispatch or copy to the HIP/HSA call that issued it, and a
+  track (`rocpd_track`) holding pid, tid, agent, queue and stream.
+- Kernels (`rocpd_kernel_dispatch`): HSA semantics as in the JSON output, so `grid_size_*` count
+  work-items and blocks per dimension are ceil(grid / workgroup); `group_segment_size` is the
+  dispatch's LDS (shared memory) with the kernel symbol's as the static part;
+  `private_segment_size` is scratch per work-item. Registers per thread are arch + accumulation
+  VGPRs. Scratch, SGPRs, VGPR split and kernarg size go to `metrics` (kind `launch`), since no
+  kernels column holds them; `kernels.kernel_id` is the launch order and the tool's
+  `dispatch_id` is the metric `dispatch_id`.
+- API calls and markers are `rocpd_region` rows whose event category names the domain
+  (HIP_RUNTIME_API, HSA_CORE_API, MARKER_CORE_RANGE_API, ...); a marker's text is the event's
+  `extdata.message`. Instant markers (`rocpd_sample` with a MARKER category) are zero-length
+  ranges. Each kernel's `nvtx_range` is the innermost marker range around its launching call.
+- Counters (`--pmc`): `rocpd_pmc_event` rows share the dispatch's `event_id` and name their
+  counter in `rocpd_info_pmc`; each becomes a `metrics` row of its kernel (kind `metric`).
+- Devices: `rocpd_info_agent` (type GPU); `product_name` ("AMD Instinct MI300X") is what
+  device_specs match, `name` is the gfx target. `device_id` is the agent's GPU index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from profaudit.errors import InputError
+from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
+from profaudit.parsers.nsys_sqlite import SQLITE_MAGIC, check_sqlite_file, connect_readonly, sqlite_table_names
+from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
+
+I64, F64, STR = pl.Int64, pl.Float64, pl.String
+_TABLES = ("rocpd_metadata", "rocpd_string", "rocpd_info_node", "rocpd_info_process", "rocpd_info_agent", "rocpd_info_pmc",
+           "rocpd_info_kernel_symbol", "rocpd_track", "rocpd_timestamp", "rocpd_event", "rocpd_pmc_event", "rocpd_region",
+           "rocpd_sample", "rocpd_kernel_dispatch", "rocpd_memory_copy")
+# the uuid suffix rocprofiler-sdk appends to every table name
+_SUFFIX = re.compile(r"_[0-9A-Za-z_-]+")
+
+
+class _Db:
+    def __init__(self, path: Path):
+        self.path = path
+        check_sqlite_file(path)
+        try:
+            self.con = connect_readonly(path)
+            rows = self.con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(path, f"damaged SQLite database: {exc}") from None
+        names = {r[0] for r in rows}
+        self.src: dict[str, str] = {}
+        for t in sorted(_TABLES, key=len, reverse=True):
+            if t in names:
+                self.src[t] = f'"{t}"'
+                continue
+            # longest names first, so rocpd_info_pmc's tables are not taken for rocpd_info_p...;
+            # a suffixed table belongs to `t` only when no longer logical name also prefixes it
+            parts = [n for n in names if n.startswith(t + "_") and _SUFFIX.fullmatch(n[len(t):])
+                     and not any(n.startswith(o + "_") for o in _TABLES if len(o) > len(t) and o.startswith(t))]
+            if parts:
+                self.src[t] = "(" + " UNION ALL ".join(f'SELECT * FROM "{n}"' for n in sorted(parts)) + ")"
+
+    def has(self, t: str) -> bool:
+        return t in self.src
+
+    def frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        for t in sorted(self.src, key=len, reverse=True):
+            sql = sql.replace("{" + t + "}", self.src[t])
+        try:
+            rows = self.con.execute(sql).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(self.path, f"damaged rocpd database: {exc}") from None
+        return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
+
+
+def _json(text) -> dict:
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+class RocpdParser:
+    name = "rocpd"
+    source = "rocprof"
+    suffixes = (".db", ".rpd", ".sqlite")
+    description = "rocprofv3 SQLite database (ROCm 7 *_results.db, rocpd schema): kernels, copies, HIP/HSA API, markers, counters, agents"
+
+    def sniff(self, probe: Probe) -> bool:
+        head = probe.raw_head
+        if head.startswith(SQLITE_MAGIC):
+            if b"rocpd_" in head:
+                return True
+            if not probe.name_endswith("_results.db"):
+                return False
+            names = sqlite_table_names(probe.path)
+            return names is None or any(n.startswith("rocpd_") for n in names)  # damaged (None): read() names it
+        # a damaged or mislabelled results database is still ours to explain
+        return probe.name_endswith("_results.db")
+
+    def read(self, path: Path, options: ReadOptions):
+        from profaudit.names import demangle, short_name
+
+        path = Path(path)
+        db = _Db(path)
+        try:
+            if not db.has("rocpd_kernel_dispatch") and not db.has("rocpd_region"):
+                raise InputError(path, "SQLite database without rocpd tables (no rocpd_kernel_dispatch or rocpd_region): not a rocprofv3 results database")
+            for need in ("rocpd_string", "rocpd_timestamp", "rocpd_track"):
+                if not db.has(need):
+                    raise InputError(path, f"rocpd database without its {need} table (file damaged or written by another tool)")
+            agents = self._agents(db)
+            kernels, launch_events = self._kernels(db, agents, demangle, short_name)
+            ranges, launch = self._ranges(db)
+            if kernels is not None and launch is not None and launch.height:
+                kernels = kernels.drop("nvtx_range").join(launch, on="correlation_id", how="left")
+            metrics = self._metrics(db, kernels, launch_events)
+            transfers = self._copies(db, agents)
+            md = self._metadata(db, agents, kernels)
+        finally:
+            db.con.close()
+        if kernels is None and ranges is None and transfers is None:
+            raise InputError(path, "rocpd database holds no kernel dispatches, API calls, markers or memory copies (was anything traced?)")
+        tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "metrics": metrics}
+        apply_device_option(tables, md, options.device)
+        return new_profile(path, self, tables, md)
+
+    # -- agents ------------------------------------------------------------------------------
+    @staticmethod
+    def _agents(db: _Db) -> pl.DataFrame:
+        if not db.has("rocpd_info_agent"):
+            return pl.DataFrame(schema={"agent_id": I64, "guid": STR, "type": STR, "device_id": I64, "product_name": STR, "gfx": STR, "extdata": STR})
+        return db.frame(
+            "SELECT id, guid, type, COALESCE(type_index, logical_index), COALESCE(NULLIF(product_name, ''), NULLIF(model_name, ''), name), name, extdata FROM {rocpd_info_agent}",
+            {"agent_id": I64, "guid": STR, "type": STR, "device_id": I64, "product_name": STR, "gfx": STR, "extdata": STR})
+
+    # -- kernels -----------------------------------------------------------------------------
+    def _kernels(self, db: _Db, agents: pl.DataFrame, demangle, short_name):
+        if not db.has("rocpd_kernel_dispatch"):
+            return None, None
+        ev = "LEFT JOIN {rocpd_event} E ON E.id = K.event_id AND E.guid = K.guid" if db.has("rocpd_event") else ""
+        sym = "LEFT JOIN {rocpd_info_kernel_symbol} S ON S.id = K.kernel_id AND S.guid = K.guid" if db.has("rocpd_info_kernel_symbol") else ""
+        cols = {
+            "guid": STR, "dispatch_id": I64, "start_ns": I64, "end_ns": I64, "private_segment_size": I64, "shared_mem_bytes": I64,
+            "block_x": I64, "block_y": I64, "block_z": I64, "wi_x": I64, "wi_y": I64, "wi_z": I64, "event_id": I64,
+            "correlation_id": I64, "agent_id": I64, "stream": I64, "stream_id": I64, "process_id": I64, "thread_id": I64,
+            "kernel_name": STR, "display_name": STR, "static_shared_mem_bytes": I64, "static_private_segment_size": I64,
+            "sgpr_count": I64, "arch_vgpr_count": I64, "accum_vgpr_count": I64, "kernarg_segment_size": I64, "symbol_extdata": STR,
+        }
+        sel = ("K.guid, K.dispatch_id, TS.value, TE.value, K.private_segment_size, K.group_segment_size, "
+               "K.workgroup_size_x, K.workgroup_size_y, K.workgroup_size_z, K.grid_size_x, K.grid_size_y, K.grid_size_z, K.event_id, "
+               + ("E.correlation_id, " if ev else "NULL, ")
+               + "T.agent_id, T.queue_id, T.stream_id, T.pid, T.tid, "
+               + ("S.kernel_name, S.display_name, S.group_segment_size, S.private_segment_size, S.sgpr_count, S.arch_vgpr_count, "
+                  "S.accum_vgpr_count, S.kernarg_segment_size, S.extdata" if sym else ", ".join(["NULL"] * 9)))
+        K = db.frame(
+            f"SELECT {sel} FROM {{rocpd_kernel_dispatch}} K "
+            "LEFT JOIN {rocpd_timestamp} TS ON TS.id = K.start_id AND TS.guid = K.guid "
+            "LEFT JOIN {rocpd_timestamp} TE ON TE.id = K.end_id AND TE.guid = K.guid "
+            "LEFT JOIN {rocpd_track} T ON T.id = K.track_id AND T.guid = K.guid "
+            f"{ev} {sym}", cols)
+        if not K.height:
+            return None, None
+        K = K.join(agents.select("agent_id", "guid", "device_id", pl.col("product_name").alias("device_name")), on=["agent_id", "guid"], how="left")
+        # the symbol's own demangled name (extdata) first, then ours of its mangled name
+        ext = map_unique(K["symbol_extdata"], lambda t: _strip_kd(_json(t).get("demangled_kernel_name")) or None)
+        raw = map_unique(K["kernel_name"], _strip_kd)
+        K = K.with_columns(_raw=raw, _dem=ext, _ours=map_unique(raw, lambda r: demangle(r) if r.startswith("_Z") else None))
+        K = K.with_columns(name=pl.coalesce("_dem", "_ours", "display_name", "_raw"),
+                           mangled_name=pl.when(pl.col("_raw").str.starts_with("_Z")).then(pl.col("_raw")))
+        blocks = [(-(-pl.col(f"wi_{a}") // pl.col(f"block_{a}"))).alias(f"grid_{a}") for a in "xyz"]
+        K = K.with_columns(blocks).sort(["start_ns", "dispatch_id"], nulls_last=True)
+        K = K.with_columns(
+            source=pl.lit("rocprof"), kernel_id=pl.int_range(0, K.height, dtype=I64), short_name=map_unique(K["name"], short_name),
+            category=pl.lit("kernel_dispatch"), duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
+            grid_size=pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), block_size=pl.col("block_x") * pl.col("block_y") * pl.col("block_z"),
+            registers_per_thread=pl.when(pl.col("arch_vgpr_count").is_not_null() | pl.col("accum_vgpr_count").is_not_null())
+            .then(pl.col("arch_vgpr_count").fill_null(0) + pl.col("accum_vgpr_count").fill_null(0)),
+            dynamic_shared_mem_bytes=pl.when(pl.col("shared_mem_bytes") >= pl.col("static_shared_mem_bytes"))
+            .then(pl.col("shared_mem_bytes") - pl.col("static_shared_mem_bytes")),
+            nvtx_range=pl.lit(None, dtype=STR),
+        )
+        # launch attributes no kernels column holds: kept per kernel for the metrics table
+        launch_cols = ["kernel_id", "dispatch_id", "private_segment_size", "static_private_segment_size", "sgpr_count", "arch_vgpr_count",
+                       "accum_vgpr_count", "kernarg_segment_size", "event_id", "guid"]
+        launch_events = K.select(launch_cols)
+        keep = ["source", "device_name", "device_id", "kernel_id", "name", "short_name", "mangled_name", "category", "process_id", "stream",
+                "correlation_id", "start_ns", "end_ns", "duration_ns", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+                "grid_size", "block_size", "registers_per_thread", "shared_mem_bytes", "static_shared_mem_bytes", "dynamic_shared_mem_bytes", "nvtx_range"]
+        return K.select(keep), launch_events
+
+    # -- API calls and markers ---------------------------------------------------------------
+    def _ranges(self, db: _Db):
+        if not db.has("rocpd_region") and not db.has("rocpd_sample"):
+            return None, None
+        has_ev = db.has("rocpd_event")
+        cols = {"category": STR, "op": STR, "message": STR, "thread_id": I64, "process_id": I64, "start_ns": I64, "end_ns": I64, "correlation_id": I64}
+        ev_join = ("LEFT JOIN {rocpd_event} E ON E.id = R.event_id AND E.guid = R.guid "
+                   "LEFT JOIN {rocpd_string} C ON C.id = E.category_id AND C.guid = E.guid") if has_ev else ""
+        ev_sel = "C.string, N.string, json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), " if has_ev else "NULL, N.string, NULL, "
+        parts = []
+        if db.has("rocpd_region"):
+            parts.append(db.frame(
+                f"SELECT {ev_sel} T.tid, T.pid, TS.value, TE.value, {'E.correlation_id' if has_ev else 'NULL'} FROM {{rocpd_region}} R "
+                "LEFT JOIN {rocpd_string} N ON N.id = R.name_id AND N.guid = R.guid "
+                "LEFT JOIN {rocpd_track} T ON T.id = R.track_id AND T.guid = R.guid "
+                "LEFT JOIN {rocpd_timestamp} TS ON TS.id = R.start_id AND TS.guid = R.guid "
+                "LEFT JOIN {rocpd_timestamp} TE ON TE.id = R.end_id AND TE.guid = R.guid " + ev_join, cols))
+        if db.has("rocpd_sample") and has_ev:
+            # instant markers (roctxMark): a sample whose event category is a marker domain
+            s = db.frame(
+                "SELECT C.string, N.string, json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), T.tid, T.pid, "
+                "TI.value, TI.value, E.correlation_id FROM {rocpd_sample} R "
+                "JOIN {rocpd_event} E ON E.id = R.event_id AND E.guid = R.guid "
+                "JOIN {rocpd_string} C ON C.id = E.category_id AND C.guid = E.guid "
+                "LEFT JOIN {rocpd_string} N ON N.id = R.name_id AND N.guid = R.guid "
+                "LEFT JOIN {rocpd_track} T ON T.id = R.track_id AND T.guid = R.guid "
+                "LEFT JOIN {rocpd_timestamp} TI ON TI.id = R.timestamp_id AND TI.guid = R.guid "
+                "WHERE C.string LIKE '%MARKER%'", cols)
+            parts.append(s)
+        R = pl.concat(parts) if parts else None
+        if R is None or not R.height:
+            return None, None
+        from profaudit.parsers.chrome_trace import _clean_api
+
+        is_marker = pl.col("category").fill_null("").str.contains("MARKER")
+        R = R.with_columns(
+            kind=map_unique(R["category"], lambda c: _API_KIND.get(c, c.lower())),
+            name=pl.when(is_marker & pl.col("message").is_not_null()).then(pl.col("message")).otherwise(map_unique(R["op"], _clean_api)),
+        )
+        return nest_api_ranges(R.select("kind", "name", "thread_id", "process_id", "start_ns", "end_ns", "correlation_id"), "rocpd")
+
+    # -- counters and launch attributes ------------------------------------------------------
+    @staticmethod
+    def _metrics(db: _Db, kernels, launch_events) -> pl.DataFrame | None:
+        if kernels is None or launch_events is None:
+            return None
+        frames = []
+        attrs = {"dispatch_id": "", "private_segment_size": "byte", "static_private_segment_size": "byte", "sgpr_count": "register",
+                 "arch_vgpr_count": "register", "accum_vgpr_count": "register", "kernarg_segment_size": "byte"}
+        for col, unit in attrs.items():
+            f = launch_events.filter(pl.col(col).is_not_null())
+            if f.height:
+                frames.append(f.select("kernel_id", metric=pl.lit(col), unit=pl.lit(unit), value=pl.col(col).cast(F64),
+                                       value_int=pl.col(col), kind=pl.lit("launch")))
+        if db.has("rocpd_pmc_event") and db.has("rocpd_info_pmc"):
+            pmc = db.frame(
+                "SELECT P.event_id, P.guid, I.name, I.units, P.value, I.instance_id, I.block FROM {rocpd_pmc_event} P "
+                "JOIN {rocpd_info_pmc} I ON I.id = P.pmc_id AND I.guid = P.guid",
+                {"event_id": I64, "guid": STR, "metric": STR, "unit": STR, "value": F64, "instance": I64, "section": STR})
+            if pmc.height:
+                pmc = pmc.join(launch_events.select("event_id", "guid", "kernel_id"), on=["event_id", "guid"], how="inner")
+                frames.append(pmc.select("kernel_id", "metric", "unit", "value", "instance", "section", kind=pl.lit("metric")))
+        if not frames:
+            return None
+        return pl.concat(frames, how="diagonal_relaxed").sort("kernel_id", "kind", "metric", maintain_order=True)
+
+    # -- memory copies -----------------------------------------------------------------------
+    @staticmethod
+    def _copies(db: _Db, agents: pl.DataFrame) -> pl.DataFrame | None:
+        if not db.has("rocpd_memory_copy"):
+            return None
+        ev = db.has("rocpd_event")
+        M = db.frame(
+            f"SELECT M.guid, N.string, M.size, TS.value, TE.value, M.src_agent_id, M.dst_agent_id, T.queue_id, {'E.correlation_id' if ev else 'NULL'} "
+            "FROM {rocpd_memory_copy} M "
+            "LEFT JOIN {rocpd_string} N ON N.id = M.name_id AND N.guid = M.guid "
+            "LEFT JOIN {rocpd_timestamp} TS ON TS.id = M.start_id AND TS.guid = M.guid "
+            "LEFT JOIN {rocpd_timestamp} TE ON TE.id = M.end_id AND TE.guid = M.guid "
+            "LEFT JOIN {rocpd_track} T ON T.id = M.track_id AND T.guid = M.guid "
+            + ("LEFT JOIN {rocpd_event} E ON E.id = M.event_id AND E.guid = M.guid" if ev else ""),
+            {"guid": STR, "name": STR, "bytes": F64, "start_ns": I64, "end_ns": I64, "src": I64, "dst": I64, "stream": I64, "correlation_id": I64})
+        if not M.height:
+            return None
+        a = agents.select("agent_id", "guid", "type", "device_id")
+        M = (M.join(a.rename({"agent_id": "src", "type": "src_type", "device_id": "src_dev"}), on=["src", "guid"], how="left")
+              .join(a.rename({"agent_id": "dst", "type": "dst_type", "device_id": "dst_dev"}), on=["dst", "guid"], how="left"))
+        kind_of = {"CPU": "host", "GPU": "device"}
+        M = M.sort("start_ns", nulls_last=True).with_columns(
+            transfer_id=pl.int_range(0, M.height, dtype=I64), kind=pl.lit("memcpy"),
+            direction=map_unique(M["name"], lambda n: _COPY_DIRECTION.get(n.replace("MEMORY_COPY_", ""), n.replace("MEMORY_COPY_", "") or None)),
+            src_kind=pl.col("src_type").replace_strict(kind_of, default=None), dst_kind=pl.col("dst_type").replace_strict(kind_of, default=None),
+            duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
+            device_id=pl.when(pl.col("dst_type") == "GPU").then(pl.col("dst_dev")).otherwise(pl.col("src_dev")),
+        )
+        M = M.with_columns(throughput_bytes_per_s=pl.when(pl.col("duration_ns") > 0).then(pl.col("bytes") / (pl.col("duration_ns") * 1e-9)))
+        return M.select("transfer_id", "kind", "direction", "src_kind", "dst_kind", "name", "bytes", "start_ns", "end_ns", "duration_ns",
+                        "throughput_bytes_per_s", "device_id", "stream", "correlation_id")
+
+    # -- metadata ----------------------------------------------------------------------------
+    @staticmethod
+    def _metadata(db: _Db, agents: pl.DataFrame, kernels) -> dict[str, Any]:
+        md: dict[str, Any] = {"tool": "rocprofv3 (rocpd)", "time_origin": "relative"}
+        if db.has("rocpd_metadata"):
+            tags = dict(db.frame("SELECT tag, value FROM {rocpd_metadata}", {"tag": STR, "value": STR}).iter_rows())
+            md["rocpd_schema_version"] = tags.get("schema_version")
+            md["rocpd_metadata"] = tags or None
+        if db.has("rocpd_info_node"):
+            nodes = db.frame("SELECT hostname, system_name, release, version FROM {rocpd_info_node}", {"hostname": STR, "system": STR, "release": STR, "version": STR})
+            if nodes.height:
+                md["host"] = nodes["hostname"][0]
+                md["os"] = " ".join(x for x in (nodes["system"][0], nodes["release"][0]) if x) or None
+        if db.has("rocpd_info_process"):
+            procs = db.frame("SELECT pid, command FROM {rocpd_info_process}", {"pid": I64, "command": STR})
+            if procs.height:
+                md["command_line"] = procs["command"][0]
+                md["process_ids"] = procs["pid"].to_list()
+        gpus = agents.filter(pl.col("type") == "GPU").unique(["guid", "agent_id"], keep="first").sort("device_id", nulls_last=True)
+        names = gpus["product_name"].unique(maintain_order=True).drop_nulls().to_list()
+        md["device_name"] = names[0] if names else None
+        md["device_count"] = gpus.unique("device_id").height or None
+        md["agents"] = [{"device_id": r["device_id"], "product_name": r["product_name"], "gfx": r["gfx"],
+                         **{k: v for k, v in _json(r["extdata"]).items() if k in ("cu_count", "simd_count", "max_engine_clk_fcompute", "wave_front_size", "max_waves_per_simd", "lds_size_in_kb")}}
+                        for r in gpus.iter_rows(named=True)] or None
+        if kernels is not None and len(names) > 1:
+            md["notes"] = [f"{len(names)} GPU models in one database: {', '.join(names)}"]
+        return md
+
+
+PARSER = RocpdParser()
