@@ -9,6 +9,7 @@
 __version__ = "0.1.0"
 
 from profaudit.errors import InputError, MissingExtraError, ProfauditError, UsageError  # noqa: E402
+from profaudit.fleet import ingest  # noqa: E402
 from profaudit.loader import load, load_one  # noqa: E402
 from profaudit.profile import Profile, ProfileSet  # noqa: E402
 from profaudit.scan import scan  # noqa: E402
@@ -39,6 +40,7 @@ __all__ = [
     "load",
     "load_one",
     "scan",
+    "ingest",
     "Profile",
     "ProfileSet",
     "roofline",

@@ -123,6 +123,16 @@ def write_parts(ps: ProfileSet, store, batch: str, task: str, target_file_bytes:
     return entries, files
 
 
+def rename_profiles(store, files: list[dict], rename: dict[str, str]) -> None:
+    """Rewrite uncommitted part files with some profile ids changed (same names, atomically)."""
+    for f in files:
+        df = pl.read_parquet(io.BytesIO(store.read_bytes(f["path"])))
+        df = df.with_columns(pl.col("profile_id").replace(rename))
+        data = _parquet_bytes(df)
+        store.write_bytes(f["path"], data)
+        f["bytes"] = len(data)
+
+
 def _entry(p: Profile) -> dict:
     md = p.metadata
     return {

@@ -205,3 +205,86 @@ def download(url: str, into: str | os.PathLike, storage_options: dict | None = N
 
 def scratch_dir() -> str:
     return tempfile.mkdtemp(prefix="profaudit-remote-")
+
+
+class RemoteInput:
+    """One input at an fsspec URL, as `loader.expand` lists it: parsed from a local copy."""
+
+    def __init__(self, url: str, size: int = 0, is_dataset: bool = False):
+        self.url, self.size, self.is_dataset = url, size, is_dataset
+
+    def __repr__(self) -> str:
+        return f"RemoteInput({self.url!r})"
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RemoteInput) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.url.rstrip("/"))
+
+
+def expand_url(raw: str) -> list[tuple[RemoteInput, bool]]:
+    """What `raw` names: a profaudit dataset (one input), the files a glob matches, the files
+    below a folder (found, not named: unrecognised ones are skipped), or one file."""
+    from profaudit.dataset import is_dataset
+    from profaudit.errors import InputError, require
+
+    fsspec = require("fsspec", "fleet", "inputs at URLs")
+    protocol = raw.split("://", 1)[0]
+    try:
+        fs, p = fsspec.core.url_to_fs(raw)
+        if is_dataset(raw):
+            return [(RemoteInput(raw.rstrip("/"), 0, True), True)]
+        if any(ch in p for ch in "*?["):
+            found = fs.glob(p, detail=True)
+            if not found:
+                raise InputError(raw, "no file matches this pattern")
+            return [(RemoteInput(f"{protocol}://{k}", int(v.get("size") or 0)), True) for k, v in sorted(found.items()) if v.get("type") != "directory"]
+        if fs.isdir(p):
+            found = fs.find(p, detail=True)
+            return [
+                (RemoteInput(f"{protocol}://{k}", int(v.get("size") or 0)), False)
+                for k, v in sorted(found.items())
+                if not any(part.startswith(".") for part in posixpath.relpath(k, p).split("/"))
+            ]
+        if not fs.exists(p):
+            raise InputError(raw, "no such file or folder")
+        return [(RemoteInput(raw, int(fs.size(p) or 0)), True)]
+    except InputError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise InputError(raw, f"cannot reach: {exc}") from None
+
+
+def read_remote(item: RemoteInput, explicit: bool, options, read_local) -> list:
+    """Parse a remote input through a local copy; errors and `path` name the URL, not the copy."""
+    import shutil
+
+    from profaudit.errors import InputError
+
+    if item.is_dataset:
+        from profaudit.dataset import read_dataset
+
+        return list(read_dataset(item.url))
+    tmp = scratch_dir()
+    try:
+        try:
+            local = download(item.url, tmp)
+        except (OSError, ValueError) as exc:
+            raise InputError(item.url, f"cannot download: {exc}") from None
+        try:
+            profiles = read_local(local, explicit, options)
+        except InputError as exc:
+            raise type(exc)(item.url, exc.problem) from None
+        for p in profiles:
+            p.metadata["path"] = item.url
+        return profiles
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -96,17 +96,22 @@ def load_with_progress(paths: Sequence[str], **kw):
     n = len(expand(list(paths)))
     with progress_bar("loading", n) as advance:
         ps = load(list(paths), progress=advance, **kw)
+    report_loaded(ps.skipped, [{"profile_id": p.profile_id, **p.metadata} for p in ps])
+    return ps
+
+
+def report_loaded(skipped: Sequence[tuple[str, str]], metadata: Sequence[dict]) -> None:
+    """On stderr, one line each: the inputs skipped, and what a parser had to drop or null (counted
+    in each profile's metadata). Shared by local loads and cluster ingests, so both say the same."""
     err = stderr_console()
-    for path, why in ps.skipped:
+    for path, why in skipped:
         err.print(f"warning: skipped {why if why.startswith(path) else f'{path}: {why}'}", markup=False, highlight=False)
-    # what a parser had to drop or null is counted in metadata; say so where people look
-    for p in ps:
-        where = p.metadata.get("path", p.profile_id)
+    for md in metadata:
+        where = md.get("path", md.get("profile_id"))
         for key, say in _LOAD_WARNINGS:
-            v = p.metadata.get(key)
+            v = md.get(key)
             if v:
                 err.print(f"warning: {where}: {say(v)}", markup=False, highlight=False)
-    return ps
 
 
 _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
@@ -116,39 +121,165 @@ _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
 )
 
 
-def _fmt_cell(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if v != 0 and (abs(v) >= 1e7 or abs(v) < 1e-3):
-            return f"{v:.4g}"
-        # ",.4g" turns 431648 into 4.316e+05: below 1e7 whole units read better (431,648 ns)
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
-    return str(v)
+def _fmt_cell(v: Any, unit: str = "") -> str:
+    """A table cell through the one formatter (`profaudit.fmt`): exact integers exact with
+    separators, other numbers visibly rounded; byte, Hz and FLOP columns with an SI prefix."""
+    from profaudit.fmt import fmt_num, fmt_quantity
+
+    if unit in _SI_UNITS and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return fmt_quantity(v, unit)
+    return fmt_num(v) if not isinstance(v, str) else v
 
 
-def frame_to_rich(df: pl.DataFrame, title: str | None = None, limit: int | None = 200):
+# declared units (profaudit.schema) whose values read better scaled: 134 MB, 1.41 GHz, 2.10 GFLOP
+_SI_UNITS = {"byte", "Hz", "flop"}
+# text columns that carry names: shortened in the middle to fit (the ends tell kernels apart)
+_NAME_COLUMNS = ("short_name", "profile_id", "name", "benchmark", "variant", "params", "op_name", "nvtx_range", "module", "path", "mangled_name", "device_name", "case")
+# never shortened nor folded: a metric name must be readable and copyable whole
+_WHOLE_COLUMNS = ("metric",)
+_MIN_NAME = 12
+# separators between columns in the compact table style (no vertical rules)
+_GAP = 2
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """'ampere_sgemm_128x64_nn' -> 'ampere_…64_nn': both ends kept, one character marks the cut."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1 + 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def _column_units(df: pl.DataFrame) -> dict[str, str]:
+    from profaudit import schema
+
+    units = {}
+    for t in schema.TABLES.values():
+        for c in t.columns:
+            if c.name in df.columns and c.unit:
+                units.setdefault(c.name, c.unit)
+    return units
+
+
+def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_order: Sequence[str] = ()) -> tuple[list[str], list[list[str]], list[str], list[str]]:
+    """(headers, formatted rows, hidden columns, empty columns) for a terminal `width` wide.
+
+    Columns without a value in any shown row leave first; then name columns are shortened in the
+    middle; then the columns of `drop_order` (default: all but the first, right to left) go, last
+    first, until one row fits on one line. `wide` keeps everything whole."""
+    units = _column_units(df)
+    cols = list(df.columns)
+    rows = [[_fmt_cell(v, units.get(c, "")) for c, v in zip(cols, r)] for r in df.iter_rows()]
+    hidden: list[str] = []
+    empty: list[str] = []
+    if wide or width is None:
+        return cols, rows, hidden, empty
+    if rows:
+        for j in reversed(range(len(cols))):
+            if len(cols) > 1 and all(r[j] == "—" for r in rows):
+                empty.insert(0, cols.pop(j))
+                for r in rows:
+                    r.pop(j)
+    if not drop_order:
+        keep = {cols[0], *_WHOLE_COLUMNS, next((c for c in cols if c in _NAME_COLUMNS), "")}
+        drop_order = [c for c in cols if c not in keep]
+
+    def widths() -> list[int]:
+        return [max([len(h)] + [len(r[j]) for r in rows]) for j, h in enumerate(cols)]
+
+    def total(ws: list[int]) -> int:
+        return sum(ws) + _GAP * (len(ws) - 1)
+
+    def drop(j: int) -> None:
+        hidden.append(cols.pop(j))
+        for r in rows:
+            r.pop(j)
+
+    def shrink(floor: int) -> None:
+        ws = widths()
+        excess = total(ws) - width
+        names = sorted((j for j, c in enumerate(cols) if c in _NAME_COLUMNS), key=lambda j: -ws[j])
+        for j in names:
+            if excess <= 0:
+                return
+            target = max(floor, len(cols[j]), ws[j] - excess)
+            if target < ws[j]:
+                for r in rows:
+                    r[j] = middle_ellipsis(r[j], target)
+                excess -= ws[j] - target
+
+    shrink(24)
+    droppable = [c for c in reversed(list(drop_order)) if c in cols]
+    while total(widths()) > width and droppable:
+        drop(cols.index(droppable.pop(0)))
+        shrink(24)
+    shrink(_MIN_NAME)
+    return cols, rows, hidden, empty
+
+
+def constant_columns(df: pl.DataFrame, candidates: Sequence[str] = ("profile_id", "device_name", "source")) -> dict[str, Any]:
+    """Identity columns holding one value in every row (a table of one profile): shown once in
+    the title instead of on every line."""
+    out = {}
+    if df.height < 1:
+        return out
+    for c in candidates:
+        if c in df.columns and df.schema[c] == pl.Utf8 and df[c].n_unique() == 1 and df[c][0] is not None:
+            out[c] = df[c][0]
+    return out
+
+
+def frame_to_rich(df: pl.DataFrame, title: str | None = None, limit: int | None = 200, *, width: int | None = None, wide: bool = False, drop_order: Sequence[str] = ()):
+    """A rich table of `df`; with `width`, fitted to that many columns (see `fit_cells`)."""
+    from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
-    for c in df.columns:
-        numeric = df.schema[c].is_numeric()
-        t.add_column(c, justify="right" if numeric else "left", overflow="fold")
     shown = df if limit is None else df.head(limit)
-    from rich.markup import escape
-
-    for row in shown.iter_rows():
+    if width is not None and not wide:
+        consts = constant_columns(df)  # the whole table, not the rows shown: one profile really
+        if consts and shown.width > len(consts):
+            shown = shown.drop(list(consts))
+            said = ", ".join(f"{k} {v}" for k, v in consts.items())
+            title = f"{title}: {said}" if title else said
+    cols, rows, hidden, empty = fit_cells(shown, width, wide=wide, drop_order=drop_order)
+    ws = [max([len(c)] + [len(r[j]) for r in rows]) for j, c in enumerate(cols)]
+    if width is not None:
+        # compact: no vertical rules, two spaces between columns (what fit_cells counts)
+        t = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    else:
+        t = Table(title=title, show_lines=False, header_style="bold")
+    for c, w in zip(cols, ws):
+        numeric = c in shown.columns and shown.schema[c].is_numeric()
+        if width is not None:
+            # cells were fitted above: rich must neither fold nor cut them again
+            t.add_column(c, justify="right" if numeric else "left", no_wrap=True, min_width=w)
+        else:
+            t.add_column(c, justify="right" if numeric else "left", overflow="fold")
+    for r in rows:
         # cells are data, not markup: `[n=256]` in a kernel name must print as written
-        t.add_row(*[escape(_fmt_cell(v)) for v in row])
+        t.add_row(*[escape(x) for x in r])
+    notes = []
     if limit is not None and df.height > limit:
-        t.caption = f"{limit} of {df.height} rows shown; use --limit 0 or --format csv for all"
+        notes.append(f"{limit:,} of {df.height:,} rows shown; use --limit 0 or --format csv for all")
+    if empty:
+        notes.append(f"no values: {', '.join(empty)}")
+    if hidden:
+        notes.append(f"hidden to fit {width} columns: {', '.join(hidden)} (--wide, --columns or a wider terminal shows them)")
+    if notes:
+        t.caption = "; ".join(notes)
     return t
 
 
-def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, *, title: str | None = None, limit: int | None = 200) -> None:
-    """Print or write a table in the chosen format. Files are written atomically."""
+def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, *, title: str | None = None, limit: int | None = 200, wide: bool = False, drop_order: Sequence[str] = ()) -> None:
+    """Print or write a table in the chosen format. Files are written atomically.
+
+    A table on the terminal fits its width (one row per line: names shortened in the middle,
+    the columns of `drop_order` hidden last-first when still too wide); `wide` prints every cell
+    whole, as csv and json always do."""
     from profaudit.dataset import atomic_write_bytes, atomic_write_frame
 
     fmt = Format(fmt)
@@ -169,7 +300,19 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
         stderr_console().print(f"wrote {df.height} rows to {output}")
         return
     if fmt is Format.table:
-        stdout_console().print(frame_to_rich(df, title, limit if limit else None))
+        con = stdout_console()
+        if wide:
+            con.width = max(con.width, 10_000)  # whole cells, one row per line: the pager or terminal scrolls
+        t = frame_to_rich(df, title, limit if limit else None, width=con.width, wide=wide, drop_order=drop_order)
+        # title and notes on lines of their own: inside the table rich would wrap them to its width
+        head, notes = t.title, t.caption
+        t.title = t.caption = None
+        if head:
+            con.print(head, markup=False, highlight=False, style="bold")
+        # crop=False: a metric name longer than the terminal is never cut (the terminal wraps it)
+        con.print(t, crop=False)
+        if notes:
+            con.print(notes, markup=False, highlight=False, style="dim")
     elif fmt is Format.csv:
         sys.stdout.write(_flatten_for(fmt, df).write_csv())
     elif fmt is Format.json:

@@ -1,33 +1,46 @@
-"""`profaudit ingest`: read profiles and logs, write the Parquet dataset."""
+"""`profaudit ingest`: read profiles and logs, append them to a Parquet dataset as one batch."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from profaudit.cli.common import NSYS_OPTION, load_with_progress, stderr_console
+from profaudit.cli.common import NSYS_OPTION, progress_bar, report_loaded, stderr_console
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
+
+ENGINE_OPTION = typer.Option("local", "--engine", help="local (this machine's process pool) or dask (a Dask cluster: --scheduler, --scheduler-file, $DASK_SCHEDULER_ADDRESS, else a LocalCluster).")
+SCHEDULER_OPTION = typer.Option(None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (--engine dask).")
+SCHEDULER_FILE_OPTION = typer.Option(None, "--scheduler-file", help="Dask scheduler file, as dask-jobqueue or `dask scheduler --scheduler-file` write it (--engine dask).")
 
 
 def register(app: typer.Typer) -> None:
     @app.command("ingest")
     def ingest(
-        paths: List[str] = typer.Argument(..., help="Profiles, timing logs, folders or globs."),
-        output: Path = typer.Option(..., "--output", "-o", help="Dataset folder to write (created, or merged into when it is a profaudit dataset)."),
-        replace: bool = typer.Option(False, "--replace", help="Replace an existing dataset instead of merging into it."),
+        paths: List[str] = typer.Argument(..., help="Profiles, timing logs, folders, globs or fsspec URLs (s3://...)."),
+        output: str = typer.Option(..., "--output", "-o", help="Dataset folder or fsspec URL to write (created, or appended to when it is a profaudit dataset)."),
+        replace: bool = typer.Option(False, "--replace", help="Replace an existing dataset instead of appending to it."),
         skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip unreadable inputs (listed on stderr) instead of stopping at the first."),
         device: Optional[str] = typer.Option(None, "--device", help="Device name to record where the input does not say."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,
         nsys: Optional[str] = NSYS_OPTION,
+        engine: str = ENGINE_OPTION,
+        scheduler: Optional[str] = SCHEDULER_OPTION,
+        scheduler_file: Optional[str] = SCHEDULER_FILE_OPTION,
     ) -> None:
-        """Ingest PATHS into a Parquet dataset partitioned by profile (readable by DuckDB, Spark, Dask)."""
-        from profaudit.dataset import write_dataset
+        """Ingest PATHS into a Parquet dataset as one batch (readable by DuckDB, polars, Dask)."""
+        from profaudit.executors import engine_executor
+        from profaudit.fleet import ingest as run_ingest
+        from profaudit.loader import expand
 
-        ps = load_with_progress(paths, skip_bad=skip_bad, device=device, nsys=nsys, time_column=time_column, time_unit=time_unit)
-        write_dataset(ps, output, merge=not replace)
-        k = ps.kernels.height
-        s = ps.samples.height
-        stderr_console().print(f"ingested {len(ps)} profile(s) ({k} kernel rows, {s} sample rows) into {output}")
+        n = len(expand(list(paths)))
+        with engine_executor(engine, scheduler, scheduler_file) as executor, progress_bar("ingesting", n) as advance:
+            r = run_ingest(
+                list(paths), output, executor=executor, skip_bad=skip_bad, replace=replace, progress=advance,
+                device=device, nsys=nsys, time_column=time_column, time_unit=time_unit,
+            )
+        report_loaded(r.skipped, r.profiles)
+        k = r.rows.get("kernels", 0)
+        s = r.rows.get("samples", 0)
+        stderr_console().print(f"ingested {len(r.profiles)} profile(s) ({k} kernel rows, {s} sample rows) into {output}", markup=False, highlight=False)

@@ -1,0 +1,64 @@
+"""Executors for work that fans out: a Dask cluster's, found the way Dask users expect.
+
+profaudit schedules nothing itself: a batch of tasks goes to a `concurrent.futures.Executor`, and
+for a cluster that is Dask distributed's `Client.get_executor()` (LocalCluster on one machine,
+`Client(address)` on a running scheduler; SLURM and Kubernetes clusters through dask-jobqueue or
+dask-kubernetes hand out the same address or scheduler file).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from profaudit.errors import UsageError, require
+
+ENGINES = ("local", "dask")
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, scheduler_file: str | None = None, *, n_workers: int | None = None) -> Iterator:
+    """A connected `distributed.Client`: to `scheduler` (tcp://HOST:8786), to the one a scheduler
+    file names, to `$DASK_SCHEDULER_ADDRESS` (Dask's own config key `scheduler-address`), or else
+    to a LocalCluster started here (one single-threaded worker process per core) and stopped after."""
+    distributed = require("distributed", "fleet", "--engine dask")
+    import dask
+
+    if scheduler and scheduler_file:
+        raise UsageError("--scheduler and --scheduler-file name the same thing: give one")
+    address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or dask.config.get("scheduler-address", None)
+    try:
+        if scheduler_file:
+            if not os.path.isfile(scheduler_file):
+                raise UsageError(f"--scheduler-file {scheduler_file}: no such file")
+            client = distributed.Client(scheduler_file=scheduler_file, timeout="30s")
+        elif address:
+            client = distributed.Client(address, timeout="30s")
+        else:
+            cluster = distributed.LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = distributed.Client(cluster)
+            client._profaudit_cluster = cluster  # closed with the client below
+    except OSError as exc:  # no scheduler listening there, or a timeout reaching it
+        raise UsageError(f"cannot reach the Dask scheduler {scheduler_file or address}: {exc}") from None
+    try:
+        yield client
+    finally:
+        cluster = getattr(client, "_profaudit_cluster", None)
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+@contextmanager
+def engine_executor(engine: str, scheduler: str | None = None, scheduler_file: str | None = None) -> Iterator:
+    """The executor an `--engine` option names: None for local (the library's own process pool)."""
+    if engine not in ENGINES:
+        raise UsageError(f"--engine {engine}: choose one of {', '.join(ENGINES)}")
+    if engine == "local":
+        if scheduler or scheduler_file:
+            raise UsageError("--scheduler and --scheduler-file go with --engine dask")
+        yield None
+        return
+    with dask_client(scheduler, scheduler_file) as client:
+        yield client.get_executor()
