@@ -71,6 +71,12 @@ class Finding:
     correction: "Interval | None" = None
     # The sides are not comparable (different dtype, device, time source ...): no speedup holds.
     non_comparable: bool = False
+    # How `correction` was obtained, in words ("median instead of the contaminated mean").
+    correction_note: str = ""
+    # The timing does not measure what the claim says (work escaping the timer, compile inside the
+    # timed region ...): without a `correction`, the measured ratio is not a supported speedup.
+    # None: decided by severity (a FAIL invalidates unless the rule judges only the claim).
+    invalidates: bool | None = None
 
     @property
     def triggered(self) -> bool:
@@ -90,6 +96,8 @@ class Finding:
             d["side"] = self.side
         if self.correction is not None:
             d["correction"] = self.correction.as_dict()
+            if self.correction_note:
+                d["correction_note"] = self.correction_note
         if self.non_comparable:
             d["non_comparable"] = True
         return d
@@ -111,6 +119,12 @@ class Rule:
     # parity cannot be verified is only partly verifiable), INCONCLUSIVE where the verdict itself
     # depends on the missing evidence, INFO otherwise.
     unknown_severity: ClassVar[Severity] = Severity.INFO
+    # The rule judges the claim against the recomputed numbers (statistic choice, interval), not
+    # the measurement: its FAIL does not make the recomputed speedup unsupported.
+    judges_claim_only: ClassVar[bool] = False
+    # The rule's problem is the timer (it missed or added host work): the per-call GPU time of
+    # both sides' traces is a valid correction.
+    trace_corrects: ClassVar[bool] = False
 
     CODE_RE: ClassVar[re.Pattern] = re.compile(r"^PA[1-5]\d\d$")
     NAME_RE: ClassVar[re.Pattern] = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
@@ -157,6 +171,8 @@ class Rule:
         correction: "Interval | None" = None,
         pitfalls: Iterable[str] | None = None,
         non_comparable: bool = False,
+        correction_note: str = "",
+        invalidates: bool | None = None,
         **evidence: Any,
     ) -> Finding:
         if severity > self.severity:
@@ -172,6 +188,8 @@ class Rule:
             side,
             correction,
             non_comparable and severity >= Severity.FAIL,
+            correction_note,
+            invalidates,
         )
 
     def cannot(self, missing: str, side: str | None = None, *, severity: Severity | None = None, **evidence: Any) -> Finding:

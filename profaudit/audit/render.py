@@ -60,13 +60,28 @@ def _claimed(report: AuditReport) -> str:
 def _supported(report: AuditReport) -> str:
     s = report.supported
     iv = s.interval
-    if iv is None or not math.isfinite(iv.estimate):
-        return f"none ({s.basis})"
+    if s.status == "not supported" or iv is None or not math.isfinite(iv.estimate):
+        text = f"not supported: {s.reason or s.basis}"
+        if not s.comparable:
+            text += " (the sides are not comparable, so no speedup claim holds)"
+        return text
     rng = f" [{iv.low:.3g}, {iv.high:.3g}] at {iv.confidence:.0%}" if math.isfinite(iv.low) and math.isfinite(iv.high) else " (no interval)"
     text = f"{iv.estimate:.3g}x{rng}, {s.basis}"
-    if not s.comparable:
-        text += "; the sides are not comparable, so no speedup claim holds"
+    if s.corrected_by:
+        text = "corrected: " + text
     return text
+
+
+def _corrections(report: AuditReport) -> list[str]:
+    """One line per correction behind the supported speedup."""
+    return list(report.supported.corrected_by)
+
+
+def _coverage(report: AuditReport) -> tuple[str, list[str]]:
+    cov = report.coverage
+    if cov is None:
+        return "", []
+    return cov.line, cov.assumptions
 
 
 def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
@@ -119,7 +134,7 @@ def _stats_lines(report: AuditReport) -> list[str]:
 
 def _groups(report: AuditReport) -> tuple[list[Finding], list[Finding], list[Finding]]:
     problems = report.problems
-    unknown = sorted((f for f in report.findings if f.status is Status.UNKNOWN and f.severity == Severity.INFO), key=lambda f: f.rule)
+    unknown = sorted((f for f in report.findings if f.status is Status.UNKNOWN), key=lambda f: f.rule)
     notes = sorted((f for f in report.findings if f.status is Status.FAIL and f.severity == Severity.INFO), key=lambda f: f.rule)
     passed = sorted((f for f in report.findings if f.status is Status.PASS), key=lambda f: f.rule)
     return problems, unknown + notes, passed
@@ -127,7 +142,7 @@ def _groups(report: AuditReport) -> tuple[list[Finding], list[Finding], list[Fin
 
 def _finding_label(f: Finding) -> str:
     if f.status is Status.UNKNOWN:
-        return "cannot check" if f.severity == Severity.INFO else f"{f.severity.label} (cannot check)"
+        return "cannot check"
     if f.status is Status.PASS:
         return "pass"
     return f.severity.label if f.severity > Severity.INFO else "note"
@@ -161,6 +176,11 @@ def print_text(report: AuditReport, console) -> None:
         console.print(Text(f"claim file: {report.claim.path}", style="dim"))
     console.print(Text(f"claimed speedup:   {_claimed(report)}"))
     console.print(Text(f"supported speedup: {_supported(report)}", style="bold"))
+    for c in _corrections(report):
+        console.print(Text(f"  corrected by {c}"))
+    cov_line, assumptions = _coverage(report)
+    if cov_line:
+        console.print(Text(f"coverage: {cov_line}"))
     if report.reasons:
         console.print(Text("why:", style="bold"))
         for r in report.reasons:
@@ -206,6 +226,10 @@ def print_text(report: AuditReport, console) -> None:
         console.print(t)
     if passed:
         console.print(Text("passed: " + ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green"))
+    if assumptions:
+        console.print(Text("assumptions (could not be checked):", style="bold"))
+        for a in assumptions:
+            console.print(Text(f"  - {a}", style="dim"))
     console.print(Text(f"{len(report.rules)} rules, {report.elapsed_s:.2f} s", style="dim"))
 
 
@@ -218,6 +242,11 @@ def _md(s: Any) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def _md_section(out: list[str], title: str, lines: list[str]) -> None:
+    if lines:
+        out.extend(["", f"### {title}", "", *lines])
+
+
 def render_markdown(report: AuditReport) -> str:
     out: list[str] = []
     out.append(f"## profaudit audit: **{report.verdict}** ({_VERDICT_MEANING[report.verdict]})")
@@ -226,6 +255,11 @@ def render_markdown(report: AuditReport) -> str:
         out.append(f"- **Claim:** {_md(report.claim.description)}")
     out.append(f"- **Claimed speedup:** {_md(_claimed(report))}")
     out.append(f"- **Supported speedup:** {_md(_supported(report))}")
+    for c in _corrections(report):
+        out.append(f"  - corrected by {_md(c)}")
+    cov_line, assumptions = _coverage(report)
+    if cov_line:
+        out.append(f"- **Coverage:** {_md(cov_line)}")
     if report.reasons:
         out.append("- **Why:**")
         for r in report.reasons:
@@ -258,17 +292,9 @@ def render_markdown(report: AuditReport) -> str:
         out.append("|---|---|---|---|")
         for f in problems:
             out.append(f"| {f.rule} `{f.name}` | {_finding_label(f)} | {', '.join(f.pitfalls)} | {_md(f.message)} |")
-    if info:
-        out.append("")
-        out.append("### Notes and checks without evidence")
-        out.append("")
-        for f in info:
-            out.append(f"- {f.rule} `{f.name}` ({_finding_label(f)}): {_md(f.message)}")
-    if passed:
-        out.append("")
-        out.append("### Passed")
-        out.append("")
-        out.append(", ".join(f"{f.rule} `{f.name}`" for f in passed))
+    _md_section(out, "Notes and checks without evidence", [f"- {f.rule} `{f.name}` ({_finding_label(f)}): {_md(f.message)}" for f in info])
+    _md_section(out, "Passed", [", ".join(f"{f.rule} `{f.name}`" for f in passed)] if passed else [])
+    _md_section(out, "Assumptions (could not be checked)", [f"- {_md(a)}" for a in assumptions])
     out.append("")
     return "\n".join(out)
 
@@ -303,6 +329,12 @@ def render_html(report: AuditReport) -> str:
     if report.claim.description:
         p.append(f"<p><b>Claim:</b> {_e(report.claim.description)}</p>")
     p.append(f"<p><b>Claimed speedup:</b> {_e(_claimed(report))}<br><b>Supported speedup:</b> {_e(_supported(report))}</p>")
+    corr = _corrections(report)
+    if corr:
+        p.append("<ul class=corrections>" + "".join(f"<li>corrected by {_e(c)}</li>" for c in corr) + "</ul>")
+    cov_line, assumptions = _coverage(report)
+    if cov_line:
+        p.append(f"<p><b>Coverage:</b> {_e(cov_line)}</p>")
     if report.reasons:
         p.append("<p><b>Why:</b></p><ul>" + "".join(f"<li>{_e(r)}</li>" for r in report.reasons) + "</ul>")
     p.append("<h2>Sides</h2><table><tr><th>side</th><th>label</th><th>typical time</th><th>samples</th><th>device</th><th>time source</th></tr>")
@@ -335,5 +367,7 @@ def render_html(report: AuditReport) -> str:
         p.append("<h2>Notes and checks without evidence</h2>" + finding_rows(info))
     if passed:
         p.append("<h2>Passed</h2>" + finding_rows(passed))
+    if assumptions:
+        p.append("<h2>Assumptions (could not be checked)</h2><ul>" + "".join(f"<li>{_e(a)}</li>" for a in assumptions) + "</ul>")
     p.append(f"<p class=dim>profaudit, {len(report.rules)} rules, {report.elapsed_s:.2f} s</p></body></html>\n")
     return "".join(p)

@@ -2,16 +2,20 @@
 
 Conventions (FAIRNESS.md): FAIL when the claim is invalid or inflated, or the sides are not
 comparable; INCONCLUSIVE when the evidence cannot decide; WARN when the claim may survive but is
-misleading or partly unverifiable; PASS otherwise. The verdict is the most severe finding: a
-rule that found a problem counts with its severity, a rule that could not check counts with its
-"cannot check" severity (WARN for the facts that decide comparability, INCONCLUSIVE where the
-verdict itself depends on the missing evidence, INFO otherwise).
+misleading; PASS otherwise. The verdict is the most severe problem a rule found. A rule that
+could not check raises nothing: the report's coverage line says how many rules could check and
+what stays unverified, with the assumptions a reviewer takes on for the rest.
+
+The supported speedup follows the findings: the recomputed ratio, a corrected one naming every
+correction, or "not supported" with the reason (never the raw ratio after a FAIL).
 """
 
 from __future__ import annotations
 
 import math
 import time
+
+import numpy as np
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -27,18 +31,48 @@ REPORT_VERSION = 1
 _SPACE = {"time": "time", "cycles": "cycle"}
 
 
+class Corrections(list):
+    """The corrections behind a supported speedup, one entry per finding: "PA403: median instead
+    of the contaminated mean". Membership also answers by rule code (`"PA403" in corrected_by`)."""
+
+    def __contains__(self, item) -> bool:
+        return list.__contains__(self, item) or any(str(e).split(":", 1)[0] == item for e in self)
+
+    @property
+    def rules(self) -> list[str]:
+        return [str(e).split(":", 1)[0] for e in self]
+
+
 @dataclass
 class SupportedSpeedup:
-    """The speedup the evidence supports, with its interval, and why it is stated this way."""
+    """The speedup the evidence supports, with its interval, and why it is stated this way.
+
+    `status` is "recomputed" (the measured ratio, nothing to correct), "corrected" (a finding
+    invalidated or inflated the measured ratio; `corrected_by` names every correction) or
+    "not supported" (no correction is possible; `reason` says why and `interval` is None)."""
 
     interval: Interval | None
     comparable: bool
     basis: str  # e.g. "median of steady-state samples in cycle space"
-    corrected_by: list[str] = field(default_factory=list)  # rule codes whose correction applied
+    corrected_by: list[str] = field(default_factory=Corrections)
+    supported: bool = True
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.corrected_by, Corrections):
+            self.corrected_by = Corrections(self.corrected_by)
+
+    @property
+    def status(self) -> str:
+        if not self.supported or self.interval is None:
+            return "not supported"
+        return "corrected" if self.corrected_by else "recomputed"
 
     def as_dict(self) -> dict:
         iv = self.interval
         d = {
+            "status": self.status,
+            "supported": self.supported and iv is not None,
             "estimate": _num(iv.estimate) if iv else None,
             "low": _num(iv.low) if iv else None,
             "high": _num(iv.high) if iv else None,
@@ -48,9 +82,29 @@ class SupportedSpeedup:
             "method": iv.method if iv else None,
             "comparable": self.comparable,
             "basis": self.basis,
-            "corrected_by": self.corrected_by,
+            "corrected_by": list(self.corrected_by),
+            "reason": self.reason or None,
         }
         return d
+
+
+@dataclass
+class Coverage:
+    """Which rules could check, and what the reviewer takes on trust for the others."""
+
+    checked: list[str]
+    unverified: list[str]  # rule codes that could not check
+    topics: list[str]  # what those rules would have verified, in words
+    assumptions: list[str]  # one line per unverified rule: what is assumed and why
+
+    @property
+    def line(self) -> str:
+        n = len(self.checked) + len(self.unverified)
+        text = f"{len(self.checked)} of {n} rules could check"
+        return text + (f"; unverified: {', '.join(self.topics)}" if self.topics else "")
+
+    def as_dict(self) -> dict:
+        return {"line": self.line, "checked": self.checked, "unverified": self.unverified, "unverified_topics": self.topics, "assumptions": self.assumptions}
 
 
 @dataclass
@@ -63,6 +117,7 @@ class AuditReport:
     rules: list[str]
     reasons: list[str]
     elapsed_s: float = 0.0
+    coverage: Coverage | None = None
 
     @property
     def comparison(self) -> Comparison:
@@ -82,8 +137,8 @@ class AuditReport:
 
     @property
     def problems(self) -> list[Finding]:
-        """Triggered findings and decisive unknowns, most severe first."""
-        out = [f for f in self.findings if (f.status is Status.FAIL) or (f.status is Status.UNKNOWN and f.severity > Severity.INFO)]
+        """Triggered findings above INFO, most severe first ("cannot check" is coverage, not a problem)."""
+        out = [f for f in self.findings if f.status is Status.FAIL and f.severity > Severity.INFO]
         return sorted(out, key=lambda f: (-int(f.severity), f.rule))
 
     def side_summary(self) -> dict:
@@ -115,6 +170,7 @@ class AuditReport:
             "claimed_speedup": self.claim.speedup,
             "claimed_statistic": self.claim.statistic.name if self.claim.statistic else None,
             "supported_speedup": self.supported.as_dict(),
+            "coverage": self.coverage.as_dict() if self.coverage else None,
             "speedups": {k: v.as_dict() for k, v in cmp.intervals.items()},
             "comparison": cmp.as_dict(),
             "sides": self.side_summary(),
@@ -149,33 +205,133 @@ def run_rules(ev: Evidence, rules: Iterable[Rule]) -> list[Finding]:
 
 
 def decide(findings: list[Finding]) -> tuple[str, list[str]]:
+    """The most severe problem a rule found. "Cannot check" never raises the verdict: what a rule
+    could not verify is listed as coverage and assumptions, not held against the claim."""
     worst = Severity.INFO
     for f in findings:
-        if f.status is Status.PASS:
+        if f.status is not Status.FAIL:
             continue
         worst = max(worst, f.severity)
     verdict = _BY_SEVERITY[worst]
-    reasons = [f"{f.rule} {f.name}: {f.message}" for f in sorted(findings, key=lambda f: (-int(f.severity), f.rule)) if f.status is not Status.PASS and f.severity == worst and worst > Severity.INFO]
+    reasons = [f"{f.rule} {f.name}: {f.message}" for f in sorted(findings, key=lambda f: (-int(f.severity), f.rule)) if f.status is Status.FAIL and f.severity == worst and worst > Severity.INFO]
     return verdict, reasons
 
 
+# What each rule verifies, for the coverage line ("unverified: clocks, workload").
+TOPICS = {
+    "PA101": "warm-up", "PA102": "compile/autotune in the timed region", "PA103": "timer synchronisation",
+    "PA104": "batched or skipped calls", "PA105": "timer against kernel time", "PA106": "time sources",
+    "PA107": "work on other streams", "PA108": "metadata consistency", "PA109": "timer against wall clock",
+    "PA201": "device", "PA202": "versions", "PA203": "throttling", "PA204": "clocks", "PA205": "drift",
+    "PA206": "power limit", "PA207": "contention", "PA208": "host governor", "PA209": "cache control",
+    "PA301": "precision", "PA302": "workload", "PA303": "execution mode", "PA304": "correctness",
+    "PA305": "cached results", "PA306": "baseline strength", "PA401": "sample count", "PA402": "noise",
+    "PA403": "outliers", "PA404": "statistic", "PA405": "tail statistic", "PA406": "significance",
+    "PA407": "claim against the interval", "PA408": "run-to-run variation", "PA501": "physical limits",
+    "PA502": "hot cache", "PA503": "launch overhead",
+}
+
+
+def coverage(findings: list[Finding], rules: list[str]) -> Coverage:
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    checked, unverified, topics, assumptions = [], [], [], []
+    for code in rules:
+        fs = by_rule.get(code, [])
+        if fs and all(f.status is Status.UNKNOWN for f in fs):
+            unverified.append(code)
+            topic = TOPICS.get(code, fs[0].name)
+            if topic not in topics:
+                topics.append(topic)
+            for f in fs:
+                assumptions.append(f"{code} {topic}: {f.message.removeprefix('cannot check: ')}")
+        else:
+            checked.append(code)
+    return Coverage(checked, unverified, topics, assumptions)
+
+
+def _correction_note(f: Finding) -> str:
+    if f.correction_note:
+        return f.correction_note
+    iv = f.correction
+    return f"{iv.statistic} of steady-state samples in {_SPACE.get(iv.space, iv.space)} space"
+
+
+def _invalidates(f: Finding) -> bool:
+    from profaudit.audit.rules import BY_CODE
+
+    if f.invalidates is not None:
+        return f.invalidates
+    rule = BY_CODE.get(f.rule)
+    return f.severity is Severity.FAIL and not (rule is not None and rule.judges_claim_only)
+
+
 def supported_speedup(ev: Evidence, findings: list[Finding]) -> SupportedSpeedup:
+    """The measured speedup, corrected by every finding that vouches for a correction, or "not
+    supported" when a finding invalidates the timing and nothing corrects it.
+
+    A finding that invalidates the timing without a correction of its own (work escaping the
+    timer, a timer below kernel time, compile inside the timed region ...) is corrected, where
+    its rule allows, by the per-call GPU time of both sides' traces; otherwise the speedup is not
+    supported. A FAIL never leaves the raw ratio standing as the supported speedup."""
+    from profaudit.audit.rules import BY_CODE
+
     cmp = ev.comparison
-    comparable = not any(f.non_comparable for f in findings)
+    def traceable(f: Finding) -> bool:
+        return bool(getattr(BY_CODE.get(f.rule), "trace_corrects", False))
+
+    blocking = [f for f in findings if f.non_comparable and not traceable(f)]
+    if blocking:
+        why = "; ".join(f"{f.rule} {f.name}: {f.message}" for f in sorted(blocking, key=lambda f: f.rule))
+        return SupportedSpeedup(None, False, "not supported: the sides are not comparable", supported=False, reason=why)
+    triggered = [f for f in findings if f.status is Status.FAIL and f.severity >= Severity.WARN]
+    fixes = [f for f in triggered if f.correction is not None and math.isfinite(f.correction.estimate) and f.correction.estimate > 0]
+    broken = [f for f in triggered if (f.correction is None and _invalidates(f)) or f.non_comparable]
+    if broken:
+        fixable = all(traceable(f) for f in broken)
+        tr = trace_speedup(ev) if fixable else None
+        if tr is None:
+            why = "; ".join(f"{f.rule} {f.name}: {f.message}" for f in sorted(broken, key=lambda f: f.rule))
+            if fixable:
+                why += " (no trace of both sides gives the per-call GPU time to correct it)"
+            return SupportedSpeedup(None, True, "not supported: the timing is invalid", supported=False, reason=why)
+        iv, note = tr
+        by = [f"{f.rule}: {note}" for f in sorted(broken, key=lambda f: f.rule)]
+        return SupportedSpeedup(iv, True, f"{iv.statistic} per-call GPU time from the traces ({note})", Corrections(by))
     if not cmp.available or cmp.primary_interval is None:
-        return SupportedSpeedup(None, comparable, cmp.reason or "no recomputable speedup")
+        return SupportedSpeedup(None, True, cmp.reason or "no recomputable speedup", supported=False, reason=cmp.reason or "no recomputable speedup")
     base = cmp.primary_interval
     basis = f"{base.statistic} of steady-state samples in {_SPACE[cmp.space]} space" if cmp.mode == "samples" else f"reported {base.statistic} values"
-    chosen, by = base, []
-    for f in findings:
-        if f.status is Status.FAIL and f.severity >= Severity.WARN and f.correction is not None and f.correction.finite:
-            if f.correction.estimate < chosen.estimate * (1 - 1e-9):
-                chosen, by = f.correction, [f.rule]
-            elif f.correction is chosen or (f.correction.estimate == chosen.estimate and f.correction.statistic == chosen.statistic):
-                by.append(f.rule)
-    if chosen is not base:
-        basis = f"{chosen.statistic} in {_SPACE.get(chosen.space, chosen.space)} space, corrected by {', '.join(by)}"
-    return SupportedSpeedup(chosen, comparable, basis, by if chosen is not base else [])
+    if not fixes:
+        return SupportedSpeedup(base, True, basis)
+    # The most conservative correction stands; every finding whose correction it equals or
+    # already includes (a lower estimate covers a smaller inflation) is named.
+    chosen = min(fixes, key=lambda f: f.correction.estimate).correction
+    by = [f"{f.rule}: {_correction_note(f)}" for f in sorted(fixes, key=lambda f: f.rule)]
+    basis = f"{chosen.statistic} in {_SPACE.get(chosen.space, chosen.space)} space, corrected by {', '.join(Corrections(by).rules)}"
+    return SupportedSpeedup(chosen, True, basis, Corrections(by))
+
+
+def trace_speedup(ev: Evidence) -> tuple[Interval, str] | None:
+    """Baseline / candidate of the median per-call GPU time in the attached traces, or None."""
+    from profaudit.audit import stats as st
+    from profaudit.audit.speedup import intervals
+    from profaudit.audit.trace import call_times
+
+    tb, tc = call_times(ev.baseline), call_times(ev.candidate)
+    if tb is None or tc is None or not (tb.median > 0 and tc.median > 0):
+        return None
+    note = "per-call GPU time from the traces: union of kernel intervals over streams, median over calls (one-time costs excluded)"
+    if tb.n >= 3 and tc.n >= 3:
+        sets = (st.SampleSet(tb.values), st.SampleSet(tc.values))
+        ivs, _, _ = intervals(sets, [st.MEDIAN], st.DEFAULT_RESAMPLES, np.random.SeedSequence(st.DEFAULT_SEED).spawn(2), ev.confidence, "time")
+        iv = ivs["median"]
+        iv = Interval(iv.estimate, iv.low, iv.high, iv.confidence, "median", "time", "bootstrap of per-call GPU times from the traces", tb.n, tc.n, iv.resamples)
+    else:
+        est = tb.median / tc.median
+        iv = Interval(est, math.nan, math.nan, ev.confidence, "median" if tb.n > 1 else "mean", "time", "per-call GPU time from the traces (no interval)", tb.n, tc.n, 0)
+    return iv, note
 
 
 def audit_evidence(ev: Evidence, rules: list[Rule]) -> AuditReport:
@@ -183,4 +339,5 @@ def audit_evidence(ev: Evidence, rules: list[Rule]) -> AuditReport:
     findings = run_rules(ev, rules)
     verdict, reasons = decide(findings)
     sup = supported_speedup(ev, findings)
-    return AuditReport(verdict, ev.claim, ev, findings, sup, [r.code for r in rules], reasons, time.perf_counter() - t0)
+    codes = [r.code for r in rules]
+    return AuditReport(verdict, ev.claim, ev, findings, sup, codes, reasons, time.perf_counter() - t0, coverage(findings, codes))

@@ -78,7 +78,7 @@ class WarmupInTimedRegion(Rule):
                             Severity.FAIL,
                             f"the claimed {fx(claimed)} matches the {stat.name} speedup with the warm-up head ({fx(with_head)}); on steady-state samples it is {steady_iv.describe()}",
                             "baseline",
-                            correction=correction,
+                            correction=correction, correction_note="steady state: the warm-up head removed from every run",
                             **ev_,
                         )
                     ]
@@ -87,7 +87,7 @@ class WarmupInTimedRegion(Rule):
                     Severity.WARN,
                     f"warm-up head in the {who} log inflates the {stat.name} speedup by {pct(inflation - 1)} ({fx(with_head)} with it, {fx(steady_iv.estimate)} without); the recomputation uses steady-state samples",
                     "baseline",
-                    correction=correction,
+                    correction=correction, correction_note="steady state: the warm-up head removed from every run",
                     **ev_,
                 )
             ]

@@ -8,15 +8,8 @@ import polars as pl
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import fmt_time, pct
+from profaudit.audit.trace import ONE_TIME
 
-# API calls and annotations that mean one-time work: module loading, JIT compilation, autotuning,
-# allocator growth.
-ONE_TIME = re.compile(
-    r"cuModuleLoad|cuLibraryLoad|cuModuleGetFunction|cuLinkComplete|nvrtc|ptxas|nvJitLink|"
-    r"triton.*compil|autotun|torch\._dynamo|torch\._inductor|compile_fx|Torch-Compiled Region|"
-    r"XlaCompile|xla.*compile|jit_compile|neuron.*compil|^cudaMalloc$|^cuMemAlloc|^cudaMallocAsync$",
-    re.IGNORECASE,
-)
 _JIT_FRAMEWORKS = re.compile(r"jax|xla|triton|neuron|tensorflow|tf\.function|numba|cupy", re.IGNORECASE)
 
 
@@ -40,6 +33,7 @@ class CompileInTimedRegion(Rule):
     code = "PA102"
     name = "compile-in-timed-region"
     severity = Severity.FAIL
+    trace_corrects = True
     pitfalls = ("P1",)
     needs = ("an attached trace with API ranges and meta.timed_range", "or meta compile_mode / framework with warmup_iterations")
 

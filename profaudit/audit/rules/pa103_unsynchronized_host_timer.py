@@ -41,6 +41,7 @@ class UnsynchronizedHostTimer(Rule):
     code = "PA103"
     name = "unsynchronized-host-timer"
     severity = Severity.FAIL
+    trace_corrects = True
     pitfalls = ("P6",)
     needs = ("meta time_source and synchronized per side", "or a trace with the timed NVTX range (meta.timed_range)", "or a size sweep of the benchmark in its log")
 

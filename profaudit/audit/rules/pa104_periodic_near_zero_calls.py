@@ -25,6 +25,7 @@ class PeriodicNearZeroCalls(Rule):
     code = "PA104"
     name = "periodic-near-zero-calls"
     severity = Severity.FAIL
+    trace_corrects = True
     pitfalls = ("P7",)
     needs = ("per-iteration times (in execution order)",)
 
@@ -43,7 +44,7 @@ class PeriodicNearZeroCalls(Rule):
             msg = f"the {se.role} log has one heavy call every {p.period} calls and near-zero calls between ({p.light_to_heavy:.2g}x the heavy time, {100 * (1 - p.heavy_fraction):.0f}% of calls): work is batched, deferred or skipped"
             if se.role == "candidate" and robust_claim:
                 mean_iv = ev.comparison.intervals.get("mean") if ev.comparison.available else None
-                out.append(self.flag(Severity.FAIL, msg + f"; a {stat.name if stat else 'median'} reports a near-zero call (mean ratio: {fx(mean_iv.estimate) if mean_iv else 'n/a'})", se.role, correction=mean_iv, **evid))
+                out.append(self.flag(Severity.FAIL, msg + f"; a {stat.name if stat else 'median'} reports a near-zero call (mean ratio: {fx(mean_iv.estimate) if mean_iv else 'n/a'})", se.role, correction=mean_iv, correction_note="mean: the batched work spread over the calls it serves", **evid))
             else:
                 out.append(self.flag(Severity.WARN, msg, se.role, **evid))
         if out:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import clock_state, fmt_time, time_family
+from profaudit.audit.trace import call_times
 
 # ncu adds 0.5-2 us of timestamp placement and flushes caches between passes (FAIRNESS P5).
 NCU_SLACK_NS = 2_000.0
@@ -28,6 +29,7 @@ class TimedBelowKernelTime(Rule):
     code = "PA105"
     name = "timed-below-kernel-time"
     severity = Severity.FAIL
+    trace_corrects = True
     pitfalls = ("P7", "P5")
     needs = ("per-call times", "an attached ncu report or trace with kernel durations")
 
@@ -56,7 +58,10 @@ class TimedBelowKernelTime(Rule):
     @staticmethod
     def _side(se: SideEvidence):
         t = se.typical_time_ns()
-        kt, how = se.kernel_time_per_call_ns()
+        ct = call_times(se)
+        # a call costs the union of its kernels' intervals: kernels that overlap on two streams
+        # cost their span, so a timer reading the span is right, not short
+        kt, how = (ct.median, "median per call of the " + ct.how) if ct is not None and ct.median > 0 else se.kernel_time_per_call_ns()
         if t is None or kt is None:
             return None
         ksrc = str(se.get("kernel_source", "") or "").lower()

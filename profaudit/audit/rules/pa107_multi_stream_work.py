@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import pct, time_family
+from profaudit.audit.trace import call_times
 
 
 class MultiStreamWork(Rule):
@@ -16,7 +18,10 @@ class MultiStreamWork(Rule):
 
     Why it matters: work submitted to a side stream, or by a helper thread, is invisible to
     events recorded on the default stream (KernelBench non_default_stream_kernel.py; the
-    deep-reinforce "stream injection" hack). Traces, ncu and a device-wide synchronise cover all
+    deep-reinforce "stream injection" hack). When the trace has per-call ranges and the timed
+    time per call covers the span of the call's kernels on every stream (the union of their
+    intervals) where the other streams extend that span beyond the main stream's, the side
+    stream was waited for and nothing escaped. Traces, ncu and a device-wide synchronise cover all
     streams; events do not.
 
     Example: the candidate's trace shows 30 % of kernel time on stream 14 while it is timed with
@@ -37,6 +42,13 @@ class MultiStreamWork(Rule):
                 continue
             checked.append(se.role)
             fam = time_family(se.get("time_source"))
+            ct, t = call_times(se), se.typical_time_ns()
+            if ct is not None and t is not None and ct.median > 0 and ct.main_stream_ns is not None:
+                res["traced_gpu_ns_per_call"] = ct.median
+                # Proof that the timer waited for the other streams: their kernels extend the
+                # call's span beyond the main stream's, and the timed time covers that span.
+                if ct.median > 1.02 * float(np.median(ct.main_stream_ns)) and t >= 0.9 * ct.median:
+                    continue
             if res["off_stream_share"] > 0.05 and fam in ("events", None):
                 out.append(self.flag(Severity.WARN, f"{pct(res['off_stream_share'])} of the {se.role}'s kernel time runs on streams other than stream {res['main_stream']} while it is timed with {se.get('time_source') or 'an unrecorded time source'}: work may escape the timer", se.role, **res))
         if out:

@@ -33,6 +33,7 @@ class TimesExceedWallClock(Rule):
     code = "PA109"
     name = "times-exceed-wall-clock"
     severity = Severity.FAIL
+    trace_corrects = True
     pitfalls = ("P7",)
     needs = ("per-iteration times with a per-iteration timestamp (timestamp_ns)",)
 

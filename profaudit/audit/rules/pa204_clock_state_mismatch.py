@@ -41,7 +41,7 @@ class ClockStateMismatch(Rule):
             evid = {"clock_baseline_mhz": fb, "clock_candidate_mhz": fc, "time_speedup": t_iv, "cycle_speedup": c_iv, "clock_control_baseline": cb, "clock_control_candidate": cc}
             diff = fb / fc - 1 if fb and fc else 0.0
             if c_iv.estimate < 0.95 * t_iv.estimate:
-                return [self.flag(Severity.FAIL, f"the baseline ran at {fb:.0f} MHz and the candidate at {fc:.0f} MHz ({pct(-diff)} faster clock): {fx(t_iv.estimate)} in time is {fx(c_iv.estimate)} in cycles", "both", correction=c_iv, **evid)]
+                return [self.flag(Severity.FAIL, f"the baseline ran at {fb:.0f} MHz and the candidate at {fc:.0f} MHz ({pct(-diff)} faster clock): {fx(t_iv.estimate)} in time is {fx(c_iv.estimate)} in cycles", "both", correction=c_iv, correction_note="cycle space (time x SM clock) for the clock difference", **evid)]
             if c_iv.estimate > 1.05 * t_iv.estimate:
                 return [self.flag(Severity.WARN, f"the candidate ran at a lower clock ({fc:.0f} vs {fb:.0f} MHz): {fx(t_iv.estimate)} in time is {fx(c_iv.estimate)} in cycles", "both", **evid)]
             if abs(diff) > 0.03:

@@ -87,7 +87,7 @@ class GpuContention(Rule):
             Severity.FAIL,
             f"contention on the baseline only raises its {stat.name}: the {stat.name} speedup {fx(mean_iv.estimate)} is {pct(inflation - 1)} above the median speedup {fx(med_iv.estimate)}",
             "baseline",
-            correction=med_iv,
+            correction=med_iv, correction_note="median instead of the contention-inflated mean",
             mean_speedup=mean_iv,
             median_speedup=med_iv,
             inflation=inflation,

@@ -63,9 +63,9 @@ class OneSidedOutliers(Rule):
             return [self.flag(Severity.INFO, msg + f"; the claimed {stat.name} is robust to them", side, **evid)]
         moved = inflation if side == "baseline" else 1 / inflation
         if moved > 1.10 and stat is not None:
-            return [self.flag(Severity.FAIL, msg + f": they move the mean speedup to {fx(mean_iv.estimate)} against {fx(med_iv.estimate)} for the median ({pct(inflation - 1)})", side, correction=med_iv, **evid)]
+            return [self.flag(Severity.FAIL, msg + f": they move the mean speedup to {fx(mean_iv.estimate)} against {fx(med_iv.estimate)} for the median ({pct(inflation - 1)})", side, correction=med_iv, correction_note="median instead of the outlier-contaminated mean", **evid)]
         if abs(inflation - 1) > 0.02:
-            return [self.flag(Severity.WARN, msg + f": mean speedup {fx(mean_iv.estimate)} against median {fx(med_iv.estimate)}", side, correction=med_iv if moved > 1 else None, **evid)]
+            return [self.flag(Severity.WARN, msg + f": mean speedup {fx(mean_iv.estimate)} against median {fx(med_iv.estimate)}", side, correction=med_iv if moved > 1 else None, correction_note="median instead of the outlier-contaminated mean", **evid)]
         return [self.flag(Severity.INFO, msg + "; they barely move the mean ratio", side, **evid)]
 
 

@@ -34,6 +34,7 @@ class MismatchedStatistics(Rule):
     code = "PA404"
     name = "mismatched-statistics"
     severity = Severity.FAIL
+    judges_claim_only = True
     pitfalls = ("P9",)
     needs = ("a claimed speedup", "samples or summaries of both sides")
 
@@ -68,13 +69,13 @@ class MismatchedStatistics(Rule):
             cross = []
         if stat is not None and not claimed_ok and not same and cross:
             (bs, cs), r = cross[0]
-            return out + [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} reproduces only as baseline {bs} / candidate {cs} ({fx(r)}), not with one statistic on both sides", "both", correction=cmp.primary_interval, **evid)]
+            return out + [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} reproduces only as baseline {bs} / candidate {cs} ({fx(r)}), not with one statistic on both sides", "both", correction=cmp.primary_interval, correction_note="one statistic on both sides", **evid)]
         if stat is None:
             if same:
                 out.append(self.flag(Severity.WARN, f"the claim does not say which statistic it uses; it matches the {', '.join(same)} ratio", "both", **evid))
             elif cross:
                 (bs, cs), r = cross[0]
-                out.append(self.flag(Severity.FAIL, f"the claim does not say which statistic it uses and reproduces only as baseline {bs} / candidate {cs} ({fx(r)})", "both", correction=cmp.primary_interval, **evid))
+                out.append(self.flag(Severity.FAIL, f"the claim does not say which statistic it uses and reproduces only as baseline {bs} / candidate {cs} ({fx(r)})", "both", correction=cmp.primary_interval, correction_note="one statistic on both sides", **evid))
             else:
                 out.append(self.flag(Severity.WARN, "the claim does not say which statistic it uses, and no statistic reproduces it", "both", **evid))
             return out

@@ -27,6 +27,7 @@ class ClaimOutsideInterval(Rule):
     code = "PA407"
     name = "claim-outside-interval"
     severity = Severity.FAIL
+    judges_claim_only = True
     pitfalls = ("P10",)
     needs = ("a claimed speedup", "samples or summaries of both sides")
 
@@ -59,7 +60,7 @@ class ClaimOutsideInterval(Rule):
         evid = {"claimed": claimed, "interval": iv, "tolerance": tol, "noise_threshold": noise}
         support = cmp.primary_interval if cmp.primary_interval is not None else iv
         if claimed > hi:
-            return [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} is above the recomputed {iv.describe()}: the evidence supports {support.describe()}", "both", correction=support, **evid)]
+            return [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} is above the recomputed {iv.describe()}: the evidence supports {support.describe()}", "both", correction=support, correction_note="the interval the evidence supports", **evid)]
         return [self.flag(Severity.WARN, f"the claimed {fx(claimed)} is below the recomputed {iv.describe()}: the evidence supports more than claimed; check how the claim was computed", "both", **evid)]
 
 

@@ -1,0 +1,285 @@
+"""What the attached traces (nsys SQLite, Kineto/Chrome JSON, rocprof ...) show about a side.
+
+The audit reads the parsed `kernels` and `ranges` tables, so every trace format that fills them
+is read the same way:
+
+- `call_times(se)`: the GPU time one timed call really costs, per call: the union of the kernel
+  intervals the call launched, over all streams (two kernels that overlap on two streams cost
+  their span, not their sum), including kernels launched by other threads or on other streams
+  while the call ran (work a per-stream timer misses).
+- `one_time_work(se)`: module loads, JIT compilation, autotuning and allocations inside the
+  timed range, per call.
+- `graph_launches(se)` / `kernel_launches(se)`: how the calls were launched (CUDA/HIP graphs or
+  kernel by kernel).
+- `reduced_precision_kernels(se)`: kernels whose names reveal tensor-core, TF32 or FP16 paths.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from profaudit.audit.evidence import SideEvidence
+
+# API calls and annotations that mean one-time work: module loading, JIT compilation, autotuning,
+# allocator growth (FAIRNESS P1: "cuModuleLoad, NVRTC/ptxas/compile activity ... or cudaMalloc
+# inside the timed NVTX range").
+ONE_TIME = re.compile(
+    r"cuModuleLoad|cuLibraryLoad|cuModuleGetFunction|cuLinkComplete|hipModuleLoad|hiprtc|nvrtc|ptxas|nvJitLink|"
+    r"triton.*compil|autotun|torch\._dynamo|torch\._inductor|compile_fx|Torch-Compiled Region|"
+    r"XlaCompile|xla.*compile|jit_compile|neuron.*compil|^cudaMalloc$|^cuMemAlloc|^cudaMallocAsync$|^hipMalloc$|^hipMallocAsync$|^hipExtMallocWithFlags$",
+    re.IGNORECASE,
+)
+GRAPH_LAUNCH = re.compile(r"^(cuda|cu|hip)GraphLaunch", re.IGNORECASE)
+KERNEL_LAUNCH = re.compile(r"^(cuda|cu|hip)(Launch(Cooperative)?Kernel|ModuleLaunchKernel|ExtLaunchKernel|LaunchKernelEx)|^hipExtModuleLaunchKernel", re.IGNORECASE)
+_API_KINDS = ("cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "hip_api", "runtime", "driver")
+
+# Kernel names that reveal a reduced-precision or tensor-core path (cuBLAS/cuDNN/CUTLASS naming):
+# TF32 (tf32, cutlass s1688/s16816 tensorop), FP16/BF16 (h884/h1688/h16816 gemm, hmma, f16, bf16,
+# half) and tensor-core MMA kernels (xmma, hmma, wgmma, gmma, tensorop).
+TF32_NAME = re.compile(r"tf32|tensorop_s\d{3,5}|_s1688|_s16816|s1688gemm|s16816gemm", re.IGNORECASE)
+HALF_NAME = re.compile(r"h\d{3,5}gemm|hmma|f16|bf16|half|bfloat16|e4m3|e5m2|fp8", re.IGNORECASE)
+TENSOR_CORE_NAME = re.compile(r"xmma|hmma|wgmma|gmma|tensorop|mma_sync|tensor_?core", re.IGNORECASE)
+# Strict FP32 kernel names (SIMT sgemm): a tensor-core name on a side that claims strict FP32 is
+# the evidence, an sgemm is the fair twin.
+MATMUL_NAME = re.compile(r"gemm|matmul|mm_|_mm\b|bmm|conv|implicit_?gemm|dgrad|wgrad|fprop|cublas|cudnn|cutlass", re.IGNORECASE)
+
+
+@dataclass
+class CallTimes:
+    """GPU time per timed call from a trace (ns), in call order, and how it was found."""
+
+    values: np.ndarray
+    how: str
+    summed_ns: np.ndarray | None = None  # sum of kernel durations per call (for the overlap note)
+    streams: int = 1
+    foreign_ns: float = 0.0  # kernel time on streams other than the main one, all calls
+    main_stream_ns: np.ndarray | None = None  # per call: union of the main stream's kernels only
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.values)) if self.values.size else float("nan")
+
+
+def union_ns(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Length of the union of the intervals [start, end): overlapping kernels count once."""
+    if starts.size == 0:
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order].astype(np.float64), ends[order].astype(np.float64)
+    run_end = np.maximum.accumulate(e)
+    opens = np.flatnonzero(np.r_[True, s[1:] > run_end[:-1]])
+    closes = np.r_[opens[1:] - 1, s.size - 1]
+    return float(np.maximum(run_end[closes] - s[opens], 0).sum())
+
+
+def _named_ranges(se: "SideEvidence", key: str) -> pl.DataFrame | None:
+    name = se.get(key)
+    if not name or se.ranges is None or se.ranges.height == 0:
+        return None
+    r = se.ranges.filter((pl.col("name") == str(name)) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    return r.sort("start_ns") if r.height else None
+
+
+def call_ranges(se: "SideEvidence") -> tuple[pl.DataFrame, str] | None:
+    """The NVTX ranges that each wrap one timed call (or one timing sample): `call_range`, else a
+    `timed_range` that occurs at least twice."""
+    for key in ("call_range", "timed_range"):
+        r = _named_ranges(se, key)
+        if r is not None and r.height >= 2:
+            return r, f"{r.height} NVTX ranges {se.get(key)!r}"
+    return None
+
+
+def _launch_times(se: "SideEvidence") -> dict[tuple[str, int], int]:
+    """(profile, correlation id) -> start of the host launch call, for kernels to be placed by the
+    time they were launched (a kernel queued behind earlier work starts after its call's range)."""
+    r = se.ranges
+    if r is None or r.height == 0 or "correlation_id" not in r.columns:
+        return {}
+    a = r.filter(pl.col("correlation_id").is_not_null() & pl.col("start_ns").is_not_null() & pl.col("kind").is_in(list(_API_KINDS)))
+    if a.height == 0:
+        return {}
+    a = a.unique(subset=["profile_id", "correlation_id"], keep="first", maintain_order=True)
+    return {(p, int(c)): int(s) for p, c, s in zip(a["profile_id"].to_list(), a["correlation_id"].to_list(), a["start_ns"].to_list())}
+
+
+def call_times(se: "SideEvidence") -> CallTimes | None:
+    """Per-call GPU time from the attached trace: each kernel is assigned to the call during which
+    it was launched (its launch API call's start, else its own start, between the start of one call
+    range and the start of the next), and a call costs the union of its kernels' intervals. With a
+    single timed range and `profiled_calls`, the one value is the union over the range / calls."""
+    if not se.has_kernels:
+        return None
+    k = se.kernels.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    if k.height == 0:
+        return None
+    cr = call_ranges(se)
+    if cr is None:
+        return _whole_range(se, k)
+    ranges, how = cr
+    launch = _launch_times(se)
+    values, summed, foreign, main_only = [], [], 0.0, []
+    streams = set()
+    for pid in ranges["profile_id"].unique(maintain_order=True).to_list():
+        rr = ranges.filter(pl.col("profile_id") == pid)
+        kk = k.filter(pl.col("profile_id") == pid)
+        ks, ke = kk["start_ns"].to_numpy().astype(np.int64), kk["end_ns"].to_numpy().astype(np.int64)
+        corr = kk["correlation_id"].to_list() if "correlation_id" in kk.columns else [None] * kk.height
+        anchor = np.array([launch.get((pid, int(c)), s) if c is not None else s for c, s in zip(corr, ks.tolist())], dtype=np.int64)
+        stream = kk["stream"].to_numpy() if "stream" in kk.columns else np.zeros(kk.height)
+        rs, re_ = rr["start_ns"].to_numpy().astype(np.int64), rr["end_ns"].to_numpy().astype(np.int64)
+        # a call owns what is launched from its start until the next call starts; the last call
+        # owns launches up to its end plus one typical gap (the checker after the loop is not a call)
+        gap = int(np.median(np.diff(rs))) if rs.size > 1 else 0
+        edges = np.r_[rs, max(int(re_[-1]), int(rs[-1]) + gap)]
+        idx = np.searchsorted(edges, anchor, side="right") - 1
+        main = None
+        if kk.height:
+            inside = (idx >= 0) & (idx < rs.size)
+            if inside.any():
+                vals, counts = np.unique(stream[inside], return_counts=True)
+                main = vals[np.argmax(counts)]
+        for i in range(rs.size):
+            m = idx == i
+            values.append(union_ns(ks[m], ke[m]))
+            summed.append(float((ke[m] - ks[m]).sum()))
+            if main is not None:
+                off = m & (stream != main)
+                foreign += float((ke[off] - ks[off]).sum())
+                on = m & (stream == main)
+                main_only.append(union_ns(ks[on], ke[on]))
+            else:
+                main_only.append(0.0)
+            streams.update(np.unique(stream[m]).tolist())
+    return CallTimes(np.asarray(values, dtype=np.float64), f"union of kernel intervals per call over all streams ({how})", np.asarray(summed), max(1, len(streams)), foreign, np.asarray(main_only))
+
+
+def _whole_range(se: "SideEvidence", k: pl.DataFrame) -> CallTimes | None:
+    calls, how = se.profiled_calls()
+    if not calls:
+        return None
+    r = _named_ranges(se, "timed_range")
+    if r is not None:
+        total = 0.0
+        for s, e in zip(r["start_ns"].to_list(), r["end_ns"].to_list()):
+            m = (k["start_ns"] >= s) & (k["start_ns"] < e)
+            kk = k.filter(m)
+            total += union_ns(kk["start_ns"].to_numpy(), kk["end_ns"].to_numpy())
+        where = f"inside the NVTX range {se.get('timed_range')!r}"
+    else:
+        total = union_ns(k["start_ns"].to_numpy(), k["end_ns"].to_numpy())
+        where = "over the whole trace"
+    return CallTimes(np.asarray([total / calls]), f"union of kernel intervals {where} / {how}")
+
+
+@dataclass
+class OneTime:
+    """One-time work (compile, module load, autotune, allocation) inside the timed range."""
+
+    total_ns: float
+    calls_hit: list[int] = field(default_factory=list)  # indices of call ranges that hold it
+    per_call_ns: np.ndarray | None = None  # host duration of each call range (ns)
+    one_time_per_call_ns: np.ndarray | None = None
+    timed_ns: float = 0.0
+    names: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def share(self) -> float:
+        return self.total_ns / self.timed_ns if self.timed_ns > 0 else 0.0
+
+
+def one_time_work(se: "SideEvidence") -> OneTime | None:
+    """API calls and annotations of one-time work inside the timed ranges; with per-call ranges,
+    which calls hold them (to recompute the claimed statistic without them)."""
+    timed = _named_ranges(se, "timed_range")
+    if timed is None:
+        return None
+    total = float((timed["end_ns"] - timed["start_ns"]).sum())
+    if total <= 0:
+        return None
+    ot = se.ranges.filter(pl.col("name").is_not_null() & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & pl.col("name").cast(pl.Utf8).str.contains("(?i)" + ONE_TIME.pattern))
+    res = OneTime(0.0, timed_ns=total)
+    cr = call_ranges(se)
+    if cr is not None:
+        rs, re_ = cr[0]["start_ns"].to_numpy().astype(np.float64), cr[0]["end_ns"].to_numpy().astype(np.float64)
+        res.per_call_ns = re_ - rs
+        res.one_time_per_call_ns = np.zeros(rs.size)
+    if ot.height == 0:
+        return res
+    s, e = ot["start_ns"].to_numpy().astype(np.float64), ot["end_ns"].to_numpy().astype(np.float64)
+    names = np.array(ot["name"].cast(pl.Utf8).to_list(), dtype=object)
+    for ts, te in zip(timed["start_ns"].to_list(), timed["end_ns"].to_list()):
+        m = (s >= ts) & (s < te)
+        if not m.any():
+            continue
+        res.total_ns += float((np.minimum(e[m], te) - s[m]).sum())
+        for n in names[m]:
+            res.names[n] = res.names.get(n, 0) + 1
+    if cr is not None:
+        for i, (a, b) in enumerate(zip(rs, re_)):
+            m = (s >= a) & (s < b)
+            if m.any():
+                res.one_time_per_call_ns[i] = float((np.minimum(e[m], b) - s[m]).sum())
+                res.calls_hit.append(i)
+    res.names = dict(sorted(res.names.items(), key=lambda kv: -kv[1])[:8])
+    return res
+
+
+def _api_names(se: "SideEvidence", pattern: re.Pattern) -> pl.DataFrame | None:
+    r = se.ranges
+    if r is None or r.height == 0:
+        return None
+    return r.filter(pl.col("name").is_not_null() & pl.col("name").cast(pl.Utf8).str.contains(pattern.pattern))
+
+
+def graph_launches(se: "SideEvidence") -> int | None:
+    """Graph launches (cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch) in the trace, or None
+    without API ranges to look at."""
+    g = _api_names(se, re.compile("(?i)" + GRAPH_LAUNCH.pattern))
+    return None if g is None else g.height
+
+
+def kernel_launches(se: "SideEvidence") -> int | None:
+    g = _api_names(se, re.compile("(?i)" + KERNEL_LAUNCH.pattern))
+    return None if g is None else g.height
+
+
+def has_api_ranges(se: "SideEvidence") -> bool:
+    r = se.ranges
+    return r is not None and r.height > 0 and r.filter(pl.col("kind").is_in(list(_API_KINDS))).height > 0
+
+
+def kernel_names(se: "SideEvidence") -> list[str]:
+    if not se.has_kernels:
+        return []
+    return [str(n) for n in se.kernels.select(pl.coalesce("name", "short_name")).to_series().drop_nulls().unique().to_list()]
+
+
+def reduced_precision_kernels(se: "SideEvidence") -> dict[str, list[str]]:
+    """Kernel names of the side that reveal a non-FP32 path, by what they reveal (tf32, fp16/bf16,
+    tensor cores)."""
+    out: dict[str, list[str]] = {}
+    for n in kernel_names(se):
+        if not (MATMUL_NAME.search(n) or TENSOR_CORE_NAME.search(n)):
+            continue  # an element-wise kernel's name says nothing about matmul precision
+        if HALF_NAME.search(n):
+            out.setdefault("FP16/BF16/FP8", []).append(n)
+        elif TF32_NAME.search(n):
+            out.setdefault("TF32", []).append(n)
+        elif TENSOR_CORE_NAME.search(n):
+            out.setdefault("tensor-core", []).append(n)
+    return {k: sorted(v)[:4] for k, v in out.items()}
+
+
+def matmul_kernels(se: "SideEvidence") -> list[str]:
+    return [n for n in kernel_names(se) if MATMUL_NAME.search(n)]
