@@ -38,6 +38,10 @@ def _us(ns: int) -> float:
     return round(ns / 1000.0, 3)
 
 
+def _whole_us(ns: int) -> int:
+    return int(round(ns / 1000.0)) * 1000
+
+
 def make_run(
     world_size: int = 4,
     steps: int = 3,
@@ -50,8 +54,12 @@ def make_run(
     compute_kernels_per_step: int = 6,
     dtype: str = "Float",
     seed: int = 0,
+    whole_us: bool = False,
 ) -> tuple[list[dict], Truth]:
+    """`whole_us=True` puts every time on whole microseconds, as Kineto wrote them before 2024 (and
+    as Holistic Trace Analysis rounds them), so that HTA's numbers can be compared exactly."""
     rng = np.random.default_rng(seed)
+    q = 1000 if whole_us else 1
     truth = Truth(late_rank=late_rank, late_ns=late_ns if late_rank is not None else 0)
     offsets = offsets_ns if offsets_ns is not None else {r: (r // ranks_per_host) * 3_000_000 + 1_000 * r for r in range(world_size)}
     truth.offsets_ns = {r: int(offsets.get(r, 0)) for r in range(world_size)}
@@ -63,7 +71,7 @@ def make_run(
     for s in range(steps):
         step_start = t
         # host side: identical programme on every rank; true times per rank differ by a small jitter
-        jitter = [int(rng.integers(0, 2_000)) for _ in range(world_size)]
+        jitter = [int(rng.integers(0, 2_000)) // q * q for _ in range(world_size)]
         step_end_true = 0
         call_plan = []
         for c in range(collectives_per_step):
@@ -76,7 +84,7 @@ def make_run(
             ks = [(g, g + 15_000, "memcpy")]
             g += 16_000
             for k in range(compute_kernels_per_step):
-                d = 30_000 + 5_000 * k + int(rng.integers(0, 1_000))
+                d = 30_000 + 5_000 * k + int(rng.integers(0, 1_000)) // q * q
                 ks.append((g, g + d, "compute"))
                 g += d + 1_000
             per_rank_kernels.append(ks)
@@ -90,7 +98,7 @@ def make_run(
                 arr = anchor + 2_000 + (late_ns if r == late_rank else 0)
                 arrivals.append(arr)
             nbytes = nelems * DTYPE_SIZE[dtype]
-            xfer = int(nbytes / 50.0)  # 50 bytes/ns = 50 GB/s algorithm bandwidth once all arrived
+            xfer = int(nbytes / 50.0) // q * q  # 50 bytes/ns = 50 GB/s algorithm bandwidth once all arrived
             end = max(arrivals) + xfer
             truth.calls.append({"step": s, "index": len(truth.calls), "nelems": nelems, "dtype": dtype, "end_true_ns": end,
                                 "last_rank": int(np.argmax(arrivals)), "arrivals": arrivals, "transfer_ns": xfer})
