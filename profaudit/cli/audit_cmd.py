@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
         ignore: Optional[str] = typer.Option(None, "--ignore", help="Skip rules whose code starts with these prefixes (PA5)."),
         fmt: str = typer.Option("text", "--format", "-f", help="Output format: text, markdown, html, json."),
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file (atomically)."),
+        sarif: Optional[Path] = typer.Option(None, "--sarif", help="Also write the findings as SARIF 2.1.0 to this file (CI code scanning)."),
+        summary: Optional[Path] = typer.Option(None, "--summary", help="Also write the Markdown report here and append it to $GITHUB_STEP_SUMMARY when set."),
     ) -> int:
         """Audit a speedup claim: is it supported, is the comparison fair, what speedup holds?
 
@@ -81,6 +83,10 @@ def register(app: typer.Typer) -> None:
             print_text(report, stdout_console())
         else:
             emit_text(render(report, fmt), output)
+        if sarif is not None or summary is not None:
+            from profaudit.compare.ci_report import audit_reports
+
+            audit_reports(report, sarif_path=sarif, summary=summary, artifacts=[str(claim)] if claim is not None else [*baseline, *candidate])
         return report.exit_code
 
     @app.command("rules")

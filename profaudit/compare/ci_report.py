@@ -192,3 +192,17 @@ def write_reports(gate: GateResult, *, junit: Path | None = None, sarif_path: Pa
         atomic_write_text(summary, md)
     append_step_summary(md)
     return md
+
+
+def audit_reports(report, *, sarif_path: Path | None = None, summary: Path | None = None, artifacts: Iterable[str] = ()) -> None:
+    """`profaudit audit --sarif/--summary`: the findings as SARIF; the Markdown report written to
+    `summary` and appended to the step summary."""
+    from profaudit.audit.render import render
+    from profaudit.dataset import atomic_write_text
+
+    if sarif_path is not None:
+        atomic_write_text(sarif_path, sarif(report.findings, artifacts))
+    if summary is not None:
+        md = render(report, "markdown")
+        atomic_write_text(summary, md)
+        append_step_summary(md)
