@@ -440,7 +440,7 @@ def timing_figures(series: Sequence[Series]):
 
 
 def series_rows(series: Sequence[Series]) -> tuple[list[str], list[list]]:
-    from profaudit.compare.render import fmt_ns
+    from profaudit.fmt import fmt_ns
 
     hdr = ["series", "samples", "warm-up (labelled / detected)", "steady median", "MAD", "drift over run [95%]", "drift significant", "throttled"]
     rows = []

@@ -13,6 +13,7 @@ from dash import html, no_update
 from dash.exceptions import PreventUpdate
 
 from profaudit.errors import ProfauditError
+from profaudit.fmt import fmt_num  # noqa: F401  (the one formatter, re-exported for the pages)
 
 log = logging.getLogger("profaudit.dashboards")
 
@@ -99,26 +100,6 @@ def _cell(v: Any) -> Any:
         return v
     s = str(v)
     return html.Div(s, className="long-text") if len(s) > LONG_TEXT else s
-
-
-def fmt_num(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if not math.isfinite(f):
-        return "—" if math.isnan(f) else str(f)
-    if f != 0 and (abs(f) >= 1e7 or abs(f) < 1e-3):
-        return f"{f:.4g}"
-    if f == int(f) and abs(f) < 1e7:
-        return f"{int(f):,}"
-    return f"{f:,.4g}" if abs(f) >= 1000 else f"{f:.4g}"
 
 
 def frame_rows(df: pl.DataFrame, columns: Sequence[str] | None = None) -> tuple[list[str], list[list[Any]]]:

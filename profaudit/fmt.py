@@ -73,7 +73,7 @@ def fmt_num(v: Any, signed: bool = False) -> str:
     f = float(v)
     a = abs(f)
     sign = "+" if signed else ""
-    if a >= 1e15 or (a != 0 and a < 1e-3):
+    if a >= 1e15 or (a != 0 and a < 1e-4):
         return f"{f:{sign}.3e}".replace("e+0", "e+").replace("e-0", "e-")
     if a >= 1e3:
         # one decimal: a non-integer must not look like an exact integer

@@ -144,16 +144,18 @@ def test_truncated_nvbench_csv_is_refused_not_loaded_in_part(tmp_path, cli):
     assert_one_line_error(cli("kernels", short, "-t", "samples"), "line 2 has 9 cells for 12 columns")
 
 
-def test_table_cells_show_whole_units_below_ten_million():
+def test_table_cells_exact_or_visibly_rounded():
     from profaudit.cli.common import _fmt_cell
 
     assert _fmt_cell(431648.0) == "431,648"
     assert _fmt_cell(5000.0) == "5,000"
     assert _fmt_cell(9_999_999.0) == "9,999,999"
-    assert _fmt_cell(1.7118304e7) == "1.712e+07"
+    assert _fmt_cell(1.7118304e7) == "17,118,304"  # an exact integer stays exact at any size
+    assert _fmt_cell(431648.5) == "431,648.5"  # not an integer: the decimal shows it
     assert _fmt_cell(103.83868) == "103.8"
     assert _fmt_cell(0.0004) == "0.0004"
     assert _fmt_cell(None) == "—"
+    assert _fmt_cell(134_243_200.0, "byte") == "134 MB" and _fmt_cell(1.44e9, "Hz") == "1.44 GHz"
 
 
 def test_underflowed_p_value_is_not_printed_as_zero(cli):

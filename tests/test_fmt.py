@@ -16,7 +16,8 @@ from profaudit import fmt
         (134_243_200.0, "134,243,200"),  # an exact integer stored as a double (ncu counters)
         (431_648.25, "431,648.2"),  # not exact: a decimal shows it
         (97.8125, "97.81"),
-        (0.000123, "1.230e-4"),
+        (0.000123, "0.000123"),
+        (0.0000123, "1.230e-5"),
         (None, "—"),
         (math.nan, "—"),
         (True, "True"),

@@ -6,13 +6,12 @@ each lies inside what it was given (see `profaudit.dashboards.access`)."""
 
 from __future__ import annotations
 
-import math
-
 from dash import Input, Output, State, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from profaudit.dashboards.ui import guarded, kv_table, message, option_label, page_header, pretty_json, severity_badge, state, table
 from profaudit.dashboards.uploads import register_upload_callbacks, upload_box
+from profaudit.fmt import MISSING, fmt_x
 
 NAME = "Audit"
 PATH = "/audit"
@@ -51,10 +50,6 @@ def layout(**_query):
     )
 
 
-def _x(v) -> str:
-    return "n/a" if v is None or not math.isfinite(v) else f"{v:.3g}x"
-
-
 def _interval(d: dict) -> str:
     est, lo, hi = d.get("estimate"), d.get("low"), d.get("high")
     if est is None:
@@ -65,14 +60,14 @@ def _interval(d: dict) -> str:
 
 
 def report_view(rep) -> html.Div:
-    from profaudit.compare.render import fmt_ns
+    from profaudit.fmt import fmt_ns
 
     d = rep.as_dict()
     verdict = d["verdict"]
     sup = d["supported_speedup"]
     kind = {"PASS": "ok", "WARN": "warn", "INCONCLUSIVE": "warn", "FAIL": "error"}.get(verdict, "info")
     head = html.Div([severity_badge(verdict.lower()), html.Span(f" {d.get('claim') or 'claim'}", className="claim-text")], className=f"verdict verdict-{verdict.lower()}", id="au-verdict")
-    claimed = "none (measured speedup only)" if d["claimed_speedup"] is None else f"{_x(d['claimed_speedup'])} ({d['claimed_statistic'] or 'statistic not stated'})"
+    claimed = "none (measured speedup only)" if d["claimed_speedup"] is None else f"{fmt_x(d['claimed_speedup'])} ({d['claimed_statistic'] or 'statistic not stated'})"
     supported = _interval(sup) + f" — {sup['basis']}"
     if sup.get("corrected_by"):
         supported += f" (corrected by {', '.join(sup['corrected_by'])})"
@@ -85,7 +80,7 @@ def report_view(rep) -> html.Div:
     out += [html.H3("Findings"), findings_table(rep)]
     cmp = d["comparison"]
     if cmp.get("intervals"):
-        rows = [[k, _x(v.get("estimate")), f"[{v['low']:.3g}, {v['high']:.3g}]" if v.get("low") is not None and v.get("high") is not None else "n/a", v.get("space"), v.get("method")] for k, v in cmp["intervals"].items()]
+        rows = [[k, fmt_x(v.get("estimate")), f"[{v['low']:.3g}, {v['high']:.3g}]" if v.get("low") is not None and v.get("high") is not None else MISSING, v.get("space"), v.get("method")] for k, v in cmp["intervals"].items()]
         out += [html.H3("Speedup by statistic"), table(["statistic", "speedup", "interval", "space", "method"], rows, id="au-speedups")]
     elif cmp.get("reason"):
         out.append(message(f"speedup not recomputed: {cmp['reason']}", "warn"))

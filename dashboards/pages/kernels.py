@@ -191,7 +191,7 @@ def _metrics_block(mk: pl.DataFrame) -> list:
 
 
 def _roofline_line(st, pid: str, kid) -> str | None:
-    from profaudit.compare.render import fmt_pct, fmt_si
+    from profaudit.fmt import fmt_pct, fmt_si
 
     try:
         rf = st.roofline(None, None, False)

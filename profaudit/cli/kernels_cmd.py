@@ -12,6 +12,11 @@ from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_fram
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid_size", "block_size", "registers_per_thread", "dram_bytes", "flops_total", "sm_clock_hz", "device_name"]
+# what a narrow terminal gives up first (last listed goes first); identity and time stay
+DROP_ORDER = {
+    "kernels": ["profile_id", "grid_size", "block_size", "dram_bytes", "flops_total", "registers_per_thread", "sm_clock_hz", "device_name"],
+    "samples": ["profile_id", "params", "run", "iteration", "statistic", "phase", "cache_state", "time_source"],
+}
 # the samples table has 20 columns; a terminal table of all of them is unreadable
 DEFAULT_SAMPLE_COLUMNS = ["profile_id", "benchmark", "variant", "params", "run", "iteration", "duration_ns", "statistic", "phase", "cache_state", "time_source"]
 # what --name matches in each table; metrics rows are kept by the name of the kernel they belong to
@@ -32,6 +37,7 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = typer.Option(None, "--device", help="Device name where the input does not say."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,
+        wide: bool = typer.Option(False, "--wide", "-w", help="Table format: every column and whole names, however wide (csv and json always have them)."),
     ) -> None:
         """Print or export the kernel table (one row per kernel execution), or any other table with --table."""
         from profaudit import schema
@@ -44,6 +50,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--name does not apply to the {table} table (it filters {', '.join(NAME_COLUMNS)})")
         ps = load_with_progress(paths, device=device, time_column=time_column, time_unit=time_unit)
         df = ps.table(table)
+        if df.is_empty():
+            _say_where_the_data_is(ps, table)
         if name:
             named = ps.kernels if table == "metrics" else df
             match = pl.any_horizontal([pl.col(c).str.contains(name) for c in NAME_COLUMNS[table]])
@@ -60,4 +68,19 @@ def register(app: typer.Typer) -> None:
             df = df.sort(sort, descending=True, nulls_last=True)
         defaults = {"kernels": DEFAULT_COLUMNS, "samples": DEFAULT_SAMPLE_COLUMNS}.get(table) if fmt is Format.table else None
         df = select_columns(df, columns, defaults, where=f"in {table}")
-        emit_frame(df, fmt, output, title=f"{table} ({df.height} rows)", limit=limit)
+        from profaudit.fmt import plural
+
+        emit_frame(df, fmt, output, title=f"{table} ({plural(df.height, 'row')})", limit=limit, wide=wide, drop_order=DROP_ORDER.get(table, ()) if columns is None else ())
+
+
+def _say_where_the_data_is(ps, table: str) -> None:
+    """An empty table is a correct answer (csv and json stay parseable); stderr says which tables
+    of these inputs do hold rows."""
+    from profaudit import schema
+    from profaudit.cli.common import stderr_console
+    from profaudit.fmt import plural
+
+    held = [(t, ps.table(t).height) for t in schema.DATA_TABLES if t != table and ps.table(t).height]
+    where = ", ".join(f"{plural(n, 'row')} in `-t {t}`" for t, n in held)
+    say = f"note: no {table} in these inputs" + (f"; they hold {where}" if held else "")
+    stderr_console().print(say, markup=False, highlight=False)
