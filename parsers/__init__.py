@@ -17,7 +17,7 @@ from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
 from profaudit.parsers import asv_results, pyperf_json
-from profaudit.parsers import chrome_trace, rocpd, rocprof_sdk
+from profaudit.parsers import chrome_trace, rocpd, rocprof_sdk, rocprofv3_csv
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
 REGISTRY: list[Parser] = [
@@ -37,6 +37,8 @@ REGISTRY: list[Parser] = [
     # legacy nvprof --csv logs, before nsys stats (an nvprof unified-memory table has `Total Time`):
     # its sniff needs nvprof's `==PID==` lines or its own quoted headers
     nvprof_csv.PARSER,
+    # rocprofv3 --output-format csv traces: its sniff needs their own header columns
+    rocprofv3_csv.PARSER,
     # before any generic CSV parser: its sniff looks for nsys stats' own headers and preamble
     nsys_stats_csv.PARSER,
     # timing logs: the tool-specific formats before the generic table, which claims any

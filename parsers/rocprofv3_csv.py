@@ -1,0 +1,283 @@
+"""rocprofv3 CSV output (`rocprofv3 --output-format csv`): one file per record kind, named
+`<prefix>kernel_trace.csv`, `hip_api_trace.csv`, `hsa_api_trace.csv`, `marker_api_trace.csv`,
+`memory_copy_trace.csv`, `counter_collection.csv`, with `agent_info.csv` beside them.
+
+Each file loads on its own (a folder of them loads as one profile per file, so nothing is counted
+twice); `agent_info.csv` beside it names the devices. Columns, as rocprofiler-sdk writes them:
+- kernel trace: Kind, Agent_Id, Queue_Id, Stream_Id, Thread_Id, Dispatch_Id, Kernel_Id,
+  Kernel_Name, Correlation_Id, Start_Timestamp, End_Timestamp, LDS_Block_Size, Scratch_Size,
+  VGPR_Count, Accum_VGPR_Count, SGPR_Count, Workgroup_Size_X/Y/Z, Grid_Size_X/Y/Z (older
+  releases lack Stream_Id). Grid sizes count work-items (HSA), so blocks are ceil(grid /
+  workgroup). LDS_Block_Size is the kernel symbol's static LDS rounded up to the allocation
+  granularity, not the dispatch's LDS, so it is kept as the metric `lds_block_size` and the
+  kernels' shared-memory columns stay null; Scratch_Size (the dispatch's private segment per
+  work-item), SGPR_Count, Dispatch_Id and Kernel_Id are metrics too (kind `launch`). Registers
+  per thread are VGPR_Count + Accum_VGPR_Count. A kernel's `nvtx_range` is the innermost marker
+  range around its launching HIP call when `marker_api_trace.csv` and `hip_api_trace.csv` with
+  the same prefix are beside it.
+- API and marker traces: Domain, Function, Process_Id, Thread_Id, Correlation_Id,
+  Start_Timestamp, End_Timestamp -> `ranges` (a marker range's Function is its message).
+- memory copies: Kind, Direction, [Stream_Id,] Source_Agent_Id, Destination_Agent_Id,
+  Correlation_Id, Start_Timestamp, End_Timestamp -> `transfers` (this CSV records no byte count).
+- counter collection: one row per dispatch and counter (Grid_Size and Workgroup_Size are the
+  total work-items and work-group size) -> one `kernels` row per dispatch and its counters as
+  `metrics` (kind `metric`).
+Agent ids are printed as the tool's agent index (`--agent-index`: absolute by default, the
+agent's node id); `device_id` keeps that number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from profaudit.errors import InputError
+from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
+from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
+
+I64, F64, STR = pl.Int64, pl.Float64, pl.String
+_KINDS = {
+    "kernel": {"Kind", "Agent_Id", "Queue_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Grid_Size_X", "Workgroup_Size_X"},
+    "counter": {"Correlation_Id", "Dispatch_Id", "Agent_Id", "Kernel_Name", "Counter_Name", "Counter_Value", "Start_Timestamp", "End_Timestamp"},
+    "copy": {"Kind", "Direction", "Source_Agent_Id", "Destination_Agent_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"},
+    "api": {"Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"},
+}
+_SUFFIXES = ("kernel_trace.csv", "counter_collection.csv", "memory_copy_trace.csv", "hip_api_trace.csv", "hsa_api_trace.csv",
+             "marker_api_trace.csv", "rccl_api_trace.csv", "scratch_memory_trace.csv", "memory_allocation_trace.csv")
+
+
+def _header(text: str) -> list[str]:
+    first = text.split("\n", 1)[0].strip("\r\ufeff")
+    try:
+        return next(csv.reader([first]))
+    except (csv.Error, StopIteration):
+        return []
+
+
+def _kind(cols) -> str | None:
+    have = set(cols)
+    for k, need in _KINDS.items():
+        if need <= have:
+            return k
+    return None
+
+
+def _agent_no(col: str) -> pl.Expr:
+    """"Agent 4" or "4" -> 4."""
+    return pl.col(col).str.extract(r"(\d+)", 1).cast(I64, strict=False)
+
+
+def _prefix(path: Path) -> str:
+    n = path.name
+    for s in _SUFFIXES:
+        if n.endswith(s):
+            return n[: -len(s)]
+    return n[: -len(".csv")] + "_" if n.endswith(".csv") else n
+
+
+class Rocprofv3CsvParser:
+    name = "rocprofv3-csv"
+    source = "rocprof"
+    suffixes = (".csv", ".csv.gz")
+    description = "rocprofv3 CSV output (kernel_trace, hip/hsa/marker_api_trace, memory_copy_trace, counter_collection; agent_info beside them)"
+
+    def sniff(self, probe: Probe) -> bool:
+        return not probe.is_dir and _kind(_header(probe.text)) is not None
+
+    def read(self, path: Path, options: ReadOptions):
+        path = Path(path)
+        df = self._csv(path)
+        kind = _kind(df.columns)
+        if kind is None:
+            raise InputError(path, "not a rocprofv3 CSV trace (its header names none of kernel_trace, *_api_trace, memory_copy_trace, counter_collection)")
+        if not df.height:
+            raise InputError(path, f"rocprofv3 {kind} CSV has a header but no rows")
+        agents = self._agents(path)
+        tables: dict[str, Any] = {}
+        if kind == "kernel":
+            tables["kernels"], tables["metrics"] = self._kernels(path, df, agents)
+        elif kind == "counter":
+            tables["kernels"], tables["metrics"] = self._counters(path, df, agents)
+        elif kind == "copy":
+            tables["transfers"] = self._copies(path, df, agents)
+        else:
+            tables["ranges"], _ = self._ranges(path, df)
+        gpus = agents.filter(pl.col("type") == "GPU") if agents is not None else None
+        names = gpus["product_name"].drop_nulls().unique(maintain_order=True).to_list() if gpus is not None else []
+        md: dict[str, Any] = {"tool": "rocprofv3 (csv)", "time_origin": "relative", "record_kind": kind,
+                              "device_name": names[0] if len(names) == 1 else None, "device_count": gpus.height if gpus is not None and gpus.height else None,
+                              "agent_info": bool(agents is not None)}
+        if len(names) > 1:
+            md["notes"] = [f"{len(names)} GPU models in agent_info.csv: {', '.join(names)}"]
+        apply_device_option(tables, md, options.device)
+        return new_profile(path, self, tables, md)
+
+    # -- reading ------------------------------------------------------------------------------
+    @staticmethod
+    def _csv(path: Path) -> pl.DataFrame:
+        try:
+            with open_maybe_gzip(path) as fh:
+                data = fh.read()
+            return pl.read_csv(io.BytesIO(data), infer_schema=False, truncate_ragged_lines=False)
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError, EOFError, OSError) as exc:
+            raise InputError(path, f"not a readable rocprofv3 CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+    @staticmethod
+    def _ints(path: Path, df: pl.DataFrame, cols) -> pl.DataFrame:
+        """Cast the named columns to integers; a non-numeric cell is an error naming it."""
+        out = df.with_columns([pl.col(c).str.strip_chars().cast(I64, strict=False).alias(c) for c in cols if c in df.columns])
+        for c in cols:
+            if c in df.columns:
+                bad = out[c].is_null() & df[c].str.strip_chars().ne("").fill_null(False)
+                if bad.any():
+                    i = int(bad.arg_max())
+                    raise InputError(path, f"column {c}, data row {i + 1}: {df[c][i]!r} is not an integer")
+        return out
+
+    def _agents(self, path: Path) -> pl.DataFrame | None:
+        p = path.with_name(_prefix(path) + "agent_info.csv")
+        if not p.is_file():
+            return None
+        a = self._csv(p)
+        if not {"Node_Id", "Agent_Type"} <= set(a.columns):
+            raise InputError(p, "agent_info.csv without Node_Id and Agent_Type columns")
+        a = self._ints(p, a, ["Node_Id", "Logical_Node_Id"])
+        name = pl.coalesce([pl.col(c).replace("", None) for c in ("Product_Name", "Model_Name", "Name") if c in a.columns]) if any(
+            c in a.columns for c in ("Product_Name", "Model_Name", "Name")) else pl.lit(None, dtype=STR)
+        return a.select(node=pl.col("Node_Id"), type=pl.col("Agent_Type"), product_name=name)
+
+    @staticmethod
+    def _device_names(df: pl.DataFrame, agents: pl.DataFrame | None) -> pl.DataFrame:
+        """device_name from agent_info: the agent whose node id is the printed index ("Agent N",
+        the default absolute indexing), else the one GPU model when every GPU is the same ("GPU N"
+        counts GPUs only, so it is no node id)."""
+        if agents is None:
+            return df.with_columns(device_name=pl.lit(None, dtype=STR))
+        gpus = agents.filter(pl.col("type") == "GPU")
+        models = gpus["product_name"].drop_nulls().unique().to_list()
+        by_node = agents.select(pl.col("node").alias("device_id"), pl.col("product_name").alias("_by_node")).unique("device_id")
+        df = df.join(by_node, on="device_id", how="left")
+        node_indexed = pl.col("Agent_Id").str.extract(r"^\s*([A-Za-z]*)", 1).is_in(["", "Agent"])
+        one = pl.lit(models[0] if len(models) == 1 else None, dtype=STR)
+        return df.with_columns(device_name=pl.when(node_indexed).then(pl.coalesce("_by_node", one)).otherwise(one)).drop("_by_node")
+
+    # -- kernels -----------------------------------------------------------------------------
+    def _kernels(self, path, df, agents):
+        from profaudit.names import demangle, short_name
+
+        ints = ["Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size",
+                "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", *(f"{w}_Size_{a}" for w in ("Workgroup", "Grid") for a in "XYZ")]
+        K = self._ints(path, df, ints).with_columns(device_id=_agent_no("Agent_Id"))
+        K = self._device_names(K, agents)
+        raw = map_unique(K["Kernel_Name"], _strip_kd)
+        K = K.with_columns(_raw=raw, name=map_unique(raw, lambda n: demangle(n) if n.startswith("_Z") else n))
+        K = K.sort(["Start_Timestamp", "Correlation_Id"], nulls_last=True)
+        has = lambda c: pl.col(c) if c in K.columns else pl.lit(None, dtype=I64)  # noqa: E731
+        K = K.with_columns(
+            source=pl.lit("rocprof"), kernel_id=pl.int_range(0, K.height, dtype=I64), short_name=map_unique(K["name"], short_name),
+            mangled_name=pl.when(pl.col("_raw").str.starts_with("_Z")).then(pl.col("_raw")), category=pl.lit("kernel_dispatch"),
+            stream=has("Queue_Id"), correlation_id=has("Correlation_Id"), start_ns=pl.col("Start_Timestamp"), end_ns=pl.col("End_Timestamp"),
+            duration_ns=(pl.col("End_Timestamp") - pl.col("Start_Timestamp")).cast(F64),
+            **{f"block_{a.lower()}": pl.col(f"Workgroup_Size_{a}") for a in "XYZ"},
+            **{f"grid_{a.lower()}": -(-pl.col(f"Grid_Size_{a}") // pl.col(f"Workgroup_Size_{a}")) for a in "XYZ"},
+            registers_per_thread=pl.when(has("VGPR_Count").is_not_null()).then(has("VGPR_Count") + has("Accum_VGPR_Count").fill_null(0)),
+        ).with_columns(grid_size=pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), block_size=pl.col("block_x") * pl.col("block_y") * pl.col("block_z"))
+        launch = self._launch(path, K)
+        if launch is not None and launch.height:
+            K = K.join(launch, on="correlation_id", how="left")
+        attrs = {"Dispatch_Id": ("dispatch_id", ""), "Kernel_Id": ("kernel_symbol_id", ""), "LDS_Block_Size": ("lds_block_size", "byte"),
+                 "Scratch_Size": ("private_segment_size", "byte"), "SGPR_Count": ("sgpr_count", "register"),
+                 "VGPR_Count": ("arch_vgpr_count", "register"), "Accum_VGPR_Count": ("accum_vgpr_count", "register")}
+        metrics = [K.filter(pl.col(c).is_not_null()).select("kernel_id", metric=pl.lit(m), unit=pl.lit(u), value=pl.col(c).cast(F64), value_int=pl.col(c), kind=pl.lit("launch"))
+                   for c, (m, u) in attrs.items() if c in K.columns]
+        keep = ["source", "device_name", "device_id", "kernel_id", "name", "short_name", "mangled_name", "category", "stream", "correlation_id",
+                "start_ns", "end_ns", "duration_ns", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "grid_size", "block_size",
+                "registers_per_thread"] + (["nvtx_range"] if "nvtx_range" in K.columns else [])
+        return K.select(keep), (pl.concat(metrics).sort("kernel_id", "metric") if metrics else None)
+
+    def _launch(self, path: Path, K: pl.DataFrame) -> pl.DataFrame | None:
+        """(correlation_id, nvtx_range) from the marker and HIP API traces beside the kernel trace."""
+        pre = _prefix(path)
+        parts = []
+        for name in ("marker_api_trace.csv", "hip_api_trace.csv"):
+            p = path.with_name(pre + name)
+            if p.is_file():
+                d = self._csv(p)
+                if _kind(d.columns) == "api" and d.height:
+                    parts.append(self._api_rows(p, d))
+        if len(parts) < 2:
+            return None  # without both, no kernel can be placed inside a marker range
+        _, launch = nest_api_ranges(pl.concat(parts), "rocprofv3")
+        return launch
+
+    def _api_rows(self, path: Path, df: pl.DataFrame) -> pl.DataFrame:
+        from profaudit.parsers.chrome_trace import _clean_api
+
+        A = self._ints(path, df, ["Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"])
+        marker = pl.col("Domain").str.contains("MARKER")
+        return A.select(
+            kind=map_unique(A["Domain"], lambda d: _API_KIND.get(d, d.lower())),
+            name=pl.when(marker).then(pl.col("Function")).otherwise(map_unique(A["Function"], _clean_api)),
+            thread_id=pl.col("Thread_Id"), process_id=pl.col("Process_Id"), start_ns=pl.col("Start_Timestamp"), end_ns=pl.col("End_Timestamp"),
+            correlation_id=pl.col("Correlation_Id"))
+
+    def _ranges(self, path, df):
+        return nest_api_ranges(self._api_rows(path, df), "rocprofv3")
+
+    # -- counters ----------------------------------------------------------------------------
+    def _counters(self, path, df, agents):
+        from profaudit.names import demangle, short_name
+
+        C = self._ints(path, df, ["Correlation_Id", "Dispatch_Id", "Queue_Id", "Process_Id", "Thread_Id", "Grid_Size", "Workgroup_Size",
+                                  "LDS_Block_Size", "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Start_Timestamp", "End_Timestamp"])
+        vals = C["Counter_Value"].str.strip_chars().cast(F64, strict=False)
+        bad = vals.is_null() & C["Counter_Value"].str.strip_chars().ne("").fill_null(False)
+        if bad.any():
+            i = int(bad.arg_max())
+            raise InputError(path, f"column Counter_Value, data row {i + 1}: {C['Counter_Value'][i]!r} is not a number")
+        C = C.with_columns(value=vals, device_id=_agent_no("Agent_Id"))
+        key = ["Dispatch_Id", "Correlation_Id"]
+        K = C.unique(key, keep="first", maintain_order=True).sort(["Start_Timestamp", "Dispatch_Id"], nulls_last=True)
+        K = self._device_names(K, agents)
+        raw = map_unique(K["Kernel_Name"], _strip_kd)
+        K = K.with_columns(_raw=raw, name=map_unique(raw, lambda n: demangle(n) if n.startswith("_Z") else n))
+        K = K.with_columns(
+            source=pl.lit("rocprof"), kernel_id=pl.int_range(0, K.height, dtype=I64), short_name=map_unique(K["name"], short_name),
+            mangled_name=pl.when(pl.col("_raw").str.starts_with("_Z")).then(pl.col("_raw")), category=pl.lit("kernel_dispatch"),
+            process_id=pl.col("Process_Id"), stream=pl.col("Queue_Id"), correlation_id=pl.col("Correlation_Id"),
+            start_ns=pl.col("Start_Timestamp"), end_ns=pl.col("End_Timestamp"), duration_ns=(pl.col("End_Timestamp") - pl.col("Start_Timestamp")).cast(F64),
+            block_size=pl.col("Workgroup_Size"), grid_size=-(-pl.col("Grid_Size") // pl.col("Workgroup_Size")),
+            registers_per_thread=pl.when(pl.col("VGPR_Count").is_not_null()).then(pl.col("VGPR_Count") + pl.col("Accum_VGPR_Count").fill_null(0)),
+        )
+        M = C.join(K.select(*key, "kernel_id"), on=key, how="left").select("kernel_id", metric=pl.col("Counter_Name"), unit=pl.lit(""), value="value", kind=pl.lit("metric"))
+        keep = ["source", "device_name", "device_id", "kernel_id", "name", "short_name", "mangled_name", "category", "process_id", "stream",
+                "correlation_id", "start_ns", "end_ns", "duration_ns", "grid_size", "block_size", "registers_per_thread"]
+        return K.select(keep), M.sort("kernel_id", maintain_order=True)
+
+    # -- copies ------------------------------------------------------------------------------
+    def _copies(self, path, df, agents):
+        T = self._ints(path, df, ["Stream_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"])
+        T = T.with_columns(src=_agent_no("Source_Agent_Id"), dst=_agent_no("Destination_Agent_Id"))
+        types = agents.select("node", "type") if agents is not None else pl.DataFrame(schema={"node": I64, "type": STR})
+        T = (T.join(types.rename({"node": "src", "type": "src_type"}), on="src", how="left")
+              .join(types.rename({"node": "dst", "type": "dst_type"}), on="dst", how="left"))
+        kind_of = {"CPU": "host", "GPU": "device"}
+        T = T.sort("Start_Timestamp", nulls_last=True)
+        return T.select(
+            transfer_id=pl.int_range(0, T.height, dtype=I64), kind=pl.lit("memcpy"),
+            direction=map_unique(T["Direction"], lambda n: _COPY_DIRECTION.get(n.replace("MEMORY_COPY_", ""), n.replace("MEMORY_COPY_", "") or None)),
+            src_kind=pl.col("src_type").replace_strict(kind_of, default=None), dst_kind=pl.col("dst_type").replace_strict(kind_of, default=None),
+            name=pl.col("Direction"), start_ns=pl.col("Start_Timestamp"), end_ns=pl.col("End_Timestamp"),
+            duration_ns=(pl.col("End_Timestamp") - pl.col("Start_Timestamp")).cast(F64),
+            # the GPU end of the copy: the destination unless it is the host
+            device_id=pl.when(pl.col("dst_type") == "CPU").then(pl.col("src")).otherwise(pl.col("dst")),
+            stream=pl.col("Stream_Id") if "Stream_Id" in T.columns else pl.lit(None, dtype=I64), correlation_id=pl.col("Correlation_Id"),
+        )
+
+
+PARSER = Rocprofv3CsvParser()
