@@ -405,7 +405,21 @@ STRAGGLERS = Table(
     ),
     "ranks ranked by the collective waiting they caused",
 )
-DERIVED_TABLES: dict[str, Table] = {t.name: t for t in (RANKS, COLLECTIVES, CALLS, STEP_BREAKDOWN, STEP_SKEW, STRAGGLERS)}
+COLLECTIVE_SIZES = Table(
+    "collective_sizes",
+    (
+        _c("collective", S, "", "collective kind"),
+        _c("msg_bytes", F, "byte", "nccl-tests size"),
+        _c("group_size", I, "rank", "ranks taking part"),
+        _c("calls", I, "call", "matched calls of this kind and size"),
+        _c("median_sync_duration_ns", F, "ns", "median time once every rank had arrived"),
+        _c("median_sync_algbw_bytes_per_s", F, "byte/s", "median algbw once every rank had arrived"),
+        _c("median_sync_busbw_bytes_per_s", F, "byte/s", "median busbw once every rank had arrived"),
+        _c("total_wait_ns", I, "ns", "waiting for late ranks, summed over ranks and calls"),
+    ),
+    "collectives per kind and message size, like one line of an nccl-tests table",
+)
+DERIVED_TABLES: dict[str, Table] = {t.name: t for t in (RANKS, COLLECTIVES, CALLS, STEP_BREAKDOWN, STEP_SKEW, STRAGGLERS, COLLECTIVE_SIZES)}
 
 _NUMERIC = (pl.Int64, pl.Float64)
 

@@ -24,6 +24,8 @@ COMMANDS = [
     "profaudit.cli.compare_cmd",
     "profaudit.cli.xla_cmd",
     "profaudit.cli.timeline_cmd",
+    "profaudit.cli.ranks_cmd",
+    "profaudit.cli.collectives_cmd",
     "profaudit.cli.devices_cmd",
     "profaudit.cli.roofline_cmd",
     "profaudit.cli.audit_cmd",

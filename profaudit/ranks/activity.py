@@ -16,6 +16,7 @@ import re
 import polars as pl
 
 from profaudit import schema
+from profaudit.errors import UsageError
 from profaudit.ranks.kinds import COMM_KERNEL_RE, MEMORY_KERNEL_RE
 
 DEFAULT_STEP_PATTERN = r"^ProfilerStep#(\d+)$"
@@ -51,7 +52,7 @@ def step_windows(run, pattern: str | None = None) -> pl.DataFrame:
     try:
         re.compile(pat)
     except re.error as exc:
-        raise ValueError(f"step pattern {pat!r} is not a regular expression: {exc}") from None
+        raise UsageError(f"step pattern {pat!r} is not a regular expression: {exc}") from None
     is_step = pl.col("name").str.contains(pat) & (pl.col("kind") != "gpu_user_annotation")
     if pattern is None:
         is_step = is_step | (pl.col("kind") == "step")

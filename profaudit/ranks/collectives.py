@@ -200,3 +200,15 @@ def match_calls(coll: pl.DataFrame) -> pl.DataFrame:
     g = g.with_columns(pl.when(pl.col("sync_duration_ns") > 0).then(pl.col("msg_bytes") / (pl.col("sync_duration_ns") * 1e-9)).alias("sync_algbw_bytes_per_s"))
     g = g.with_columns((pl.col("sync_algbw_bytes_per_s") * busbw_factor(pl.col("collective"), pl.col("group_size"))).alias("sync_busbw_bytes_per_s"))
     return schema.conform(schema.CALLS, g.sort("start_ns").select(schema.CALLS.names))
+
+
+def by_size(calls: pl.DataFrame) -> pl.DataFrame:
+    """Matched calls per collective kind, message size and group size (an nccl-tests table's rows)."""
+    g = calls.group_by("collective", "msg_bytes", "group_size").agg(
+        pl.len().cast(pl.Int64).alias("calls"),
+        pl.col("sync_duration_ns").median().alias("median_sync_duration_ns"),
+        pl.col("sync_algbw_bytes_per_s").median().alias("median_sync_algbw_bytes_per_s"),
+        pl.col("sync_busbw_bytes_per_s").median().alias("median_sync_busbw_bytes_per_s"),
+        pl.col("wait_total_ns").sum().cast(pl.Int64).alias("total_wait_ns"),
+    ).sort("collective", "msg_bytes", "group_size", nulls_last=True)
+    return schema.conform(schema.COLLECTIVE_SIZES, g.select(schema.COLLECTIVE_SIZES.names))

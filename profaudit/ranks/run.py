@@ -17,7 +17,7 @@ from typing import Sequence
 import polars as pl
 
 from profaudit import schema
-from profaudit.errors import InputError
+from profaudit.errors import InputError, UsageError
 from profaudit.profile import ProfileSet
 
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)(?!\d)")
@@ -97,7 +97,7 @@ class DistributedRun:
     def __init__(self, profiles: ProfileSet, *, align: str = "auto", step_pattern: str | None = None,
                  comm_args: pl.DataFrame | None = None):
         if align not in ALIGN_METHODS:
-            raise ValueError(f"align must be one of {ALIGN_METHODS}, not {align!r}")
+            raise UsageError(f"align must be one of {', '.join(ALIGN_METHODS)}, not {align!r}")
         self.profiles = profiles
         self.align = align
         self.step_pattern = step_pattern

@@ -1,0 +1,74 @@
+"""`profaudit ranks RUN/`: a distributed run per rank (identity, clock alignment, temporal breakdown,
+stragglers) and across ranks (the ranks ranked by the waiting they caused, step skew)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, progress_bar, report_loaded
+
+
+class Align(str, Enum):
+    auto = "auto"
+    trace_clock = "trace_clock"
+    collective_end = "collective_end"
+
+
+class Show(str, Enum):
+    summary = "summary"
+    stragglers = "stragglers"
+    steps = "steps"
+    skew = "skew"
+
+
+ALIGN_OPTION = typer.Option(Align.auto, "--align", help="Clock alignment: auto (one host or capture: the recorded clock; several hosts: "
+                                                        "the ends of matched collectives), trace_clock, collective_end.")
+STEP_OPTION = typer.Option(None, "--step-pattern", help="Regex naming step ranges (first group: the step number). Default: ProfilerStep#N and XLA steps.")
+
+
+def load_run_with_progress(paths: List[str], align: Align, step_pattern: Optional[str]):
+    """`profaudit.ranks.load_run` with a progress bar; skipped inputs listed on stderr."""
+    from profaudit.loader import expand
+    from profaudit.ranks import load_run
+
+    with progress_bar("loading ranks", len(expand(list(paths)))) as advance:
+        run = load_run(list(paths), align=align.value, step_pattern=step_pattern, progress=advance)
+    report_loaded(run.profiles.skipped, [{"profile_id": p.profile_id, **p.metadata} for p in run.profiles])
+    return run
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ranks")
+    def ranks(
+        paths: List[str] = typer.Argument(..., help="The run: a folder of per-rank traces (rank-N in the names or distributedInfo inside), globs, or one multi-GPU capture."),
+        show: Optional[Show] = typer.Option(None, "--show", help="One table: summary (per rank), stragglers, steps (per rank and step), skew (per step). "
+                                                                  "Default: summary, stragglers and skew on the terminal; summary otherwise."),
+        align: Align = ALIGN_OPTION,
+        step_pattern: Optional[str] = STEP_OPTION,
+        fmt: Format = FORMAT_OPTION,
+        output: Optional[Path] = OUTPUT_OPTION,
+        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown per table in table format (0 = all)."),
+    ) -> None:
+        """Per rank: rank, host, clock offset and its error, compute / communication / idle, overlap, and who the others waited for."""
+        run = load_run_with_progress(paths, align, step_pattern)
+        tables = {
+            Show.summary: (lambda: run.summary(), "ranks"),
+            Show.stragglers: (lambda: run.stragglers, "stragglers: ranks ranked by the wait they caused in collectives"),
+            Show.steps: (lambda: run.step_breakdown.drop("profile_id"), "temporal breakdown per rank and step"),
+            Show.skew: (lambda: run.step_skew, "step skew across ranks"),
+        }
+        chosen = [show] if show is not None else ([Show.summary, Show.stragglers, Show.skew] if fmt is Format.table and output is None else [Show.summary])
+        for which in chosen:
+            build, title = tables[which]
+            df = build()
+            if which is Show.stragglers and show is None:
+                df = df.filter(df["times_last"] > 0)
+                if df.height == 0:
+                    continue
+            if which is Show.skew and show is None and df.height == 0:
+                continue
+            emit_frame(df, fmt, output, title=title, limit=limit or None)
