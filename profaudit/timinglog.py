@@ -34,8 +34,9 @@ absent with `rel_se_note` saying why when the samples are too few to estimate it
 not, reached), `timing_method` (per_call, back_to_back, cuda_graph), `spot_checks` (int: timed
 calls poisoned and verified on new input values), `determinism_checked` (bool),
 `nondeterministic_tolerance` ([rtol, atol] the variant declared), `order_randomised` (bool) and
-`order_effect` ({first_median_ns, later_median_ns, ratio, p_value, first_samples,
-later_samples, significant}).
+`order_effect` ({after_self_median_ns, after_other_median_ns, ratio, p_value,
+after_self_samples, after_other_samples, significant}: its times right after another variant's
+call against the others).
 
 Versioning: readers accept every version up to their own and refuse newer files with one line
 ("written by a newer profaudit"). A version adds keys only in a new version number; a v1 reader

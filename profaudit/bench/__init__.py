@@ -18,7 +18,7 @@ needs them (the `bench` extra).
 from profaudit.bench.spec import BACKENDS, CACHE_MODES, Benchmark, Case, Variant, grid, load_benchmarks, select_cases
 from profaudit.bench.runner import RunOptions
 from profaudit.bench.session import read_manifest, run_file
-from profaudit.bench.compare import compare_run
+from profaudit.bench.compare import compare_run, dropped_cases
 from profaudit.bench.ncu import NcuOptions, ncu_plan, run_ncu
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "run_file",
     "read_manifest",
     "compare_run",
+    "dropped_cases",
     "NcuOptions",
     "ncu_plan",
     "run_ncu",

@@ -168,6 +168,7 @@ class FakeTimer:
     def run(self, calls: Sequence[BoundCall], flush: Callable[[], None] | None) -> tuple[list[float], list[float]]:
         b = self.b
         starts, durs = [], []
+        prev = None
         for c in calls:
             if flush is not None:
                 flush()
@@ -187,6 +188,10 @@ class FakeTimer:
                 t *= b.hot_factor
             if b.clock_mhz and b.nominal_clock_mhz:
                 t *= b.nominal_clock_mhz / b.clock_mhz
+            if prev is not None and prev != c.variant:
+                # a neighbour's footprint (allocations, a cache it dirtied) slows the next call
+                t *= b.order_penalty
+            prev = c.variant
             starts.append(self.clock_ns)
             durs.append(t)
             self.clock_ns += t + b.gap_ns
@@ -337,7 +342,8 @@ class FakeBackend(NumpyBackend):
     (0.8: a hot cache makes calls faster), flush_ns (simulated flush time, 20000), gap_ns
     (idle between calls, 2000), clock_mhz / nominal_clock_mhz (1500 / 1500: times scale with
     their ratio), temperature_c (45), power_w (150), power_limit_w (300), throttle (a reason
-    name or none), l2_bytes (8 MiB), seed (0)."""
+    name or none), l2_bytes (8 MiB), order_penalty (1.0: a call right after another
+    variant's in the same block takes this factor longer), seed (0)."""
 
     name = "fake"
     device_kind = "fake"
@@ -358,6 +364,7 @@ class FakeBackend(NumpyBackend):
         self.power_limit_w = float(o.get("power_limit_w", 300.0))
         self.throttle = str(o.get("throttle", "none"))
         self.l2_bytes = int(o.get("l2_bytes", 8 * 1024 * 1024))
+        self.order_penalty = float(o.get("order_penalty", 1.0))
         self.rng = np.random.default_rng(int(o.get("seed", 0)))
         self.calls: dict[str, int] = {}
         self._timer = FakeTimer(self)

@@ -210,6 +210,43 @@ def compare_run(
     return outcomes
 
 
+def dropped_cases(source: str | os.PathLike, baseline: str, candidate: str, pattern: str | None = None) -> list[tuple[str, str]]:
+    """The cases `compare_run` writes no claim for although they are in the source, each with
+    why: a variant not run in that case, or run without a timing log (it failed before timing,
+    or errored). Cases outside `pattern` are the user's choice and not listed."""
+    from profaudit.bench.spec import matches
+
+    src = Path(source)
+    out: list[tuple[str, str]] = []
+    if src.is_dir() and (src / "manifest.json").is_file():
+        from profaudit.bench.session import read_manifest
+
+        for c in read_manifest(src).get("cases", []):
+            cid = c.get("id", "")
+            if not matches(cid, pattern):
+                continue
+            vs = c.get("variants") or {}
+            why = []
+            for role, name in (("baseline", baseline), ("candidate", candidate)):
+                ve = vs.get(name)
+                if ve is None:
+                    why.append(f"the {role} {name!r} was not run in this case")
+                elif not (ve.get("log") or ve.get("logs")):
+                    why.append(f"the {role} {name!r} has no timing log ({ve.get('status')}: {ve.get('error') or 'no detail recorded'})")
+            if why:
+                out.append((cid, "; ".join(why)))
+        return out
+    by_case: dict[str, set[str]] = {}
+    for e in index_logs(src):
+        if matches(e.case_id, pattern):
+            by_case.setdefault(e.case_id, set()).add(e.variant)
+    for cid, have in by_case.items():
+        missing = [n for n in (baseline, candidate) if n not in have]
+        if missing:
+            out.append((cid, f"no timing log for {' or '.join(repr(m) for m in missing)} (variants here: {', '.join(sorted(have))})"))
+    return out
+
+
 def _unmeasured(src: Path, names: Sequence[str], pattern: str | None) -> str:
     """'; NAME has no timing log: ERROR' for a named variant the run's manifest says failed."""
     if not (src.is_dir() and (src / "manifest.json").is_file()):

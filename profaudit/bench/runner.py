@@ -34,8 +34,9 @@ For each case (one point of a benchmark's sweep) and the variants chosen:
    has passed and the median's relative standard error is under `noise_target` for every
    variant; or at `max_samples`; or at `max_time_s` once `min_samples` are in (minimums win
    over the budget up to `hard_time_s`). The standard error is not estimated from fewer than
-   MIN_SE_SAMPLES samples. Each variant's times when it ran first in its round are tested
-   against its later ones (Mann-Whitney): a significant order effect is recorded.
+   MIN_SE_SAMPLES samples. Each variant's times right after another variant's call are tested
+   against those after its own call or first in a block (Mann-Whitney): a significant order
+   effect (a neighbour that changes its time) is recorded.
    Spot checks: `spot_checks` rounds, at random places among the blocks (a seeded stream the
    code under test cannot see), are timed calls like the others but checked: the input set
    they use gets new random values (in place), the outputs are poisoned with finite random
@@ -764,8 +765,10 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             left = opts.max_samples - min(len(v) for v in samples.values())
             for _ in range(max(1, min(rounds_per_block, left))):
                 names_r = order(rnd, group)
-                names_all += names_r
-                pos_all += list(range(len(names_r)))
+                for n in names_r:
+                    # 1: right after another variant's call; 0: first in the block or after its own
+                    pos_all.append(int(bool(names_all) and names_all[-1] != n))
+                    names_all.append(n)
                 rnd += 1
             try:
                 durs = run_block(names_all, "measure")
@@ -1073,27 +1076,28 @@ def _memo_suspect(fresh: Sequence[float], control: Sequence[float]) -> str | Non
     return None
 
 
-def _order_effect(samples: Sequence[float], position: Sequence[int]) -> dict | None:
-    """A variant's times when it ran first in its round against later (randomised order), with a
-    Mann-Whitney test: significant when p < 0.001 and the medians differ by over 5 %. None when
-    either position has fewer than 10 samples."""
+def _order_effect(samples: Sequence[float], after_other: Sequence[int]) -> dict | None:
+    """A variant's times right after another variant's call against those first in a block or
+    right after its own call (the random order gives both), with a Mann-Whitney test:
+    significant when p < 0.001 and the medians differ by over 5 %. None when either group has
+    fewer than 10 samples."""
     x = np.asarray(samples, dtype=np.float64)
-    pos = np.asarray(position[: len(x)])
-    first, later = x[pos == 0], x[pos > 0]
-    if first.size < 10 or later.size < 10:
+    pos = np.asarray(after_other[: len(x)])
+    alone, other = x[pos == 0], x[pos == 1]
+    if alone.size < 10 or other.size < 10:
         return None
     from scipy.stats import mannwhitneyu
 
-    p = float(mannwhitneyu(first, later, alternative="two-sided").pvalue)
-    mf, ml = float(np.median(first)), float(np.median(later))
-    ratio = ml / mf if mf > 0 else math.inf
+    p = float(mannwhitneyu(alone, other, alternative="two-sided").pvalue)
+    ma, mo = float(np.median(alone)), float(np.median(other))
+    ratio = mo / ma if ma > 0 else math.inf
     return {
-        "first_median_ns": mf,
-        "later_median_ns": ml,
+        "after_self_median_ns": ma,
+        "after_other_median_ns": mo,
         "ratio": round(ratio, 4),
         "p_value": p,
-        "first_samples": int(first.size),
-        "later_samples": int(later.size),
+        "after_self_samples": int(alone.size),
+        "after_other_samples": int(other.size),
         "significant": bool(p < 1e-3 and abs(ratio - 1) > 0.05),
     }
 

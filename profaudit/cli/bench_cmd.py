@@ -18,11 +18,68 @@ _CACHE_CHOICES = ("cold", "hot", "rotate")
 
 
 def _fmt_ns(v) -> str:
-    from profaudit.audit.rules._common import fmt_time
+    from profaudit.fmt import fmt_ns
 
     if isinstance(v, list):
-        return ", ".join(fmt_time(x) for x in v)
-    return fmt_time(v) if v is not None else "—"
+        return ", ".join(fmt_ns(x) for x in v)
+    return fmt_ns(v)
+
+
+def _each(v) -> list:
+    # one value per process-level run (a list with --processes N), else the one value
+    return v if isinstance(v, list) else [v]
+
+
+def _cell_samples(ve: dict) -> str:
+    """'30/30' (samples / minimum), one per process, with '(short)' when under the minimum."""
+    lo = ve.get("min_samples")
+    parts = []
+    for n in _each(ve.get("samples")):
+        if n is None:
+            parts.append("—")
+        else:
+            parts.append(f"{n}/{lo}" + (" (short)" if lo is not None and n < lo else "") if lo is not None else str(n))
+    return ", ".join(parts)
+
+
+def _cell_noise(ve: dict) -> str:
+    """The median's relative SE against the target: '0.21% met', '1.3% NOT met', or why none."""
+    target = ve.get("noise_target")
+    ses, mets = _each(ve.get("rel_se_median")), _each(ve.get("noise_target_met"))
+    parts = []
+    for se, met in zip(ses, mets + [None] * (len(ses) - len(mets))):
+        if se is None:
+            parts.append("n/a (too few samples)")
+        else:
+            parts.append(f"{100 * se:.2g}% " + ("met" if met else f"NOT met (target {100 * target:.2g}%)" if target else "NOT met"))
+    return ", ".join(parts)
+
+
+def _cell_warmup(ve: dict) -> str:
+    lo = ve.get("min_warmup_calls")
+    parts = []
+    for steady, calls in zip(_each(ve.get("warmup_steady")), _each(ve.get("warmup_calls"))):
+        if calls is None:
+            parts.append("—")
+            continue
+        short = " (short)" if lo is not None and calls < lo else ""
+        parts.append(f"{'steady' if steady else 'NOT steady'}, {calls} calls{short}")
+    return ", ".join(parts)
+
+
+def _order_notes(manifest: dict) -> list[str]:
+    """One line per variant whose time depended on its place in the round (significant)."""
+    out = []
+    for c in manifest["cases"]:
+        for v, ve in c["variants"].items():
+            for k, eff in enumerate(_each(ve.get("order_effect"))):
+                if isinstance(eff, dict) and eff.get("significant"):
+                    run = f" (run {k})" if isinstance(ve.get("order_effect"), list) else ""
+                    out.append(
+                        f"{c['id']} {v}{run}: order effect: median {_fmt_ns(eff['after_other_median_ns'])} right after another variant's call "
+                        f"vs {_fmt_ns(eff['after_self_median_ns'])} otherwise (x{eff['ratio']:.3g}, p={eff['p_value']:.2g}): its neighbour changes its time"
+                    )
+    return out
 
 
 bench_app = typer.Typer(name="bench", help="Run reproducible kernel benchmarks, compare variants, collect Nsight Compute reports.", no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,6 +107,8 @@ def run_cmd(
     backend_option: Optional[List[str]] = typer.Option(None, "--backend-option", help="Backend option KEY=VALUE (fake backend: noise, hot_factor, ...)."),
     telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Sample GPU clocks, temperature, power and throttle reasons through NVML."),
     processes: int = typer.Option(1, "--processes", help="Repeat the run in this many fresh processes (process-level repetitions)."),
+    spot_checks: int = typer.Option(8, "--spot-checks", help="Timed rounds, at seeded random places, whose calls get new input values and poisoned outputs and are verified."),
+    hard_time_limit: float = typer.Option(120.0, "--hard-time-limit", help="Minimums (--min-samples, --min-warmup-calls) win over the time budgets up to this many seconds per phase; past it the run records that it stopped short."),
     fmt: str = typer.Option("table", "--format", "-f", help="Summary format: table or json."),
 ) -> int:
     """Run a benchmark file: correctness, warm-up, interleaved timing; write timing logs + manifest."""
@@ -80,6 +139,8 @@ def run_cmd(
         device=device,
         backend_options=key_values(backend_option, "--backend-option", parse_scalar),
         telemetry=telemetry,
+        spot_checks=spot_checks,
+        hard_time_s=hard_time_limit,
     )
     with progress_bar("benchmarking", None) as advance:
         manifest = run_file(file, output_dir, pattern=pattern, variants=variant, options=opts, progress=advance, processes=processes)
@@ -95,7 +156,9 @@ def run_cmd(
                     "variant": v,
                     "status": ve.get("status"),
                     "median": _fmt_ns(ve.get("median_ns")),
-                    "samples": ve.get("samples"),
+                    "samples/min": _cell_samples(ve),
+                    "noise (rel SE)": _cell_noise(ve) if ve.get("samples") is not None else "—",
+                    "warm-up": _cell_warmup(ve),
                     "stop": ve.get("stop_reason") if not isinstance(ve.get("stop_reason"), list) else ",".join(map(str, ve["stop_reason"])),
                     "checked": ve.get("correctness") if not isinstance(ve.get("correctness"), list) else ",".join(map(str, ve["correctness"])),
                     "error": ve.get("error"),
@@ -114,6 +177,11 @@ def run_cmd(
             df = df.drop("error")
         emit_frame(df, "table", None, title=f"{file} -> {output_dir}", limit=0)
     con = stderr_console()
+    for line in _order_notes(manifest):
+        con.print(line, markup=False, highlight=False)
+    short = [(c["id"], v) for c in manifest["cases"] for v, ve in c["variants"].items() if any(_each(ve.get("stopped_short")))]
+    if short:
+        con.print(f"{len(short)} variant(s) stopped short of --min-samples / --min-warmup-calls (hard time limit): {', '.join(f'{c} {v}' for c, v in short)}", markup=False, highlight=False)
     logs = sum(len(ve.get("logs") or ([ve["log"]] if ve.get("log") else [])) for c in manifest["cases"] for ve in c["variants"].values())
     con.print(f"wrote {output_dir / 'manifest.json'} and {logs} timing log(s) under {output_dir}", markup=False, highlight=False)
     if bad:
@@ -164,6 +232,16 @@ def compare_cmd(
         check_fail_on(fail_on)
         parse_slowdown(max_slowdown)
     outs = compare_run(source, baseline, candidate, pattern=pattern, claimed=claimed, statistic=statistic, out_dir=output_dir, intended=tuple(intended or ()))
+    from profaudit.bench import dropped_cases
+    from profaudit.cli.common import stderr_console as _err
+
+    # every case of the source is accounted for: those without a claim say why (on stderr, so
+    # the JSON on stdout stays the list of outcomes)
+    dropped = dropped_cases(source, baseline, candidate, pattern)
+    if dropped:
+        _err().print(f"{len(dropped)} case(s) dropped, no claim written:", markup=False, highlight=False)
+        for cid, why in dropped:
+            _err().print(f"  {cid}: {why}", markup=False, highlight=False)
     if fmt == "json":
         emit_json([o.as_dict() for o in outs])
     else:
