@@ -208,3 +208,30 @@ def write_run(folder: Path, docs: list[dict], gz: bool = False, names: str = "ra
         p.write_bytes(gzip.compress(data, compresslevel=1) if gz else data)
         out.append(p)
     return out
+
+
+def nsys_two_gpus(path: Path) -> tuple[list[tuple], list[tuple]]:
+    """One Nsight Systems export (SQLite) of two processes, one GPU each: per `train_step N` NVTX
+    range a GEMM on stream 7 and an all-reduce on stream 20 that GPU 1 reaches 7 us later; both
+    leave it together (one capture: one clock). Returns the kernel and NVTX rows written."""
+    from nsys_synth import KERNEL_DDL, NVTX_DDL, VM, gpid, gtid, make_db
+
+    a, b = 4242, 5151
+    strings = [(1, "void gemm<float>(float *, int)"), (2, "gemm"),
+               (3, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+               (4, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), (5, "train_step 0"), (6, "train_step 1")]
+    kernels, nvtx = [], []
+    for dev, pid in ((0, a), (1, b)):
+        for s in range(2):
+            t0 = 10_000 + s * 100_000
+            nvtx.append((t0, t0 + 90_000, 59, None, None, None, None, gtid(pid, 1), None, 5 + s, 0))
+            kernels.append((t0 + 1000 + dev * 500, t0 + 40_000, dev, 1, 7, s * 10 + 1, gpid(pid), 1, 2, None, 32, 1, 1, 1, 128, 1, 1, 0, 0))
+            kernels.append((t0 + 20_000 + dev * 7_000, t0 + 60_000, dev, 1, 20, s * 10 + 2, gpid(pid), 3, 4, None, 96, 24, 1, 1, 640, 1, 1, 0, 0))
+    make_db(path, {
+        "StringIds": ("id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL", strings),
+        "CUPTI_ACTIVITY_KIND_KERNEL": (KERNEL_DDL, kernels),
+        "NVTX_EVENTS": (NVTX_DDL, nvtx),
+        "TARGET_INFO_SYSTEM_ENV": ("globalVid INTEGER, devStateName TEXT, name TEXT, nameEnum INTEGER, value TEXT", [(VM, "x", "Hostname", 619, "node7")]),
+        "PROCESSES": ("globalPid INTEGER, pid INTEGER, name TEXT", [(gpid(a), a, "python"), (gpid(b), b, "python")]),
+    })
+    return kernels, nvtx

@@ -263,3 +263,28 @@ def test_no_collectives_no_steps(tmp_path):
     trace = run.step_breakdown
     assert trace["step_name"].to_list() == ["(trace)"] and trace["communication_ns"].to_list() == [0]
     assert trace["overlap_pct"].to_list() == [None]
+
+
+def test_one_nsys_capture_of_two_gpus(tmp_path):
+    from ranks_synth import nsys_two_gpus
+
+    kernels, nvtx = nsys_two_gpus(tmp_path / "job.sqlite")
+    run = load_run(tmp_path / "job.sqlite", parallel=False, step_pattern=r"^train_step (\d+)$")
+    r = run.ranks
+    assert r["rank"].to_list() == [0, 1] and r["device_id"].to_list() == [0, 1] and r["process_id"].to_list() == [4242, 5151]
+    assert r["rank_source"].to_list() == ["device_order"] * 2 and r["local_rank"].to_list() == [0, 1] and r["node"].to_list() == [0, 0]
+    # one capture, one clock: nothing to shift, and the all-reduce ends agree exactly
+    assert r["clock_method"].to_list() == ["shared_clock"] * 2 and r["clock_offset_error_ns"].to_list() == [0.0, 0.0]
+    calls = run.calls
+    assert calls["collective"].to_list() == ["all_reduce"] * 2 and calls["last_rank"].to_list() == [1, 1]
+    assert calls["arrival_spread_ns"].to_list() == [7_000, 7_000] and calls["msg_bytes"].null_count() == 2  # nsys has no sizes
+    bd = run.step_breakdown.filter(pl.col("step").is_not_null())
+    for row in bd.iter_rows(named=True):
+        lo, hi = row["start_ns"], row["end_ns"]
+        comp, comm = np.zeros(hi - lo, dtype=bool), np.zeros(hi - lo, dtype=bool)
+        for k in kernels:
+            s, e = max(k[0], lo) - lo, min(k[1], hi) - lo
+            if k[2] == row["rank"] and e > s:
+                (comm if k[7] == 3 else comp)[s:e] = True
+        assert row["compute_ns"] == comp.sum() and row["communication_ns"] == comm.sum()
+        assert row["overlapped_communication_ns"] == (comp & comm).sum() and row["idle_ns"] == (~(comp | comm)).sum()
