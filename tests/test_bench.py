@@ -226,7 +226,7 @@ def test_inflated_claim_fails(clean_run, tmp_path):
 def test_cli_run_and_compare(tmp_path, cli):
     f = write(tmp_path, ADD_TWO)
     out = tmp_path / "o"
-    r = cli("bench", "run", f, "-o", out, "-k", "n=2048", "--max-time", "0.03", "--min-samples", "20", "--max-samples", "100", "--warmup-max-time", "0.03", "--min-time", "0.002")
+    r = cli("bench", "run", f, "-o", out, "-k", "n=2048", "--max-time", "0.03", "--min-samples", "20", "--max-samples", "100", "--warmup-max-time", "0.03", "--min-time", "0.002", "--processes", "1")
     assert r.code == 0, r
     assert "vadd[n=2048]" in r.out
     r = cli("bench", "compare", out, "--baseline", "base", "--candidate", "fast", "-f", "json")

@@ -46,7 +46,7 @@ def test_hard_limit_stops_short_and_says_so(tmp_path, cli):
     assert ve["stop_reason"] == "hard_time_limit" and ve["samples"] < 1000
     assert meta["stopped_short"] is True and meta["minimums_met"] is False and meta["stop_reason"] == "hard_time_limit"
     f = write(tmp_path, body, "b2.py")
-    r = cli("bench", "run", f, "-o", tmp_path / "o2", "--min-samples", "1000", "--max-time", "0.001", "--hard-time-limit", "0.3", "--spot-checks", "1")
+    r = cli("bench", "run", f, "-o", tmp_path / "o2", "--min-samples", "1000", "--max-time", "0.001", "--hard-time-limit", "0.3", "--spot-checks", "1", "--processes", "1")
     assert r.code == 0
     assert "(short)" in r.out and "stopped short of --min-samples" in r.err
 
@@ -66,7 +66,7 @@ def test_noise_target_met_is_recorded(tmp_path):
 
 def test_run_table_shows_noise_warmup_and_minimums(tmp_path, cli):
     f = write(tmp_path, ADD_TWO.replace("params=bench.grid(n=[1024, 2048])", "params=[{'n': 64}]"))
-    r = cli("bench", "run", f, "-o", tmp_path / "o", "--min-samples", "20", "--max-time", "0.05", "--noise-target", "1e-9", "--warmup-max-time", "0.05")
+    r = cli("bench", "run", f, "-o", tmp_path / "o", "--min-samples", "20", "--max-time", "0.05", "--noise-target", "1e-9", "--warmup-max-time", "0.05", "--processes", "1")
     assert r.code == 0, r.err
     for head in ("samples/min", "noise (rel SE)", "warm-up"):
         assert head in r.out
@@ -86,7 +86,7 @@ def test_random_order_and_a_significant_order_effect(tmp_path, cli):
         assert meta["order_effect"]["significant"] is False, meta["order_effect"]
     # a call right after the other variant's takes 1.3x: found and printed
     f2 = write(tmp_path, body, "b2.py")
-    r = cli("bench", "run", f2, "-o", tmp_path / "o", "--min-samples", "200", "--max-samples", "400", "--max-time", "0.05", "--backend-option", "order_penalty=1.3")
+    r = cli("bench", "run", f2, "-o", tmp_path / "o", "--min-samples", "200", "--max-samples", "400", "--max-time", "0.05", "--backend-option", "order_penalty=1.3", "--processes", "1")
     assert r.code == 0, r.err
     doc = __import__("json").loads((tmp_path / "o" / "manifest.json").read_text())
     effects = {v: ve["order_effect"] for v, ve in doc["cases"][0]["variants"].items()}
@@ -113,3 +113,25 @@ def test_compare_says_which_cases_it_dropped_and_why(tmp_path, cli):
     r = cli("bench", "compare", tmp_path / "out", "--baseline", "base", "--candidate", "fast")
     assert "1 case(s) dropped, no claim written:" in r.err and "vadd[n=65]: the candidate 'fast'" in r.err
     assert r.out.count("vadd[n=64]") >= 1 and "vadd[n=66]" in r.out
+
+
+def test_auto_processes_when_the_noise_target_is_missed(tmp_path, cli):
+    from profaudit import bench
+
+    body = ONE.replace("MODEL", "2e4")
+    (tmp_path / "q").mkdir()
+    quiet = bench.run_file(write(tmp_path / "q", body), tmp_path / "q" / "out", options=opts(backend_options={"noise": 0.001}, max_time_s=5.0), processes="auto")
+    assert quiet["processes"] == 1 and quiet["auto_processes"] == {"noise_target_met": True, "extra_processes": 0, "reason": None}
+    # a target no run can meet: two more fresh processes, and every log says 3 repetitions
+    f = write(tmp_path, body, "b2.py")
+    r = cli("bench", "run", f, "-o", tmp_path / "o", "--min-samples", "20", "--max-time", "0.02", "--noise-target", "1e-9", "--auto-processes", "3", "--spot-checks", "1")
+    assert r.code == 0, r.err
+    doc = __import__("json").loads((tmp_path / "o" / "manifest.json").read_text())
+    assert doc["processes"] == 3 and doc["auto_processes"]["extra_processes"] == 2
+    assert "ran 3 processes: noise target missed in the first run by 1 variant(s): v[n=64] a" in r.err
+    ve = doc["cases"][0]["variants"]["a"]
+    assert len(ve["logs"]) == 3 and ve["noise_target_met"] == [False, False, False]
+    runs = [read_log(tmp_path / "o" / log) for log in ve["logs"]]
+    assert [h["meta"]["repetitions"] for h, _ in runs] == [3, 3, 3]
+    assert [rows[0]["run"] for _, rows in runs] == [0, 1, 2]
+    assert not list((tmp_path / "o").glob("manifest.run*.json"))

@@ -184,12 +184,16 @@ def run_file(
     variants: Sequence[str] | None = None,
     options: RunOptions | None = None,
     progress: Callable[[str], None] | None = None,
-    processes: int = 1,
+    processes: int | str = 1,
+    auto_processes: int = 3,
 ) -> dict:
     """Run the benchmarks of a file into `outdir`; return the manifest (also written there).
 
     `processes > 1` repeats the whole run in that many fresh Python processes, one after the
-    other (process-level repetitions, FAIRNESS P10); each writes `.run<k>.jsonl` logs."""
+    other (process-level repetitions, FAIRNESS P10); each writes `.run<k>.jsonl` logs.
+    `processes="auto"` (the CLI's default) runs once here and, when any variant missed its noise
+    target, `auto_processes - 1` more times in fresh processes (`manifest["auto_processes"]`
+    says whether and why)."""
     opts = (options or RunOptions()).validate()
     path = Path(path)
     outdir = Path(outdir)
@@ -199,6 +203,10 @@ def run_file(
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(outdir, f"cannot write: {exc.strerror or exc}") from None
+    if processes == "auto":
+        return _run_auto(path, outdir, pattern, variants, opts, auto_processes, progress)
+    if not isinstance(processes, int) or processes < 1:
+        raise UsageError(f"processes must be a positive number or 'auto', not {processes!r}")
     if processes > 1:
         return _run_processes(path, outdir, pattern, variants, opts, processes, progress)
     return _run_in_process(path, outdir, pattern, variants, opts, progress, manifest_name=MANIFEST)
@@ -311,27 +319,79 @@ def _canon(params: dict) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def _run_processes(path: Path, outdir: Path, pattern, variants, opts: RunOptions, processes: int, progress) -> dict:
+def _spawn(path: Path, outdir: Path, pattern, variants, opts: RunOptions, k: int, processes: int, progress) -> dict:
+    """Run repetition k of `processes` in a fresh Python process; its part manifest."""
     import dataclasses
 
+    child_opts = dataclasses.replace(opts, run_index=k, repetitions=processes)
+    argv = [sys.executable, "-m", "profaudit.bench.child", "run", str(path.resolve()), str(outdir.resolve()), json.dumps(child_opts.as_dict()), str(k)]
+    if pattern:
+        argv += ["--pattern", pattern]
+    for v in variants or ():
+        argv += ["--variant", v]
+    if progress:
+        progress(f"process {k + 1}/{processes}")
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise UsageError(f"benchmark process {k} failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}")
+    return read_part(outdir, k)
+
+
+def _run_processes(path: Path, outdir: Path, pattern, variants, opts: RunOptions, processes: int, progress) -> dict:
     outdir.mkdir(parents=True, exist_ok=True)
-    parts = []
-    for k in range(processes):
-        child_opts = dataclasses.replace(opts, run_index=k, repetitions=processes)
-        argv = [sys.executable, "-m", "profaudit.bench.child", "run", str(path.resolve()), str(outdir.resolve()), json.dumps(child_opts.as_dict()), str(k)]
-        if pattern:
-            argv += ["--pattern", pattern]
-        for v in variants or ():
-            argv += ["--variant", v]
-        if progress:
-            progress(f"process {k + 1}/{processes}")
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()
-            raise UsageError(f"benchmark process {k} failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}")
-        parts.append(read_part(outdir, k))
+    parts = [_spawn(path, outdir, pattern, variants, opts, k, processes, progress) for k in range(processes)]
+    return _merge(outdir, parts)
+
+
+def noise_unmet(manifest: dict) -> list[str]:
+    """'case variant' for every measured variant whose noise target was not met."""
+    return [f"{c['id']} {v}" for c in manifest.get("cases", []) for v, ve in c["variants"].items() if ve.get("log") and ve.get("noise_target_met") is False]
+
+
+def _run_auto(path: Path, outdir: Path, pattern, variants, opts: RunOptions, processes: int, progress) -> dict:
+    """One run in this process; when any variant missed its noise target, `processes - 1` more
+    in fresh processes, so the spread between runs is measured (FAIRNESS P10) and the interval
+    the audit computes covers it. Three identical single-process runs gave medians 11-124 %
+    apart with non-overlapping intervals: a missed noise target means one run is not enough."""
+    import dataclasses
+
+    first_opts = dataclasses.replace(opts, run_index=0, repetitions=1)
+    first = _run_in_process(path, outdir, pattern, variants, first_opts, progress, manifest_name="manifest.run0.json", run_index=0)
+    unmet = noise_unmet(first)
+    if not unmet or processes < 2:
+        merged = _merge(outdir, [first])
+        merged["auto_processes"] = {"noise_target_met": not unmet, "extra_processes": 0, "reason": None if not unmet else f"noise target missed by {len(unmet)} variant(s); --auto-processes {processes} allows no more"}
+        write_manifest(outdir, merged)
+        return merged
+    # the first run's logs now belong to a set of `processes` runs: their headers say so
+    for c in first["cases"]:
+        for ve in c["variants"].values():
+            if ve.get("log"):
+                _set_repetitions(outdir / ve["log"], processes)
+    parts = [first] + [_spawn(path, outdir, pattern, variants, opts, k, processes, progress) for k in range(1, processes)]
+    merged = _merge(outdir, parts)
+    merged["auto_processes"] = {"noise_target_met": False, "extra_processes": processes - 1, "reason": f"noise target missed in the first run by {len(unmet)} variant(s): {', '.join(unmet[:5])}"}
+    write_manifest(outdir, merged)
+    return merged
+
+
+def _set_repetitions(log: Path, processes: int) -> None:
+    """Rewrite a timing log's header with `repetitions` (and the options' record) = processes."""
+    from profaudit.dataset import atomic_write_text
+
+    head, _, body = log.read_text().partition("\n")
+    h = json.loads(head)
+    h["meta"]["repetitions"] = processes
+    if isinstance(h["meta"].get("bench"), dict) and isinstance(h["meta"]["bench"].get("options"), dict):
+        h["meta"]["bench"]["options"]["repetitions"] = processes
+    atomic_write_text(log, json.dumps(h, ensure_ascii=False, allow_nan=False) + "\n" + body)
+
+
+def _merge(outdir: Path, parts: list[dict]) -> dict:
+    """One manifest from the part manifests of process-level runs (per variant: a list per run)."""
+    processes = len(parts)
     merged = dict(parts[0])
-    merged["processes"] = processes
     merged["status"] = "complete"
     merged["cases"] = []
     for i, case in enumerate(parts[0]["cases"]):
@@ -362,10 +422,13 @@ def _run_processes(path: Path, outdir: Path, pattern, variants, opts: RunOptions
         c["status"] = "ok" if all(p["cases"][i]["status"] == "ok" for p in parts) else "error"
         merged["cases"].append(c)
     merged["failures"] = sum(p.get("failures", 0) for p in parts)
+    merged["processes"] = processes
     write_manifest(outdir, merged)
     for k in range(processes):
         (outdir / f"manifest.run{k}.json").unlink(missing_ok=True)
     return merged
+
+
 
 
 def read_part(outdir: Path, k: int) -> dict:

@@ -106,7 +106,8 @@ def run_cmd(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:1 ..."),
     backend_option: Optional[List[str]] = typer.Option(None, "--backend-option", help="Backend option KEY=VALUE (fake backend: noise, hot_factor, ...)."),
     telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Sample GPU clocks, temperature, power and throttle reasons through NVML."),
-    processes: int = typer.Option(1, "--processes", help="Repeat the run in this many fresh processes (process-level repetitions)."),
+    processes: str = typer.Option("auto", "--processes", help="Repeat the run in this many fresh processes (process-level repetitions); auto: one run, and --auto-processes runs in all when any variant misses the noise target."),
+    auto_processes: int = typer.Option(3, "--auto-processes", help="With --processes auto: runs in all when the first run misses the noise target."),
     spot_checks: int = typer.Option(8, "--spot-checks", help="Timed rounds, at seeded random places, whose calls get new input values and poisoned outputs and are verified."),
     hard_time_limit: float = typer.Option(120.0, "--hard-time-limit", help="Minimums (--min-samples, --min-warmup-calls) win over the time budgets up to this many seconds per phase; past it the run records that it stopped short."),
     fmt: str = typer.Option("table", "--format", "-f", help="Summary format: table or json."),
@@ -121,8 +122,15 @@ def run_cmd(
         raise UsageError(f"--cache {cache!r}: choose {', '.join(_CACHE_CHOICES)}")
     if fmt not in ("table", "json"):
         raise UsageError(f"--format {fmt!r}: choose table or json")
-    if processes < 1:
-        raise UsageError("--processes must be at least 1")
+    if processes != "auto":
+        try:
+            processes = int(processes)
+        except ValueError:
+            raise UsageError(f"--processes {processes!r}: a number of processes or auto") from None
+        if processes < 1:
+            raise UsageError("--processes must be at least 1")
+    if auto_processes < 1:
+        raise UsageError("--auto-processes must be at least 1")
     opts = RunOptions(
         cache=cache,
         min_samples=min_samples,
@@ -143,7 +151,7 @@ def run_cmd(
         hard_time_s=hard_time_limit,
     )
     with progress_bar("benchmarking", None) as advance:
-        manifest = run_file(file, output_dir, pattern=pattern, variants=variant, options=opts, progress=advance, processes=processes)
+        manifest = run_file(file, output_dir, pattern=pattern, variants=variant, options=opts, progress=advance, processes=processes, auto_processes=auto_processes)
     rows = []
     bad = 0
     for c in manifest["cases"]:
@@ -177,6 +185,11 @@ def run_cmd(
             df = df.drop("error")
         emit_frame(df, "table", None, title=f"{file} -> {output_dir}", limit=0)
     con = stderr_console()
+    auto = manifest.get("auto_processes") or {}
+    if auto.get("extra_processes"):
+        con.print(f"ran {manifest['processes']} processes: {auto['reason']}", markup=False, highlight=False)
+    elif auto.get("reason"):
+        con.print(auto["reason"], markup=False, highlight=False)
     for line in _order_notes(manifest):
         con.print(line, markup=False, highlight=False)
     short = [(c["id"], v) for c in manifest["cases"] for v, ve in c["variants"].items() if any(_each(ve.get("stopped_short")))]
