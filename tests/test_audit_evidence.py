@@ -116,3 +116,124 @@ def test_fail_never_leaves_the_raw_ratio_supported(tmp_path):
     report = audit(claim(b, c, speedup=50))
     assert report.verdict == "FAIL" and triggered(report, "PA305")
     assert report.supported.status == "not supported" and "PA305" in report.supported.reason
+
+
+# ---------------------------------------------------------------------------------------------
+# verdict semantics: coverage, assumptions, equivalence, harness steadiness
+# ---------------------------------------------------------------------------------------------
+
+
+def _bare(role, median, *, seed, n=60, sigma=0.02, meta=None):
+    """A side with per-iteration times and nothing else (no metadata, no trace)."""
+    from profaudit.audit import Side
+
+    rng = np.random.default_rng(seed)
+    return Side.from_durations(role, rng.lognormal(np.log(median), sigma, n), meta=meta)
+
+
+def test_checks_that_could_run_passed_is_pass_with_coverage_and_assumptions():
+    from profaudit.audit import Claim, parse_statistic
+
+    c = Claim(_bare("baseline", 1.0e6, seed=1), _bare("candidate", 0.5e6, seed=2), speedup=2.0, speedup_text="2.0", statistic=parse_statistic("median"))
+    report = audit(c)
+    assert report.verdict == "PASS", report.reasons
+    cov = report.coverage
+    assert 0 < len(cov.checked) < 35 and len(cov.checked) + len(cov.unverified) == 35
+    assert cov.line.startswith(f"{len(cov.checked)} of 35 rules could check; unverified: ")
+    assert {"workload", "precision", "device"} <= set(cov.topics)
+    assert any(a.startswith("PA302 workload:") for a in cov.assumptions)
+    for fmt_ in ("text", "markdown", "html"):
+        out = render(report, fmt_)
+        assert cov.line[:60] in out and "assumptions (could not be checked)" in out.lower()
+    assert json.loads(render(report, "json"))["coverage"]["line"] == cov.line
+
+
+def test_missing_shape_is_an_assumption_not_a_warning():
+    b = side("baseline", 1.0e6, seed=1, drop=("shape", "batch_size"))
+    c = side("candidate", 0.5e6, seed=2, drop=("shape", "batch_size"))
+    report = audit(claim(b, c))
+    assert report.verdict == "PASS", report.reasons
+    assert "PA302" in report.coverage.unverified
+
+
+def _aa(seed_c, cand_median, *, n=200, sigma=0.02, description="A/A run: the same kernel twice, no difference", speedup=1.0):
+    from profaudit.audit import Claim, parse_statistic
+
+    return Claim(
+        _bare("baseline", 1.0e6, seed=1, n=n, sigma=sigma), _bare("candidate", cand_median, seed=seed_c, n=n, sigma=sigma),
+        speedup=speedup, speedup_text=None if speedup is None else str(speedup), statistic=parse_statistic("median"), description=description,
+    )
+
+
+def _pa406(report):
+    return next(f for f in report.findings if f.rule == "PA406")
+
+
+def test_aa_run_is_equivalent_within_the_threshold():
+    report = audit(_aa(2, 1.0e6))
+    f = _pa406(report)
+    assert f.status is Status.PASS and "no difference within +-1.0%" in f.message
+    assert report.verdict == "PASS", report.reasons
+
+
+def test_equivalence_is_inconclusive_only_when_the_interval_is_wider_than_the_threshold():
+    f = _pa406(audit(_aa(2, 1.0e6, n=15, sigma=0.15)))
+    assert f.severity is Severity.INCONCLUSIVE and "wider than" in f.message
+
+
+def test_claimed_no_difference_with_a_real_difference_fails():
+    report = audit(_aa(2, 0.9e6, description="refactor: no difference in speed"))
+    f = _pa406(report)
+    assert f.severity is Severity.FAIL and "a difference beyond" in f.message
+    assert report.verdict == "FAIL"
+
+
+def test_no_regression_is_one_sided():
+    # A faster candidate is no regression; a slower one is.
+    ok = _pa406(audit(_aa(2, 0.8e6, description="no regression from the new allocator", speedup=None)))
+    assert ok.status is Status.PASS and "no regression" in ok.message
+    bad = _pa406(audit(_aa(2, 1.2e6, description="no regression from the new allocator", speedup=None)))
+    assert bad.severity is Severity.FAIL and "regression" in bad.message
+
+
+def test_a_real_speedup_claim_is_not_judged_as_equivalence():
+    f = _pa406(audit(_aa(2, 0.5e6, description="fused kernel", speedup=2.0)))
+    assert f.status is Status.PASS and "significant speedup" in f.message
+
+
+def _bench_log(path, median, *, seed, **meta):
+    from profaudit.timinglog import write_timing_log
+
+    rng = np.random.default_rng(seed)
+    d = rng.lognormal(np.log(median), 0.02, 80)
+    m = {"device_name": "NVIDIA H100 80GB HBM3", "time_source": "cuda_events", "warmup_steady": True, "stop_reason": "noise_target", "noise_target": 0.005, "noise_target_met": True, "minimums_met": True, "stopped_short": False}
+    m.update(meta)
+    write_timing_log(path, {"duration_ns": d, "iteration": np.arange(d.size), "phase": ["measure"] * d.size}, m)
+    return path
+
+
+def _bench_claim(tmp_path, **cand_meta):
+    from profaudit.audit import claim_from_paths
+
+    b = _bench_log(tmp_path / "b.jsonl", 1.0e6, seed=1)
+    c = _bench_log(tmp_path / "c.jsonl", 0.5e6, seed=2, **cand_meta)
+    return claim_from_paths(b, c, claimed=2.0, statistic="median")
+
+
+def test_bench_run_that_never_became_steady_cannot_pass(tmp_path):
+    report = audit(_bench_claim(tmp_path, warmup_steady=False, stop_reason="time_budget", noise_target_met=False))
+    assert report.verdict != "PASS"
+    f = [f for f in report.findings if f.rule == "PA101" and f.status is Status.FAIL]
+    assert f and "never became steady" in f[0].message and "time_budget" in f[0].message
+    assert any(f.rule == "PA402" and "noise target" in f.message for f in report.problems)
+
+
+def test_bench_run_that_stopped_short_is_undersampled(tmp_path):
+    report = audit(_bench_claim(tmp_path, stopped_short=True, minimums_met=False, stop_reason="hard_time_limit"))
+    assert any(f.rule == "PA401" and "under-sampled" in f.message for f in report.problems)
+
+
+def test_steady_bench_run_passes(tmp_path):
+    report = audit(_bench_claim(tmp_path))
+    assert report.verdict == "PASS", report.reasons
+    assert any(f.rule == "PA101" and "steady warm-up" in f.message for f in report.findings)

@@ -119,6 +119,17 @@ class AuditReport:
     elapsed_s: float = 0.0
     coverage: Coverage | None = None
 
+    def __repr__(self) -> str:
+        # one line: the dataclass repr printed the evidence (every sample) and each finding
+        from profaudit.notebook import audit_repr
+
+        return audit_repr(self)
+
+    def _repr_html_(self) -> str:
+        from profaudit.notebook import audit_html
+
+        return audit_html(self)
+
     @property
     def comparison(self) -> Comparison:
         return self.evidence.comparison
@@ -248,6 +259,8 @@ def coverage(findings: list[Finding], rules: list[str]) -> Coverage:
                 assumptions.append(f"{code} {topic}: {f.message.removeprefix('cannot check: ')}")
         else:
             checked.append(code)
+            # a rule that checked part of the evidence may still rest on an assumption for the rest
+            assumptions.extend(f"{code} {TOPICS.get(code, f.name)}: {f.message.removeprefix('cannot check: ')}" for f in fs if f.status is Status.UNKNOWN)
     return Coverage(checked, unverified, topics, assumptions)
 
 

@@ -22,6 +22,9 @@ class WarmupInTimedRegion(Rule):
     them. Only an asymmetric head changes the speedup, but it can change it a lot (Neuron FLUX:
     9.35 s first step against 0.83 s warm; KernelBench's early baselines used 3 warm-ups).
 
+    Logs written by `profaudit bench` record whether warm-up reached a steady state
+    (`warmup_steady`); a side that never did cannot pass (WARN).
+
     Example: the baseline log starts with 12 iterations at 5 ms before settling at 1 ms while the
     candidate was warmed up; the mean speedup of 2.5x is 2.08x on steady-state samples (FAIL,
     corrected to the steady-state interval).
@@ -34,6 +37,32 @@ class WarmupInTimedRegion(Rule):
     needs = ("per-iteration times of both sides (or a reported mean and median)",)
 
     def check(self, ev: Evidence) -> list[Finding]:
+        out = self._heads(ev)
+        steady = self._harness_steadiness(ev)
+        if not steady:
+            return out
+        flagged = [f for f in steady if f.status.value == "fail"]
+        kept = [f for f in out if f.status.value == "fail"]
+        return kept + flagged if (kept or flagged) else steady
+
+    def _harness_steadiness(self, ev: Evidence) -> list[Finding]:
+        """What the harness recorded about its warm-up (profaudit bench `warmup_steady`): a side
+        whose warm-up never became steady was measured before its steady state, whatever the
+        log's shape suggests (a slow plateau looks steady too)."""
+        out, known = [], []
+        for se in ev.sides:
+            f = se.fact("warmup_steady")
+            if f is None:
+                continue
+            known.append(se.role)
+            if f.value is False:
+                stop = se.get("stop_reason")
+                out.append(self.flag(Severity.WARN, f"the {se.role}'s warm-up never became steady ({f.source}): it was measured before reaching a steady state" + (f"; measuring stopped on {stop}" if stop else ""), se.role, warmup_steady=f, stop_reason=se.fact("stop_reason")))
+        if out:
+            return out
+        return [self.ok(f"the harness recorded a steady warm-up ({', '.join(known)})")] if known else []
+
+    def _heads(self, ev: Evidence) -> list[Finding]:
         b, c = ev.baseline, ev.candidate
         if not (b.has_samples and c.has_samples):
             return self._summaries(ev)

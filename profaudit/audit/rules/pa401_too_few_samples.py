@@ -32,6 +32,15 @@ class TooFewSamples(Rule):
     unknown_severity = Severity.INCONCLUSIVE
 
     def check(self, ev: Evidence) -> list[Finding]:
+        short = [se for se in ev.sides if se.get("stopped_short") is True or se.get("minimums_met") is False]
+        if short:
+            return [
+                self.flag(Severity.WARN, f"the harness ran out of its time limit before its minimum warm-up calls and samples for the {se.role} ({(se.fact('stopped_short') or se.fact('minimums_met')).source}): under-sampled, not a measured steady state", se.role, stopped_short=se.fact("stopped_short"), minimums_met=se.fact("minimums_met"))
+                for se in short
+            ]
+        return self._counts(ev)
+
+    def _counts(self, ev: Evidence) -> list[Finding]:
         counts = {}
         for se in ev.sides:
             if not se.has_samples and not se.summary_count:

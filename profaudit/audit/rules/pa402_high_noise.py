@@ -16,6 +16,9 @@ class HighNoise(Rule):
     means an unstable environment (shared GPU, clocks, host interference). nvbench's default
     stopping criterion asks for 0.5 % relative noise.
 
+    Logs written by `profaudit bench` record whether the noise target was met
+    (`noise_target_met`, `stop_reason`); a side that stopped before it -> WARN.
+
     Example: candidate median 1.0 ms with quartiles 0.88 and 1.17 ms: WARN.
     """
 
@@ -40,11 +43,19 @@ class HighNoise(Rule):
                 cv = se.summaries["std"] / se.summaries["mean"]
                 if cv > 0.10:
                     out.append(self.flag(Severity.WARN, f"the {se.role}'s standard deviation is {pct(cv)} of its mean", se.role, cv=cv))
+        for se in ev.sides:
+            met = se.fact("noise_target_met")
+            if met is None:
+                continue
+            checked.append(se.role)
+            if met.value is False:
+                target, stop = se.get("noise_target"), se.get("stop_reason")
+                out.append(self.flag(Severity.WARN, f"the harness stopped measuring the {se.role} before its noise target" + (f" (relative SE of the median {float(target):.2%})" if target is not None else "") + (f" on {stop}" if stop else "") + f" ({met.source})", se.role, noise_target_met=met, noise_target=se.fact("noise_target"), stop_reason=se.fact("stop_reason")))
         if out:
             return out
         if not checked:
             return [self.cannot("no per-iteration times and no reported standard deviation")]
-        return [self.ok(f"noise under 10% ({', '.join(f'{r} IQR {pct(cmp.noise[r].rel_iqr)}' for r in checked if r in cmp.noise)})")]
+        return [self.ok(f"noise under 10% ({', '.join(f'{r} IQR {pct(cmp.noise[r].rel_iqr)}' for r in dict.fromkeys(checked) if r in cmp.noise)})")]
 
 
 RULE = HighNoise()

@@ -1,9 +1,30 @@
 from __future__ import annotations
 
 import math
+import re
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
+
+
+# Claims of no difference: an A/A run, "no regression", "same speed", "parity", "equivalent".
+_NO_DIFFERENCE = re.compile(r"\bA\s*/\s*A\b|\bno (significant |measurable |performance )?(difference|change|regression|slowdown)|\bnot (any )?slower\b|\bsame (speed|performance)\b|\bparity\b|\bequivalen|\bon par\b|\bunchanged\b|\bneutral\b", re.IGNORECASE)
+_NON_INFERIORITY = re.compile(r"\bno (significant |measurable |performance )?(regression|slowdown)|\bnot (any )?slower\b", re.IGNORECASE)
+
+
+def equivalence_claim(ev: Evidence) -> tuple[str, str] | None:
+    """("equivalence" or "non-inferiority", why) when the claim says there is no difference: a
+    claimed speedup within the noise threshold of 1.0, or a description that says so."""
+    text = ev.claim.description or ""
+    noise = ev.noise_threshold
+    claimed = ev.claimed_speedup
+    if _NON_INFERIORITY.search(text) and (claimed is None or abs(math.log(claimed)) <= math.log1p(noise)):
+        return "non-inferiority", f"the claim says {_NON_INFERIORITY.search(text).group(0)!r}"
+    if _NO_DIFFERENCE.search(text) and (claimed is None or abs(math.log(claimed)) <= math.log1p(noise)):
+        return "equivalence", f"the claim says {_NO_DIFFERENCE.search(text).group(0)!r}"
+    if claimed is not None and claimed > 0 and abs(math.log(claimed)) <= math.log1p(noise):
+        return "equivalence", f"the claimed {claimed:g}x is within the {noise:.1%} noise threshold of 1.0"
+    return None
 
 
 class NotSignificant(Rule):
@@ -19,12 +40,19 @@ class NotSignificant(Rule):
     Why it matters: a speedup inside the noise is not a speedup; Google Benchmark's compare.py
     uses the same U test and nvbench-compare requires a clear gap (FAIRNESS P10).
 
-    Example: 1.02x [0.99, 1.05]: INCONCLUSIVE.
+    A claim of no difference (a claimed speedup within the noise threshold of 1.0, an A/A run,
+    "no regression", "parity") gets an equivalence answer instead: two one-sided tests (TOST)
+    against the threshold t, read off the interval. It lies inside [1/(1+t), 1+t] -> PASS "no
+    difference within +-t"; it is wider than that band -> INCONCLUSIVE; it lies wholly outside
+    -> FAIL (there is a difference); otherwise it reaches past the band -> WARN. "No regression"
+    is one-sided (non-inferiority): only a lower bound under 1/(1+t) counts against it.
+
+    Example: 1.02x [0.99, 1.05]: INCONCLUSIVE. A/A run, 1.001x [0.996, 1.006] with t = 1 %: PASS.
     """
 
     code = "PA406"
     name = "not-significant"
-    severity = Severity.INCONCLUSIVE
+    severity = Severity.FAIL
     pitfalls = ("P10",)
     needs = ("samples of both sides, or reported mean, standard deviation and count",)
     unknown_severity = Severity.INCONCLUSIVE
@@ -39,6 +67,9 @@ class NotSignificant(Rule):
         noise = ev.noise_threshold
         mw = cmp.mann_whitney
         evid = {"interval": iv, "noise_threshold": noise, "mann_whitney": mw}
+        eq = equivalence_claim(ev)
+        if eq is not None:
+            return [self._tost(iv, noise, *eq, evid)]
         if iv.estimate >= 1:
             clear = iv.low > 1 + noise
             what = "speedup"
@@ -51,6 +82,25 @@ class NotSignificant(Rule):
             return [self.flag(Severity.INCONCLUSIVE, f"the interval clears the noise threshold but the Mann-Whitney U test does not (p = {mw.p_value:.3g})", "both", **evid)]
         p = f"; Mann-Whitney p {'< 1e-300' if mw.p_value == 0 else f'= {mw.p_value:.2g}'}" if mw is not None and math.isfinite(mw.p_value) else ""
         return [self.ok(f"significant {what}: {iv.describe()}{p}", **evid)]
+
+
+    def _tost(self, iv, noise: float, kind: str, why: str, evid: dict) -> Finding:
+        lo_b, hi_b = 1 / (1 + noise), 1 + noise
+        band = f"[{lo_b:.4g}, {hi_b:.4g}]"
+        evid = dict(evid, test=f"TOST ({kind}) at the {iv.confidence:.0%} interval", equivalence_bounds=[lo_b, hi_b], reason=why)
+        if kind == "non-inferiority":
+            if iv.low >= lo_b:
+                return self.ok(f"no regression beyond {noise:.1%}: {iv.describe()} stays above {lo_b:.4g} ({why}; one-sided test)", **evid)
+            if iv.high < lo_b:
+                return self.flag(Severity.FAIL, f"a regression: {iv.describe()} lies wholly below {lo_b:.4g} ({why})", "candidate", **evid)
+        else:
+            if lo_b <= iv.low and iv.high <= hi_b:
+                return self.ok(f"no difference within +-{noise:.1%}: {iv.describe()} lies inside {band} ({why}; two one-sided tests)", **evid)
+            if iv.high < lo_b or iv.low > hi_b:
+                return self.flag(Severity.FAIL, f"a difference beyond the {noise:.1%} threshold: {iv.describe()} lies wholly outside {band} ({why})", "both", **evid)
+        if math.log(iv.high / iv.low) > math.log(hi_b / lo_b):
+            return self.flag(Severity.INCONCLUSIVE, f"the interval {iv.describe()} is wider than the +-{noise:.1%} equivalence band {band}: the data cannot show there is no difference ({why})", "both", **evid)
+        return self.flag(Severity.WARN, f"not shown equivalent within +-{noise:.1%}: {iv.describe()} reaches beyond {band} ({why})", "both", **evid)
 
 
 RULE = NotSignificant()
