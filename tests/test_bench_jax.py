@@ -85,3 +85,44 @@ def test_output_buffers_are_refused_for_jax(tmp_path):
     f.write_text(textwrap.dedent(TRACED).replace('variants={"f": f}', 'variants={"f": f}, output=lambda p, ins: None'))
     m = bench.run_file(f, tmp_path / "out", options=_opts())
     assert "immutable" in m["cases"][0]["error"]
+
+
+EAGER = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from profaudit import bench
+
+TRACES = []
+
+def f(x):
+    TRACES.append(1)          # jitted: runs once (tracing); eager: on every call
+    return jnp.tanh(x) * 2.0
+
+B = bench.Benchmark("tanh2", backend="jax",
+    inputs=lambda p, gen: (gen.randn((64, 64), "float32"),),
+    reference=lambda x: np.tanh(x) * 2.0,
+    variants={"eager": bench.Variant(f, compile_mode="eager"), "jit": bench.Variant(f, compile_mode="jit"),
+              "jitted_said_eager": bench.Variant(jax.jit(f), compile_mode="eager")},
+    params=[{"n": 64}])
+"""
+
+
+def test_jax_eager_is_really_eager(tmp_path):
+    import sys
+
+    from profaudit import bench
+
+    f = tmp_path / "bench_eager.py"
+    f.write_text(textwrap.dedent(EAGER))
+    m = bench.run_file(f, tmp_path / "out", options=_opts())
+    v = m["cases"][0]["variants"]
+    assert v["eager"]["status"] == "ok" and v["jit"]["status"] == "ok", (v["eager"], v["jit"])
+    assert v["jitted_said_eager"]["status"] == "error" and "jax.jit-wrapped" in v["jitted_said_eager"]["error"]
+    mod = next(x for k, x in sys.modules.items() if k.startswith("profaudit_bench_") and getattr(x, "__file__", "") == str(f))
+    header = lambda ve: json.loads((tmp_path / "out" / ve["log"]).read_text().splitlines()[0])["meta"]  # noqa: E731
+    calls = len([r for r in (tmp_path / "out" / v["eager"]["log"]).read_text().splitlines()[1:]])
+    # every eager call ran the Python body (one per timed/warm-up row, plus the checks); jit traced once
+    assert len(mod.TRACES) >= calls + 1
+    assert header(v["eager"])["compile_mode"] == "eager" and "xla_cost_analysis" not in header(v["eager"])
+    assert header(v["jit"])["compile_mode"] == "jit" and header(v["jit"])["xla_cost_analysis"][0]["flops"] > 0

@@ -1,6 +1,9 @@
 """JAX backend: each variant is `jax.jit`-ed and compiled ahead of time (`lower().compile()`) before
 anything is timed, so compilation never lands in a sample (FAIRNESS P1); each timed call ends
-with `jax.block_until_ready` on its outputs (P6: JAX dispatches asynchronously). XLA's
+with `jax.block_until_ready` on its outputs (P6: JAX dispatches asynchronously). A variant
+declared `compile_mode="eager"` is not jitted: its operators dispatch one by one as written
+(their per-operator compilation happens in the checks and the warm-up), and a jitted function
+declared eager is refused. XLA's
 `cost_analysis()` of the compiled program is attached to the log (`profaudit.xla.normalise_cost`).
 
 JAX arrays are immutable: variants return their outputs (no `output=` buffers), and references
@@ -116,8 +119,22 @@ class JaxBackend(Backend):
         return False
 
     # -- calls -----------------------------------------------------------------------------
-    def bind(self, fn: Callable, args: Sequence[Any], kwargs: dict, variant: str, params: dict, model_ns=None, input_set: int = 0) -> BoundCall:
+    def compile_mode_of(self, fn: Callable) -> str | None:
+        return "jit" if hasattr(fn, "lower") else None
+
+    def bind(self, fn: Callable, args: Sequence[Any], kwargs: dict, variant: str, params: dict, model_ns=None, input_set: int = 0, compile_mode: str | None = None, cuda_graphs: bool | None = None) -> BoundCall:
         jax = self.jax
+        if cuda_graphs:
+            raise UsageError(f"variant {variant!r} declares cuda_graphs=True: the jax backend does not capture CUDA graphs (XLA decides that itself)")
+        block = jax.block_until_ready
+        if compile_mode == "eager":
+            # really eager: every jnp operator dispatched on its own, as written (what
+            # compile_mode="eager" claims); a function that is already jitted cannot be
+            if hasattr(fn, "lower"):
+                raise UsageError(f"variant {variant!r} declares compile_mode='eager' but its function is jax.jit-wrapped: pass the plain function (or declare compile_mode='jit')")
+            # no single program, so no XLA cost analysis (inputs live on self.dev: ops run there)
+            self._costs.pop(variant, None)
+            return BoundCall(lambda: block(fn(*args, **kwargs)), variant, params, model_ns, input_set)
         # one backend serves every benchmark of a file: the program depends on the function (two
         # benchmarks may both name a variant "matmul"), the argument shapes and dtypes, and the
         # case's parameters (a variant taking `params` bakes them in as constants)
@@ -140,7 +157,6 @@ class JaxBackend(Backend):
         _, compiled, cost = hit
         # the cost of the program this case runs (shapes differ from case to case)
         self._costs[variant] = cost
-        block = jax.block_until_ready
         return BoundCall(lambda: block(compiled(*args)), variant, params, model_ns, input_set)
 
     @staticmethod

@@ -104,14 +104,16 @@ def _shape(shape) -> tuple[int, ...]:
 class BoundCall:
     """A zero-argument call of one variant on one input set (what the timer runs)."""
 
-    __slots__ = ("fn", "variant", "params", "model_ns", "input_set")
+    __slots__ = ("fn", "variant", "params", "model_ns", "input_set", "method")
 
-    def __init__(self, fn: Callable[[], Any], variant: str, params: dict, model_ns: Callable | None = None, input_set: int = 0):
+    def __init__(self, fn: Callable[[], Any], variant: str, params: dict, model_ns: Callable | None = None, input_set: int = 0, method: str | None = None):
         self.fn = fn
         self.variant = variant
         self.params = params
         self.model_ns = model_ns
         self.input_set = input_set
+        # how a call is run when not the plain function call (cuda_graph: a graph replay)
+        self.method = method
 
     def __call__(self):
         try:
@@ -281,7 +283,11 @@ class Backend:
         return True
 
     # -- calls -----------------------------------------------------------------------------
-    def bind(self, fn: Callable, args: Sequence[Any], kwargs: dict, variant: str, params: dict, model_ns=None, input_set: int = 0) -> BoundCall:
+    def bind(self, fn: Callable, args: Sequence[Any], kwargs: dict, variant: str, params: dict, model_ns=None, input_set: int = 0, compile_mode: str | None = None, cuda_graphs: bool | None = None) -> BoundCall:
+        """A zero-argument call of `fn`; `compile_mode` and `cuda_graphs` are the variant's
+        declarations (backends that compile or capture follow them, or refuse)."""
+        if cuda_graphs:
+            raise UsageError(f"variant {variant!r} declares cuda_graphs=True: the {self.name} backend on {self.device_kind} has no CUDA graphs (torch on a CUDA device has)")
         return BoundCall(lambda: fn(*args, **kwargs), variant, params, model_ns, input_set)
 
     def compile_info(self, variant: str) -> dict[str, Any]:

@@ -373,7 +373,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         if b.output is not None:
             args.append(out_buffer(v.name, s))
         kw = {"params": p} if accepts_params(v.fn) else {}
-        return backend.bind(v.fn, args, kw, v.name, p, v.model_ns, s)
+        return backend.bind(v.fn, args, kw, v.name, p, v.model_ns, s, compile_mode=v.compile_mode, cuda_graphs=v.cuda_graphs)
 
     out_dtypes: dict[str, list[str]] = {}
 
@@ -916,7 +916,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "rel_se_note": None if se_ok else f"not reported: {n_samples} samples (fewer than {MIN_SE_SAMPLES}) are too few to estimate the standard error of the median",
             "minimums_met": minimums,
             "stopped_short": not minimums,
-            "timing_method": getattr(timer, "method", "per_call"),
+            "timing_method": getattr(bound[n][0], "method", None) or getattr(timer, "method", "per_call"),
             "spot_checks": spot_info[n]["checks"],
             "determinism_checked": bool((r.correctness.get("determinism") or {}).get("repeat_calls")),
             "nondeterministic_tolerance": list(v.nondeterministic) if v.nondeterministic is not None else None,
