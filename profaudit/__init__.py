@@ -8,6 +8,8 @@
 
 __version__ = "0.1.0"
 
+from typing import TYPE_CHECKING  # noqa: E402
+
 from profaudit.errors import InputError, MissingExtraError, ProfauditError, UsageError  # noqa: E402
 from profaudit.fleet import ingest  # noqa: E402
 from profaudit.loader import load, load_one  # noqa: E402
@@ -24,6 +26,14 @@ def audit_claim(*args, **kwargs):
 
 
 _CALLABLE_MODULES = ("roofline", "audit", "compare")
+
+if TYPE_CHECKING:
+    # Type checkers and IDEs see the three entry points as the functions they are. At run time
+    # each name is its module made callable (profaudit._callable): `import profaudit.audit.rules`
+    # and `profaudit.compare.match` need the module, and a plain function would hide it.
+    from profaudit.audit import audit as audit
+    from profaudit.compare.core import compare as compare
+    from profaudit.roofline import roofline as roofline
 
 
 def __getattr__(name: str):

@@ -23,3 +23,5 @@ def make_module_callable(module_name: str, func: Callable[..., Any]) -> None:
             return func(*args, **kwargs)
 
     module.__class__ = CallableModule
+    # inspect.signature (IPython's `?`, IDE call tips at run time) follows __wrapped__ to the function
+    module.__wrapped__ = func

@@ -24,6 +24,16 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _fits(value: Any, dtype) -> bool:
+    """Whether a metadata value can sit in its declared column: containers never can, nor
+    integers beyond Int64 (scalars of another type are cast as before)."""
+    if isinstance(value, (Mapping, list, tuple, set, bytes)):
+        return False
+    if dtype == pl.Int64 and isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return False
+    return True
+
+
 @dataclass
 class Profile:
     """One profile: the normalised tables of one input plus its run metadata.
@@ -45,6 +55,17 @@ class Profile:
         self.metadata.setdefault("kernel_count", self.tables["kernels"].height)
         self.metadata.setdefault("sample_count", self.tables["samples"].height)
 
+    def __repr__(self) -> str:
+        # one line (the dataclass repr printed every table: 55 kB for one trace)
+        from profaudit.notebook import profile_repr
+
+        return profile_repr(self)
+
+    def _repr_html_(self) -> str:
+        from profaudit.notebook import profile_html
+
+        return profile_html(self)
+
     def __getattr__(self, name: str) -> pl.DataFrame:
         tables = self.__dict__.get("tables", {})
         if name in tables:
@@ -55,10 +76,13 @@ class Profile:
         keys = schema.metadata_keys()
         row = {"profile_id": self.profile_id}
         extra = {}
+        types = schema.METADATA.polars_schema
         for k, v in self.metadata.items():
-            if k in keys:
+            if k in keys and _fits(v, types[k]):
                 row[k] = v
             else:
+                # a declared key holding a list or mapping (pytest-benchmark and Google Benchmark
+                # metadata are free-form) keeps its value in extra_json instead of failing the table
                 extra[k] = v
         row["extra_json"] = json.dumps(_jsonable(extra), sort_keys=True) if extra else None
         return row
@@ -113,6 +137,11 @@ class ProfileSet:
 
     def __repr__(self) -> str:
         return f"ProfileSet({len(self)} profiles: {', '.join(list(self._profiles)[:5])}{'...' if len(self) > 5 else ''})"
+
+    def _repr_html_(self) -> str:
+        from profaudit.notebook import profileset_html
+
+        return profileset_html(self)
 
     @property
     def ids(self) -> list[str]:

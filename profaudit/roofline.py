@@ -346,7 +346,9 @@ def roofline(
 
     k = k.with_columns(_notes(k, unmatched, suffixes, flops_precision).alias("roof_note"))
     cols = roofline_columns(clock)
-    return k.select(cols)
+    from profaudit.notebook import RooflineFrame  # a polars frame with a short notebook display
+
+    return RooflineFrame.of(k.select(cols))
 
 
 def _notes(k: pl.DataFrame, unmatched: Mapping, suffixes, flops_precision) -> pl.Expr:

@@ -140,6 +140,11 @@ class Comparison:
             f"comparable={self.comparable}; {self.verdict})"
         )
 
+    def _repr_html_(self) -> str:
+        from profaudit.notebook import comparison_html
+
+        return comparison_html(self)
+
     def to_dict(self, *, include_pairs: bool = False) -> dict[str, Any]:
         """JSON-safe (NaN and infinities become null, as in audit reports)."""
         from profaudit.audit.findings import _jsonable
