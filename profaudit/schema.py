@@ -421,6 +421,44 @@ COLLECTIVE_SIZES = Table(
 )
 DERIVED_TABLES: dict[str, Table] = {t.name: t for t in (RANKS, COLLECTIVES, CALLS, STEP_BREAKDOWN, STEP_SKEW, STRAGGLERS, COLLECTIVE_SIZES)}
 
+# Batch results (`profaudit.batch`): one row per claim file audited, or per compare pair.
+AUDIT_VERDICTS = Table(
+    "audit_verdicts",
+    (
+        _c("claim", S, "", "the claim file"),
+        _c("description", S, "", "what the claim says"),
+        _c("verdict", S, "", "PASS, WARN, INCONCLUSIVE, FAIL, or ERROR (the claim could not be read; see error)"),
+        _c("claimed_speedup_x", F, "x", "speedup the claim states (baseline time / candidate time)"),
+        _c("supported_speedup_x", F, "x", "speedup the evidence supports (null when none holds)"),
+        _c("supported_low_x", F, "x", "low end of its confidence interval"),
+        _c("supported_high_x", F, "x", "high end of its confidence interval"),
+        _c("confidence", F, "fraction", "confidence level of the interval"),
+        _c("statistic", S, "", "statistic of the supported speedup (median, mean, ...)"),
+        _c("rules_fired", S, "", "codes of the rules that flagged the claim, most severe first, joined by ','"),
+        _c("error", S, "", "why the claim could not be audited (one line naming the file)"),
+    ),
+    "one row per audited claim (profaudit audit DIR|GLOB)",
+)
+COMPARE_VERDICTS = Table(
+    "compare_verdicts",
+    (
+        _c("pair", S, "", "the pair's name (the CSV's name column, else its row number)"),
+        _c("baseline", S, "", "baseline input as listed"),
+        _c("candidate", S, "", "candidate input as listed"),
+        _c("kind", S, "", "kernels (profiles) or samples (timing logs)"),
+        _c("comparable", S, "", "yes, with-warnings, no, or error"),
+        _c("verdict", S, "", "the comparison's one-line verdict"),
+        _c("speedup_x", F, "x", "geometric-mean speedup over matched items (baseline / candidate)"),
+        _c("speedup_low_x", F, "x", "low end of its confidence interval"),
+        _c("speedup_high_x", F, "x", "high end of its confidence interval"),
+        _c("gate", S, "", "pass, fail or not-comparable under --fail-on / --max-slowdown"),
+        _c("rules_fired", S, "", "codes of the fairness findings that flagged the pair, joined by ','"),
+        _c("error", S, "", "why the pair could not be compared (one line naming the file)"),
+    ),
+    "one row per compared pair (profaudit compare-pairs CSV)",
+)
+BATCH_TABLES: dict[str, Table] = {t.name: t for t in (AUDIT_VERDICTS, COMPARE_VERDICTS)}
+
 _NUMERIC = (pl.Int64, pl.Float64)
 
 

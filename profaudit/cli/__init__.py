@@ -18,6 +18,7 @@ from profaudit import __version__
 COMMANDS = [
     "profaudit.cli.ingest_cmd",
     "profaudit.cli.dataset_cmd",
+    "profaudit.cli.batch_cmd",
     "profaudit.cli.kernels_cmd",
     "profaudit.cli.kernel_report_cmd",
     "profaudit.cli.info_cmd",

@@ -40,6 +40,9 @@ def register(app: typer.Typer) -> None:
         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file (atomically)."),
         sarif: Optional[Path] = typer.Option(None, "--sarif", help="Also write the findings as SARIF 2.1.0 to this file (CI code scanning)."),
         summary: Optional[Path] = typer.Option(None, "--summary", help="Also write the Markdown report here and append it to $GITHUB_STEP_SUMMARY when set."),
+        engine: str = typer.Option("local", "--engine", help="For a folder or glob of claims: local, or dask (a Dask cluster; see `profaudit ingest --help`)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (--engine dask)."),
+        scheduler_file: Optional[str] = typer.Option(None, "--scheduler-file", help="Dask scheduler file (--engine dask)."),
     ) -> int:
         """Audit a speedup claim: is it supported, is the comparison fair, what speedup holds?
 
@@ -47,9 +50,19 @@ def register(app: typer.Typer) -> None:
         """
         from profaudit.audit import audit, claim_from_paths, load_claim
         from profaudit.audit.render import print_text, render
+        from profaudit.batch import is_batch
         from profaudit.cli.common import emit_text, stderr_console, stdout_console
         from profaudit.errors import UsageError
 
+        if claim is not None and is_batch(claim):
+            # a folder or glob of claim files: one verdict table (profaudit.batch)
+            from profaudit.cli.batch_cmd import audit_batch
+
+            if baseline or candidate:
+                raise UsageError("give a claim file or --baseline/--candidate, not both")
+            return audit_batch(str(claim), fmt=fmt, output=output, select=select, ignore=ignore, engine=engine, scheduler=scheduler, scheduler_file=scheduler_file)
+        if engine != "local" or scheduler or scheduler_file:
+            raise UsageError("--engine, --scheduler and --scheduler-file go with a folder or glob of claim files")
         if fmt not in FORMATS:
             raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
         paths_form = bool(baseline or candidate)

@@ -1,0 +1,85 @@
+"""Batch audit and compare: `profaudit audit DIR|GLOB` (through a hook in audit_cmd) and
+`profaudit compare-pairs PAIRS.csv`, each writing one verdict table, exit code by the worst row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from profaudit.cli.ingest_cmd import ENGINE_OPTION, SCHEDULER_FILE_OPTION, SCHEDULER_OPTION
+
+BATCH_FORMATS = ("text", "table", "markdown", "csv", "json", "parquet")
+_BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
+
+
+def _format_for(fmt: str, output: Optional[Path]) -> str:
+    from profaudit.errors import UsageError
+
+    if fmt not in BATCH_FORMATS:
+        raise UsageError(f"--format {fmt!r}: a verdict table is written as {', '.join(BATCH_FORMATS[1:])}")
+    if fmt in ("text", "table") and output is not None:
+        # `-o verdicts.parquet` says the format itself
+        return _BY_SUFFIX.get(Path(output).suffix.lower(), "table")
+    return "table" if fmt == "text" else fmt
+
+
+def _emit(df, fmt: str, output: Optional[Path], title: str) -> None:
+    from profaudit.batch import to_markdown
+    from profaudit.cli.common import emit_frame, emit_text
+
+    if fmt == "markdown":
+        emit_text(to_markdown(df, title), output)
+        return
+    if fmt == "table":
+        # a terminal is narrow: the long text columns go to the file formats, errors only when any
+        df = df.drop([c for c in ("description", "baseline", "candidate") if c in df.columns])
+        if df["error"].null_count() == df.height:
+            df = df.drop("error")
+    emit_frame(df, fmt, output, title=title, limit=0)
+
+
+def _run_batch(title: str, n: int, engine: str, scheduler, scheduler_file, work):
+    from profaudit.cli.common import progress_bar
+    from profaudit.executors import engine_executor
+
+    with engine_executor(engine, scheduler, scheduler_file) as executor, progress_bar(title, n) as advance:
+        return work(executor, advance)
+
+
+def audit_batch(target: str, *, fmt: str, output: Optional[Path], select, ignore, engine: str, scheduler, scheduler_file) -> int:
+    """`profaudit audit DIR|GLOB`: every claim file audited, one verdict table, worst exit code."""
+    from profaudit.batch import audit_exit_code, audit_many, claim_files
+
+    fmt = _format_for(fmt, output)
+    paths = claim_files(target)
+    df = _run_batch("auditing", len(paths), engine, scheduler, scheduler_file, lambda ex, adv: audit_many(paths, executor=ex, select=select, ignore=ignore, progress=adv))
+    _emit(df, fmt, output, f"{len(paths)} claims audited from {target}")
+    return audit_exit_code(df)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare-pairs")
+    def compare_pairs(
+        pairs: Path = typer.Argument(..., help="CSV with baseline and candidate columns (and optionally name); paths relative to the CSV."),
+        fmt: str = typer.Option("text", "--format", "-f", help="Verdict table as table, markdown, csv, json or parquet (default: from -o's suffix, else table)."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the verdict table to this file (atomically)."),
+        fail_on: str = typer.Option("none", "--fail-on", help="Gate each pair as `profaudit compare --fail-on` does: regression, any-significant, none."),
+        max_slowdown: str = typer.Option("0", "--max-slowdown", help="Slowdown tolerated before a regression fails the gate (5% or 0.05)."),
+        engine: str = ENGINE_OPTION,
+        scheduler: Optional[str] = SCHEDULER_OPTION,
+        scheduler_file: Optional[str] = SCHEDULER_FILE_OPTION,
+    ) -> int:
+        """Compare every baseline/candidate pair a CSV lists into one verdict table.
+
+        Exit code: the worst pair's gate (0 pass, 1 fail or not comparable under --fail-on), 2 when
+        a pair could not be read (its row names the file and the problem).
+        """
+        from profaudit.batch import compare_many, read_pairs
+
+        out_fmt = _format_for(fmt, output)
+        n = len(read_pairs(pairs))
+        df, code = _run_batch("comparing", n, engine, scheduler, scheduler_file, lambda ex, adv: compare_many(pairs, executor=ex, fail_on=fail_on, max_slowdown=max_slowdown, progress=adv))
+        _emit(df, out_fmt, output, f"{n} pairs compared from {pairs}")
+        return code
