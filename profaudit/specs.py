@@ -64,8 +64,12 @@ _TOP_KEYS = {
     "schema_version", "key", "name", "vendor", "architecture", "compute_capability", "gfx_target", "form_factor", "scope",
     "aliases", "match_patterns", "family_pattern", "compute_units", "boost_clock_mhz", "base_clock_mhz", "memory_bytes",
     "memory_type", "l2_cache_bytes", "bandwidth_bytes_per_s", "on_chip_memories", "peak_flops_per_s_dense",
-    "peak_flops_per_s_sparse", "other_peaks_ops_per_s", "conflicts", "notes", "sources",
+    "peak_flops_per_s_sparse", "other_peaks_ops_per_s", "interconnect_bytes_per_s", "conflicts", "notes", "sources",
 }
+# Links between devices, bytes per second in ONE direction per device (what nccl-tests' busbw is
+# compared with): NVLink, PCIe (host link), InfiniBand (the scale-out NIC a reference system gives
+# each GPU), xGMI (AMD Infinity Fabric between GPUs).
+INTERCONNECTS: tuple[str, ...] = ("nvlink", "pcie", "infiniband", "xgmi")
 _ENTRY_KEYS = {"value", "source", "clock_mhz", "derivation", "note", "kind"}
 _KEY_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
@@ -126,6 +130,7 @@ class DeviceSpec:
     bandwidths: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
     other_peaks: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
     on_chip_capacity_bytes: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
+    interconnects: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
     aliases: tuple[str, ...] = ()
     match_patterns: tuple[str, ...] = ()
     family_pattern: str | None = None
@@ -263,6 +268,7 @@ class DeviceSpec:
             "peak_flops_per_s_sparse": {k: val(v) for k, v in self.peaks_sparse.items()},
             "other_peaks_ops_per_s": {k: val(v) for k, v in self.other_peaks.items()},
             "on_chip_capacity_bytes": {k: val(v) for k, v in self.on_chip_capacity_bytes.items()},
+            "interconnect_bytes_per_s": {k: val(v) for k, v in self.interconnects.items()},
             "aliases": list(self.aliases),
             "conflicts": [{"field": c.field, "values": [{"value": a, "source": b, "note": n} for a, b, n in c.values], "resolution": c.resolution} for c in self.conflicts],
             "notes": list(self.notes),
@@ -453,6 +459,12 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
             v = replace(v, clock_hz=boost.value * 1e6)
         bws[str(lv)] = v
 
+    links = {}
+    for ln, e in _mapping(doc.get("interconnect_bytes_per_s"), "interconnect_bytes_per_s").items():
+        if ln not in INTERCONNECTS:
+            raise _Bad(f"interconnect_bytes_per_s.{ln}: unknown link; links: {', '.join(INTERCONNECTS)}")
+        links[str(ln)] = _value(e, f"interconnect_bytes_per_s.{ln}", sources, clock_ok=False)
+
     caps = {}
     for lv, e in _mapping(doc.get("on_chip_memories"), "on_chip_memories").items():
         e = _mapping(e, f"on_chip_memories.{lv}", optional=False)
@@ -500,6 +512,7 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
         bandwidths=MappingProxyType(bws),
         other_peaks=MappingProxyType(other),
         on_chip_capacity_bytes=MappingProxyType(caps),
+        interconnects=MappingProxyType(links),
         aliases=_str_list(doc.get("aliases"), "aliases"),
         match_patterns=patterns,
         family_pattern=family,

@@ -288,3 +288,17 @@ def test_one_nsys_capture_of_two_gpus(tmp_path):
                 (comm if k[7] == 3 else comp)[s:e] = True
         assert row["compute_ns"] == comp.sum() and row["communication_ns"] == comm.sum()
         assert row["overlapped_communication_ns"] == (comp & comm).sum() and row["idle_ns"] == (~(comp | comm)).sum()
+
+
+def test_interconnect_peaks_from_device_specs(run4):
+    from profaudit.ranks import interconnect_peaks
+    from profaudit.specs import get_spec
+
+    run, _, _ = run4
+    peaks = interconnect_peaks(run.ranks)
+    spec = get_spec("h100-sxm")  # the traces' "NVIDIA H100 80GB HBM3"
+    assert set(peaks["device_key"]) == {"h100-sxm"} and peaks.height == 4 * len(spec.interconnects)
+    nv = peaks.filter(pl.col("link") == "nvlink")["bytes_per_s"].unique().to_list()
+    assert nv == [spec.interconnects["nvlink"].value] == [450e9]  # 900 GB/s both directions, per direction
+    # an unknown device has no ceiling rather than a guessed one
+    assert interconnect_peaks(run.ranks.with_columns(pl.lit("Mystery GPU 9000").alias("device_name"))).height == 0

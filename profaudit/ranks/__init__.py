@@ -9,11 +9,13 @@ stragglers.
     run.calls                              # each call matched across ranks: last rank, wait
     run.step_breakdown                     # per rank and step: compute/communication/memory/idle
     run.stragglers, run.step_skew
+    pr.interconnect_peaks(run.ranks)       # NVLink/PCIe/InfiniBand ceilings of the ranks' devices
 
 Every frame's columns are declared in `profaudit.schema` (`DERIVED_TABLES`).
 """
 
 from profaudit.ranks.kinds import busbw_factor, collective_kind
+from profaudit.ranks.links import interconnect_peaks
 from profaudit.ranks.run import ALIGN_METHODS, DistributedRun, identify_ranks, load_run
 
-__all__ = ["ALIGN_METHODS", "DistributedRun", "busbw_factor", "collective_kind", "identify_ranks", "load_run"]
+__all__ = ["ALIGN_METHODS", "DistributedRun", "busbw_factor", "collective_kind", "identify_ranks", "interconnect_peaks", "load_run"]
