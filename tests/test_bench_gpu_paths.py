@@ -131,3 +131,135 @@ def test_jax_cost_record_shape():
     c = jax.jit(lambda a, b: a @ b).lower(jnp.ones((8, 4)), jnp.ones((4, 2))).compile()
     rec = JaxBackend._cost(c)
     assert rec["available"] is True and rec["flops"] == 2 * 8 * 4 * 2 and rec["module"].startswith("jit_")
+
+
+class _FakeCuda:
+    """torch.cuda's stream and graph API as the capture recipe uses it, recording the order."""
+
+    def __init__(self):
+        self.log: list[str] = []
+        self.capturing = False
+        cuda = self
+
+        class Stream:
+            def wait_stream(self, other):
+                cuda.log.append("wait")
+
+        class CUDAGraph:
+            def replay(self):
+                cuda.log.append("replay")
+
+        self.Stream, self.CUDAGraph = Stream, CUDAGraph
+        self._current = Stream()
+
+    def current_stream(self):
+        return self._current
+
+    def stream(self, s):
+        import contextlib
+
+        @contextlib.contextmanager
+        def ctx():
+            self.log.append("side-begin")
+            yield
+            self.log.append("side-end")
+
+        return ctx()
+
+    def graph(self, g):
+        import contextlib
+
+        @contextlib.contextmanager
+        def ctx():
+            self.capturing = True
+            self.log.append("capture-begin")
+            yield
+            self.capturing = False
+            self.log.append("capture-end")
+
+        return ctx()
+
+
+def test_cuda_graph_capture_then_replay():
+    from profaudit.bench.backend_torch import graph_call
+
+    cuda = _FakeCuda()
+    out = object()
+
+    def fn():
+        cuda.log.append("fn(capture)" if cuda.capturing else "fn")
+        return out
+
+    replay, _ = graph_call(cuda, fn, warmup=3)
+    # warm-up on a side stream, then one capture; nothing replayed yet
+    assert cuda.log == ["wait", "side-begin", "fn", "fn", "fn", "side-end", "wait", "capture-begin", "fn(capture)", "capture-end"]
+    cuda.log.clear()
+    assert replay() is out and replay() is out
+    # the timed calls are replays only: the Python function never runs again
+    assert cuda.log == ["replay", "replay"]
+
+
+def test_torch_variant_in_a_cuda_graph_flush_outside(monkeypatch):
+    """TorchBackend.bind(cuda_graphs=True) on a (faked) CUDA device: captured on the first call,
+    replayed after; the event timer's flush runs before each replay, never inside the graph."""
+    pytest.importorskip("torch")
+    from profaudit.bench.backend_torch import CudaEventTimer, TorchBackend
+
+    b = TorchBackend.__new__(TorchBackend)  # no CUDA here: only what bind() reads
+    cuda = _FakeCuda()
+    b.device_kind, b.torch, b.name = "cuda", types.SimpleNamespace(cuda=cuda), "torch"
+    calls = []
+
+    def kernel(x):
+        calls.append("captured" if cuda.capturing else "ran")
+        return x
+
+    bc = TorchBackend.bind(b, kernel, [7], {}, "v", {}, cuda_graphs=True)
+    assert bc.method == "cuda_graph"
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=_Event, synchronize=lambda *a: None))
+    timer = CudaEventTimer(fake_torch)
+    cuda.log.clear()
+    timer.run([bc, bc, bc], lambda: cuda.log.append("flush"))
+    assert calls == ["ran", "ran", "ran", "captured"]
+    i = cuda.log.index("capture-end")
+    # flush, capture (first call) + replay; then flush, replay; flush, replay
+    assert cuda.log[0] == "flush" and cuda.log[i + 1 :] == ["replay", "flush", "replay", "flush", "replay"]
+    assert "flush" not in cuda.log[cuda.log.index("capture-begin") : i]
+
+
+def test_cuda_graphs_refused_off_gpu(tmp_path):
+    from profaudit import bench
+    from tests.test_bench import opts, write
+
+    f = write(tmp_path, """
+    B = bench.Benchmark("v", backend="fake", inputs=inputs, reference=lambda x, y: x + y,
+        variants={"a": bench.Variant(lambda x, y: x + y, model_ns=lambda p: 1e4, cuda_graphs=True),
+                  "b": bench.Variant(lambda x, y: x + y, model_ns=lambda p: 1e4)}, params=[{"n": 8}])
+    """)
+    m = bench.run_file(f, tmp_path / "out", options=opts())
+    v = m["cases"][0]["variants"]
+    assert v["a"]["status"] == "error" and "cuda_graphs=True" in v["a"]["error"] and v["b"]["status"] == "ok"
+
+
+def test_blocking_kernel_before_each_block():
+    from profaudit.bench.backend_torch import CudaEventTimer
+    from profaudit.bench.backends import BoundCall
+
+    order = []
+
+    class Ev(_Event):
+        def record(self):
+            order.append("event")
+            super().record()
+
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Ev, synchronize=lambda *a: order.append("sync"), _sleep=lambda cycles: order.append(("sleep", cycles))))
+    timer = CudaEventTimer(fake_torch)
+    assert timer.method == "per_call_behind_blocking_kernel"
+    call = BoundCall(lambda: order.append("kernel"), "v", {})
+    timer.run([call, call], None)
+    # the GPU is held before the first event, so the block's events and kernels queue up behind it
+    assert order[:3] == ["sync", ("sleep", order[1][1]), "event"] and order[1][1] > 0
+    assert order.count("kernel") == 2 and order[-1] == "sync"
+    # the next block's wait is sized from the measured enqueue time (bounded)
+    timer.run([call] * 4, None)
+    assert len(timer.blocking_ns) == 2 and 20_000 < timer.blocking_ns[1] <= 50e6
