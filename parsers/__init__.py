@@ -17,12 +17,13 @@ from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
 from profaudit.parsers import asv_results, pyperf_json
-from profaudit.parsers import chrome_trace, rocpd, rocprof_sdk, rocprofv3_csv
+from profaudit.parsers import chrome_trace, rocpd, rocprof_compute, rocprof_sdk, rocprofv3_csv
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
 REGISTRY: list[Parser] = [
     dataset.PARSER,
     xla_logdir.PARSER,
+    rocprof_compute.PARSER,
     xplane.PARSER,
     neuron_parquet.PARSER,
     neuron_json.PARSER,

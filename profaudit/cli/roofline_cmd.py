@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         sparse: bool = typer.Option(False, "--sparse", help="Use the 2:4-sparse tensor peaks."),
         flops_precision: Optional[str] = typer.Option(None, "--flops-precision", help="Precision of untyped FLOP totals (XLA, Neuron), e.g. bf16_tensor."),
         cores: Optional[int] = typer.Option(None, "--cores", help="TPU/Neuron: cores the program ran on (scales the chip's ceilings)."),
+        measured: Optional[Path] = typer.Option(None, "--ceilings", help="Measured ceilings (rocprofiler-compute roofline.csv or its workload folder) instead of the datasheet peaks they cover; device key gets '@measured'."),
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
@@ -49,6 +50,10 @@ def register(app: typer.Typer) -> None:
         check_mode(plotlyjs, html)
         ps = load_with_progress(paths)
         extra = tuple(spec or ())
+        if measured is not None:
+            from profaudit.measured import measured_device
+
+            device = measured_device(ps, measured, device, extra)
         rf = roofline(ps, device, clock=clock, extra_specs=extra, sparse=sparse, flops_precision=flops_precision, cores=cores)
         out = select_columns(rf, columns, [c for c in TABLE_COLUMNS if c in rf.columns] if fmt is Format.table else None)
 
@@ -68,7 +73,9 @@ def register(app: typer.Typer) -> None:
         if html is not None or png is not None:
             from profaudit.roofline_plot import roofline_figure, write_html, write_png
 
-            fig = roofline_figure(rf, clock="kernel" if clock == "kernel" else "boost", sparse=sparse, extra_specs=extra)
+            # measured ceilings are a spec of their own, not a shipped key the figure could look up
+            given = {device.key: device} if measured is not None else None
+            fig = roofline_figure(rf, given, clock="kernel" if clock == "kernel" else "boost", sparse=sparse, extra_specs=extra)
             if html is not None:
                 write_html(fig, html, plotlyjs=plotlyjs)
                 stderr_console().print(f"wrote {html}", markup=False, highlight=False)

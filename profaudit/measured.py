@@ -1,0 +1,173 @@
+"""Measured ceilings: peaks a microbenchmark reached on the user's own GPU, beside the datasheet.
+
+A datasheet peak is what the vendor says the part can do at its boost clock; a measured ceiling is
+what a benchmark actually sustained on this board, in this system, at whatever clock it held. A
+roofline against measured ceilings answers "how close is this kernel to what this GPU really
+does", which is what rocprofiler-compute (Omniperf) users compare against.
+
+Sources read:
+- rocprofiler-compute's `roofline.csv` (its roofline microbenchmark, written into the workload
+  folder): one row per device, first column `devID`, then bandwidths in GB/s (`HBMBw`, `MALLBw`,
+  `L2Bw`, `L1Bw`, `LDSBw`) and peaks in GFLOP/s or GOP/s (`FP64Flops`, `FP32Flops`, `FP16Flops`,
+  `BF16Flops`, `MFMAF64Flops`, `MFMAF32Flops`, `MFMAF16Flops`, `MFMABF16Flops`, `MFMAF8Flops`,
+  `MFMAF6Flops`, `MFMAF4Flops`, `MFMAI8Ops`). Giga means 1e9 here (the benchmark divides bytes and
+  FLOPs by 1e9). `MFMAF32Flops` (full-FP32 matrix ops) has no profaudit precision key (tf32_tensor
+  is another format) and `MFMAF6Flops` none either: both stay in `other` and are shown, not used.
+- a folder holding `roofline.csv` (a rocprofiler-compute workload folder).
+
+`measured_spec()` turns them into a `DeviceSpec` that `roofline()` and `ceilings()` take as
+`device=`: its key ends in `@measured`, its name in "(measured ceilings)", and every value cites the
+source `measured` (the file and device row it came from). It holds only what was measured: a
+datasheet figure mixed in would be drawn and tabled under the measured label, so a precision or
+level the benchmark did not run has no roof there (the datasheet roofline, without --ceilings,
+still has it). Measured values carry no clock (the benchmark does not record the clock it ran at),
+so kernel-clock roofs are left null for them rather than rescaled from a guess.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from profaudit.errors import InputError
+from profaudit.specs import DeviceSpec, Source, Value
+
+GIGA = 1e9
+# roofline.csv column -> profaudit precision (compute) or memory level (bandwidth)
+PEAK_COLUMNS = {
+    "FP64Flops": "fp64", "FP32Flops": "fp32", "FP16Flops": "fp16", "BF16Flops": "bf16",
+    "MFMAF64Flops": "fp64_tensor", "MFMAF16Flops": "fp16_tensor", "MFMABF16Flops": "bf16_tensor",
+    "MFMAF8Flops": "fp8_tensor", "MFMAF4Flops": "fp4_tensor", "MFMAI8Ops": "int8_tensor",
+}
+BANDWIDTH_COLUMNS = {"HBMBw": "dram", "MALLBw": "llc", "L2Bw": "l2", "L1Bw": "l1", "LDSBw": "lds"}
+MEASURED_SOURCE = "measured"
+
+
+@dataclass(frozen=True)
+class MeasuredCeilings:
+    """What one benchmark run measured on one device (FLOP/s, bytes/s)."""
+
+    peaks_flops_per_s: Mapping[str, float]
+    bandwidths_bytes_per_s: Mapping[str, float]
+    source: str  # what measured them, in words
+    path: str
+    device_index: str | None = None
+    other: Mapping[str, float] = field(default_factory=dict)  # measured figures without a profaudit key, in the file's units
+
+
+def read_roofline_csv(path: str | Path, device: str | int | None = None) -> MeasuredCeilings:
+    """rocprofiler-compute's roofline.csv (or a folder holding one) -> MeasuredCeilings.
+
+    `device` picks the `devID` row; without it the file must hold one device (or every row the
+    same numbers), so a multi-GPU file is never silently read as GPU 0."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "roofline.csv"
+        if not p.is_file():
+            raise InputError(path, "folder without roofline.csv (run rocprof-compute profile with its roofline benchmark)")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(p, "not a roofline.csv: not UTF-8 text") from None
+    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    if not rows:
+        raise InputError(p, "empty roofline.csv")
+    head = [h.strip() for h in rows[0]]
+    known = set(PEAK_COLUMNS) | set(BANDWIDTH_COLUMNS)
+    if not head or not (set(head) & known):
+        raise InputError(p, "not a rocprofiler-compute roofline.csv (no HBMBw, L2Bw, FP32Flops, MFMA...Flops columns)")
+    data = rows[1:]
+    if not data:
+        raise InputError(p, "roofline.csv has a header but no device rows (the roofline benchmark did not finish?)")
+    for i, r in enumerate(data):
+        if len(r) != len(head):
+            raise InputError(p, f"row {i + 2} has {len(r)} cells for {len(head)} columns (file cut short?)")
+    id_col = 0 if head[0] not in known else None
+    if device is not None:
+        if id_col is None:
+            raise InputError(p, "roofline.csv has no devID column to pick a device by")
+        data = [r for r in data if r[id_col].strip() == str(device)]
+        if not data:
+            raise InputError(p, f"roofline.csv has no row for device {device}")
+    elif len({tuple(r[1 if id_col == 0 else 0:]) for r in data}) > 1:
+        ids = [r[id_col].strip() for r in data] if id_col is not None else [str(i) for i in range(len(data))]
+        raise InputError(p, f"roofline.csv measured {len(data)} devices ({', '.join(ids)}) with different results: choose one")
+    row = data[0]
+    peaks, bws, other = {}, {}, {}
+    for h, cell in zip(head, row):
+        if h not in known and h not in ("MFMAF32Flops", "MFMAF6Flops"):
+            continue
+        try:
+            v = float(cell)
+        except ValueError:
+            raise InputError(p, f"column {h}: {cell.strip()!r} is not a number") from None
+        if not math.isfinite(v) or v < 0:
+            raise InputError(p, f"column {h}: {cell.strip()!r} is not a rate")
+        if v == 0:
+            continue  # the benchmark writes 0 for what this GPU cannot run: not a ceiling
+        if h in PEAK_COLUMNS:
+            peaks[PEAK_COLUMNS[h]] = v * GIGA
+        elif h in BANDWIDTH_COLUMNS:
+            bws[BANDWIDTH_COLUMNS[h]] = v * GIGA
+        else:
+            other[h] = v
+    if not peaks and not bws:
+        raise InputError(p, "roofline.csv holds no non-zero ceiling")
+    return MeasuredCeilings(MappingProxyType(peaks), MappingProxyType(bws), "rocprofiler-compute roofline benchmark", str(p),
+                            row[id_col].strip() if id_col is not None else None, MappingProxyType(other))
+
+
+def measured_spec(m: MeasuredCeilings, base: DeviceSpec | None = None) -> DeviceSpec:
+    """A DeviceSpec holding only the measured ceilings, labelled as such; `base` (the datasheet
+    spec of the measured device) lends its identity (key, name, vendor, clocks), not its peaks."""
+    where = f"{m.path}" + (f", devID {m.device_index}" if m.device_index is not None else "")
+    src = Source(MEASURED_SOURCE, f"measured: {m.source} ({where})", note="measured on the user's GPU, not a datasheet figure")
+    mv = lambda v: Value(float(v), (MEASURED_SOURCE,), None, "measured")  # noqa: E731
+    peaks = MappingProxyType({p: mv(v) for p, v in m.peaks_flops_per_s.items()})
+    # lds has no roofline level in profaudit; it stays in the measured figures (metadata)
+    bws = MappingProxyType({lv: mv(v) for lv, v in m.bandwidths_bytes_per_s.items() if lv != "lds"})
+    sources = MappingProxyType({MEASURED_SOURCE: src})
+    notes = (f"measured ceilings from {where}",)
+    if base is None:
+        return DeviceSpec(key="measured", name="measured ceilings", vendor="", scope="device", peaks_dense=peaks,
+                          bandwidths=bws, sources=sources, notes=notes, path=m.path)
+    return replace(base, key=f"{base.key}@measured", name=f"{base.name} (measured ceilings)", peaks_dense=peaks,
+                   peaks_sparse=MappingProxyType({}), bandwidths=bws, other_peaks=MappingProxyType({}), sources=sources,
+                   conflicts=(), notes=notes)
+
+
+def as_metadata(m: MeasuredCeilings) -> dict:
+    """The measured ceilings as profile metadata (units in the keys)."""
+    return {
+        "source": m.source, "path": m.path, "device_index": m.device_index,
+        "peak_flops_per_s": dict(m.peaks_flops_per_s), "bandwidth_bytes_per_s": dict(m.bandwidths_bytes_per_s),
+        "other_giga_per_s": dict(m.other) or None,
+    }
+
+
+def measured_device(ps, path: str | Path, device=None, extra_specs=()) -> DeviceSpec:
+    """The spec `roofline(..., device=)` draws against for `--ceilings PATH`: the measured file over
+    the datasheet of `device`, or of the one device the profiles name (a measurement belongs to one
+    GPU, so profiles naming several models are refused rather than all drawn against it)."""
+    from profaudit.errors import UsageError
+    from profaudit.specs import get_spec, load_specs, resolve_device
+
+    m = read_roofline_csv(path)
+    if device is not None:
+        base = device if isinstance(device, DeviceSpec) else get_spec(device, extra_specs)
+        return measured_spec(m, base)
+    names = set(ps.kernels["device_name"].drop_nulls().unique().to_list()) if ps.kernels.height else set()
+    if not names and ps.metadata.height:
+        names = set(ps.metadata["device_name"].drop_nulls().to_list())
+    specs = load_specs(extra_specs)
+    found = {s.key: s for s in (resolve_device(n, specs=specs).spec for n in names) if s is not None}
+    if len(found) > 1:
+        raise UsageError(f"--ceilings: the profiles name {len(found)} devices ({', '.join(sorted(found))}); measured ceilings belong to one: pass --device")
+    return measured_spec(m, next(iter(found.values()), None))

@@ -1,0 +1,168 @@
+"""rocprofiler-compute (Omniperf) workload folders and measured ceilings: folders built here with the
+columns both generations of the tool write (Omniperf 1.x rocprof-v1 names and the rocprofv3-era
+names, pass-suffixed duplicate columns included), roofline.csv in the benchmark's own layout
+(device column, Low/High bounds); every number checked against a plain csv read."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import polars as pl
+import pytest
+
+from conftest import assert_one_line_error
+from profaudit.errors import InputError
+from profaudit.loader import load
+from profaudit.measured import measured_spec, read_roofline_csv
+from profaudit.parsers import find_parser
+from profaudit.roofline import ceilings, roofline
+from profaudit.specs import get_spec
+
+SYSINFO_V3 = {"workload_name": "vcopy", "command": "./vcopy -n 1048576", "hostname": "node-7", "cpu_model": "AMD EPYC 9654", "rocm_version": "6.2.0",
+              "gpu_model": "MI300X_A1", "gpu_arch": "gfx942", "cu_per_gpu": "304", "max_sclk": "2100", "cur_sclk": "2100", "max_mclk": "1300"}
+PMC_V3_HEAD = ["Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup", "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR",
+               "Wave_Size", "Kernel_Name", "Correlation_ID", "SQ_WAVES", "Wave_Size_1", "Correlation_ID_1", "XCC_Index", "TCC_HIT[0]", "TCC_HIT[1]",
+               "TCC_EA0_RDREQ_sum", "SQ_INSTS_VALU_FMA_F32", "Start_Timestamp", "End_Timestamp"]
+PMC_V3_ROWS = [
+    [0, 60633, 1048576, 256, 1024, 0, 4, 4, 16, 64, "vecCopy(double*, double*, double*, int, int) (.kd)", 0, 16384, 64, 0, 0, 311, 290, 65536.0, 0, 1000, 17119],
+    [1, 60633, 1000, 64, 0, 32, 8, 0, 24, 64, "_Z6reducePfi.kd", 1, 16, 64, 1, 0, 12, 9, 128.0, 4096, 20000, 33560],
+]
+# devID row, bandwidths GB/s, peaks GFLOP/s, with the benchmark's Low/High columns
+ROOF_HEAD = ["device", "HBMBw", "HBMBwLow", "hbmBwHigh", "L2Bw", "L1Bw", "LDSBw", "FP32Flops", "FP64Flops", "MFMABF16Flops", "MFMAF16Flops",
+             "MFMAF32Flops", "MFMAF64Flops", "MFMAI8Ops", "MFMAF8Flops"]
+ROOF_ROW = [0, 4100.5, 4090.1, 4110.9, 14000.25, 25000.0, 60000.0, 81000.0, 80500.0, 650000.0, 640000.0, 160000.0, 161000.0, 1300000.0, 0]
+
+
+def _write(path, head, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        w.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def workload(tmp_path):
+    d = tmp_path / "workloads" / "vcopy" / "MI300X_A1"
+    d.mkdir(parents=True)
+    _write(d / "sysinfo.csv", list(SYSINFO_V3), [list(SYSINFO_V3.values())])
+    _write(d / "pmc_perf.csv", PMC_V3_HEAD, PMC_V3_ROWS)
+    _write(d / "roofline.csv", ROOF_HEAD, [ROOF_ROW])
+    return d
+
+
+def test_workload_kernels_and_counters_match_plain_csv(workload):
+    assert find_parser(workload).name == "rocprof-compute"
+    ps = load(workload.parent)  # the workload's own folder: its <arch> folder is found and read as one
+    prof = next(iter(ps))
+    k = ps.kernels.sort("kernel_id")
+    rows = list(csv.DictReader(open(workload / "pmc_perf.csv")))
+    for row, r in zip(k.iter_rows(named=True), rows):
+        assert row["duration_ns"] == float(int(r["End_Timestamp"]) - int(r["Start_Timestamp"]))
+        assert row["grid_size"] == math.ceil(int(r["Grid_Size"]) / int(r["Workgroup_Size"])) and row["block_size"] == int(r["Workgroup_Size"])
+        assert row["registers_per_thread"] == int(r["Arch_VGPR"]) + int(r["Accum_VGPR"])
+        assert (row["device_id"], row["correlation_id"]) == (int(r["GPU_ID"]), int(r["Correlation_ID"]))
+    assert k["name"].to_list() == ["vecCopy(double*, double*, double*, int, int)", "reduce(float*, int)"]
+    assert k["device_name"].unique().to_list() == ["MI300X_A1"]
+    m = ps.metrics
+    counters = m.filter(pl.col("kind") == "metric")
+    want = sorted((i, h.split("[")[0], int(h.split("[")[1][:-1]) if "[" in h else None, float(r[h]))
+                  for i, r in enumerate(rows) for h in ("SQ_WAVES", "TCC_HIT[0]", "TCC_HIT[1]", "TCC_EA0_RDREQ_sum", "SQ_INSTS_VALU_FMA_F32"))
+    assert sorted(counters.select("kernel_id", "metric", "instance", "value").rows(), key=repr) == sorted(want, key=repr)
+    # the pass-suffixed copies of dispatch columns and the XCC index are not counters
+    assert not set(counters["metric"]) & {"Wave_Size_1", "Correlation_ID_1", "XCC_Index"}
+    launch = dict(((kid, met), v) for kid, met, v in m.filter(pl.col("kind") == "launch").select("kernel_id", "metric", "value_int").iter_rows())
+    assert launch[(0, "lds_per_workgroup")] == 1024 and launch[(1, "scratch_per_workitem")] == 32 and launch[(1, "sgpr_count")] == 24
+    md = prof.metadata
+    assert (md["host"], md["cuda_version"], md["gpu_arch"], md["workload"]) == ("node-7", "6.2.0", "gfx942", "vcopy")
+    assert md["measured_ceilings"]["bandwidth_bytes_per_s"]["dram"] == 4100.5e9
+    assert "counter-collection passes" in md["notes"][0]
+
+
+def test_omniperf_1_columns(tmp_path):
+    d = tmp_path / "mi200"
+    d.mkdir()
+    _write(d / "sysinfo.csv", ["workload_name", "host_name", "host_rocmver", "gpu_soc", "numCU", "sclk", "name"],
+           [["Axes1", "box", "5.1.3", "gfx90a", "104", "1700", "mi200"]])
+    _write(d / "pmc_perf.csv", ["Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds", "scr", "vgpr", "sgpr",
+                                "fbar", "sig", "obj", "SQ_WAVES", "DispatchNs", "BeginNs", "EndNs", "CompleteNs"],
+           [[0, "__amd_rocclr_fillBufferAligned.kd", 0, 0, 0, 201188, 201188, 33554432, 256, 0, 0, 4, 32, 4160, "0x0", "0x7fc054604280", 524288,
+             17232867893883, 17250653618423, 17250653858583, 17233014515566],
+            [1, "void benchmark_func<short, 256, 8u, 0u>(short, short*) [clone .kd]", 0, 0, 2, 201188, 201188, 32768, 256, 0, 0, 12, 24, 13888, "0x0",
+             "0x7fc054623f80", 512, 17233020693309, 17250658698896, 17250658712016, 17233021176306]])
+    ps = load(d)
+    k = ps.kernels.sort("kernel_id")
+    assert k["duration_ns"].to_list() == [17250653858583.0 - 17250653618423, 17250658712016.0 - 17250658698896]
+    assert k["name"].to_list() == ["__amd_rocclr_fillBufferAligned", "void benchmark_func<short, 256, 8u, 0u>(short, short*)"]
+    assert k["grid_size"].to_list() == [33554432 // 256, 32768 // 256] and k["process_id"].to_list() == [201188, 201188]
+    c = ps.metrics.filter(pl.col("kind") == "metric")
+    assert c.select("metric", "value").rows() == [("SQ_WAVES", 524288.0), ("SQ_WAVES", 512.0)]  # sig/obj/queue-index/*Ns are not counters
+    md = next(iter(ps)).metadata
+    assert md["device_name"] == "mi200" and md["max_sclk_mhz"] == 1700.0 and md.get("measured_ceilings") is None
+
+
+def test_roofline_csv_read_in_giga_units(workload):
+    m = read_roofline_csv(workload / "roofline.csv")
+    row = dict(zip(ROOF_HEAD, ROOF_ROW))
+    assert m.bandwidths_bytes_per_s == {"dram": row["HBMBw"] * 1e9, "l2": row["L2Bw"] * 1e9, "l1": row["L1Bw"] * 1e9, "lds": row["LDSBw"] * 1e9}
+    assert m.peaks_flops_per_s == {"fp32": 81000e9, "fp64": 80500e9, "bf16_tensor": 650000e9, "fp16_tensor": 640000e9, "fp64_tensor": 161000e9,
+                                   "int8_tensor": 1300000e9}  # the 0 for FP8 (not run on this GPU) is no ceiling
+    assert m.other == {"MFMAF32Flops": 160000.0} and m.device_index == "0"
+    assert read_roofline_csv(workload).path == m.path  # the workload folder finds its roofline.csv
+
+
+def test_measured_ceilings_in_the_roofline(workload):
+    base = get_spec("mi300x")
+    spec = measured_spec(read_roofline_csv(workload), base)
+    assert spec.key == "mi300x@measured" and spec.name.endswith("(measured ceilings)")
+    c = ceilings(spec)
+    dram = c.filter(pl.col("ceiling") == "dram").row(0, named=True)
+    assert dram["bytes_per_s"] == 4100.5e9 and dram["source"].startswith("measured: rocprofiler-compute roofline benchmark")
+    # only what was measured: FP8 (0 in the file) and the vector FP16 the benchmark did not run have
+    # no roof here, though the datasheet has one; every roof shown is a measured one
+    assert base.peak_flops_per_s("fp8_tensor") and "fp8_tensor" not in c["ceiling"].to_list() and "fp16" not in c["ceiling"].to_list()
+    assert c["source"].str.starts_with("measured: ").all() and c["clock_hz"].null_count() == c.height
+    k = pl.DataFrame({"profile_id": ["p"], "kernel_id": [0], "name": ["saxpy"], "short_name": ["saxpy"], "device_name": ["AMD Instinct MI300X"],
+                      "duration_ns": [1e6], "flops_fp32": [2e9], "dram_bytes": [3e9]})
+    measured = roofline(k, spec, clock="boost").row(0, named=True)
+    datasheet = roofline(k, "mi300x", clock="boost").row(0, named=True)
+    assert measured["device_key"] == "mi300x@measured" and datasheet["device_key"] == "mi300x"
+    # DRAM-bound either way: % of roof = bytes / bandwidth / duration
+    assert measured["roof_pct_at_boost"] == pytest.approx(100 * 3e9 / 4100.5e9 / 1e-3)
+    assert datasheet["roof_pct_at_boost"] == pytest.approx(100 * 3e9 / base.bandwidth_bytes_per_s("dram") / 1e-3)
+
+
+def test_roofline_cli_with_measured_ceilings(workload, cli):
+    res = cli("roofline", workload, "--ceilings", workload, "--clock", "boost", "--format", "csv", "--columns", "device_key,roof_note")
+    assert res.code == 0, res
+    assert "mi300x@measured" in res.out
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("", "empty roofline.csv"),
+    ("device,HBMBw,L2Bw\n", "no device rows"),
+    ("device,HBMBw,L2Bw\n0,1388.7", "2 cells for 3 columns"),
+    ("device,HBMBw,L2Bw\n0,fast,5000\n", "'fast' is not a number"),
+    ("device,HBMBw,L2Bw\n0,1388.7,5016.1\n1,1290.2,4990.0\n", "2 devices (0, 1) with different results"),
+    ("kernel,duration\nadd,5\n", "not a rocprofiler-compute roofline.csv"),
+])
+def test_bad_roofline_csv(tmp_path, text, needle):
+    p = tmp_path / "roofline.csv"
+    p.write_text(text)
+    with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        read_roofline_csv(p)
+
+
+def test_bad_workload_folders_fail_in_one_line(workload, cli):
+    (workload / "pmc_perf.csv").write_text(",".join(PMC_V3_HEAD) + "\n")
+    assert_one_line_error(cli("kernels", workload), "header but no dispatches")
+    _write(workload / "pmc_perf.csv", PMC_V3_HEAD, [PMC_V3_ROWS[0][:-1] + ["soon"]])
+    assert_one_line_error(cli("kernels", workload), "'soon' is not an integer")
+    _write(workload / "pmc_perf.csv", PMC_V3_HEAD, [PMC_V3_ROWS[0][:12] + ["many"] + PMC_V3_ROWS[0][13:]])
+    assert_one_line_error(cli("kernels", workload), "counter SQ_WAVES, dispatch row 1: 'many' is not a number")
+    _write(workload / "pmc_perf.csv", ["Index", "Name"], [[0, "k"]])
+    assert_one_line_error(cli("kernels", workload), "not a rocprofiler-compute pmc_perf.csv")
+    _write(workload / "pmc_perf.csv", PMC_V3_HEAD, PMC_V3_ROWS)
+    (workload / "roofline.csv").write_text("device,HBMBw\n0,")
+    assert_one_line_error(cli("kernels", workload), "roofline.csv")
