@@ -456,7 +456,28 @@ def _load_json(path: Path, text: str) -> tuple[pl.DataFrame, dict[str, Any], lis
     bad = next((r for r in records if not isinstance(r, dict)), None)
     if bad is not None:
         raise InputError(path, f"records must be JSON objects; found {type(bad).__name__} {str(bad)[:40]!r}")
+    _check_expansion(path, records, len(text))
     return _records_frame(path, records), meta, []
+
+
+# A table is records x the union of their keys. Records that each bring their own keys (a JSON
+# map of problem names, not a log) make that product grow with the square of the file: a 428 KB
+# file became a ~4 GB frame before anything could refuse it. Counted before the frame is built.
+MAX_CELLS_PER_INPUT_BYTE = 16
+MIN_CELL_BUDGET = 2_000_000
+
+
+def _check_expansion(path: Path, records: list[dict], input_bytes: int) -> None:
+    keys: set = set()
+    budget = max(MIN_CELL_BUDGET, MAX_CELLS_PER_INPUT_BYTE * input_bytes)
+    for r in records:
+        keys.update(r.keys())
+        if len(records) * len(keys) > budget:
+            raise InputError(
+                path,
+                f"{len(records):,} records with at least {len(keys):,} different keys would make a table of more than "
+                f"{budget:,} cells from {input_bytes:,} bytes: not a timing log (the records of a log share their field names)",
+            )
 
 
 def _json_lines(path: Path, text: str) -> list[dict]:

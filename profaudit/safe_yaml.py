@@ -1,0 +1,86 @@
+"""YAML from users (claim files, uploads) with a budget on what aliases can expand to.
+
+`yaml.safe_load` builds an alias as a shared reference, so a 464-byte "billion laughs" document
+(nine levels of lists of ten aliases each) loads in microseconds -- and then every walk over it
+(validation, hashing, printing, JSON) visits 10^9 nodes: seconds and gigabytes before any check
+can refuse it. Here the document is composed first; the size it expands to is counted over the
+node graph (each node once, with its expanded size remembered) and a document that would expand
+beyond `MAX_EXPANDED_NODES`, or that uses more than `MAX_ALIASES` aliases, is refused before any
+Python object is built. Real claim files have no aliases or a handful (a shared `meta:` block).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from profaudit.errors import InputError
+
+MAX_ALIASES = 100
+MAX_EXPANDED_NODES = 100_000
+MAX_DEPTH = 100
+
+
+def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
+    """`yaml.safe_load(text)` with the alias and depth budget; errors are InputErrors naming `path`."""
+    import yaml
+
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check_budget(node, path, what)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(path, f"not valid {what}: {where}{problem}") from None
+    except RecursionError:
+        raise InputError(path, f"not valid {what}: nested more than {MAX_DEPTH} levels deep") from None
+
+
+def _check_budget(root, path, what: str) -> None:
+    """Count aliases (a node met again) and the expanded size, iteratively (no recursion limit)."""
+    import yaml
+
+    seen: dict[int, int] = {}  # id(node) -> expanded size, once known
+    aliases = 0
+    # post-order walk with an explicit stack: (node, depth, children_done)
+    stack: list[tuple[Any, int, bool]] = [(root, 0, False)]
+    on_stack: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if not done:
+            if key in on_stack:
+                raise InputError(path, f"{what} refers to itself through an alias: refused")
+            if key in seen:
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    raise InputError(path, f"{what} uses more than {MAX_ALIASES} aliases (*name references): refused")
+                continue
+            if depth > MAX_DEPTH:
+                raise InputError(path, f"{what} is nested more than {MAX_DEPTH} levels deep: refused")
+            on_stack.add(key)
+            stack.append((node, depth, True))
+            for child in _children(node, yaml):
+                stack.append((child, depth + 1, False))
+            continue
+        on_stack.discard(key)
+        size = 1 + sum(seen.get(id(c), 0) for c in _children(node, yaml))
+        if size > MAX_EXPANDED_NODES:
+            raise InputError(path, f"{what} expands to more than {MAX_EXPANDED_NODES:,} values through its aliases: refused")
+        seen[key] = size
+
+
+def _children(node, yaml) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [x for kv in node.value for x in kv]
+    return []
