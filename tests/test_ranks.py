@@ -302,3 +302,36 @@ def test_interconnect_peaks_from_device_specs(run4):
     assert nv == [spec.interconnects["nvlink"].value] == [450e9]  # 900 GB/s both directions, per direction
     # an unknown device has no ceiling rather than a guessed one
     assert interconnect_peaks(run.ranks.with_columns(pl.lit("Mystery GPU 9000").alias("device_name"))).height == 0
+
+
+@pytest.mark.corpus
+def test_real_rank_trace_from_a_128_rank_job():
+    """HTA's sampled rank 0 of a 128-rank job (no collective arguments recorded: the kind comes from
+    the `nccl:*` annotation around each launch), checked against a plain read of its JSON."""
+    from conftest import corpus_file
+
+    path = corpus_file("chrome-trace", "sampled_rank-0")
+    with gzip.open(path) as f:
+        doc = json.load(f)
+    ev = doc["traceEvents"]
+    run = load_run(path, parallel=False)
+    r = run.ranks.row(0, named=True)
+    assert (r["rank"], r["world_size"], r["rank_source"]) == (0, doc["distributedInfo"]["world_size"], "distributed_info")
+    nccl = sorted((e for e in ev if e.get("cat") == "kernel" and e["name"].startswith("nccl")), key=lambda e: e["ts"])
+    launch = {e["args"]["correlation"]: e for e in ev if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    notes = [e for e in ev if e.get("cat") == "user_annotation" and e["name"].startswith("nccl:")]
+
+    def kind(k):
+        call = launch[k["args"]["correlation"]]
+        around = [a for a in notes if a["tid"] == call["tid"] and a["ts"] <= call["ts"] <= a["ts"] + a["dur"]]
+        name = min(around, key=lambda a: a["dur"])["name"]  # the innermost
+        return {"nccl:all_to_all": "all_to_all", "nccl:all_reduce": "all_reduce", "nccl:_all_gather_base": "all_gather"}[name]
+
+    c = run.collectives.sort("start_ns")
+    assert c["collective"].to_list() == [kind(k) for k in nccl]
+    assert c["duration_ns"].to_list() == [round(k["dur"] * 1000) for k in nccl]
+    assert c["args_source"].unique().to_list() == ["none"] and c["msg_bytes"].null_count() == c.height
+    steps = {int(e["name"].split("#")[1]): round(e["dur"] * 1000) for e in ev if e["name"].startswith("ProfilerStep#")}
+    bd = run.step_breakdown.filter(pl.col("step").is_not_null())
+    assert dict(zip(bd["step"].to_list(), bd["window_ns"].to_list())) == steps
+    assert (bd["compute_ns"] + bd["exposed_communication_ns"] + bd["exposed_memory_ns"] + bd["idle_ns"] == bd["window_ns"]).all()

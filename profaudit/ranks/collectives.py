@@ -91,7 +91,11 @@ def collective_rows(run) -> pl.DataFrame:
     world = run._identity.select("rank", pl.col("world_size").alias("_world"))
     k = k.join(world, on="rank", how="left")
     algo, proto = algorithm_protocol(pl.col("name"))
-    kind = pl.coalesce(collective_kind(pl.col("collective_name")).replace("unknown", None), collective_kind(pl.col("name")))
+    # what the launching op said, else the `nccl:<collective>` annotation c10d wraps the launch in
+    # (older traces record no arguments), else the kernel's own name (an all-to-all runs as SendRecv)
+    annotation = pl.when(pl.col("nvtx_range").str.starts_with("nccl:")).then(pl.col("nvtx_range"))
+    kind = pl.coalesce(collective_kind(pl.col("collective_name")).replace("unknown", None),
+                       collective_kind(annotation).replace("unknown", None), collective_kind(pl.col("name")))
     k = k.with_columns(
         kind.alias("collective"), algo.alias("algorithm"), proto.alias("protocol"),
         pl.coalesce(pl.col("group_size"), pl.col("_world")).alias("group_size"),
