@@ -31,7 +31,10 @@ max_samples, time_budget, hard_time_limit, variant_failed), `noise_target` (floa
 standard error of the median asked for) and `noise_target_met` (bool), `rel_se_median` (float;
 absent with `rel_se_note` saying why when the samples are too few to estimate it),
 `minimums_met` and `stopped_short` (bool: the warm-up-call and sample minimums were, or were
-not, reached), `timing_method` (per_call, back_to_back, cuda_graph), `spot_checks` (int: timed
+not, reached), `timing_method` (per_call, per_call_behind_blocking_kernel, cuda_graph),
+`telemetry_sampling` (str: how the per-row clocks/temperature/power were read: in a background
+thread during each timed block, worst value of the block), `thermal_cooldown` ({below_c, waits,
+seconds}: waits for the GPU to cool before blocks), `spot_checks` (int: timed
 calls poisoned and verified on new input values), `determinism_checked` (bool),
 `nondeterministic_tolerance` ([rtol, atol] the variant declared), `order_randomised` (bool) and
 `order_effect` ({after_self_median_ns, after_other_median_ns, ratio, p_value,

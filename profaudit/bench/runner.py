@@ -64,6 +64,7 @@ import numpy as np
 from profaudit.bench import check
 from profaudit.bench.backends import Backend, BoundCall, dtype_name
 from profaudit.audit.stats import steady_state
+from profaudit.bench.sampler import BlockSampler, cool_down
 from profaudit.bench.spec import Case, Variant, accepts_params
 from profaudit.errors import UsageError
 
@@ -100,6 +101,11 @@ class RunOptions:
     # phase; past it the run stops short and records it (stopped_short)
     hard_time_s: float = 120.0
     randomise_order: bool = True
+    telemetry_interval_s: float = 0.005
+    # thermal cool-down: before each measured block, wait (at most cooldown_max_s) until the GPU
+    # reads under cooldown_c degrees; None: never
+    cooldown_c: float | None = None
+    cooldown_max_s: float = 30.0
 
     def validate(self) -> "RunOptions":
         from profaudit.bench.spec import CACHE_MODES
@@ -530,10 +536,25 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             results[n].rows.append(row)
             iteration[n] += 1
 
+    thermal = {"waits": 0, "seconds": 0.0}
+    tele_blocks = {"blocks": 0, "samples": 0, "errors": None}
+
     def run_block(names: list[str], phase: str, calls: list[BoundCall] | None = None) -> list:
-        """Time one block of calls and record it; a failing call ends the case with one line."""
+        """Time one block of calls and record it; a failing call ends the case with one line.
+        Telemetry is read in a background thread while the block runs (profaudit.bench.sampler)."""
+        if phase == "measure" and tele is not None and opts.cooldown_c is not None:
+            waited = cool_down(tele.sample, opts.cooldown_c, opts.cooldown_max_s)
+            if waited > 0:
+                thermal["waits"] += 1
+                thermal["seconds"] += waited
+        todo = calls if calls is not None else [next_call(n) for n in names]
+        sampler = BlockSampler(tele.sample, opts.telemetry_interval_s) if tele is not None else None
         try:
-            starts, durs = timer.run(calls if calls is not None else [next_call(n) for n in names], flush)
+            if sampler is not None:
+                with sampler:
+                    starts, durs = timer.run(todo, flush)
+            else:
+                starts, durs = timer.run(todo, flush)
         except UsageError:
             raise
         except _USER_ERRORS as exc:
@@ -542,7 +563,13 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             if who in names:
                 raise _VariantFailed(who, f"a call failed during {what}: {_exc_text(exc)}") from None
             raise CaseError(f"a call failed during {what}: {_exc_text(exc)}") from None
-        record(names, starts, durs, phase, tele.sample() if tele is not None else None)
+        sample = None
+        if sampler is not None:
+            sample = sampler.summary()
+            tele_blocks["blocks"] += 1
+            tele_blocks["samples"] += sampler.count
+            tele_blocks["errors"] = tele_blocks["errors"] or sampler.error
+        record(names, starts, durs, phase, sample)
         return durs
 
     def inputs_changed(s: int) -> bool:
@@ -648,6 +675,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         wall0 = time.perf_counter()
         reason = None
         noise: dict[str, float] = {}
+        cooled0 = thermal["seconds"]
 
         def summary(n: str, why: str | None) -> dict:
             return {
@@ -800,7 +828,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                             row["phase"] = "warmup"
                             moved += 1
             noise = {n: rel_se_median(samples[n]) for n in group}
-            reason = stop_reason(time.perf_counter() - wall0)
+            # a thermal cool-down is a pause, not measuring time
+            reason = stop_reason(time.perf_counter() - wall0 - thermal["seconds"] + cooled0)
         # every spot check happens, even when the stopping rule came first: the checks are
         # timed calls like the others (their samples count)
         while group and spots_done < opts.spot_checks:
@@ -922,6 +951,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "nondeterministic_tolerance": list(v.nondeterministic) if v.nondeterministic is not None else None,
             "order_randomised": bool(opts.interleave and opts.randomise_order and len(live) > 1),
             "order_effect": order_effects.get(n),
+            "telemetry_sampling": f"background thread every {opts.telemetry_interval_s * 1e3:g} ms during each timed block ({tele_blocks['samples']} readings over {tele_blocks['blocks']} blocks)" if tele is not None else None,
+            "thermal_cooldown": {"below_c": opts.cooldown_c, "waits": thermal["waits"], "seconds": round(thermal["seconds"], 3)} if opts.cooldown_c is not None else None,
         }
         r.meta = {
             "dtype": dtype,

@@ -109,6 +109,8 @@ def run_cmd(
     processes: str = typer.Option("auto", "--processes", help="Repeat the run in this many fresh processes (process-level repetitions); auto: one run, and --auto-processes runs in all when any variant misses the noise target."),
     auto_processes: int = typer.Option(3, "--auto-processes", help="With --processes auto: runs in all when the first run misses the noise target."),
     spot_checks: int = typer.Option(8, "--spot-checks", help="Timed rounds, at seeded random places, whose calls get new input values and poisoned outputs and are verified."),
+    cool_down: Optional[float] = typer.Option(None, "--cool-down-below", help="Before each measured block, wait (sleeping, at most --cool-down-max-time s) until the GPU reads under this temperature in degrees C (recorded)."),
+    cool_down_max: float = typer.Option(30.0, "--cool-down-max-time", help="Longest thermal cool-down wait before one block (s)."),
     hard_time_limit: float = typer.Option(120.0, "--hard-time-limit", help="Minimums (--min-samples, --min-warmup-calls) win over the time budgets up to this many seconds per phase; past it the run records that it stopped short."),
     fmt: str = typer.Option("table", "--format", "-f", help="Summary format: table or json."),
 ) -> int:
@@ -149,6 +151,8 @@ def run_cmd(
         telemetry=telemetry,
         spot_checks=spot_checks,
         hard_time_s=hard_time_limit,
+        cooldown_c=cool_down,
+        cooldown_max_s=cool_down_max,
     )
     with progress_bar("benchmarking", None) as advance:
         manifest = run_file(file, output_dir, pattern=pattern, variants=variant, options=opts, progress=advance, processes=processes, auto_processes=auto_processes)
