@@ -65,6 +65,10 @@ class RooflineResult:
     notes: list[str] = field(default_factory=list)
     points: int = 0  # kernel x level points in the data
     sent: int = 0  # points in the figure (fewer when cells merged them)
+    # per trace (curveNumber) the rows of `rf` its points stand for, None for ceiling lines: a click
+    # on a WebGL point may arrive without its customdata (typed arrays), never without its
+    # curveNumber and pointIndex, so the server maps those back to the kernel
+    rows: list = field(default_factory=list)
 
 
 def _cells(lx: np.ndarray, ly: np.ndarray, view: tuple[float, float, float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +105,7 @@ def roofline_figure(
     """
     notes: list[str] = []
     traces: list[dict] = []
+    point_rows: list = []
     xs_min, xs_max, ys_min, ys_max = math.inf, 0.0, math.inf, 0.0
     pids = rf["profile_id"].unique(maintain_order=True).to_list() if rf.height else []
     by_profile = len(pids) <= MAX_PROFILE_TRACES
@@ -164,6 +169,7 @@ def roofline_figure(
             else:
                 t["text"] = [plain(str(n)[:80]) if c == 1 else f"{plain(str(n)[:80])} and {c - 1:,} more kernels here" for n, c in zip(names, counts, strict=True)]
             traces.append(t)
+            point_rows.append(idx)
     if binned:
         notes.append(f"{total:,} points drawn as {n_sent:,} distinct positions (one per {BINS_X} x {BINS_Y} cell of the visible range); zoom in for detail, click a point for its kernel")
     if rf.height and total == 0:
@@ -258,7 +264,8 @@ def roofline_figure(
     if view is not None:
         layout["xaxis"]["range"] = [view[0], view[1]]
         layout["yaxis"]["range"] = [view[2], view[3]]
-    return RooflineResult({"data": traces, "layout": layout}, notes, total, n_sent)
+    point_rows += [None] * (len(traces) - len(point_rows))  # the ceilings follow the points
+    return RooflineResult({"data": traces, "layout": layout}, notes, total, n_sent, point_rows)
 
 
 # -- timing ------------------------------------------------------------------------------------------

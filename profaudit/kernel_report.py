@@ -553,7 +553,6 @@ def launches_section(launches: pl.DataFrame) -> Section:
         ("Block", ("block_x", "block_y", "block_z"), dim),
         ("Registers per thread", ("registers_per_thread",), lambda t: f"{t[0]:,}"),
         ("Shared memory per block", ("shared_mem_bytes",), lambda t: fmt_quantity(t[0], "byte")),
-        ("Achieved occupancy", ("achieved_occupancy_pct",), lambda t: fmt_pct(t[0])),
         ("Stream", ("stream",), lambda t: str(t[0])),
         ("Launching op", ("op_name",), lambda t: str(t[0])),
         ("NVTX range", ("nvtx_range",), lambda t: str(t[0])),
@@ -562,6 +561,11 @@ def launches_section(launches: pl.DataFrame) -> Section:
         v = _distinct(launches, cols, f)
         if v is not None:
             s.items.append(Item(label, v))
+    occ = launches["achieved_occupancy_pct"].drop_nulls() if "achieved_occupancy_pct" in launches.columns else pl.Series([])
+    if occ.len() == 1:
+        s.items.append(Item("Achieved occupancy", float(occ[0]), "%", "achieved_occupancy_pct"))
+    elif occ.len() > 1:  # a measured quantity: its spread, not a list of distinct values
+        s.items.append(Item("Achieved occupancy", f"median {fmt_pct(occ.median())} ({fmt_pct(occ.min())} – {fmt_pct(occ.max())})", "", "achieved_occupancy_pct"))
     return s
 
 

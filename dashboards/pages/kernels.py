@@ -67,7 +67,7 @@ def layout(**_query):
     cols = default_columns(k)
     return html.Div(
         [
-            page_header(NAME, "One row per kernel execution. Sort and filter in the column headers (the server does the work, so 100k rows stay fast); click a row for its metrics."),
+            page_header(NAME, "One row per kernel execution. Sort and filter in the column headers (the server does the work, so 100k rows stay fast); click a row for its analysis (speed of light, memory, occupancy, stalls, ncu rules) and raw metrics."),
             html.Div(id="kn-msg"),
             html.Div(
                 [
@@ -163,6 +163,10 @@ def show_kernel(clicked):
 
 
 def kernel_detail(st, row_key: int) -> html.Div:
+    """The kernel's analysis view (sections as ncu lays them out), then its row and, folded, every
+    raw metric the profile holds for it."""
+    from profaudit.dashboards.kernel_view import kernel_report_view
+
     k = st.kernels().filter(pl.col("_row") == row_key)
     if k.height == 0:
         return message("That kernel is no longer loaded (an upload changed the data): reload the page.", "warn")
@@ -171,11 +175,12 @@ def kernel_detail(st, row_key: int) -> html.Div:
     fields = [(c, r[c]) for c in schema.KERNELS.names if r.get(c) is not None]
     m = st.ps.metrics
     mk = m.filter((pl.col("profile_id") == pid) & (pl.col("kernel_id") == kid)) if m.height and kid is not None else m.clear()
-    parts = [html.H3(f"{option_label(r.get('short_name') or r.get('name') or 'kernel', 200)} — profile {pid}, kernel {kid}", id="kn-detail-title")]
+    parts: list = [kernel_report_view(st.ps, pid, kid, id_prefix="kn-detail", title_id="kn-detail-title")]
     roof = _roofline_line(st, pid, kid)
     if roof:
         parts.append(html.P(roof, className="roof-line"))
-    parts.append(html.Div([html.Div([html.H4("Kernel"), kv_table(fields)], className="col"), html.Div(_metrics_block(mk), className="col wide")], className="two-col"))
+    raw = html.Div([html.Div([html.H4("Kernel row"), kv_table(fields)], className="col"), html.Div(_metrics_block(mk), className="col wide")], className="two-col")
+    parts.append(html.Details([html.Summary(f"Kernel row and all {mk.height:,} raw metrics"), raw], className="raw-metrics"))
     return html.Div(parts)
 
 

@@ -121,6 +121,8 @@ def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view
     if zoomed and new_view == view:
         return no_update, no_update, no_update, no_update
     res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(new_view) if new_view else None)
+    # a click on this chart maps its point back to a kernel through these rows (see point_row)
+    st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, new_view), lambda: res.rows)
     if zoomed and res.sent == res.points:
         # every point is already in the chart: plotly zooms on its own
         return no_update, no_update, new_view, no_update
@@ -132,21 +134,63 @@ def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view
     return res.figure, notes, new_view, ""
 
 
+def _rows_key(pids, device, sparse, levels, precisions, clocks, view) -> tuple:
+    return ("roofline-trace-rows", tuple(pids or []), device, bool(sparse), tuple(levels or []), tuple(precisions or []), tuple(clocks or []), tuple(view) if view else None)
+
+
+def trace_rows(st, pids, device, sparse, levels, precisions, clocks, view) -> list:
+    """Per trace of the chart drawn for these controls, the roofline rows of its points (the
+    figure is deterministic in them, so a lost cache entry is rebuilt identically)."""
+
+    def build():
+        rf = _frame(st, pids, device, "sparse" in (sparse or []))
+        res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(view) if view else None)
+        return res.rows
+
+    return st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, view), build)
+
+
+def point_row(st, point: dict, pids, device, sparse, levels, precisions, clocks, view) -> int | None:
+    """The roofline row a clicked point stands for: its customdata when the click carries it,
+    else its trace's rows at its point index (WebGL clicks lose typed-array customdata)."""
+    cd = point.get("customdata")
+    if isinstance(cd, (list, tuple)):
+        cd = cd[0] if cd else None
+    if cd is not None:
+        try:
+            return int(cd)
+        except (TypeError, ValueError):
+            pass
+    curve, pi = point.get("curveNumber"), point.get("pointIndex", point.get("pointNumber"))
+    if curve is None or pi is None or levels is None:
+        return None
+    rows = trace_rows(st, pids, device, sparse, levels, precisions, clocks, view)
+    if not 0 <= int(curve) < len(rows) or rows[int(curve)] is None or not 0 <= int(pi) < len(rows[int(curve)]):
+        return None
+    return int(rows[int(curve)][int(pi)])
+
+
 @guarded()
-def show_point(click, pids, device, sparse):
+def show_point(click, pids, device, sparse, levels=None, precisions=None, clocks=None, view=None):
+    """A clicked point: the kernel's analysis view (as on the Kernels page) and its roofline row."""
+    from profaudit.dashboards.kernel_view import kernel_report_view
+
     if not click or not click.get("points"):
         raise PreventUpdate
-    idx = click["points"][0].get("customdata")
+    st = state()
+    idx = point_row(st, click["points"][0], pids, device, sparse, levels, precisions, clocks, view)
     if idx is None:
         raise PreventUpdate
-    st = state()
     rf = _frame(st, pids, device, "sparse" in (sparse or []))
     try:
         r = rf.row(int(idx), named=True)
     except (IndexError, ValueError, TypeError):
         raise PreventUpdate from None
     shown = [(c, v) for c, v in r.items() if v is not None]
-    return html.Div([html.H3(f"{option_label(r.get('short_name') or r.get('name'), 200)} — profile {r['profile_id']}, kernel {r['kernel_id']}", id="rf-detail-title"), kv_table(shown)])
+    return html.Div([
+        kernel_report_view(st.ps, r["profile_id"], r["kernel_id"], id_prefix="rf-kr", title_id="rf-detail-title"),
+        html.Details([html.Summary("Roofline row (every column)"), kv_table(shown)], open=False),
+    ])
 
 
 def register(app) -> None:
@@ -171,5 +215,9 @@ def register(app) -> None:
         State("rf-profiles", "value"),
         State("rf-device", "value"),
         State("rf-sparse", "value"),
+        State("rf-levels", "value"),
+        State("rf-precisions", "value"),
+        State("rf-clocks", "value"),
+        State("rf-view", "data"),
         prevent_initial_call=True,
     )(show_point)

@@ -1,0 +1,57 @@
+"""A kernel's analysis view (`profaudit.kernel_report`) as Dash components: the same sections,
+numbers and rule text as `profaudit kernel-report`, shared by the Kernels page and a roofline
+click. The page only lays out what the library computed."""
+
+from __future__ import annotations
+
+from dash import html
+
+from profaudit.dashboards.ui import message, option_label
+
+
+def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> html.Table:
+    head = html.Thead(html.Tr([html.Th(h) for h in headers]))
+    body = html.Tbody([html.Tr([html.Td(c, className="num" if j in numeric else None) for j, c in enumerate(r)]) for r in rows])
+    return html.Table([head, body], className="tbl kr-table")
+
+
+def section_view(s) -> html.Div:
+    from profaudit.kernel_report import item_text, missing_line
+
+    parts: list = [html.H4([s.title, " ", html.Code(s.ident, className="muted")])]
+    parts += [html.P(html.B(x), className="kr-summary") for x in s.summary]
+    if s.items:
+        parts.append(_table(["metric", "value", "ncu metric"], [[i.label, item_text(i), i.metric or ""] for i in s.items], {1}))
+    for t in s.tables:
+        parts += [html.P(html.I(t.title)), _table(t.headers, t.rows)]
+    if s.missing:
+        parts.append(html.Details([html.Summary(f"{len(s.missing)} metric(s) missing: collect with --section {s.collect or s.ident}", className="muted kr-missing"), html.P(", ".join(s.missing), className="muted")]))
+    for r in s.rules:
+        from profaudit.kernel_report import _rule_line
+
+        parts.append(html.Div(_rule_line(r), className=f"kr-rule kr-rule-{r.kind or 'rule'}"))
+    return html.Div(parts, className="kr-section", id=f"kr-{s.ident}")
+
+
+def kernel_report_view(ps, profile_id: str, kernel_id: int, id_prefix: str = "kr", title_id: str | None = None) -> html.Div:
+    """The analysis view of one kernel, or a message saying why there is none. Sections the
+    report did not collect at all are listed once at the end, each with its `--section`."""
+    from profaudit.errors import ProfauditError
+    from profaudit.kernel_report import kernel_report
+
+    try:
+        rep = kernel_report(ps, kernel_id=kernel_id, profile=profile_id)
+    except ProfauditError as exc:
+        return message(str(exc), "warn")
+    head = [
+        html.H3(f"{option_label(rep.short_name, 200)} — profile {rep.profile_id}, kernel {rep.kernel_id}", id=title_id or f"{id_prefix}-title"),
+        html.P(["launch ", html.B(f"{rep.launch_index + 1} of {rep.launches}"), f" · {rep.source or '—'} · {rep.device or 'device not recorded'}"], className="muted"),
+    ]
+    head += [message(n, "info") for n in rep.notes]
+    shown = [s for s in rep.sections if not s.empty]
+    absent = [s for s in rep.sections if s.empty and s.missing]
+    body = [section_view(s) for s in shown]
+    if absent:
+        items = [html.Li([html.B(s.title), f": collect with --section {s.collect or s.ident} ", html.Span(f"({', '.join(s.missing)})", className="muted")]) for s in absent]
+        body.append(html.Div([html.H4("Not in this report"), html.Ul(items)], className="kr-section", id=f"{id_prefix}-absent"))
+    return html.Div(head + body, className="kernel-report", id=f"{id_prefix}-report")
