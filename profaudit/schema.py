@@ -384,6 +384,7 @@ STEP_SKEW = Table(
         _c("min_step_ns", I, "ns", "shortest step window among the ranks"),
         _c("max_step_ns", I, "ns", "longest step window"),
         _c("skew_ns", I, "ns", "max - min step window"),
+        _c("job_step_ns", I, "ns", "the job's step: latest step end - earliest step start across ranks (aligned clock); one rank's window is not it"),
         _c("slowest_rank", I, "", "rank with the longest window"),
         _c("start_spread_ns", I, "ns", "latest - earliest step start, aligned clock"),
         _c("max_exposed_communication_ns", I, "ns", "largest exposed communication among the ranks"),
@@ -419,7 +420,33 @@ COLLECTIVE_SIZES = Table(
     ),
     "collectives per kind and message size, like one line of an nccl-tests table",
 )
-DERIVED_TABLES: dict[str, Table] = {t.name: t for t in (RANKS, COLLECTIVES, CALLS, STEP_BREAKDOWN, STEP_SKEW, STRAGGLERS, COLLECTIVE_SIZES)}
+_SIDES = (("baseline", "the baseline run"), ("candidate", "the candidate run"))
+RUN_COMPARE_STEPS = Table(
+    "run_compare_steps",
+    (
+        _c("step", I, "", "step number (matched by number)"),
+        *[_c(f"{side}_job_step_ns", I, "ns", f"job step time of {what}") for side, what in _SIDES],
+        _c("job_step_diff_ns", I, "ns", "candidate - baseline job step time"),
+        *[_c(f"{side}_max_exposed_communication_ns", I, "ns", f"largest exposed communication among the ranks of {what}") for side, what in _SIDES],
+        *[_c(f"{side}_skew_ns", I, "ns", f"step skew of {what}") for side, what in _SIDES],
+    ),
+    "two distributed runs' steps side by side",
+)
+RUN_COMPARE_COLLECTIVES = Table(
+    "run_compare_collectives",
+    (
+        _c("collective", S, "", "collective kind"),
+        _c("msg_bytes", F, "byte", "nccl-tests size (null where not recorded)"),
+        *[_c(f"{side}_calls", I, "call", f"matched calls in {what}") for side, what in _SIDES],
+        *[_c(f"{side}_median_sync_duration_ns", F, "ns", f"median time once all ranks arrived, {what}") for side, what in _SIDES],
+        _c("sync_duration_ratio", F, "", "candidate / baseline median sync duration"),
+        *[_c(f"{side}_median_sync_busbw_bytes_per_s", F, "byte/s", f"median busbw once all ranks arrived, {what}") for side, what in _SIDES],
+        *[_c(f"{side}_total_wait_ns", I, "ns", f"waiting for late ranks, {what}") for side, what in _SIDES],
+    ),
+    "two distributed runs' collectives matched by kind and size",
+)
+DERIVED_TABLES: dict[str, Table] = {t.name: t for t in (RANKS, COLLECTIVES, CALLS, STEP_BREAKDOWN, STEP_SKEW, STRAGGLERS, COLLECTIVE_SIZES,
+                                                        RUN_COMPARE_STEPS, RUN_COMPARE_COLLECTIVES)}
 
 # Batch results (`profaudit.batch`): one row per claim file audited, or per compare pair.
 AUDIT_VERDICTS = Table(

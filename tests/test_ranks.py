@@ -335,3 +335,26 @@ def test_real_rank_trace_from_a_128_rank_job():
     bd = run.step_breakdown.filter(pl.col("step").is_not_null())
     assert dict(zip(bd["step"].to_list(), bd["window_ns"].to_list())) == steps
     assert (bd["compute_ns"] + bd["exposed_communication_ns"] + bd["exposed_memory_ns"] + bd["idle_ns"] == bd["window_ns"]).all()
+
+
+def test_compare_two_runs(tmp_path):
+    from profaudit.ranks import compare_runs
+
+    base_docs, _ = make_run(world_size=4, steps=2, late_rank=1, late_ns=40_000, seed=41)
+    cand_docs, _ = make_run(world_size=4, steps=2, late_rank=None, seed=41)  # the straggler fixed
+    write_run(tmp_path / "base", base_docs)
+    write_run(tmp_path / "cand", cand_docs)
+    a, b = load_run(tmp_path / "base", parallel=False), load_run(tmp_path / "cand", parallel=False)
+    cmp = compare_runs(a, b)
+    steps = cmp["steps"]
+    assert steps["step"].to_list() == [0, 1]
+    for side, run in (("baseline", a), ("candidate", b)):
+        bd = run.step_breakdown.filter(pl.col("step").is_not_null())
+        job = bd.group_by("step").agg((pl.col("end_ns").max() - pl.col("start_ns").min()).alias("j")).sort("step")["j"].to_list()
+        assert steps[f"{side}_job_step_ns"].to_list() == job
+    assert (steps["job_step_diff_ns"] == steps["candidate_job_step_ns"] - steps["baseline_job_step_ns"]).all()
+    coll = cmp["collectives"]
+    assert coll["baseline_calls"].to_list() == coll["candidate_calls"].to_list() and coll["baseline_calls"].sum() == a.calls.height
+    assert (coll["baseline_total_wait_ns"] > 0).all() and (coll["candidate_total_wait_ns"] < coll["baseline_total_wait_ns"]).all()
+    # the bandwidth once every rank had arrived is the same in both (the same 50 GB/s links)
+    assert coll["sync_duration_ratio"].to_list() == pytest.approx([1.0] * coll.height, abs=0.01)

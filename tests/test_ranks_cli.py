@@ -64,3 +64,14 @@ def test_bad_inputs_are_one_line(cli, folder, tmp_path):
     write_run(tmp_path / "a", docs)
     write_run(tmp_path / "b", docs)
     assert_one_line_error(cli("ranks", tmp_path), "appears in more than one trace")
+
+
+def test_against_compares_two_runs(cli, folder):
+    from profaudit.ranks import compare_runs
+
+    steps = pl.read_csv(io.StringIO(cli("ranks", folder, "--against", folder, "-f", "csv").out))
+    assert steps["job_step_diff_ns"].to_list() == [0, 0]
+    coll = pl.read_csv(io.StringIO(cli("collectives", folder, "--against", folder, "-f", "csv").out))
+    run = load_run(folder, parallel=False)
+    want = compare_runs(run, run)["collectives"]
+    assert coll["baseline_calls"].to_list() == want["baseline_calls"].to_list() and coll["sync_duration_ratio"].to_list() == [1.0] * coll.height

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame
-from profaudit.cli.ranks_cmd import ALIGN_OPTION, STEP_OPTION, Align, load_run_with_progress
+from profaudit.cli.ranks_cmd import AGAINST_OPTION, ALIGN_OPTION, STEP_OPTION, Align, load_run_with_progress
 
 
 class Per(str, Enum):
@@ -30,11 +30,19 @@ def register(app: typer.Typer) -> None:
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
+        against: Optional[List[str]] = AGAINST_OPTION,
     ) -> None:
         """Collectives with message size, algorithm/protocol, duration, algbw and busbw (nccl-tests definitions)."""
         from profaudit.ranks.collectives import by_size
 
         run = load_run_with_progress(paths, align, step_pattern)
+        if against:
+            from profaudit.ranks import compare_runs
+
+            other = load_run_with_progress(against, align, step_pattern)
+            title = "collectives by kind and size: baseline (RUN) vs candidate (--against)"
+            emit_frame(compare_runs(run, other)["collectives"], fmt, output, title=title, limit=limit or None)
+            return
         if per is Per.kernel:
             df, title = run.collectives.drop("profile_id"), "communication kernels per rank"
         elif per is Per.size:

@@ -27,6 +27,7 @@ class Show(str, Enum):
 
 ALIGN_OPTION = typer.Option(Align.auto, "--align", help="Clock alignment: auto (one host or capture: the recorded clock; several hosts: "
                                                         "the ends of matched collectives), trace_clock, collective_end.")
+AGAINST_OPTION = typer.Option(None, "--against", help="A second run (folder, glob or file; repeatable): compare RUN (baseline) with it.")
 STEP_OPTION = typer.Option(None, "--step-pattern", help="Regex naming step ranges (first group: the step number). Default: ProfilerStep#N and XLA steps.")
 
 
@@ -52,9 +53,16 @@ def register(app: typer.Typer) -> None:
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown per table in table format (0 = all)."),
+        against: Optional[List[str]] = AGAINST_OPTION,
     ) -> None:
         """Per rank: rank, host, clock offset and its error, compute / communication / idle, overlap, and who the others waited for."""
         run = load_run_with_progress(paths, align, step_pattern)
+        if against:
+            from profaudit.ranks import compare_runs
+
+            other = load_run_with_progress(against, align, step_pattern)
+            emit_frame(compare_runs(run, other)["steps"], fmt, output, title="steps: baseline (RUN) vs candidate (--against)", limit=limit or None)
+            return
         tables = {
             Show.summary: (lambda: run.summary(), "ranks"),
             Show.stragglers: (lambda: run.stragglers, "stragglers: ranks ranked by the wait they caused in collectives"),

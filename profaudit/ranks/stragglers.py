@@ -43,6 +43,7 @@ def step_skew(bd: pl.DataFrame) -> pl.DataFrame:
         pl.col("window_ns").max().alias("max_step_ns"),
         pl.col("rank").sort_by("window_ns").last().alias("slowest_rank"),
         (pl.col("start_ns").max() - pl.col("start_ns").min()).alias("start_spread_ns"),
+        (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("job_step_ns"),
         pl.col("exposed_communication_ns").max().alias("max_exposed_communication_ns"),
         pl.col("idle_ns").max().alias("max_idle_ns"),
     ).with_columns((pl.col("max_step_ns") - pl.col("min_step_ns")).alias("skew_ns")).sort("step")
