@@ -23,6 +23,7 @@ COMMANDS = [
     "profaudit.cli.kernel_report_cmd",
     "profaudit.cli.info_cmd",
     "profaudit.cli.compare_cmd",
+    "profaudit.cli.export_trace_cmd",
     "profaudit.cli.xla_cmd",
     "profaudit.cli.timeline_cmd",
     "profaudit.cli.ranks_cmd",

@@ -1,0 +1,289 @@
+"""Chrome-trace JSON (the Trace Event Format that ui.perfetto.dev and chrome://tracing open) from
+any ingested profile: `profaudit export-trace PROFILE -o trace.json`.
+
+Layout, per profile (each on its own clock: timestamps are microseconds from the profile's first
+event, whose absolute nanoseconds `otherData.profiles[].time_origin_ns` keeps):
+
+- a process per device (`GPU <id> <name>`) with a thread (lane) per stream: kernels and transfers
+  as complete ("X") events, counters as counter ("C") events of that device;
+- a process per host process with a lane per thread: ranges (NVTX, CUDA API, CPU ops ...) as "X"
+  events, nesting as recorded; ranges that name no thread sit on a device lane or a "ranges" lane;
+- kernels with no timestamps (Nsight Compute launches) are laid end to end in launch order on a
+  lane named so, with `args.synthetic_time` true: their durations are real, their positions not;
+- overlays: a `Comparison` marks each significantly faster/slower kernel group of the candidate
+  (its launches carry `args.profaudit_compare`, its first launch an instant event), and findings
+  whose evidence holds `start_ns`/`end_ns` become events on a "profaudit findings" lane (the
+  others are listed in `otherData.findings`).
+
+`otherData.counts` says how many rows of each table were written and why any were left out, so a
+reader can check the export against the source.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import polars as pl
+
+from profaudit.profile import Profile, ProfileSet
+
+EXPORT_VERSION = 1
+
+
+class _Lanes:
+    """Integer pid/tid for named processes and threads, with their metadata events."""
+
+    def __init__(self) -> None:
+        self.pids: dict[tuple, int] = {}
+        self.tids: dict[tuple, int] = {}
+        self.meta: list[dict] = []
+
+    def pid(self, key: tuple, name: str) -> int:
+        if key not in self.pids:
+            pid = len(self.pids) + 1
+            self.pids[key] = pid
+            self.meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
+            self.meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        return self.pids[key]
+
+    def tid(self, pid: int, tid: int, name: str) -> int:
+        if (pid, tid) not in self.tids:
+            self.tids[(pid, tid)] = tid
+            self.meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
+        return tid
+
+
+def _us(ns_expr: pl.Expr) -> pl.Expr:
+    # microseconds with nanosecond resolution (3 decimals)
+    return (ns_expr.cast(pl.Float64) / 1e3).round(3)
+
+
+def _dur() -> pl.Expr:
+    return pl.coalesce(pl.col("duration_ns"), (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64))
+
+
+def _origin(p: Profile) -> int | None:
+    firsts = []
+    for name, col in (("kernels", "start_ns"), ("ranges", "start_ns"), ("transfers", "start_ns"), ("counters", "timestamp_ns")):
+        t = p.tables[name]
+        if t.height and t[col].null_count() < t.height:
+            firsts.append(int(t[col].min()))
+    return min(firsts) if firsts else None
+
+
+def _device_pid(lanes: _Lanes, pi: int, prefix: str, dev: Any, dev_name: Any) -> int:
+    label = f"{prefix}GPU {dev if dev is not None else '?'}" + (f" {dev_name}" if dev_name else "")
+    return lanes.pid(("gpu", pi, dev), label)
+
+
+def _stream_lane(lanes: _Lanes, pid: int, stream: Any) -> int:
+    return lanes.tid(pid, stream if stream is not None else 0, f"stream {stream}" if stream is not None else "stream ?")
+
+
+def _args(r: dict, keys: Iterable[str]) -> dict:
+    return {k: r[k] for k in keys if r.get(k) is not None}
+
+
+_KERNEL_ARGS = ("kernel_id", "correlation_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes", "op_name", "nvtx_range")
+_RANGE_ARGS = ("range_id", "domain", "correlation_id", "external_id", "depth")
+_TRANSFER_ARGS = ("transfer_id", "kind", "direction", "bytes", "correlation_id")
+
+
+def chrome_trace(ps: ProfileSet | Profile, *, comparison=None, findings: Iterable = ()) -> dict:
+    """The trace as a dict (`json.dump` it); see the module docstring."""
+    if isinstance(ps, Profile):
+        ps = ProfileSet([ps])
+    lanes = _Lanes()
+    events: list[dict] = []
+    profiles, counts = [], {"kernels": 0, "kernels_synthetic_time": 0, "ranges": 0, "transfers": 0, "counters": 0, "left_out": {}}
+    marks = _compare_marks(comparison)
+    multi = len(ps) > 1
+    for pi, p in enumerate(ps):
+        prefix = f"{p.profile_id}: " if multi else ""
+        t0 = _origin(p)
+        profiles.append({"profile_id": p.profile_id, "source": p.metadata.get("source"), "path": p.metadata.get("path"), "time_origin_ns": t0})
+        events += _kernel_events(p, pi, prefix, t0, lanes, counts, marks)
+        events += _range_events(p, pi, prefix, t0, lanes, counts)
+        events += _transfer_events(p, pi, prefix, t0, lanes, counts)
+        events += _counter_events(p, pi, prefix, t0, lanes, counts)
+    other_findings = []
+    for f in findings:
+        ev = getattr(f, "evidence", None) or {}
+        s, e = ev.get("start_ns"), ev.get("end_ns")
+        if isinstance(s, (int, float)) and profiles and profiles[0]["time_origin_ns"] is not None:
+            pid = lanes.pid(("findings",), "profaudit findings")
+            lanes.tid(pid, 0, "findings")
+            base = profiles[0]["time_origin_ns"]
+            item = {"name": f"{f.rule} {f.severity.label}", "cat": "profaudit.finding", "pid": pid, "tid": 0,
+                    "ts": round((s - base) / 1e3, 3), "args": {"message": f.message, "status": f.status.value}}
+            if isinstance(e, (int, float)) and e >= s:
+                item.update(ph="X", dur=round((e - s) / 1e3, 3))
+            else:
+                item.update(ph="i", s="t")
+            events.append(item)
+        else:
+            other_findings.append({"rule": f.rule, "severity": f.severity.label, "status": f.status.value, "message": f.message})
+    if not counts["left_out"]:
+        del counts["left_out"]
+    other = {"profaudit_trace_export": EXPORT_VERSION, "profiles": profiles, "counts": counts}
+    if other_findings:
+        other["findings"] = other_findings
+    if comparison is not None:
+        other["comparison"] = {"verdict": comparison.verdict, "comparable": comparison.comparable, "marked_groups": len(marks)}
+    return {"traceEvents": lanes.meta + events, "displayTimeUnit": "ns", "otherData": other}
+
+
+def _left_out(counts: dict, table: str, n: int, why: str) -> None:
+    if n:
+        counts["left_out"][f"{table}: {why}"] = counts["left_out"].get(f"{table}: {why}", 0) + n
+
+
+def _kernel_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts: dict, marks: dict) -> list[dict]:
+    k = p.tables["kernels"]
+    if k.height == 0:
+        return []
+    k = k.with_columns(_dur().alias("_dur"))
+    _left_out(counts, "kernels", k.filter(pl.col("_dur").is_null()).height, "no duration")
+    k = k.filter(pl.col("_dur").is_not_null())
+    timed = k.filter(pl.col("start_ns").is_not_null())
+    untimed = k.filter(pl.col("start_ns").is_null()).sort("kernel_id", nulls_last=True)
+    out: list[dict] = []
+    if marks:
+        from profaudit.compare.match import entity_expr
+
+        timed = timed.with_columns(entity_expr())
+        untimed = untimed.with_columns(entity_expr())
+    seen: set = set()
+    rows = timed.with_columns(_us(pl.col("start_ns") - t0).alias("_ts"), _us(pl.col("_dur")).alias("_dus")).sort("start_ns")
+    for r in rows.iter_rows(named=True):
+        pid = _device_pid(lanes, pi, prefix, r["device_id"], r["device_name"])
+        tid = _stream_lane(lanes, pid, r["stream"])
+        ev = {"ph": "X", "cat": "kernel", "name": r["name"] or "?", "pid": pid, "tid": tid, "ts": r["_ts"], "dur": r["_dus"], "args": _args(r, _KERNEL_ARGS)}
+        _mark(ev, r, marks, seen, out)
+        out.append(ev)
+    counts["kernels"] += rows.height
+    if untimed.height:
+        # Nsight Compute launches: real durations, no positions; end to end in launch order
+        ts = 0.0
+        for r in untimed.iter_rows(named=True):
+            pid = _device_pid(lanes, pi, prefix, r["device_id"], r["device_name"])
+            tid = lanes.tid(pid, -1, "launches (no timestamps: laid end to end)")
+            dus = round(r["_dur"] / 1e3, 3)
+            ev = {"ph": "X", "cat": "kernel", "name": r["name"] or "?", "pid": pid, "tid": tid, "ts": round(ts, 3), "dur": dus,
+                  "args": {**_args(r, _KERNEL_ARGS), "synthetic_time": True}}
+            _mark(ev, r, marks, seen, out)
+            out.append(ev)
+            ts += dus
+        counts["kernels"] += untimed.height
+        counts["kernels_synthetic_time"] += untimed.height
+    return out
+
+
+def _mark(ev: dict, r: dict, marks: dict, seen: set, out: list[dict]) -> None:
+    m = marks.get(r.get("entity")) if marks else None
+    if m is None:
+        return
+    ev["args"]["profaudit_compare"] = m
+    if r["entity"] not in seen:
+        seen.add(r["entity"])
+        out.append({"ph": "i", "s": "t", "cat": "profaudit.compare", "name": f"compare: {m}", "pid": ev["pid"], "tid": ev["tid"], "ts": ev["ts"]})
+
+
+def _compare_marks(cmp) -> dict[str, str]:
+    """Candidate kernel name -> 'slower: 0.8x per launch [0.78, 0.82]' for significant groups."""
+    if cmp is None or cmp.kind != "kernels" or cmp.matched.height == 0:
+        return {}
+    out = {}
+    for r in cmp.matched.iter_rows(named=True):
+        sig = r.get("significance")
+        if sig not in ("faster", "slower"):
+            continue
+        sp, lo, hi = r.get("median_speedup"), r.get("speedup_ci_low"), r.get("speedup_ci_high")
+        text = f"{sig}: {sp:.3g}x per launch" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
+        for name in r.get("names_c") or []:
+            out[name] = text
+    return out
+
+
+def _timed(df: pl.DataFrame, t0, counts: dict, table: str) -> pl.DataFrame:
+    """Rows with a start and a duration, with `_ts`/`_dus` in microseconds, in time order; the
+    others are counted as left out."""
+    df = df.with_columns(_dur().alias("_dur"))
+    ok = pl.col("start_ns").is_not_null() & pl.col("_dur").is_not_null()
+    _left_out(counts, table, df.filter(~ok).height, "no start or duration")
+    return df.filter(ok).with_columns(_us(pl.col("start_ns") - t0).alias("_ts"), _us(pl.col("_dur")).alias("_dus")).sort("start_ns")
+
+
+def _range_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts: dict) -> list[dict]:
+    rg = p.tables["ranges"]
+    if rg.height == 0:
+        return []
+    rg = _timed(rg, t0, counts, "ranges")
+    out = []
+    for r in rg.iter_rows(named=True):
+        if r["thread_id"] is not None:
+            proc = r["process_id"]
+            pid = lanes.pid(("host", pi, proc), f"{prefix}host process {proc if proc is not None else '?'}")
+            tid = lanes.tid(pid, r["thread_id"], f"thread {r['thread_id']}")
+        elif r["device_id"] is not None:
+            pid = _device_pid(lanes, pi, prefix, r["device_id"], None)
+            tid = lanes.tid(pid, -2, "ranges")
+        else:
+            pid = lanes.pid(("host", pi, None), f"{prefix}ranges (no thread recorded)")
+            tid = lanes.tid(pid, 0, r["kind"] or "ranges")
+        out.append({"ph": "X", "cat": r["kind"] or "range", "name": r["name"] or "?", "pid": pid, "tid": tid, "ts": r["_ts"], "dur": r["_dus"], "args": _args(r, _RANGE_ARGS)})
+    counts["ranges"] += rg.height
+    return out
+
+
+def _transfer_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts: dict) -> list[dict]:
+    tr = p.tables["transfers"]
+    if tr.height == 0:
+        return []
+    tr = _timed(tr, t0, counts, "transfers")
+    out = []
+    for r in tr.iter_rows(named=True):
+        pid = _device_pid(lanes, pi, prefix, r["device_id"], None)
+        tid = _stream_lane(lanes, pid, r["stream"])
+        name = r["name"] or " ".join(x for x in (r["kind"], r["direction"]) if x) or "transfer"
+        out.append({"ph": "X", "cat": "transfer", "name": name, "pid": pid, "tid": tid, "ts": r["_ts"], "dur": r["_dus"], "args": _args(r, _TRANSFER_ARGS)})
+    counts["transfers"] += tr.height
+    return out
+
+
+def _counter_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts: dict) -> list[dict]:
+    c = p.tables["counters"]
+    if c.height == 0:
+        return []
+    ok = pl.col("timestamp_ns").is_not_null() & pl.col("value").is_not_null() & pl.col("value").is_finite()
+    _left_out(counts, "counters", c.filter(~ok).height, "no timestamp or finite value")
+    c = c.filter(ok)
+    c = c.with_columns(_us(pl.col("timestamp_ns") - t0).alias("_ts")).sort("timestamp_ns")
+    out = []
+    for r in c.iter_rows(named=True):
+        if r["device_id"] is not None:
+            pid = _device_pid(lanes, pi, prefix, r["device_id"], None)
+        else:
+            pid = lanes.pid(("counters", pi), f"{prefix}counters")
+        name = r["counter"] or r["raw_name"] or "counter"
+        unit = f" ({r['unit']})" if r.get("unit") else ""
+        out.append({"ph": "C", "cat": "counter", "name": name + unit, "pid": pid, "tid": 0, "ts": r["_ts"], "args": {"value": r["value"]}})
+    counts["counters"] += c.height
+    return out
+
+
+def write_chrome_trace(ps: ProfileSet | Profile, path: str | os.PathLike, **kwargs: Any) -> dict:
+    """Write the trace (gzip when the name ends in .gz) atomically; return `otherData`."""
+    from profaudit.dataset import atomic_write_bytes
+
+    doc = chrome_trace(ps, **kwargs)
+    data = json.dumps(doc, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8")
+    p = Path(path)
+    if p.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(p, data)
+    return doc["otherData"]
