@@ -358,3 +358,15 @@ def test_compare_two_runs(tmp_path):
     assert (coll["baseline_total_wait_ns"] > 0).all() and (coll["candidate_total_wait_ns"] < coll["baseline_total_wait_ns"]).all()
     # the bandwidth once every rank had arrived is the same in both (the same 50 GB/s links)
     assert coll["sync_duration_ratio"].to_list() == pytest.approx([1.0] * coll.height, abs=0.01)
+
+
+def test_executor_gives_the_same_run(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    docs, _ = make_run(world_size=3, steps=1, seed=51)
+    write_run(tmp_path, docs)
+    serial = load_run(tmp_path, parallel=False)
+    with ThreadPoolExecutor(2) as ex:
+        pooled = load_run(tmp_path, executor=ex)
+    assert pooled.collectives.drop("profile_id").equals(serial.collectives.drop("profile_id"))
+    assert pooled.step_breakdown.drop("profile_id").equals(serial.step_breakdown.drop("profile_id"))

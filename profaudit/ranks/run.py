@@ -204,13 +204,15 @@ def load_run(paths: str | os.PathLike | Sequence[str | os.PathLike], *, align: s
              parallel: bool | None = None, progress=None, executor: Executor | None = None, **load_kw) -> DistributedRun:
     """Load the ranks of a distributed run (folders, globs or files) as one `DistributedRun`.
 
-    Traces are parsed with `profaudit.load` (in worker processes when there are many); the
-    collective arguments of Kineto traces are read in a second, cheap pass (see
-    `profaudit.parsers.kineto_comms`), through `executor` when given.
+    Traces are parsed with `profaudit.load` (in worker processes when there are many, or as tasks
+    of `executor`: a process pool, a Dask cluster's `Client.get_executor()`); the collective
+    arguments of Kineto traces are read in a second, cheap pass (`profaudit.parsers.kineto_comms`),
+    through the same executor. Remote (fsspec) inputs get no second pass: their collectives carry
+    no message sizes.
     """
     from profaudit.loader import load
     from profaudit.ranks.collectives import read_run_comm_args
 
-    ps = load(paths, parallel=parallel, progress=progress, **load_kw)
+    ps = load(paths, parallel=parallel, progress=progress, executor=executor, **load_kw)
     args = read_run_comm_args(ps, executor=executor)
     return DistributedRun(ps, align=align, step_pattern=step_pattern, comm_args=args)
