@@ -55,6 +55,9 @@ def test_regression_beyond_threshold_fails_the_case(slower, cli, tmp_path):
     assert set(cases) == {"BM_a", "BM_b", "geomean over matched cases"}
     assert cases["BM_a"].find("failure") is not None and cases["BM_b"].find("failure") is None
     assert suite.get("tests") == "3" and int(suite.get("failures")) >= 1
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["gate"]["status"] == "fail" and doc["gate"]["exit_code"] == 1 and doc["profaudit_comparison"] == 2
+    assert {c["name"] for c in doc["gate"]["cases"] if c["failed"]} | ({doc["gate"]["aggregate"]["name"]} if doc["gate"]["aggregate"]["failed"] else set()) == set(failed)
     assert cli("compare", b, c, "--fail-on", "regression", "--max-slowdown", "30%", "-o", tmp_path / "t.txt").code == 0
     assert cli("compare", b, c, "-o", tmp_path / "t.txt").code == 0  # --fail-on none by default
 
@@ -141,6 +144,9 @@ def test_markdown_summary_goes_to_the_step_summary(slower, cli, tmp_path, monkey
     md = (tmp_path / "s.md").read_text()
     assert md in text and "❌" in md and "| ❌ | BM_a |" in md
     assert "FAIL (--fail-on regression, --max-slowdown 5%)" in md
+    before = step.read_text()
+    assert cli("compare", b, c, "-o", tmp_path / "o.txt").code == 0
+    assert step.read_text() == before  # no gating, no report asked: the job page is left alone
 
 
 def test_sarif_lists_the_fairness_findings(tmp_path, cli):

@@ -77,18 +77,25 @@ def register(app: typer.Typer) -> None:
             sides.append(Side(role, path, load_with_progress([path], device=device, time_column=time_column, time_unit=time_unit, nsys=nsys)))
         wanted = tuple(x.strip() for x in (intended or "").split(",") if x.strip())
         cmp = compare(sides[0], sides[1], match=match, device=device, intended=wanted)
+        gate = gate_comparison(cmp, fail_on=fail_on, max_slowdown=max_slowdown)
         if fmt == "table" and output is None:
             print_table(cmp, top, stdout_console())
         elif fmt == "html":
             from profaudit.compare.render import render_html
 
             emit_text(render_html(cmp, top, plotlyjs=plotlyjs, output=output), output)
+        elif fmt == "json" and fail_on != "none":
+            import json
+
+            emit_text(json.dumps({**cmp.to_dict(), "gate": gate.as_dict()}, indent=1, allow_nan=False) + "\n", output)
         else:
             emit_text(render(cmp, fmt, top=top), output)
         from profaudit.compare.ci_report import write_reports
 
-        gate = gate_comparison(cmp, fail_on=fail_on, max_slowdown=max_slowdown)
-        write_reports(gate, junit=junit, sarif_path=sarif, summary=summary, findings=cmp.findings, artifacts=[baseline, candidate], cmp=cmp)
+        if fail_on != "none" or junit or sarif or summary:
+            # CI use: reports, and the summary appended to $GITHUB_STEP_SUMMARY (a plain compare
+            # inside a job, a test suite's for one, leaves the job page alone)
+            write_reports(gate, junit=junit, sarif_path=sarif, summary=summary, findings=cmp.findings, artifacts=[baseline, candidate], cmp=cmp)
         if fail_on != "none":
             from profaudit.cli.common import stderr_console
 

@@ -41,13 +41,6 @@ EXIT_PASS = 0
 EXIT_FAILED = 1
 EXIT_NOT_COMPARABLE = 4
 
-EXIT_CODES_HELP = (
-    "Exit codes with --fail-on regression|any-significant: 0 no gated difference, 1 a significant "
-    "difference beyond --max-slowdown (a case or the matched geomean), 2 unusable input, 3 internal "
-    "error, 4 not comparable (the fairness audit says no, or no case is on both sides). "
-    "--fail-on none (the default) exits 0 whatever the result."
-)
-
 _PCT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%|x)?\s*$", re.I)
 
 _Z95 = 1.959963984540054
