@@ -52,7 +52,9 @@ def test_plan_flags(bench_file, tmp_path):
     assert a[0] == "ncu"
     assert _flag(a, "--clock-control") == "none"  # never change the GPU's clocks
     assert _flag(a, "--cache-control") == "all"  # no timing run recorded: the default cold mode
-    assert "--nvtx" in a and _flag(a, "--nvtx-include") == f"{p.range_name}/"
+    # a start/end range (no trailing '/': that form matches push/pop ranges, which belong to one
+    # thread and miss kernels launched from others, such as autograd's backward)
+    assert "--nvtx" in a and _flag(a, "--nvtx-include") == p.range_name
     assert p.range_name == "profaudit.vadd.n-4096.fast"
     assert _flag(a, "--replay-mode") == "kernel"
     assert "--launch-skip" not in a  # the NVTX range fences the profiled calls
@@ -75,6 +77,9 @@ def test_plan_flags(bench_file, tmp_path):
     d = p.as_dict(tmp_path / "out")
     assert d["clock_control"] == "none" and "never changes GPU clocks" in d["clock_control_reason"]
     assert d["report"] == "ncu/vadd__fast__n-4096.ncu-rep"
+    assert d["nvtx_filter"] == p.range_name and d["nvtx_range_kind"].startswith("start/end (process-wide")
+    # cold caches for every kernel under --cache-control all: said, for multi-kernel variants
+    assert "every profiled kernel starts with cold caches" in d["cache_control_reason"]
 
 
 def test_cache_control_follows_the_timing_run(bench_file, tmp_path):
@@ -85,7 +90,28 @@ def test_cache_control_follows_the_timing_run(bench_file, tmp_path):
     hot = bench.ncu_plan(bench_file, out, pattern="n=1024", variants=["base"])[0]
     assert _flag(hot.argv, "--cache-control") == "none" and "'hot'" in hot.cache_reason
     forced = bench.ncu_plan(bench_file, out, pattern="n=1024", variants=["base"], options=bench.NcuOptions(cache_control="all"))[0]
-    assert _flag(forced.argv, "--cache-control") == "all" and forced.cache_reason == "requested explicitly"
+    assert _flag(forced.argv, "--cache-control") == "all" and forced.cache_reason.startswith("requested explicitly")
+
+
+def test_cache_control_ignores_another_files_run_and_follows_a_declaration(bench_file, tmp_path):
+    from profaudit import bench
+
+    out = tmp_path / "out"
+    o = bench.RunOptions(cache="hot", min_samples=10, max_time_s=0.01, max_warmup_s=0.01, min_warmup_s=0.001, min_time_s=0.001, block_target_s=0.001)
+    bench.run_file(bench_file, out, pattern="n=1024", options=o)
+    # the same benchmarks in another file (or this file edited since): its run says nothing
+    other = tmp_path / "copy" / "bench_add.py"
+    other.parent.mkdir()
+    other.write_text(bench_file.read_text() + "\n# edited\n")
+    p = bench.ncu_plan(other, out, pattern="n=1024", variants=["base"])[0]
+    assert _flag(p.argv, "--cache-control") == "all" and "default cache mode on a GPU" in p.cache_reason
+    # a declared cache mode wins over whatever run sits in the folder
+    declared = tmp_path / "declared" / "bench_add.py"
+    declared.parent.mkdir()
+    declared.write_text(bench_file.read_text().replace("params=bench.grid", 'cache="cold", params=bench.grid'))
+    bench.run_file(declared, tmp_path / "o2", pattern="n=1024", options=o)
+    p2 = bench.ncu_plan(declared, tmp_path / "o2", pattern="n=1024", variants=["base"])[0]
+    assert _flag(p2.argv, "--cache-control") == "all" and p2.cache_reason.startswith("follows the timing cache mode 'cold' (the benchmark's declared cache mode)")
 
 
 def test_kernel_name_filter_mode(bench_file, tmp_path):
@@ -95,8 +121,16 @@ def test_kernel_name_filter_mode(bench_file, tmp_path):
     a = bench.ncu_plan(bench_file, tmp_path, pattern="n=1024", variants=["fast"], options=o)[0].argv
     assert "--nvtx" not in a
     assert _flag(a, "--kernel-name") == "regex:add_kernel"
-    assert _flag(a, "--launch-skip") == "8"  # 7 warm-up calls + 1 checked call
+    # 7 warm-up calls + 1 checked call + the harness's own launches (2 inputs x 2, 1 output x 3)
+    assert _flag(a, "--launch-skip") == "15"
     assert _flag(a, "--launch-count") == "3"
+    # the target runs 7 more calls after the 3 profiled: a skip that overcounts (harness kernels
+    # that do not match the regex) still profiles the variant
+    assert _flag(a, "--calls") == "10"
+    o2 = bench.NcuOptions(filter="kernel", kernel_name="add_kernel", warmup=7, calls=3, launches_per_call=2)
+    p2 = bench.ncu_plan(bench_file, tmp_path, pattern="n=1024", variants=["fast"], options=o2)[0]
+    assert _flag(p2.argv, "--launch-skip") == "23" and _flag(p2.argv, "--launch-count") == "6" and _flag(p2.argv, "--calls") == "7"
+    assert p2.as_dict()["launch_skip_breakdown"] == {"warmup_calls": 7, "check_calls": 1, "launches_per_call": 2, "harness_launches_max": 7}
     with pytest.raises(Exception, match="--kernel-name"):
         bench.NcuOptions(filter="kernel").validate()
 
@@ -229,3 +263,38 @@ def test_target_checks_like_the_timing_run(tmp_path):
     assert timed["cases"][0]["variants"]["f32"]["status"] == "ok"
     res = run_target(str(p), "gather_scale[n=1024]", "f32", warmup=0, calls=1, range_name="r")
     assert res["correctness"]["ok"] is True and "rtol=0.0001" in res["correctness"]["message"]
+
+
+def test_ranges_are_process_wide_and_the_filter_names_their_domain(monkeypatch):
+    """torch: start/end ranges in the default domain (a push/pop range would miss kernels that
+    autograd launches from its own threads); jax through the `nvtx` package: its own named domain,
+    and the ncu filter names the same one."""
+    import importlib.util
+    import types
+
+    pytest.importorskip("torch")
+    from profaudit.bench import backend_jax
+    from profaudit.bench.backend_torch import TorchBackend
+    from profaudit.bench.ncu import nvtx_filter_for
+
+    log = []
+    nv = types.SimpleNamespace(range_start=lambda name: log.append(("start", name)) or 7, range_end=lambda rid: log.append(("end", rid)),
+                               range_push=lambda name: log.append("push"), range_pop=lambda: log.append("pop"))
+    b = TorchBackend.__new__(TorchBackend)
+    b.device_kind, b.torch = "cuda", types.SimpleNamespace(cuda=types.SimpleNamespace(nvtx=nv))
+    with b.nvtx_range("profaudit.r"):
+        log.append("call")
+    assert log == [("start", "profaudit.r"), "call", ("end", 7)]
+    assert nvtx_filter_for("torch", "profaudit.r") == "profaudit.r"
+    # jax with the nvtx package installed: domain "profaudit" in both the range and the filter
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "nvtx" else real(name, *a))
+    assert backend_jax.nvtx_api() == ("nvtx", "profaudit")
+    assert nvtx_filter_for("jax", "profaudit.r") == "profaudit@profaudit.r"
+    fake_nvtx = types.SimpleNamespace(start_range=lambda message, domain: log.append(("nvtx-start", message, domain)) or 9, end_range=lambda rid: log.append(("nvtx-end", rid)))
+    monkeypatch.setitem(sys.modules, "nvtx", fake_nvtx)
+    jb = backend_jax.JaxBackend.__new__(backend_jax.JaxBackend)
+    log.clear()
+    with jb.nvtx_range("profaudit.r"):
+        pass
+    assert log == [("nvtx-start", "profaudit.r", "profaudit"), ("nvtx-end", 9)] and jb.nvtx_domain == "profaudit"

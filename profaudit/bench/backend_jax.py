@@ -17,9 +17,32 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from profaudit.bench.backends import Backend, BoundCall, dtype_name
+from profaudit.bench.backends import Backend, BoundCall, dtype_name, start_end_range
 from profaudit.bench.env import NoTelemetry, Telemetry, open_telemetry
 from profaudit.errors import UsageError, require
+
+
+# the domain of the ranges emitted through the `nvtx` package: named explicitly, because that
+# package's default is a domain called "NVTX", not the default domain ncu filters on without a
+# "DOMAIN@" prefix; the ncu command names the same domain (profaudit.bench.ncu)
+NVTX_DOMAIN = "profaudit"
+
+
+def nvtx_api() -> tuple[str | None, str | None]:
+    """Which NVTX API the jax backend emits ranges with, and in which domain: the `nvtx`
+    package (domain NVTX_DOMAIN), else torch's (default domain, when it sees a GPU), else none."""
+    import importlib.util
+
+    if importlib.util.find_spec("nvtx") is not None:
+        return "nvtx", NVTX_DOMAIN
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "torch", None
+    except ImportError:
+        pass
+    return None, None
 
 
 class JaxBackend(Backend):
@@ -210,36 +233,24 @@ class JaxBackend(Backend):
 
         return flush
 
+    @property
+    def nvtx_domain(self) -> str | None:  # type: ignore[override]
+        return nvtx_api()[1]
+
     def nvtx_range(self, name: str):
-        # jax has no NVTX API of its own; the `nvtx` package (or torch's) emits ranges ncu sees
-        try:
+        api, domain = nvtx_api()
+        if api == "nvtx":
             import nvtx  # type: ignore
 
-            return nvtx.annotate(name)
-        except ImportError:
-            pass
-        try:
+            return start_end_range(lambda: nvtx.start_range(message=name, domain=domain), nvtx.end_range)
+        if api == "torch":
             import torch
 
-            if torch.cuda.is_available():
-                return torch.cuda.nvtx.range(name)
-        except ImportError:
-            pass
+            return start_end_range(lambda: torch.cuda.nvtx.range_start(name), torch.cuda.nvtx.range_end)
         return super().nvtx_range(name)
 
     def nvtx_available(self) -> bool:
-        try:
-            import nvtx  # type: ignore  # noqa: F401
-
-            return True
-        except ImportError:
-            pass
-        try:
-            import torch
-
-            return bool(torch.cuda.is_available())
-        except ImportError:
-            return False
+        return nvtx_api()[0] is not None
 
     def close(self) -> None:
         if self._tele is not None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from profaudit.bench.backends import Backend, BoundCall, HostTimer, dtype_name
+from profaudit.bench.backends import Backend, BoundCall, HostTimer, dtype_name, start_end_range
 from profaudit.bench.env import NoTelemetry, Telemetry, open_telemetry, triton_interpreted
 from profaudit.errors import UsageError, require
 
@@ -333,7 +333,10 @@ class TorchBackend(Backend):
 
     def nvtx_range(self, name: str):
         if self.device_kind == "cuda":
-            return self.torch.cuda.nvtx.range(name)
+            nv = self.torch.cuda.nvtx
+            # process-wide start/end (Backend.nvtx_range): autograd launches backward kernels
+            # from its own threads, which a push/pop range would not cover
+            return start_end_range(lambda: nv.range_start(name), nv.range_end)
         return super().nvtx_range(name)
 
     def nvtx_available(self) -> bool:

@@ -322,9 +322,19 @@ class Backend:
         return flush
 
     def nvtx_range(self, name: str):
+        """A *process-wide* NVTX range (start/end, not push/pop) around the profiled calls: a
+        push/pop range belongs to the thread that pushed it, so kernels launched from other
+        threads (autograd's backward engine, a JAX dispatch thread) would fall outside it and
+        ncu would skip them. The ncu filter for it is `nvtx_filter(name)`."""
         import contextlib
 
         return contextlib.nullcontext()
+
+    # the NVTX domain this backend's ranges are emitted in (None: the default domain)
+    nvtx_domain: str | None = None
+
+    def nvtx_filter(self, name: str) -> str:
+        return nvtx_include(name, self.nvtx_domain)
 
     def nvtx_available(self) -> bool:
         """Whether `nvtx_range` emits real NVTX ranges (ncu's --nvtx-include needs them)."""
@@ -418,6 +428,27 @@ class SimTelemetry(Telemetry):
 
     def before_run(self) -> dict[str, Any]:
         return {"gpu_util_before_pct": 0.0, "other_gpu_processes": 0}
+
+
+def nvtx_include(name: str, domain: str | None) -> str:
+    """ncu's --nvtx-include expression for a start/end range `name` in `domain`: `DOMAIN@NAME`,
+    or `NAME` in the default domain (no trailing '/': that form matches push/pop ranges)."""
+    return f"{domain}@{name}" if domain else name
+
+
+def start_end_range(start: Callable[[], Any], end: Callable[[Any], None]):
+    """A context manager around a start/end NVTX pair (`start()` returns the id `end` takes)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def ctx():
+        rid = start()
+        try:
+            yield
+        finally:
+            end(rid)
+
+    return ctx()
 
 
 def get_backend(name: str, device: str = "auto", options: dict | None = None) -> Backend:

@@ -4,8 +4,15 @@
 `python -m profaudit.bench.child target ...`, which makes the case's inputs, checks the variant
 against the reference, runs `warmup` untimed calls, then `calls` calls each inside an NVTX range
 named for the case; ncu profiles only the kernels inside that range (`--nvtx --nvtx-include
-"RANGE/"`). With `filter="kernel"` it selects kernels by name instead and skips the warm-up
-launches with `--launch-skip` (one matching launch per call assumed) and `--launch-count`.
+RANGE`). The range is a start/end range, which is process-wide: a push/pop range belongs to the
+thread that pushed it, and kernels launched from other threads (autograd's backward engine)
+would be missed. Its domain is the one the backend emits in (jax through the `nvtx` package:
+`profaudit@RANGE`; torch: the default domain). With `filter="kernel"` it selects kernels by
+name instead: `--launch-skip` counts the checked call and the warm-up (`launches_per_call`
+matching launches each) plus an upper bound on the harness's own kernels in that process
+(input conversion, output fill and poison; the reference runs on the host), and the target runs
+that many extra calls after the profiled ones so that an overcounted skip still profiles the
+variant; `--launch-count` is `calls x launches_per_call`.
 
 Choices, each recorded beside the report:
 
@@ -15,9 +22,13 @@ Choices, each recorded beside the report:
   privileges and is refused on MIG slices. Byte and instruction counters do not depend on the
   clock, so the roofline inputs are the same either way; `gpu__time_duration` under `none` is at
   the clocks the GPU chose, and `sm__cycles_elapsed.avg.per_second` records them.
-- `--cache-control` follows the case's timing cache mode: `all` (flush every cache before each
-  replay pass) for cold timings, `none` for hot or rotating ones, so the counters describe the
-  same cache state as the times.
+- `--cache-control` follows the case's timing cache mode: the benchmark's declared `cache=`,
+  else this file's own timing run in the output folder (same path and content), else cold: `all`
+  (flush every cache before each replay pass) for cold timings, `none` for hot or rotating ones,
+  so the counters describe the same cache state as the times. Under `all` with kernel replay
+  every kernel starts cold, so for a variant of several kernels the later ones' DRAM traffic is
+  overstated against the timing (flushed once per call); the plan says so, and
+  `--replay-mode range` profiles the call as one unit.
 - Sections and metrics for the hierarchical roofline: Speed of Light, the roofline charts, memory
   and compute workload analysis, launch statistics and occupancy; plus DRAM read/write bytes,
   L2 (lts) and L1 (l1tex) bytes, the SASS FLOP counters (`.sum`), tensor-pipe instructions,
@@ -90,6 +101,7 @@ class NcuOptions:
     kernel_name: str | None = None  # regex, for filter="kernel"
     launch_skip: int | None = None
     launch_count: int | None = None
+    launches_per_call: int = 1  # kernel filter: matching launches one call of the variant makes
     sections: tuple[str, ...] = DEFAULT_SECTIONS
     metrics: tuple[str, ...] = DEFAULT_METRICS
     section_set: str | None = None  # ncu --set NAME instead of sections
@@ -109,6 +121,8 @@ class NcuOptions:
             raise UsageError(f"--clock-control {self.clock_control!r}: choose none (default: never change clocks) or base")
         if self.filter not in ("nvtx", "kernel"):
             raise UsageError(f"--filter {self.filter!r}: choose nvtx or kernel")
+        if self.launches_per_call < 1:
+            raise UsageError("--launches-per-call must be at least 1")
         if self.filter == "kernel" and not self.kernel_name:
             raise UsageError("--filter kernel needs --kernel-name REGEX (the kernel of the variant)")
         if self.replay_mode not in ("kernel", "application", "range", "app-range"):
@@ -132,6 +146,8 @@ class NcuPlan:
     options: NcuOptions
     dropped_sections: list[str] = field(default_factory=list)
     tensor_metrics: list[str] | None = None  # added from `ncu --query-metrics`; None: not asked / unavailable
+    launch_skip_breakdown: dict | None = None  # kernel filter: what the launch skip counts
+    extra_calls: int = 0  # kernel filter: calls after the profiled ones (a skip that overcounts lands there)
 
     @property
     def command(self) -> str:
@@ -154,6 +170,10 @@ class NcuPlan:
             "report": rel(self.report),
             "target_sidecar": rel(self.sidecar),
             "nvtx_range": self.range_name if o.filter == "nvtx" else None,
+            "nvtx_filter": self.argv[self.argv.index("--nvtx-include") + 1] if "--nvtx-include" in self.argv else None,
+            "nvtx_range_kind": "start/end (process-wide: kernels launched by other threads inside it are profiled)" if o.filter == "nvtx" else None,
+            "launch_skip_breakdown": self.launch_skip_breakdown,
+            "extra_calls_after_profiled": self.extra_calls,
             "filter": o.filter,
             "kernel_name": o.kernel_name,
             "warmup_calls": o.warmup,
@@ -240,18 +260,72 @@ def ncu_version(ncu: str) -> str | None:
     return lines[-1] if lines else None
 
 
-def _cache_mode_for(outdir: Path, case_id: str, default: str) -> tuple[str, str]:
-    """The cache mode the case was timed with (from OUTDIR's manifest), else the benchmark's."""
+def _cache_mode_for(outdir: Path, case_id: str, declared: str | None, file: Path) -> tuple[str, str]:
+    """The timing cache mode the profile must match: the benchmark's declared `cache=`; else the
+    mode of this file's own timing run in OUTDIR (its manifest names the same file with the same
+    content: a run of another file, or of an older version of this one, says nothing); else the
+    GPU default, cold."""
+    if declared:
+        return declared, "the benchmark's declared cache mode"
     try:
-        from profaudit.bench.session import read_manifest
+        from profaudit.bench.session import _sha256, read_manifest
 
         doc = read_manifest(outdir)
-        for c in doc.get("cases", []):
+        same = doc.get("file") == str(file) and doc.get("file_sha256") == _sha256(file)
+        for c in doc.get("cases", []) if same else []:
             if c.get("id") == case_id and c.get("cache_mode"):
-                return c["cache_mode"], f"the case's timing run in {outdir / 'manifest.json'}"
+                return c["cache_mode"], f"this file's timing run in {outdir / 'manifest.json'} (--cache given there)"
     except ProfauditError:
         pass
-    return default, "the benchmark's declared cache mode" if default != "cold" else "the default cache mode (cold)"
+    return "cold", "the default cache mode on a GPU (cold; the benchmark declares none)"
+
+
+# under --cache-control all ncu flushes before *every* kernel it profiles, while the cold
+# timings flush once per call: kernels after a call's first found its data in L2 when timed
+_MULTI_KERNEL_NOTE = (
+    "; every profiled kernel starts with cold caches, so for a variant of several kernels (an unfused "
+    "chain) the later kernels' DRAM traffic is overstated against its timing, which flushed only before "
+    "each call; --replay-mode range profiles the call as one unit, flushed once"
+)
+
+
+def nvtx_filter_for(backend: str, name: str) -> str:
+    """The --nvtx-include expression matching the range the target emits (same API and domain
+    as the backend's `nvtx_range`): jax through the `nvtx` package names a domain."""
+    from profaudit.bench.backends import nvtx_include
+
+    domain = None
+    if backend == "jax":
+        from profaudit.bench.backend_jax import nvtx_api
+
+        domain = nvtx_api()[1]
+    return nvtx_include(name, domain)
+
+
+def harness_launches(case) -> int:
+    """An upper bound on the kernels the profiled process launches itself before the variant's
+    warm-up (the launch skip must count them): two per array input (dtype conversion on upload,
+    and on the copy back to the host the check reads), three per output buffer (allocation fill,
+    NaN poison, conversion for the host copy). The reference runs on the host there
+    (`run_target`), so it launches none."""
+    from profaudit.bench.backends import get_backend
+
+    b = case.benchmark
+    backend = get_backend("numpy")
+    try:
+        ins = b.inputs(dict(case.params), backend.generator(0))
+    except Exception:  # inputs that need the real backend: assume a handful
+        return 8
+    ins = tuple(ins) if isinstance(ins, (list, tuple)) else (ins,)
+    n_out = 0
+    if b.output is not None:
+        from profaudit.bench.check import leaves
+
+        try:
+            n_out = len(leaves(b.output(dict(case.params), ins)))
+        except Exception:
+            n_out = 1
+    return 2 * len(ins) + 3 * n_out
 
 
 def ncu_plan(
@@ -279,25 +353,38 @@ def ncu_plan(
         # the profiled process checks the variant first: say now, not on the GPU machine
         require_reference(list({id(c.benchmark): c.benchmark for c, _ in selected}.values()))
     for case, vnames in selected:
-        mode, mode_src = _cache_mode_for(outdir, case.id, case.benchmark.cache or "cold")
+        mode, mode_src = _cache_mode_for(outdir, case.id, case.benchmark.cache, file)
         if o.cache_control:
             cc, cc_reason = o.cache_control, "requested explicitly"
         else:
             cc = "all" if mode == "cold" else "none"
             cc_reason = f"follows the timing cache mode {mode!r} ({mode_src}): " + ("ncu flushes every cache before each replay pass, as the cold timings flush L2" if cc == "all" else "no flushing, as the timings ran with warm caches")
+        if cc == "all" and o.replay_mode == "kernel":
+            cc_reason += _MULTI_KERNEL_NOTE
         for v in vnames:
             rng = range_name(case.id, v)
             stem = f"{case.benchmark.name}__{v}__{case.slug}"
             report_base = outdir / "ncu" / stem
             sidecar = outdir / "ncu" / f"{stem}.target.json"
             argv = [exe, "--target-processes", "all", "--replay-mode", o.replay_mode, "--cache-control", cc, "--clock-control", o.clock_control]
+            extra_calls = 0
+            skip_parts = None
             if o.filter == "nvtx":
-                argv += ["--nvtx", "--nvtx-include", f"{rng}/"]
+                # a start/end range: process-wide, so kernels other threads launch inside it count
+                argv += ["--nvtx", "--nvtx-include", nvtx_filter_for(case.benchmark.backend, rng)]
                 if o.launch_count is not None:
                     argv += ["--launch-count", str(o.launch_count)]
             else:
-                skip = o.launch_skip if o.launch_skip is not None else o.warmup + (1 if o.check else 0)
-                count = o.launch_count if o.launch_count is not None else o.calls
+                # the skip counts every matching launch before the profiled calls: the checked
+                # call and the warm-up (launches_per_call each) and the harness's own GPU work; as
+                # the latter may not match the regex, the target runs that many extra calls
+                # after the profiled ones so a skip that overcounts still lands on the variant
+                harness = harness_launches(case)
+                lpc = o.launches_per_call
+                skip_parts = {"warmup_calls": o.warmup, "check_calls": 1 if o.check else 0, "launches_per_call": lpc, "harness_launches_max": harness}
+                skip = o.launch_skip if o.launch_skip is not None else (o.warmup + (1 if o.check else 0)) * lpc + harness
+                count = o.launch_count if o.launch_count is not None else o.calls * lpc
+                extra_calls = -(-harness // lpc)
                 argv += ["--kernel-name-base", "function", "--kernel-name", f"regex:{o.kernel_name}", "--launch-skip", str(skip), "--launch-count", str(count)]
             if o.section_set:
                 argv += ["--set", o.section_set]
@@ -308,14 +395,15 @@ def ncu_plan(
                 argv += ["--metrics", ",".join(o.metrics)]
             argv += list(o.extra_args)
             argv += ["--export", str(report_base), "--force-overwrite"]
-            argv += [py, "-m", "profaudit.bench.child", "target", str(file), "--case", case.id, "--variant", v, "--warmup", str(o.warmup), "--calls", str(o.calls), "--range", rng, "--seed", str(o.seed), "--device", o.device, "--sidecar", str(sidecar)]
+            argv += [py, "-m", "profaudit.bench.child", "target", str(file), "--case", case.id, "--variant", v, "--warmup", str(o.warmup), "--calls", str(o.calls + extra_calls), "--range", rng, "--seed", str(o.seed), "--device", o.device, "--sidecar", str(sidecar)]
             if not o.check:
                 argv.append("--no-check")
             if o.filter == "nvtx":
                 argv.append("--require-nvtx")
-            plans.append(
-                NcuPlan(case.id, case.benchmark.name, v, argv, report_base.with_name(report_base.name + ".ncu-rep"), sidecar, rng, cc, cc_reason, o.clock_control, CLOCK_REASONS[o.clock_control], o)
-            )
+            plan = NcuPlan(case.id, case.benchmark.name, v, argv, report_base.with_name(report_base.name + ".ncu-rep"), sidecar, rng, cc, cc_reason, o.clock_control, CLOCK_REASONS[o.clock_control], o)
+            plan.launch_skip_breakdown = skip_parts
+            plan.extra_calls = extra_calls
+            plans.append(plan)
     return plans
 
 
@@ -447,9 +535,16 @@ def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int
                 backend.poison(o)
         ret = call()
         backend.sync()
-        # the same reference, dtype and tolerance as the timing run's check (profaudit.bench.runner)
+        # the same reference, dtype and tolerance as the timing run's check (profaudit.bench.runner),
+        # computed on the host: its kernels would otherwise count in ncu's launch skip
         got = host_outputs(backend, out if out is not None else ret)
-        ref = reference_outputs(case, backend, ins, p)
+        ref_backend, ref_ins = backend, ins
+        if backend.device_kind == "cuda" and b.backend in ("torch", "triton"):
+            from profaudit.bench.backend_torch import TorchBackend
+
+            ref_backend = TorchBackend("cpu")
+            ref_ins = tuple(ref_backend.from_numpy(backend.to_numpy(x), backend.array_dtype(x)) if backend.is_array(x) else x for x in ins)
+        ref = reference_outputs(case, ref_backend, ref_ins, p)
         res = chk.compare(got, ref, *tolerance(case, v, case_dtype(case, backend, ins), backend))
         result["correctness"] = res.as_dict()
         result["check_calls"] = 1
