@@ -102,7 +102,8 @@ def _check_target(out: Path) -> None:
     if out.exists():
         if not out.is_dir():
             raise UsageError(f"{out}: exists and is not a folder")
-        if any(out.iterdir()) and not is_dataset(out):
+        # hidden names are writers' temporaries: another writer may be creating the dataset now
+        if any(not e.name.startswith(".") for e in out.iterdir()) and not is_dataset(out):
             raise UsageError(f"{out}: folder exists, is not empty and is not a profaudit dataset; choose another -o")
 
 
@@ -127,8 +128,11 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
         return out
     out = Path(out)
     _check_target(out)
-    if merge and is_dataset(out):
-        _refuse_layout_1(store)
+    if merge:
+        # a new dataset is appended to as well (not built aside and swapped in): another writer
+        # may be creating it at this moment, and a swap would drop its batches
+        if is_dataset(out):
+            _refuse_layout_1(store)
         try:
             v2.append(ps, store, target_file_bytes=target)
         except OSError as exc:

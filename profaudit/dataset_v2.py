@@ -105,8 +105,12 @@ def write_parts(ps: ProfileSet, store, batch: str, task: str, target_file_bytes:
     for table in TABLES_WITH_METADATA:
         groups: list[list[pl.DataFrame]] = [[]]
         size = 0
-        for p in profiles:
-            df = schema.from_records("metadata", [p.metadata_row()]) if table == "metadata" else p.tables[table]
+        if table == "metadata":
+            # one small row per profile: one frame for all of them, built at once
+            frames = [schema.from_records("metadata", [p.metadata_row() for p in profiles])] if profiles else []
+        else:
+            frames = [p.tables[table] for p in profiles]
+        for df in frames:
             if not df.height:
                 continue
             if groups[-1] and size + df.estimated_size() > target_file_bytes:
@@ -114,9 +118,9 @@ def write_parts(ps: ProfileSet, store, batch: str, task: str, target_file_bytes:
                 size = 0
             groups[-1].append(df)
             size += df.estimated_size()
-        for n, frames in enumerate(g for g in groups if g):
+        for n, group in enumerate(g for g in groups if g):
             rel = f"{table}/batch={batch}/part-{task}-{n:03d}.parquet"
-            df = pl.concat(frames, how="vertical")
+            df = pl.concat(group, how="vertical")
             data = _parquet_bytes(df)
             store.write_bytes(rel, data)
             files.append({"table": table, "path": rel, "rows": df.height, "bytes": len(data)})

@@ -1,0 +1,206 @@
+"""Dataset layout 2 and Dask ingest at fleet scale: the ratios issue 12 asks for, measured in one run.
+
+    .venv/bin/python benchmarks/bench_dataset_scale.py [--profiles 5000] [--files 5000] [--reps 5]
+
+1. Append one profile to a 5,000-profile dataset (50 batches of 100, as a CI farm leaves it) vs
+   writing the same profile into an empty dataset. Target: <= 2x.
+2. Ingest 5,000 small timing logs on LocalCluster(2 single-threaded worker processes) vs one local
+   worker (the in-process serial ingest). Target: >= 1.7x. Then the scaling model
+   T(W) = c_client + ceil(tasks / W) * (c_task + chunk * c_file), fitted from one-worker runs at two
+   chunk sizes, checked against the 2-worker run and used to predict 64 workers.
+3. A DuckDB group-by over the kernels of the 5,000-profile dataset vs the same query on one Parquet
+   file holding the same rows. Target: <= 1.2x. Also after `compact` (one batch).
+
+Every time is the median of --reps runs; all ratios come from this run on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+
+def _median_time(fn, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _profile(pid: str, rows: int, seed: int):
+    from profaudit.profile import Profile
+
+    k = pl.DataFrame(
+        {
+            "kernel_id": list(range(rows)),
+            "name": [f"kernel_{(seed + i) % 37}" for i in range(rows)],
+            "short_name": [f"kernel_{(seed + i) % 37}" for i in range(rows)],
+            "duration_ns": [float(1000 + (seed * 7 + i * 13) % 5000) for i in range(rows)],
+            "start_ns": [i * 10_000 for i in range(rows)],
+        }
+    )
+    return Profile(pid, {"source": "bench", "tool": "synthetic", "device_name": "NVIDIA H100 80GB HBM3"}, {"kernels": k})
+
+
+def bench_append(root: Path, n_profiles: int, rows: int, reps: int) -> tuple[Path, pl.DataFrame]:
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+
+    ds = root / "big"
+    per_batch = 100
+    t0 = time.perf_counter()
+    everything = []
+    for b in range(math.ceil(n_profiles / per_batch)):
+        batch = [_profile(f"p{b * per_batch + i:05d}", rows, b * per_batch + i) for i in range(min(per_batch, n_profiles - b * per_batch))]
+        everything.extend(batch)
+        write_dataset(ProfileSet(batch), ds)
+    build = time.perf_counter() - t0
+    n_files = sum(1 for _ in ds.rglob("*.parquet"))
+    one = ProfileSet([_profile("appended", rows, 10**6)])
+    counter = iter(range(10**6))
+    t_empty = _median_time(lambda: write_dataset(one, root / f"empty{next(counter)}"), reps)
+    t_append = _median_time(lambda: write_dataset(one, ds), reps)
+    print(f"[1] dataset of {n_profiles} profiles x {rows} kernels in {math.ceil(n_profiles / per_batch)} batches ({n_files} Parquet files) built in {build:.1f} s")
+    print(f"    write 1 profile into an empty dataset: {t_empty * 1e3:.1f} ms; append 1 profile to the {n_profiles}-profile dataset: {t_append * 1e3:.1f} ms")
+    print(f"    ratio append/empty = {t_append / t_empty:.2f}x   (target <= 2x)")
+    kernels = pl.concat([p.kernels for p in everything])
+    return ds, kernels
+
+
+def _write_logs(folder: Path, n: int) -> list[str]:
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(n):
+        rows = "\n".join(f"{j},{1.0 + 0.001 * ((i * 7 + j * 3) % 50)}" for j in range(50))
+        p = folder / f"log{i:05d}.csv"
+        p.write_text("iteration,time_ms\n" + rows + "\n")
+        paths.append(str(p))
+    return paths
+
+
+def bench_ingest(root: Path, n_files: int) -> None:
+    from distributed import Client, LocalCluster
+
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import open_store
+    from profaudit.fleet import executor_workers, ingest, plan_chunks
+    from profaudit.loader import expand
+
+    paths = _write_logs(root / "logs", n_files)
+    warm = paths[:4]
+    ingest(warm, root / "warm-local")  # imports and first-call costs out of the timings
+
+    t0 = time.perf_counter()
+    ingest(paths, root / "serial")
+    t_serial = time.perf_counter() - t0
+
+    # client-side cost: expanding the inputs, and committing a manifest of n entries
+    t0 = time.perf_counter()
+    inputs = expand(paths)
+    t_expand = time.perf_counter() - t0
+    store = open_store(root / "manifest-only")
+    v2.ensure_marker(store)
+    entries = [{"profile_id": f"log{i:05d}-0000", "source": "timing", "format": "timing-table", "path": p, "rows": {"samples": 50}} for i, p in enumerate(paths)]
+    t0 = time.perf_counter()
+    v2.commit_batch(store, v2.new_batch_id(), entries, [])
+    t_manifest = time.perf_counter() - t0
+    c_client = t_expand + t_manifest
+
+    def on_cluster(workers: int, chunk: int | None, name: str) -> tuple[float, int, int]:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+            ex = client.get_executor()
+            ingest(warm, root / f"warm-{name}", executor=ex)
+            client.run(lambda: None)
+            t0 = time.perf_counter()
+            ingest(paths, root / name, executor=ex, chunk_size=chunk)
+            t = time.perf_counter() - t0
+            chunks = plan_chunks(inputs, executor_workers(ex), chunk)
+        return t, len(chunks), len(chunks[0])
+
+    t1_big, tasks_big, chunk_big = on_cluster(1, None, "one-big")
+    t1_small, tasks_small, chunk_small = on_cluster(1, 16, "one-small")
+    t2, tasks2, chunk2 = on_cluster(2, None, "two")
+
+    # fit: T = c_client + tasks * c_task + n * c_file on one worker, at two task counts
+    c_task = max(0.0, (t1_small - t1_big) / (tasks_small - tasks_big))
+    c_file = max(0.0, (t1_big - c_client - tasks_big * c_task) / n_files)
+
+    def model(workers: int) -> tuple[float, int, int]:
+        chunk = max(1, min(256, math.ceil(n_files / (workers * 4))))
+        tasks = math.ceil(n_files / chunk)
+        return c_client + math.ceil(tasks / workers) * (c_task + chunk * c_file), tasks, chunk
+
+    p2, _, _ = model(2)
+    p64, tasks64, chunk64 = model(64)
+    print(f"[2] ingest of {n_files} timing logs (50 rows each)")
+    print(f"    one local worker (serial, in-process): {t_serial:.2f} s")
+    print(f"    LocalCluster 1 worker: {t1_big:.2f} s ({tasks_big} tasks of {chunk_big}); {t1_small:.2f} s ({tasks_small} tasks of {chunk_small})")
+    print(f"    LocalCluster 2 workers: {t2:.2f} s ({tasks2} tasks of {chunk2})")
+    print(f"    speedup LocalCluster(2) vs one local worker = {t_serial / t2:.2f}x   (target >= 1.7x); vs LocalCluster(1) = {t1_big / t2:.2f}x")
+    print(f"    model: c_client = {c_client * 1e3:.0f} ms (expand {t_expand * 1e3:.0f} ms + manifest {t_manifest * 1e3:.0f} ms), c_task = {c_task * 1e3:.1f} ms, c_file = {c_file * 1e3:.2f} ms")
+    print(f"    model predicts 2 workers: {p2:.2f} s (measured {t2:.2f} s); 64 workers: {p64:.2f} s ({tasks64} tasks of {chunk64}), {t_serial / p64:.0f}x one local worker")
+    print(f"    (the client's share stays c_client = {c_client:.2f} s: at 64 workers it is {100 * c_client / p64:.0f}% of the run)")
+
+
+def bench_duckdb(root: Path, ds: Path, kernels: pl.DataFrame, reps: int) -> None:
+    import duckdb
+
+    from profaudit.dataset import compact_dataset
+
+    single = root / "single.parquet"
+    kernels.write_parquet(single, statistics=True)
+    q = "SELECT profile_id, sum(duration_ns), count(*) FROM read_parquet('{}') GROUP BY 1"
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+
+    def run(path: str) -> int:
+        return len(con.execute(q.format(path)).fetchall())
+
+    glob_ = str(ds / "kernels" / "*" / "*.parquet")
+    n_ds = run(glob_)  # warm the file cache both sides
+    n_single = run(str(single))
+    assert n_ds == n_single + 1, (n_ds, n_single)  # the dataset also holds the appended profile
+    t_ds = _median_time(lambda: run(glob_), reps)
+    t_single = _median_time(lambda: run(str(single)), reps)
+    files = sum(1 for _ in (ds / "kernels").rglob("*.parquet"))
+    print(f"[3] DuckDB group-by over {kernels.height:,} kernel rows")
+    print(f"    one Parquet file: {t_single * 1e3:.1f} ms; dataset as appended ({files} files): {t_ds * 1e3:.1f} ms; ratio = {t_ds / t_single:.2f}x   (target <= 1.2x)")
+    compact_dataset(ds)
+    files = sum(1 for _ in (ds / "kernels").rglob("*.parquet"))
+    run(glob_)
+    t_c = _median_time(lambda: run(glob_), reps)
+    print(f"    after `profaudit dataset compact` ({files} file(s)): {t_c * 1e3:.1f} ms; ratio = {t_c / t_single:.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profiles", type=int, default=5000)
+    ap.add_argument("--rows", type=int, default=200, help="kernel rows per synthetic profile")
+    ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: append,ingest,duckdb")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    root = Path(tempfile.mkdtemp(prefix="bench-dataset-"))
+    try:
+        if "append" not in skip or "duckdb" not in skip:
+            ds, kernels = bench_append(root, args.profiles, args.rows, args.reps)
+            if "duckdb" not in skip:
+                bench_duckdb(root, ds, kernels, args.reps)
+        if "ingest" not in skip:
+            bench_ingest(root, args.files)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
