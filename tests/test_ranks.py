@@ -370,3 +370,37 @@ def test_executor_gives_the_same_run(tmp_path):
         pooled = load_run(tmp_path, executor=ex)
     assert pooled.collectives.drop("profile_id").equals(serial.collectives.drop("profile_id"))
     assert pooled.step_breakdown.drop("profile_id").equals(serial.step_breakdown.drop("profile_id"))
+
+
+@pytest.mark.corpus
+def test_xla_capture_of_several_gpus_has_a_rank_and_steps_per_gpu():
+    from conftest import corpus_file
+
+    import profaudit
+
+    path = corpus_file("xplane", "34.83.195.179_6003")
+    ps = profaudit.load(path, parallel=False)
+    run = load_run(path, parallel=False)
+    devices = sorted(ps.kernels["device_id"].drop_nulls().unique().to_list())
+    r = run.ranks
+    assert r["device_id"].to_list() == devices and r["rank"].to_list() == list(range(len(devices)))
+    assert set(r["rank_source"]) == {"device_order"} and r["node"].n_unique() == 1
+    # XLA's step lines sit on the device planes: each GPU's steps are its own
+    steps = ps.ranges.filter(pl.col("kind") == "step")
+    bd = run.step_breakdown.filter(pl.col("step").is_not_null())
+    for row in bd.iter_rows(named=True):
+        dev = r.filter(pl.col("rank") == row["rank"])["device_id"][0]
+        s = steps.filter((pl.col("device_id") == dev) & (pl.col("name") == str(row["step"])))
+        assert (row["start_ns"], row["end_ns"]) == (s["start_ns"][0], s["end_ns"][0])
+        k = ps.kernels.filter((pl.col("device_id") == dev) & (pl.col("end_ns") > row["start_ns"]) & (pl.col("start_ns") < row["end_ns"]))
+        k = k.filter(~pl.col("name").str.contains(r"^(Memcpy|Memset|dma)|(?i)^(nccl|rccl).*kernel"))
+        # the union of the compute kernels clipped to the step, merged by hand
+        union, end = 0, None
+        for a, b in sorted((max(x, row["start_ns"]), min(y, row["end_ns"])) for x, y in k.select("start_ns", "end_ns").iter_rows()):
+            if end is None or a > end:
+                union += b - a
+                end = b
+            elif b > end:
+                union += b - end
+                end = b
+        assert row["compute_ns"] == union > 0

@@ -33,8 +33,11 @@ def with_rank(df: pl.DataFrame, ident: pl.DataFrame, table: str) -> pl.DataFrame
     per = ident.filter(pl.col("_per_device"))
     if per.height:
         if table == "ranges":
+            # device-side ranges (XLA step and op lines, GPU annotations) go by device, host ones by process
+            on_dev = df.filter(pl.col("device_id").is_not_null())
+            out.append(on_dev.join(per.select("profile_id", "device_id", "rank"), on=["profile_id", "device_id"], how="inner"))
             keys = per.select("profile_id", "process_id", "rank").unique(["profile_id", "process_id"], keep="first")
-            out.append(df.join(keys, on=["profile_id", "process_id"], how="inner"))
+            out.append(df.filter(pl.col("device_id").is_null()).join(keys, on=["profile_id", "process_id"], how="inner"))
         else:
             out.append(df.join(per.select("profile_id", "device_id", "rank"), on=["profile_id", "device_id"], how="inner"))
     return pl.concat(out, how="vertical") if len(out) > 1 else out[0]
@@ -61,8 +64,10 @@ def step_windows(run, pattern: str | None = None) -> pl.DataFrame:
         num = pl.col("name").str.extract(pat, 1).cast(pl.Int64, strict=False)
     else:
         num = pl.col("name").str.extract(r"(\d+)", 1).cast(pl.Int64, strict=False)
+    # XLA step lines name the step by its number
+    xla_num = pl.when(pl.col("kind") == "step").then(pl.col("name").str.extract(r"(\d+)", 1).cast(pl.Int64, strict=False))
     s = s.sort("rank", "start_ns").with_columns(
-        pl.coalesce(num, (pl.int_range(pl.len()).over("rank")).cast(pl.Int64)).alias("step"))
+        pl.coalesce(num, xla_num, (pl.int_range(pl.len()).over("rank")).cast(pl.Int64)).alias("step"))
     s = s.unique(["rank", "step"], keep="first", maintain_order=True)
     return s.select("rank", "step", pl.col("name").alias("step_name"), pl.col("start_ns").alias("ws"), pl.col("end_ns").alias("we"))
 
