@@ -37,6 +37,7 @@ from typing import Any
 from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
+from profaudit.parsers.textsafe import clean
 from profaudit.samples import canonical_params
 
 _STAT_COLUMNS = (("stats_q_25", "q1"), ("stats_q_75", "q3"), ("stats_ci_99_a", "ci99_low"), ("stats_ci_99_b", "ci99_high"))
@@ -55,7 +56,13 @@ def _param_value(text):
 
 
 def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond any float: no time
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _v1_to_columns(results: dict) -> tuple[list[str], dict[str, list]]:
@@ -92,13 +99,13 @@ class AsvResultsParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        doc = load_json(path, "asv results JSON")
+        doc = clean(load_json(path, "asv results JSON"))
         if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
             raise InputError(path, "not an asv results file (no 'results' object)")
         version = doc.get("version", 1)
         if version == 2:
             columns = doc.get("result_columns")
-            if not isinstance(columns, list) or "result" not in columns:
+            if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns) or "result" not in columns:
                 raise InputError(path, "asv results file without 'result_columns' naming a 'result' column")
             rows = doc["results"]
         elif version == 1:
@@ -145,8 +152,8 @@ class AsvResultsParser:
                         self._row(cols, name, pj, 0, v, stat, repeat, number, started)
                 raw = per["samples"][j] if j < len(per["samples"]) else None
                 for k, v in enumerate(raw if isinstance(raw, list) else []):
-                    if _num(v) is not None:
-                        self._row(cols, name, pj, k, v, None, None, number, started)
+                    if (sec := _num(v)) is not None:
+                        self._row(cols, name, pj, k, sec, None, None, number, started)
         if not cols["benchmark"]:
             why = f"every timing benchmark failed ({len(failed)})" if failed else f"no timing benchmarks (only {', '.join(sorted(set(not_time.values())))})" if not_time else "no benchmarks"
             raise InputError(path, f"asv results hold no timings: {why}")
@@ -195,7 +202,7 @@ class AsvResultsParser:
             d = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(p, f"not valid asv JSON beside the results file: {exc}") from None
-        return d if isinstance(d, dict) else {}
+        return clean(d) if isinstance(d, dict) else {}
 
 
 PARSER = AsvResultsParser()

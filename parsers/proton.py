@@ -33,6 +33,7 @@ from typing import Any
 from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
+from profaudit.parsers.textsafe import clean
 from profaudit.samples import canonical_params
 
 # canonical key (lower case, no spaces or underscores) -> what it is, for every Proton spelling
@@ -71,7 +72,7 @@ class ProtonParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        doc = load_json(path, "Proton JSON")
+        doc = clean(load_json(path, "Proton JSON"))
         if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict) or "frame" not in doc[0]:
             raise InputError(path, "not a Proton hatchet profile (expected [call tree, device table])")
         devtab = doc[1] if len(doc) > 1 and isinstance(doc[1], dict) else {}
@@ -93,10 +94,13 @@ class ProtonParser:
         while stack:
             node, scopes = stack.pop()
             frame = node.get("frame") or {}
-            name = frame.get("name")
             raw = node.get("metrics") or {}
-            metrics = {_canon(k): v for k, v in raw.items()} if isinstance(raw, dict) else {}
             children = node.get("children") or []
+            if not isinstance(frame, dict) or not isinstance(raw, dict) or not isinstance(children, list):
+                where = "/".join(str(x) for x in scopes) or "the root"
+                raise InputError(path, f"damaged Proton call tree under {where}: a node's frame, metrics or children has the wrong type")
+            name = frame.get("name")
+            metrics = {_canon(k): v for k, v in raw.items()}
             is_kernel = "deviceid" in metrics or "devicetype" in metrics
             if not is_kernel and _num(metrics.get(_TIME)) is not None:
                 # files without device keys: a kernel is a timed node none of whose children is timed

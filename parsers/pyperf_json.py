@@ -33,6 +33,7 @@ from typing import Any
 from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
+from profaudit.parsers.textsafe import clean
 
 _SNIFF = re.compile(r'^\s*\{\s*"benchmarks"\s*:\s*\[\s*\{\s*"(?:metadata|runs)"\s*:')
 # pyperf metadata kept verbatim in the profile metadata (the rest stays under `pyperf_metadata`)
@@ -96,7 +97,7 @@ class PyperfParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        doc = load_json(path, "pyperf JSON")
+        doc = clean(load_json(path, "pyperf JSON"))
         if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
             raise InputError(path, "not a pyperf JSON file (no 'benchmarks' list)")
         version = doc.get("version")

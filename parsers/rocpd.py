@@ -83,7 +83,19 @@ class _Db:
             rows = self.con.execute(sql).fetchall()
         except sqlite3.DatabaseError as exc:
             raise InputError(self.path, f"damaged rocpd database: {exc}") from None
-        return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
+        try:
+            return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
+        except (pl.exceptions.PolarsError, TypeError, OverflowError):
+            pass
+        # SQLite keeps any value in any column: name the column whose cells are not its type
+        for i, (name, dtype) in enumerate(schema.items()):
+            for r in rows:
+                v = r[i]
+                ok = (v is None or (isinstance(v, int) and -(1 << 63) <= v < (1 << 63)) if dtype == I64
+                      else v is None or isinstance(v, (int, float)) if dtype == F64 else True)
+                if not ok:
+                    raise InputError(self.path, f"damaged rocpd database: {name} holds {v!r}, not an {'integer' if dtype == I64 else 'number'}")
+        raise InputError(self.path, "damaged rocpd database: a query returned rows polars cannot hold")
 
 
 def _json(text) -> dict:

@@ -38,6 +38,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
+from profaudit.parsers.completeness import mark_incomplete, unterminated_last_line
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -47,6 +48,9 @@ _KINDS = {
     "copy": {"Kind", "Direction", "Source_Agent_Id", "Destination_Agent_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"},
     "api": {"Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"},
 }
+# what each kind's reader uses beyond what the sniff needs
+_REQUIRED = {"kernel": {f"{w}_Size_{a}" for w in ("Workgroup", "Grid") for a in "XYZ"}, "counter": {"Grid_Size", "Workgroup_Size"},
+             "copy": set(), "api": set()}
 _SUFFIXES = ("kernel_trace.csv", "counter_collection.csv", "memory_copy_trace.csv", "hip_api_trace.csv", "hsa_api_trace.csv",
              "marker_api_trace.csv", "rccl_api_trace.csv", "scratch_memory_trace.csv", "memory_allocation_trace.csv")
 
@@ -97,6 +101,9 @@ class Rocprofv3CsvParser:
             raise InputError(path, "not a rocprofv3 CSV trace (its header names none of kernel_trace, *_api_trace, memory_copy_trace, counter_collection)")
         if not df.height:
             raise InputError(path, f"rocprofv3 {kind} CSV has a header but no rows")
+        missing = sorted(_REQUIRED[kind] - set(df.columns))
+        if missing:
+            raise InputError(path, f"rocprofv3 {kind} CSV without its {', '.join(missing)} column(s)")
         agents = self._agents(path)
         tables: dict[str, Any] = {}
         if kind == "kernel":
@@ -114,6 +121,8 @@ class Rocprofv3CsvParser:
                               "agent_info": bool(agents is not None)}
         if len(names) > 1:
             md["notes"] = [f"{len(names)} GPU models in agent_info.csv: {', '.join(names)}"]
+        if unterminated_last_line(path):
+            mark_incomplete(md, "the last line has no line end: the file was probably cut short (its last row may be partial)")
         apply_device_option(tables, md, options.device)
         return new_profile(path, self, tables, md)
 
@@ -240,6 +249,8 @@ class Rocprofv3CsvParser:
         if bad.any():
             i = int(bad.arg_max())
             raise InputError(path, f"column Counter_Value, data row {i + 1}: {C['Counter_Value'][i]!r} is not a number")
+        # columns older releases lack read as unknown
+        C = C.with_columns([pl.lit(None, dtype=I64).alias(c) for c in ("Queue_Id", "Process_Id", "VGPR_Count", "Accum_VGPR_Count") if c not in C.columns])
         C = C.with_columns(value=vals, device_id=_agent_no("Agent_Id"))
         key = ["Dispatch_Id", "Correlation_Id"]
         K = C.unique(key, keep="first", maintain_order=True).sort(["Start_Timestamp", "Dispatch_Id"], nulls_last=True)

@@ -128,3 +128,9 @@ def test_truncated_asv_file_and_damaged_benchmarks_json(tmp_path, cli):
     p2 = _tree(tmp_path / "b")
     (p2.parent.parent / "benchmarks.json").write_text("{oops")
     assert_one_line_error(cli("kernels", "-t", "samples", p2), "benchmarks.json")
+
+
+def test_result_columns_must_be_names(tmp_path, cli):
+    d = json.loads(json.dumps(RESULTS))
+    d["result_columns"][1] = ["params"]
+    assert_one_line_error(cli("kernels", "-t", "samples", _tree(tmp_path, d)), "without 'result_columns' naming a 'result' column")

@@ -106,3 +106,9 @@ def test_bad_old_proton_files_fail_in_one_line(tmp_path, cli, text, needle):
     p = tmp_path / "bad.hatchet"
     p.write_text(text)
     assert_one_line_error(cli("kernels", "-t", "samples", p), needle)
+
+
+def test_damaged_call_tree_fails_in_one_line(tmp_path, cli):
+    tree = _node("ROOT", {}, [_node("fwd", {}, [{"frame": ["k"], "metrics": {"Count": 1, "Time (ns)": 5}, "children": []}])])
+    p = _write(tmp_path, tree, {})
+    assert_one_line_error(cli("kernels", "-t", "samples", p), "damaged Proton call tree under fwd")

@@ -115,3 +115,12 @@ def test_empty_pyperf_file_fails_in_one_line(tmp_path, cli):
     p = tmp_path / "empty.json"
     p.write_text("")
     assert_one_line_error(cli("kernels", "-t", "samples", p))
+
+
+def test_lone_surrogates_in_names_and_metadata_do_not_fail_the_profile(tmp_path):
+    # JSON may spell a lone UTF-16 surrogate; polars refuses such text, so it becomes U+FFFD
+    p = tmp_path / "s.json"
+    p.write_text('{"benchmarks": [{"runs": [{"values": [1e-6], "metadata": {"loops": 1}}], "metadata": {"name": "b\\ud800"}}],'
+                 ' "metadata": {"hostname": "h\\udc00"}, "version": "1.0"}')
+    ps = load(p)
+    assert ps.samples["benchmark"].to_list() == ["b\ufffd"] and ps.metadata["host"].to_list() == ["h\ufffd"]

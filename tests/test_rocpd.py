@@ -168,3 +168,11 @@ def test_bad_rocpd_files_fail_in_one_line(tmp_path, cli, db):
     assert_one_line_error(cli("kernels", other), "no rocpd_kernel_dispatch or rocpd_region")
     nothing = RocpdWriter(tmp_path / "idle_results.db").close()
     assert_one_line_error(cli("kernels", nothing), "holds no kernel dispatches")
+
+
+def test_wrong_typed_cell_fails_in_one_line(db, cli):
+    con = sqlite3.connect(db)
+    con.execute('UPDATE "rocpd_track_00004d2a_9e1b_7c3f" SET queue_id = 1e308 WHERE agent_id IS NOT NULL')
+    con.commit()
+    con.close()
+    assert_one_line_error(cli("kernels", db), "stream holds 1e+308, not an integer")

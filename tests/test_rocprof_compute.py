@@ -166,3 +166,10 @@ def test_bad_workload_folders_fail_in_one_line(workload, cli):
     _write(workload / "pmc_perf.csv", PMC_V3_HEAD, PMC_V3_ROWS)
     (workload / "roofline.csv").write_text("device,HBMBw\n0,")
     assert_one_line_error(cli("kernels", workload), "roofline.csv")
+
+
+def test_cut_pmc_perf_is_marked_incomplete(workload):
+    p = workload / "pmc_perf.csv"
+    p.write_bytes(p.read_bytes().rstrip(b"\r\n")[:-2])
+    prof = next(iter(load(workload)))
+    assert prof.metadata["complete"] is False and prof.metadata["incomplete_reason"].startswith("pmc_perf.csv: the last line has no line end")

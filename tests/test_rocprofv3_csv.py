@@ -115,3 +115,16 @@ def test_bad_rocprofv3_csv_fails_in_one_line(tmp_path, cli, text, needle):
     p = tmp_path / "1_hip_api_trace.csv"
     p.write_text(text)
     assert_one_line_error(cli("kernels", "-t", "ranges", p), needle)
+
+
+def test_cut_last_line_is_marked_incomplete(out):
+    p = out / "4242_kernel_trace.csv"
+    p.write_bytes(p.read_bytes().rstrip(b"\r\n")[:-3])  # the last row's Grid_Size_Z cut inside the number
+    prof = next(iter(load(p)))
+    assert prof.metadata["complete"] is False and "cut short" in prof.metadata["incomplete_reason"]
+
+
+def test_missing_grid_columns_fail_in_one_line(out, cli):
+    p = out / "4242_kernel_trace.csv"
+    p.write_text(p.read_text().replace('"Grid_Size_Z"', '"nan"', 1))
+    assert_one_line_error(cli("kernels", p), "without its Grid_Size_Z column")
