@@ -237,3 +237,166 @@ def test_steady_bench_run_passes(tmp_path):
     report = audit(_bench_claim(tmp_path))
     assert report.verdict == "PASS", report.reasons
     assert any(f.rule == "PA101" and "steady warm-up" in f.message for f in report.findings)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading the trace
+# ---------------------------------------------------------------------------------------------
+
+
+def _pa(report, code):
+    return [f for f in report.findings if f.rule == code]
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_graph_launches_in_the_trace_mean_cuda_graphs_whatever_the_meta_says(tmp_path, fmt):
+    # Both metas say cuda_graphs: false; the candidate's trace replays its kernels through
+    # cudaGraphLaunch: one side saves the launches.
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS), fmt=fmt)
+    c = traced(tmp_path, "candidate", 60_000, calls(20, [("k1", 7, 30_000, 0), ("k2", 7, 25_000, 0)], graph=True), fmt=fmt, seed=2)
+    report = audit(tclaim(b, c, speedup=1.67))
+    f = [x for x in triggered(report, "PA303") if x.severity is Severity.FAIL]
+    assert f and "cuda_graphs" in f[0].message and "graph launches" in f[0].message
+    assert any(x.severity is Severity.INFO and "contradicts its meta" in x.message for x in _pa(report, "PA303"))
+    assert report.supported.status == "not supported"
+
+
+def test_graphs_on_both_sides_are_the_same_mode(tmp_path):
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS, graph=True), meta={"cuda_graphs": True})
+    c = traced(tmp_path, "candidate", 60_000, calls(20, [("k1", 7, 30_000, 0), ("k2", 7, 25_000, 0)], graph=True), meta={"cuda_graphs": True}, seed=2)
+    report = audit(tclaim(b, c, speedup=1.67))
+    assert not triggered(report, "PA303")
+    assert any(x.status is Status.PASS and "cuda_graphs" in x.message for x in _pa(report, "PA303"))
+
+
+def test_calls_per_sample_differing_between_sides_is_a_mode_mismatch():
+    b = side("baseline", 1.0e6, seed=1, meta={"calls_per_sample": 1})
+    c = side("candidate", 0.5e6, seed=2, meta={"calls_per_sample": 10})
+    f = triggered(audit(claim(b, c)), "PA303")
+    assert f and f[0].severity is Severity.FAIL and "amortises launch overhead" in f[0].message
+    twin = audit(claim(side("baseline", 1.0e6, seed=1, meta={"calls_per_sample": 10}), side("candidate", 0.5e6, seed=2, meta={"calls_per_sample": 10})))
+    assert not triggered(twin, "PA303")
+
+
+def test_bench_timing_methods_differing_is_a_mode_mismatch(tmp_path):
+    report = audit(_bench_claim(tmp_path, timing_method="back_to_back"))
+    assert not triggered(report, "PA303")  # the baseline's log does not say: nothing to compare
+    from profaudit.audit import claim_from_paths
+
+    b = _bench_log(tmp_path / "b2.jsonl", 1.0e6, seed=1, timing_method="per_call")
+    c = _bench_log(tmp_path / "c2.jsonl", 0.5e6, seed=2, timing_method="back_to_back")
+    f = triggered(audit(claim_from_paths(b, c, claimed=2.0, statistic="median")), "PA303")
+    assert f and "timing_method" in f[0].message
+
+
+MM = {"dtype": "fp32", "tf32": False, "op": "matmul", "shape": [2048, 2048, 2048]}
+SGEMM = [("ampere_sgemm_128x64_nn", 7, 400_000, 0)]
+TF32_GEMM = [("sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4", 7, 100_000, 0)]
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_tensor_core_kernel_names_on_a_strict_fp32_side_are_a_precision_mismatch(tmp_path, fmt):
+    b = traced(tmp_path, "baseline", 400_000, calls(20, SGEMM), fmt=fmt, meta=MM)
+    c = traced(tmp_path, "candidate", 100_000, calls(20, TF32_GEMM), fmt=fmt, meta=MM, seed=2)
+    report = audit(tclaim(b, c, speedup=4.0))
+    f = triggered(report, "PA301")
+    assert f and f[0].severity is Severity.FAIL and f[0].side == "candidate"
+    assert "strict FP32" in f[0].message and "xmma" in f[0].message and "tf32 says False" in f[0].message
+    assert report.verdict == "FAIL" and report.supported.status == "not supported"
+
+
+def test_sgemm_on_both_sides_is_strict_fp32(tmp_path):
+    b = traced(tmp_path, "baseline", 400_000, calls(20, SGEMM), meta=MM)
+    c = traced(tmp_path, "candidate", 300_000, calls(20, [("ampere_sgemm_128x128_nn", 7, 300_000, 0)]), meta=MM, seed=2)
+    report = audit(tclaim(b, c, speedup=1.33))
+    assert not triggered(report, "PA301")
+
+
+def test_fp32_rate_above_the_vector_peak_is_not_strict_fp32():
+    # 8192^3 matmul = 1.1 TFLOP per call; H100's FP32 vector peak is ~67 TFLOP/s, so 5 ms per call
+    # (220 TFLOP/s) cannot be strict FP32 whatever tf32 says; 40 ms can.
+    mm = dict(MM, shape=[8192, 8192, 8192])
+    c = claim(side("baseline", 40e6, seed=1, meta=mm, profiles=None), side("candidate", 5e6, seed=2, meta=mm, profiles=None), speedup=8.0, workload={})
+    f = triggered(audit(c), "PA301")
+    assert f and "FP32 vector peak of" in f[0].message and "H100" in f[0].message and f[0].side == "candidate"
+    twin = claim(side("baseline", 40e6, seed=1, meta=mm, profiles=None), side("candidate", 20e6, seed=2, meta=mm, profiles=None), speedup=2.0, workload={})
+    assert not triggered(audit(twin), "PA301")
+
+
+def test_tf32_is_asked_only_for_matmul_and_names_the_device():
+    sm = {"dtype": "fp32", "op": "softmax"}
+    c = claim(side("baseline", 1.0e6, seed=1, meta=sm, drop=("tf32",)), side("candidate", 0.5e6, seed=2, meta=sm, drop=("tf32",)))
+    assert not triggered(audit(c), "PA301")
+    mm = {"dtype": "fp32", "op": "matmul", "shape": [1024, 1024, 1024]}
+    c = claim(side("baseline", 1.0e6, seed=1, meta=mm, drop=("tf32",)), side("candidate", 0.5e6, seed=2, meta=mm, drop=("tf32",)), workload={})
+    f = triggered(audit(c), "PA301")
+    assert f and f[0].severity is Severity.WARN and "H100" in f[0].message and "A100" not in f[0].message
+
+
+ATTN = [2, 16, 4096, 128]
+
+
+def test_attention_against_causal_attention_is_different_work():
+    b = side("baseline", 2.0e6, seed=1, meta={"op": "attention", "shape": ATTN})
+    c = side("candidate", 1.0e6, seed=2, meta={"op": "causal_attention", "shape": ATTN})
+    f = triggered(audit(claim(b, c, workload={})), "PA302")
+    assert f and f[0].severity is Severity.FAIL and "different operations" in f[0].message
+    twin = claim(side("baseline", 2.0e6, seed=1, meta={"op": "causal_attention", "shape": ATTN}), side("candidate", 1.0e6, seed=2, meta={"op": "causal_attention", "shape": ATTN}), workload={})
+    assert not triggered(audit(twin), "PA302")
+
+
+def test_causal_flop_inflation_is_named():
+    causal = 4.0 * 2 * 16 * 4096 * 4096 * 128 * 0.5
+    meta = {"op": "causal_attention", "shape": ATTN, "dtype": "bf16"}
+    b = side("baseline", 2.0e6, seed=1, meta=dict(meta, flops=causal))
+    c = side("candidate", 1.0e6, seed=2, meta=dict(meta, flops=2 * causal))
+    f = [x for x in triggered(audit(claim(b, c, workload={})), "PA302") if x.side == "candidate"]
+    assert f and "causal FLOP inflation" in f[0].message
+    twin = claim(side("baseline", 2.0e6, seed=1, meta=dict(meta, flops=causal)), side("candidate", 1.0e6, seed=2, meta=dict(meta, flops=causal)), workload={})
+    assert not triggered(audit(twin), "PA302")
+
+
+def test_causal_flop_inflation_named_when_it_breaks_physics():
+    causal = 4.0 * 8 * 32 * 8192 * 8192 * 128 * 0.5  # 2.2e13: 2.2 ms at H100's ~990 TFLOP/s bf16
+    meta = {"op": "causal_attention", "shape": [8, 32, 8192, 128], "dtype": "bf16"}
+    c = claim(side("baseline", 6e6, seed=1, meta=meta), side("candidate", 3e6, seed=2, meta=meta), workload={"flops": 2 * causal})
+    f = [x for x in triggered(audit(c), "PA501") if x.side == "candidate"]
+    assert f and "causal FLOP inflation" in f[0].message
+
+
+def _bimodal(seed, share=0.4, gap=1.9, median=1.0e6):
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(300) < share, gap * median, median) * rng.lognormal(0, 0.02, 300)
+
+
+def test_bimodality_on_one_side_is_contention_but_shared_bimodality_is_not():
+    one = audit(claim(side("baseline", 0, seed=1, values=_bimodal(24)), side("candidate", 0.8e6, seed=2), speedup=1.25))
+    assert any(f.severity is Severity.WARN and "bimodal" in f.message for f in triggered(one, "PA207"))
+    both = audit(claim(side("baseline", 0, seed=1, values=_bimodal(24)), side("candidate", 0, seed=2, values=_bimodal(26, median=0.8e6)), speedup=1.25))
+    assert not triggered(both, "PA207")
+    assert any("shared pattern" in f.message for f in _pa(both, "PA207"))
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_compile_in_the_timed_range_judged_by_the_claimed_statistic(tmp_path, fmt):
+    # The baseline's first of 20 timed calls loads a module, compiles and allocates (30 ms).
+    cs = calls(20, BASE_CALLS)
+    cs[0].apis = [("cuModuleLoadData", 20e6), ("nvrtcCompileProgram", 8e6), ("cudaMalloc_v3020", 2e6)]
+    b = traced(tmp_path, "baseline", 100_000, cs, fmt=fmt)
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), fmt=fmt, seed=2)
+    # a mean over the 20 traced calls carries 1.5 ms of one-time work per call: inflated
+    mean = audit(tclaim(b, c, speedup=2.0, statistic="mean"))
+    f = [x for x in triggered(mean, "PA102") if x.severity is Severity.FAIL]
+    assert f and "inflates its mean" in f[0].message and f[0].correction is not None
+    assert "PA102" in mean.supported.corrected_by and mean.supported.interval.estimate < 2.0
+    # the median shrugs one compile off: noted, not a problem
+    median = audit(tclaim(b, c, speedup=2.0, statistic="median"))
+    assert not triggered(median, "PA102")
+    assert any(x.severity is Severity.INFO and "does not move the claimed median" in x.message for x in _pa(median, "PA102"))
+
+
+def test_no_one_time_work_in_the_timed_range_passes(tmp_path):
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS))
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), seed=2)
+    f = _pa(audit(tclaim(b, c, statistic="mean")), "PA102")
+    assert [x.status for x in f] == [Status.PASS]

@@ -350,6 +350,9 @@ def _gather_side(side: Side, claim: Claim) -> SideEvidence:
             _facts_from_profiles(se, ps, what)
     _samples(se, side)
     _kernels(se, side)
+    from profaudit.audit.trace import derive_facts
+
+    derive_facts(se)
     se.sweep = side.sweep
     _derive_workload(se)
     return se

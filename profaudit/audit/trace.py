@@ -283,3 +283,22 @@ def reduced_precision_kernels(se: "SideEvidence") -> dict[str, list[str]]:
 
 def matmul_kernels(se: "SideEvidence") -> list[str]:
     return [n for n in kernel_names(se) if MATMUL_NAME.search(n)]
+
+
+def derive_facts(se: "SideEvidence") -> None:
+    """Facts the trace records about how the side ran, under their own keys (the rules weigh them
+    against the claim's meta): `cuda_graphs_traced` from graph against kernel launches, and
+    `calls_per_sample_traced` from call ranges nested in each timed range."""
+    if has_api_ranges(se):
+        g, k = graph_launches(se) or 0, kernel_launches(se) or 0
+        if g or k:
+            se.add("cuda_graphs_traced", g > 0, f"attached trace: {g} graph launches (cudaGraphLaunch/hipGraphLaunch), {k} kernel launches", "recorded")
+    call, timed = se.get("call_range"), se.get("timed_range")
+    if call and timed and call != timed:
+        outer, inner = _named_ranges(se, "timed_range"), _named_ranges(se, "call_range")
+        if outer is not None and inner is not None:
+            s = inner["start_ns"].to_numpy()
+            counts = [int(((s >= a) & (s < b)).sum()) for a, b in zip(outer["start_ns"].to_list(), outer["end_ns"].to_list())]
+            counts = [c for c in counts if c > 0]
+            if counts:
+                se.add("calls_per_sample_traced", int(np.median(counts)), f"attached trace: median {int(np.median(counts))} {call!r} ranges per {timed!r} range", "recorded")

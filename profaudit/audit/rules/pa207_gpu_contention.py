@@ -10,13 +10,19 @@ from profaudit.audit.rules._common import fmt_time, fx, pct
 INFLATION_FAIL = 1.10
 
 
+def _alike(a: st.Bimodal, b: st.Bimodal) -> bool:
+    """Two bimodal splits with the same shape: mode shares within 15 points, gaps within 15 %."""
+    return abs(a.low_fraction - b.low_fraction) <= 0.15 and abs(a.ratio / b.ratio - 1) <= 0.15
+
+
 class GpuContention(Rule):
     """Another workload shared the GPU: foreign processes, prior load, or bimodal times.
 
     What it detects: other processes on the GPU during the run (meta.other_gpu_processes), GPU
     utilisation above 5 % just before the run (meta.gpu_util_before_pct), and steady-state times
     that split into two separated clusters on one side (an Otsu split on log time with an empty
-    valley and medians at least 15 % apart).
+    valley and medians at least 15 % apart) on one side only: when both sides split alike (same
+    mode shares and gap), the pattern belongs to the machine or the workload, not to one side.
 
     Why it matters: a shared GPU gives a side whatever time the neighbour leaves (nvbench runs on
     every visible GPU by default; one device showed 432 % noise). Bimodal times are the signature
@@ -52,20 +58,29 @@ class GpuContention(Rule):
                 if float(u.value) > 5:
                     contended.add(se.role)
                     out.append(self.flag(Severity.WARN, f"the GPU was {float(u.value):.0f}% busy before the {se.role}'s run started", se.role, gpu_util_before_pct=u))
-            if se.has_samples:
-                checked.append(f"{se.role} times")
-                bm = st.bimodality(se.steady, sorted_x=se.steady_sorted)
-                if bm is not None:
-                    contended.add(se.role)
-                    out.append(self.flag(Severity.WARN, f"the {se.role}'s times are bimodal: {pct(bm.low_fraction)} near {fmt_time(bm.low_median)} and the rest near {fmt_time(bm.high_median)} ({bm.ratio:.2f}x): a competing workload or a second code path", se.role, bimodality=bm))
+        modes = {se.role: st.bimodality(se.steady, sorted_x=se.steady_sorted) for se in ev.sides if se.has_samples}
+        shared = len(modes) == 2 and all(modes.values()) and _alike(modes["baseline"], modes["candidate"])
+        for role, bm in modes.items():
+            checked.append(f"{role} times")
+            if bm is None:
+                continue
+            if shared:
+                # Both sides split the same way: a property of the machine or the workload both
+                # ran (two code paths, a periodic clock event), not contention of one side.
+                out.append(self.flag(Severity.INFO, f"the {role}'s times are bimodal ({pct(bm.low_fraction)} near {fmt_time(bm.low_median)}, {bm.ratio:.2f}x apart), and the other side's are alike: a shared pattern, not one side's contention", role, bimodality=bm))
+                continue
+            contended.add(role)
+            out.append(self.flag(Severity.WARN, f"the {role}'s times are bimodal: {pct(bm.low_fraction)} near {fmt_time(bm.low_median)} and the rest near {fmt_time(bm.high_median)} ({bm.ratio:.2f}x): a competing workload or a second code path", role, bimodality=bm))
         if contended == {"baseline"}:
             inflated = self._inflated_mean(ev)
             if inflated is not None:
                 out.append(inflated)
-        if out:
+        if any(f.severity > Severity.INFO for f in out):
             return out
         if not checked:
             return [self.cannot("no contention metadata and no per-iteration times")]
+        if out:
+            return out + [self.ok(f"no one-sided sign of contention ({', '.join(checked)})")]
         return [self.ok(f"no sign of contention ({', '.join(checked)})")]
 
     def _inflated_mean(self, ev: Evidence):

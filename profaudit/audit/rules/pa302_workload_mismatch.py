@@ -6,9 +6,17 @@ import re
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import differ_text
+from profaudit.workload import normalise_op
 
 # Parameter names that describe the problem (not the implementation's tuning knobs).
 _WORKLOAD_PARAM = re.compile(r"^(n|m|k|b|h|d|l|s|size|sizes|shape|dims?|batch.*|seq.*|len.*|length|elements?|num_?elements|rows|cols|columns|heads|head_?dim|hidden.*|features|channels|width|height|tokens|dtype|type|t|precision|problem.*)$", re.IGNORECASE)
+
+
+def causal_inflation(se, declared: float, recomputed: float) -> bool:
+    """A causal op's FLOP count that is twice the recomputed (causal) count: the full attention
+    matrix counted for a kernel that computes half of it."""
+    op = se.get("op")
+    return op is not None and "causal" in normalise_op(op) and abs(declared / recomputed - 2.0) <= 0.02
 
 
 def _params(v) -> dict | None:
@@ -32,6 +40,10 @@ class WorkloadMismatch(Rule):
     Why it matters: a speedup on a different problem is not a speedup (robust-kbench: kernels
     that overfit shapes; triton PR #1849: a non-causal FLOP count doubled for a causal kernel).
 
+    Different ops (`op`: attention against causal_attention) are different work even with equal
+    shapes (FAIL); a causal op's FLOP count equal to twice the recomputed count is named as the
+    known causal FLOP inflation.
+
     Example: baseline shape [8192, 8192], candidate [4096, 4096]: FAIL.
     """
 
@@ -47,6 +59,12 @@ class WorkloadMismatch(Rule):
         out: list[Finding] = []
         compared = []
         notes: list[str] = []
+        ob, oc = b.fact("op"), c.fact("op")
+        if ob is not None and oc is not None:
+            compared.append("op")
+            if normalise_op(ob.value) != normalise_op(oc.value):
+                sev = Severity.WARN if ev.intended("op") else Severity.FAIL
+                out.append(self.flag(sev, "different operations: " + differ_text("op", ob, oc) + " (equal shapes do not make equal work)", "both", non_comparable=True, op_baseline=ob, op_candidate=oc))
         for key in ("shape", "batch_size"):
             fb, fc = b.fact(key), c.fact(key)
             if fb is None or fc is None:
@@ -74,10 +92,12 @@ class WorkloadMismatch(Rule):
                 # bytes: the recomputed value is a minimum, so only a count below it is wrong
                 off = abs(vd - vr) > 0.01 * max(vd, vr) if key == "flops" else vd < 0.99 * vr
                 if off:
+                    causal = key == "flops" and causal_inflation(se, vd, vr)
+                    what = "causal FLOP inflation: the non-causal count (2x) for a causal op (triton PR #1849)" if causal else "FLOP/byte accounting"
                     out.append(
                         self.flag(
                             Severity.WARN,
-                            f"the {se.role} counts {vd:.4g} {unit} per call, but its op and shape give {vr:.4g} ({vd / vr:.3g}x; {derived.source.split(';')[0]}): FLOP/byte accounting; the audit uses the recomputed value",
+                            f"the {se.role} counts {vd:.4g} {unit} per call, but its op and shape give {vr:.4g} ({vd / vr:.3g}x; {derived.source.split(';')[0]}): {what}; the audit uses the recomputed value",
                             se.role,
                             **{f"{key}_declared": declared, f"{key}_recomputed": derived},
                         )

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from profaudit.audit.evidence import Evidence
+from profaudit.audit.evidence import Evidence, Fact, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import differ_text
 
@@ -12,45 +12,77 @@ def _mode(v) -> str:
     return "eager" if s in _EAGER else s
 
 
+def _bool(v) -> bool:
+    return str(v).strip().lower() not in _EAGER
+
+
+def _method(v) -> str:
+    return str(v).strip().lower().replace("-", "_")
+
+
+def _graphs(se: SideEvidence) -> Fact | None:
+    """Graph use: what the trace shows (graph launches) beats what the meta says."""
+    return se.fact("cuda_graphs_traced") or se.fact("cuda_graphs")
+
+
+def _calls(se: SideEvidence) -> Fact | None:
+    return se.fact("calls_per_sample_traced") or se.fact("calls_per_sample")
+
+
 class ExecutionModeMismatch(Rule):
-    """One side compiled or graph-captured, the other eager.
+    """One side compiled, graph-captured or batched, the other eager or per call.
 
-    What it detects: different `compile_mode` (eager vs torch.compile, max-autotune, XLA jit ...)
-    or `cuda_graphs` between the sides. A difference declared in `intended_differences` (the
-    claim is "compiling is faster") is reported as information.
+    What it detects: different `compile_mode` (eager vs torch.compile, max-autotune, XLA jit ...),
+    CUDA-graph use, back-to-back calls per timing sample (`calls_per_sample`, the bench's
+    `timing_method`) between the sides. Graph use comes from the attached trace when it has API
+    calls (cudaGraphLaunch / hipGraphLaunch mean graphs whatever the claim says), calls per sample
+    from call ranges nested in the timed ranges. A difference declared in
+    `intended_differences` (the claim is "compiling is faster") is reported as information.
 
-    Why it matters: compilation fuses kernels and CUDA graphs remove launch overhead; both change
-    time without changing the kernel being claimed. FAIRNESS P3 treats compile/graph-mode
-    mismatches as non-comparable unless the claim is about that difference.
+    Why it matters: compilation fuses kernels and CUDA graphs remove launch overhead; timing
+    several calls back to back per sample amortises the launch over them. All change time without
+    changing the kernel being claimed. FAIRNESS P3 treats compile/graph-mode mismatches as
+    non-comparable unless the claim is about that difference.
 
     Example: baseline eager, candidate `torch.compile(mode="max-autotune")` with CUDA graphs,
-    claim "our kernel is 1.8x faster": FAIL.
+    claim "our kernel is 1.8x faster": FAIL. A candidate whose trace shows cudaGraphLaunch while
+    its meta says `cuda_graphs: false`, against an eager baseline: FAIL.
     """
 
     code = "PA303"
     name = "execution-mode-mismatch"
     severity = Severity.FAIL
-    pitfalls = ("P3",)
-    needs = ("compile_mode and cuda_graphs of both sides",)
+    pitfalls = ("P3", "P11")
+    needs = ("compile_mode, CUDA-graph use (meta or a trace with API calls) and calls per sample of both sides",)
 
     def check(self, ev: Evidence) -> list[Finding]:
         b, c = ev.baseline, ev.candidate
-        out, compared = [], []
-        for key, norm in (("compile_mode", _mode), ("cuda_graphs", bool)):
-            fb, fc = b.fact(key), c.fact(key)
+        out, compared, notes = [], [], []
+        pairs = (
+            ("compile_mode", "compile_mode", _mode, b.fact("compile_mode"), c.fact("compile_mode")),
+            ("cuda_graphs", "cuda_graphs", _bool, _graphs(b), _graphs(c)),
+            ("calls_per_sample", "calls_per_sample", int, _calls(b), _calls(c)),
+            ("timing_method", "timing_method", _method, b.fact("timing_method"), c.fact("timing_method")),
+        )
+        for key, intended_key, norm, fb, fc in pairs:
             if fb is None or fc is None:
                 continue
             compared.append(key)
             if norm(fb.value) != norm(fc.value):
-                if ev.intended(key):
+                if ev.intended(intended_key):
                     out.append(self.flag(Severity.INFO, "declared difference: " + differ_text(key, fb, fc), "both"))
                 else:
-                    out.append(self.flag(Severity.FAIL, "different execution modes: " + differ_text(key, fb, fc), "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
+                    why = " (one side amortises launch overhead over several calls per sample)" if key in ("calls_per_sample", "timing_method") else ""
+                    out.append(self.flag(Severity.FAIL, "different execution modes: " + differ_text(key, fb, fc) + why, "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
+        for se in ev.sides:
+            tr, meta = se.fact("cuda_graphs_traced"), se.fact("cuda_graphs")
+            if tr is not None and meta is not None and _bool(tr.value) != _bool(meta.value):
+                notes.append(self.flag(Severity.INFO, f"the {se.role}'s trace contradicts its meta: {tr.source} against cuda_graphs {meta.value!r} ({meta.source}); the trace is used", se.role, traced=tr, meta=meta))
         if out:
-            return out
+            return out + notes
         if not compared:
-            return [self.cannot("compile mode and CUDA-graph use are not recorded for both sides")]
-        return [self.ok(f"same execution mode ({', '.join(f'{k} {b.get(k)}' for k in compared)})")]
+            return [self.cannot("compile mode, CUDA-graph use and calls per sample are not recorded for both sides")]
+        return notes + [self.ok(f"same execution mode ({', '.join(compared)})")]
 
 
 RULE = ExecutionModeMismatch()

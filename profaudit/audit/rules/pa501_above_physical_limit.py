@@ -71,11 +71,22 @@ class AbovePhysicalLimit(Rule):
                 if t_l2 is not None and t < 0.95 * t_l2:
                     return self.flag(Severity.FAIL, f"the {se.role} takes {fmt_time(t)} per call, below even the L2 floor {fmt_time(t_l2)} for {fmt_bytes(w)} (fits in L2): physically impossible", se.role, **evid)
                 return self.flag(Severity.WARN, f"the {se.role} takes {fmt_time(t)} per call, below the DRAM floor {fmt_time(t_min)}; only a hot L2 explains it ({fmt_bytes(w)} fits in {fmt_bytes(l2)} of L2, {'hot' if state == 'hot' else 'flush not recorded'})", se.role, **evid)
-            return self.flag(Severity.FAIL, f"the {se.role} takes {fmt_time(t)} per call, below the roofline floor {fmt_time(t_min)} ({detail['bound']}-bound on {detail['device_spec']}): physically impossible", se.role, **evid)
+            return self.flag(Severity.FAIL, f"the {se.role} takes {fmt_time(t)} per call, below the roofline floor {fmt_time(t_min)} ({detail['bound']}-bound on {detail['device_spec']}): physically impossible" + self._causal_note(se, detail), se.role, **evid)
         if t < t_min or (w is not None and bw is not None and 0.93 <= (w / (t * 1e-9)) / bw):
             eff = (w / (t * 1e-9)) / bw if w is not None and bw else None
             return self.flag(Severity.WARN, f"the {se.role} runs at {t_min / t:.0%} of its roofline bound" + (f" ({eff:.0%} of DRAM bandwidth)" if eff else "") + ": suspiciously close to the hardware limit", se.role, effective_bandwidth_fraction=eff, **evid)
         return True
+
+    @staticmethod
+    def _causal_note(se: SideEvidence, detail: dict) -> str:
+        """Name the causal FLOP inflation when the FLOP count behind a compute floor is twice the
+        causal count recomputed from the side's op and shape."""
+        from profaudit.audit.rules.pa302_workload_mismatch import causal_inflation
+
+        flops, rec = detail.get("flops"), se.get("flops_from_shape")
+        if detail.get("bound") != "compute" or not flops or not rec or not causal_inflation(se, float(flops), float(rec)):
+            return ""
+        return f"; the FLOP count {float(flops):.4g} is the causal FLOP inflation (twice the {float(rec):.4g} a causal op computes; triton PR #1849)"
 
     def _counters(self, se: SideEvidence, t: float, checked: list) -> list[Finding]:
         out = []
