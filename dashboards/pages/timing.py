@@ -21,8 +21,9 @@ SOURCES = {"samples": "timing logs", "kernels": "kernel launches (profiles)"}
 
 
 def samples_of(st, source: str) -> pl.DataFrame:
-    """Raw timing samples (summary rows left out) from the logs, or kernel launches as samples."""
-    from profaudit.samples import raw, samples_from_kernels
+    """Timing samples from the logs (raw samples and the summary rows of logs that kept only
+    summaries), or kernel launches as samples."""
+    from profaudit.samples import samples_from_kernels
 
     if source == "kernels":
         return st.cached(("kernel-samples",), lambda: samples_from_kernels(st.ps))
@@ -30,23 +31,27 @@ def samples_of(st, source: str) -> pl.DataFrame:
         from profaudit.errors import UsageError
 
         raise UsageError(f"unknown timing source {source!r}")
-    return st.cached(("raw-samples",), lambda: raw(st.ps.samples))
+    return st.ps.samples
 
 
 def cases(df: pl.DataFrame) -> list[dict]:
     """Dropdown options: one per (benchmark, params), the most samples first."""
     if df.height == 0:
         return []
+    from profaudit.fmt import plural
+
     g = (
         df.group_by("benchmark", "params")
-        .agg(pl.len().alias("n"), pl.col("variant").n_unique().alias("variants"), pl.col("profile_id").n_unique().alias("profiles"))
-        .sort(["n", "benchmark"], descending=[True, False])
+        .agg(pl.col("statistic").is_null().sum().alias("n"), pl.len().alias("rows"), pl.col("variant").n_unique().alias("variants"), pl.col("profile_id").n_unique().alias("profiles"))
+        # cases with per-iteration samples first (they have a trace), then summary-only ones
+        .sort(["n", "rows", "benchmark"], descending=[True, True, False])
     )
     out = []
     seen: dict[str, int] = {}
-    for b, p, n, v, np_ in g.iter_rows():
+    for b, p, n, rows, v, np_ in g.iter_rows():
         variants = f", {v} variants" if v > 1 else ""
-        tail = f" — {n:,} samples, {np_} profile(s){variants}"
+        what = plural(n, "sample") if n else f"summary only ({plural(rows, 'statistic')})"
+        tail = f" — {what}, {plural(np_, 'profile')}{variants}"
         # name and parameters are shortened apart, so both keep the end that tells cases apart
         params = "" if p in (None, "{}") else " " + option_label(p, 48)
         label = option_label(b or "(unnamed)", max(40, OPTION_LABEL_MAX - len(params) - len(tail) - 8)) + params
@@ -170,11 +175,32 @@ def update(source, case):
     sel = sel.filter((pl.col("params") == params) if params is not None else pl.col("params").is_null())
     if sel.height == 0:
         return empty_figure("no samples"), _BLANK, _BLANK, "", message("That benchmark case is no longer loaded: reload the page.", "warn")
+    raw = sel.filter(pl.col("statistic").is_null())
+    if raw.is_empty():
+        return _summary_view(sel)
+    sel = raw
     series = build_series(sel, _reference_clock(st, sel))
     trace, violin, ecdf, notes = timing_figures(series)
     hdr, rows = series_rows(series)
     stats = html.Div([*[message(n, "info") for n in notes], table(hdr, rows, id="tm-stats-table")])
     return trace, violin, ecdf, stats, ""
+
+
+def _summary_view(sel: pl.DataFrame):
+    """A case whose log kept summary statistics only: its reported intervals, and why there is
+    no trace or distribution."""
+    from profaudit.dashboards.timing_summary import intervals, summary_figure, summary_frame, summary_table_rows
+
+    rows = intervals(summary_frame(sel))
+    if not rows:
+        stats = ", ".join(sorted(sel["statistic"].drop_nulls().unique().to_list()))
+        why = f"This case has summary statistics only ({stats}) and none of them is a time with a spread to draw."
+        return empty_figure("summary statistics only"), _BLANK, _BLANK, message(why, "info"), ""
+    hdr, body = summary_table_rows(rows)
+    note = message(
+        "This log kept summary statistics only (no per-iteration samples), so there is no trace, violin or ECDF: "
+        "each measurement is drawn as the interval the tool reported.", "info")
+    return summary_figure(rows), _BLANK, _BLANK, html.Div([note, table(hdr, body, id="tm-stats-table")]), ""
 
 
 def _reference_clock(st, sel: pl.DataFrame) -> float | None:
