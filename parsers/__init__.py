@@ -16,7 +16,7 @@ from profaudit.parsers import ncu_csv, ncu_rep
 from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
-from profaudit.parsers import asv_results, pyperf_json
+from profaudit.parsers import asv_results, asv_results_dir, pyperf_json
 from profaudit.parsers import chrome_trace, rocpd, rocprof_compute, rocprof_sdk, rocprofv3_csv
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
@@ -24,6 +24,7 @@ REGISTRY: list[Parser] = [
     dataset.PARSER,
     xla_logdir.PARSER,
     rocprof_compute.PARSER,
+    asv_results_dir.PARSER,
     xplane.PARSER,
     neuron_parquet.PARSER,
     neuron_json.PARSER,

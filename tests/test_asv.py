@@ -134,3 +134,20 @@ def test_result_columns_must_be_names(tmp_path, cli):
     d = json.loads(json.dumps(RESULTS))
     d["result_columns"][1] = ["params"]
     assert_one_line_error(cli("kernels", "-t", "samples", _tree(tmp_path, d)), "without 'result_columns' naming a 'result' column")
+
+
+def test_results_folder_reads_every_result_file_once(tmp_path):
+    p = _tree(tmp_path)
+    second = json.loads(json.dumps(RESULTS))
+    second["commit_hash"], second["results"] = "fedcba9876543210fedcba9876543210fedcba98", {"bench.Sort.time_plain": [[5e-7], [], "bb"]}
+    (p.parent / "fedcba98-virtualenv-py3.11-numpy.json").write_text(json.dumps(second))
+    results = p.parent.parent
+    assert find_parser(results).name == "asv-results-dir"
+    ps = load(results)  # benchmarks.json and machine.json serve the result files, no warning, no profile of their own
+    assert sorted(pr.metadata["commit_hash"][:8] for pr in ps) == ["01234567", "fedcba98"]
+    med = ps.samples.filter((pl.col("benchmark") == "bench.Sort.time_plain") & (pl.col("statistic") == "median"))
+    assert sorted(med["duration_ns"].to_list()) == pytest.approx([4.789694385535404e-07 * 1e9, 5e-7 * 1e9], rel=1e-12)
+    for f in p.parent.glob("*-virtualenv-*.json"):
+        f.unlink()
+    with pytest.raises(Exception, match="without result files"):
+        load(results)
