@@ -4,4 +4,4 @@ Each module defines NAME, PATH, DESCRIPTION, `layout(**query)` and `register(app
 callbacks); `create_app` imports exactly these, so no other file in this folder becomes a page.
 """
 
-PAGES: tuple[str, ...] = ("overview", "kernels", "roofline", "timing", "ranks", "compare", "audit")
+PAGES: tuple[str, ...] = ("overview", "kernels", "timeline", "roofline", "timing", "ranks", "compare", "audit")
