@@ -17,7 +17,7 @@ from profaudit.parsers import nsys_rep, nsys_sqlite, nsys_stats_csv
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers import google_benchmark, kernelbench, nvbench, profaudit_timing, proton, pytest_benchmark, timing_table, torch_benchmark
 from profaudit.parsers import asv_results, asv_results_dir, pyperf_json
-from profaudit.parsers import chrome_trace, rocpd, rocprof_compute, rocprof_sdk, rocprofv3_csv
+from profaudit.parsers import chrome_trace, rocpd, rocprof_compute, rocprof_sdk, rocprofv3_csv, rocprofv3_csv_dir
 from profaudit.parsers.base import Parser, Probe, ReadOptions, probe
 
 REGISTRY: list[Parser] = [
@@ -25,6 +25,7 @@ REGISTRY: list[Parser] = [
     xla_logdir.PARSER,
     rocprof_compute.PARSER,
     asv_results_dir.PARSER,
+    rocprofv3_csv_dir.PARSER,
     xplane.PARSER,
     neuron_parquet.PARSER,
     neuron_json.PARSER,

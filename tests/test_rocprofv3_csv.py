@@ -100,7 +100,12 @@ def test_api_copy_and_counter_files(out):
     assert sorted(ps.metrics.select("kernel_id", "metric", "value").rows()) == sorted(want)
 
 
-def test_folder_loads_each_file_once(out):
+def test_folder_loads_each_file_once(out, cli):
+    assert find_parser(out).name == "rocprofv3-csv-dir"
+    _write(out / "4242_kernel_stats.csv", ["Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage", "MinNs", "MaxNs", "StdDev"],
+           [["add(float*, float*)", 1, 250, 250.0, 33.3, 250, 250, 0.0]])
+    res = cli("kernels", out)
+    assert res.code == 0 and "warning" not in res.err, res  # agent_info.csv serves the traces; the stats summarise them
     ps = load(out)
     assert ps.kernels.height == 4 and ps.transfers.height == 2  # kernel trace + counter collection; two copies
     assert ps.ranges.height == 3 and ps.ranges["name"].to_list().count("hipLaunchKernel") == 1
