@@ -308,7 +308,7 @@ COLLECTIVES = Table(
         _c("kernel_id", I, "", "kernels.kernel_id of the communication kernel"),
         _c("process_group", S, "", "process group name (null where the trace does not say)"),
         _c("group_ranks", S, "", "ranks of the process group as recorded"),
-        _c("call_index", I, "", "position of the call among the rank's calls on its process group: the same call on every rank has the same index"),
+        _c("call_index", I, "", "position of the call among the rank's calls on its process group within its step: the same call on every rank has the same (process group, step, index)"),
         _c("collective", S, "", "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, send_recv, barrier, gather, scatter, unknown"),
         _c("kernel_name", S, "", "communication kernel's short name"),
         _c("algorithm", S, "", "NCCL algorithm from the kernel name (RING, TREE, NVLS, COLLNET_DIRECT, PAT, ...)"),
@@ -326,7 +326,7 @@ COLLECTIVES = Table(
         _c("algbw_bytes_per_s", F, "byte/s", "msg_bytes / duration (nccl-tests algbw)"),
         _c("busbw_factor", F, "", "nccl-tests bus-bandwidth factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; else 1"),
         _c("busbw_bytes_per_s", F, "byte/s", "algbw x busbw_factor (nccl-tests busbw)"),
-        _c("step", I, "", "step the kernel started in (null outside steps)"),
+        _c("step", I, "", "step the kernel's launch was issued in (its start where no launch was recorded; null outside steps)"),
     ),
     "one row per communication kernel per rank",
 )
@@ -335,7 +335,7 @@ CALLS = Table(
     (
         _c("process_group", S, "", "process group name"),
         _c("group_ranks", S, "", "ranks of the process group as recorded"),
-        _c("call_index", I, "", "position of the call on its process group"),
+        _c("call_index", I, "", "position of the call on its process group within its step"),
         _c("collective", S, "", "collective kind (most common across the ranks)"),
         _c("consistent", B, "", "every rank recorded the same collective kind and size for this call"),
         _c("ranks", I, "rank", "ranks with this call"),
@@ -350,7 +350,7 @@ CALLS = Table(
         _c("sync_algbw_bytes_per_s", F, "byte/s", "msg_bytes / sync_duration_ns"),
         _c("sync_busbw_bytes_per_s", F, "byte/s", "sync algbw x busbw factor"),
         _c("start_ns", I, "ns", "first start, aligned clock"),
-        _c("step", I, "", "step of the call on the lowest rank"),
+        _c("step", I, "", "step the call was launched in (part of the match: null outside steps)"),
     ),
     "one row per collective call matched across ranks",
 )

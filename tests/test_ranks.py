@@ -102,13 +102,19 @@ def _plain_collectives(docs, kernel_args: bool) -> list[dict]:
     for doc in docs:
         rank = doc["distributedInfo"]["rank"]
         ops = [e for e in _events(doc) if e["name"] == "record_param_comms"]
+        launch = {e["args"]["correlation"]: e["ts"] for e in _events(doc) if e.get("cat") == "cuda_runtime"}
+        steps = [(int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]) for e in _events(doc) if e["name"].startswith("ProfilerStep#")]
+        seen: dict = {}
         for i, k in enumerate(_nccl(doc)):
             a = k["args"] if kernel_args else sorted(ops, key=lambda e: e["ts"])[i]["args"]
+            t = launch[k["args"]["correlation"]]
+            step = next(n for n, lo, hi in steps if lo <= t < hi)  # the step its launch was issued in
+            index = seen[step] = seen.get(step, -1) + 1
             n = a["Group size"]
             size = a["In msg nelems"] * DTYPE_SIZE[a["dtype"]]  # all-reduce: the buffer
             start, end = _ns(doc, k), _ns(doc, k) + round(k["dur"] * 1000)
             algbw = size / ((end - start) * 1e-9)
-            rows.append({"rank": rank, "call_index": i, "msg_bytes": size, "raw_start": start, "duration_ns": end - start,
+            rows.append({"rank": rank, "step": step, "call_index": index, "msg_bytes": size, "raw_start": start, "duration_ns": end - start,
                          "algbw": algbw, "busbw": algbw * 2 * (n - 1) / n})
     return rows
 
@@ -121,9 +127,9 @@ def test_collectives_match_a_plain_read(tmp_path, kernel_args):
     c = run.collectives.join(run.ranks.select("rank", "clock_offset_ns"), on="rank")
     want = _plain_collectives(docs, kernel_args)
     assert c.height == len(want)
-    got = c.sort("rank", "call_index").to_dicts()
+    got = c.sort("rank", "step", "call_index").to_dicts()
     for g, w in zip(got, want):
-        assert (g["rank"], g["call_index"]) == (w["rank"], w["call_index"])
+        assert (g["rank"], g["step"], g["call_index"]) == (w["rank"], w["step"], w["call_index"])
         assert g["collective"] == "all_reduce" and (g["algorithm"], g["protocol"]) == ("RING", "LL")
         assert g["msg_bytes"] == w["msg_bytes"] and g["duration_ns"] == w["duration_ns"]
         assert g["start_ns"] + g["clock_offset_ns"] == w["raw_start"]
@@ -404,3 +410,16 @@ def test_xla_capture_of_several_gpus_has_a_rank_and_steps_per_gpu():
                 union += b - end
                 end = b
         assert row["compute_ns"] == union > 0
+
+
+def test_a_rank_captured_from_a_later_step_still_matches(tmp_path):
+    docs, truth = make_run(world_size=4, steps=3, late_rank=1, seed=61)
+    ev = docs[2]["traceEvents"]
+    step1 = next(e["ts"] for e in ev if e["name"] == "ProfilerStep#1")
+    docs[2]["traceEvents"] = [e for e in ev if e["ts"] >= step1]  # rank 2's profiler started one step late
+    write_run(tmp_path, docs)
+    run = load_run(tmp_path, parallel=False)
+    calls = run.calls.sort("start_ns")
+    assert calls.group_by("step").agg(pl.col("ranks").max()).sort("step").rows() == [(0, 3), (1, 4), (2, 4)]
+    assert calls["consistent"].all() and calls["last_rank"].to_list() == [truth.late_rank] * calls.height
+    assert calls["end_spread_ns"].to_list() == [0] * calls.height  # still aligned exactly

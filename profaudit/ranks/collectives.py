@@ -5,7 +5,9 @@ A kernel gets its arguments from its own args (Kineto >= PyTorch 2.3) or from th
 `record_param_comms` op around the host call that launched it (the launch is found through the
 correlation id, the op as the innermost enclosing `record_param_comms` on the same thread). The
 same call on every rank is the n-th call of the rank on that process group (name and member
-ranks), counted in start order: c10d issues a group's collectives in the same order on every member.
+ranks) within the step its launch was issued in, counted in start order: c10d issues a group's
+collectives in the same order on every member, and counting within steps keeps ranks whose
+captures begin or end at different calls matched.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from profaudit.profile import ProfileSet
 from profaudit.ranks.kinds import COMM_KERNEL_RE, SYNCHRONISING, algorithm_protocol, busbw_factor, collective_kind, msg_bytes
 
 _ARG_COLS = ("collective_name", "in_msg_nelems", "out_msg_nelems", "dtype", "group_size", "process_group", "group_ranks")
-_CALL_KEY = ["process_group", "group_ranks", "call_index"]
+# the same call on every rank: its process group, the step it was launched in, its position there
+_CALL_KEY = ["process_group", "group_ranks", "step", "call_index"]
 
 
 def _comm_args_worker(item: tuple[str, str]) -> pl.DataFrame:
@@ -106,15 +109,23 @@ def collective_rows(run) -> pl.DataFrame:
                        busbw_factor(pl.col("collective"), pl.col("group_size")).alias("busbw_factor"))
     k = k.with_columns(pl.when(pl.col("duration_ns") > 0).then(pl.col("msg_bytes") / (pl.col("duration_ns") * 1e-9)).alias("algbw_bytes_per_s"))
     k = k.with_columns((pl.col("algbw_bytes_per_s") * pl.col("busbw_factor")).alias("busbw_bytes_per_s"))
-    k = k.sort("rank", "start_ns", "kernel_id").with_columns(
-        (pl.int_range(pl.len()).over("rank", "process_group", "group_ranks")).cast(pl.Int64).alias("call_index"))
+    # a call's step is the one its launch was issued in (the GPU may run it after the host moved on,
+    # by a lag that differs between ranks); without a recorded launch, the step it started in
+    launches = run.rank_rows("ranges").filter(pl.col("kind").is_in(["cuda_runtime", "cuda_driver"]) & pl.col("correlation_id").is_not_null())
+    launches = launches.select("rank", "profile_id", "correlation_id", pl.col("start_ns").alias("_launch")).unique(
+        ["rank", "profile_id", "correlation_id"], keep="first")
+    k = k.join(launches, on=["rank", "profile_id", "correlation_id"], how="left").with_columns(
+        pl.coalesce(pl.col("_launch"), pl.col("start_ns")).alias("_t"))
     steps = run.steps.sort("ws")
     if steps.height and k.height:
-        k = k.sort("start_ns").join_asof(steps.select("rank", "ws", "we", pl.col("step").alias("_step")), left_on="start_ns", right_on="ws",
-                                        by="rank", strategy="backward", check_sortedness=False)
-        k = k.with_columns(pl.when(pl.col("start_ns") < pl.col("we")).then(pl.col("_step")).alias("step"))
+        k = k.sort("_t").join_asof(steps.select("rank", "ws", "we", pl.col("step").alias("_step")), left_on="_t", right_on="ws",
+                                   by="rank", strategy="backward", check_sortedness=False)
+        k = k.with_columns(pl.when(pl.col("_t") < pl.col("we")).then(pl.col("_step")).alias("step"))
     else:
         k = k.with_columns(pl.lit(None, dtype=pl.Int64).alias("step"))
+    # counted within the step: ranks whose captures start or end at different calls still match
+    k = k.sort("rank", "start_ns", "kernel_id").with_columns(
+        (pl.int_range(pl.len()).over("rank", "process_group", "group_ranks", "step")).cast(pl.Int64).alias("call_index"))
     k = k.sort("rank", "start_ns", "kernel_id")
     return k.select([c for c in schema.COLLECTIVES.names if c in k.columns])
 
@@ -199,7 +210,6 @@ def match_calls(coll: pl.DataFrame) -> pl.DataFrame:
         (pl.col("end_ns").max() - pl.col("end_ns").min()).alias("end_spread_ns"),
         (pl.col("end_ns").min() - pl.col("start_ns").max()).cast(pl.Float64).alias("sync_duration_ns"),
         pl.col("start_ns").min().alias("start_ns"),
-        pl.col("step").sort_by("rank").first().alias("step"),
     )
     g = g.with_columns(pl.when(pl.col("sync_duration_ns") > 0).then(pl.col("msg_bytes") / (pl.col("sync_duration_ns") * 1e-9)).alias("sync_algbw_bytes_per_s"))
     g = g.with_columns((pl.col("sync_algbw_bytes_per_s") * busbw_factor(pl.col("collective"), pl.col("group_size"))).alias("sync_busbw_bytes_per_s"))
