@@ -286,8 +286,7 @@ def info(store) -> dict:
     for m in snap.manifests:
         for f in m["files"]:
             t = tables.setdefault(f["table"], {"rows": 0, "files": 0, "bytes": 0})
-            live_rows = f["rows"]
-            t["rows"] += live_rows
+            t["rows"] += f["rows"]
             t["files"] += 1
             t["bytes"] += f["bytes"]
             listed.add(f["path"])
@@ -340,10 +339,9 @@ def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: 
     if len(small) > 1 or (small and snap.superseded(small[0]["batch"])):
         chosen = {m["batch"] for m in small}
         sub = Snapshot([m for m in snap.manifests if m["batch"] in chosen], snap.owner)
-        live_ids = [pid for pid in sub.ids]
         tables = {t: _live_frame(store, sub, t) for t in TABLES_WITH_METADATA}
         batch = new_batch_id(after=max(chosen))
-        entries, files = _write_frames(store, batch, live_ids, tables, target_file_bytes, [m for m in small])
+        entries, files = _write_frames(store, batch, sub.ids, tables, target_file_bytes, small)
         commit_batch(store, batch, entries, files, replaces=sorted(chosen))
         for m in small:
             store.remove(f"{MANIFESTS}/{m['batch']}.json")

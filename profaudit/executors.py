@@ -9,7 +9,7 @@ dask-kubernetes hand out the same address or scheduler file).
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
 from profaudit.errors import UsageError, require
@@ -27,27 +27,22 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
 
     if scheduler and scheduler_file:
         raise UsageError("--scheduler and --scheduler-file name the same thing: give one")
+    if scheduler_file and not os.path.isfile(scheduler_file):
+        raise UsageError(f"--scheduler-file {scheduler_file}: no such file")
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or dask.config.get("scheduler-address", None)
-    try:
-        if scheduler_file:
-            if not os.path.isfile(scheduler_file):
-                raise UsageError(f"--scheduler-file {scheduler_file}: no such file")
-            client = distributed.Client(scheduler_file=scheduler_file, timeout="30s")
-        elif address:
-            client = distributed.Client(address, timeout="30s")
-        else:
-            cluster = distributed.LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None)
-            client = distributed.Client(cluster)
-            client._profaudit_cluster = cluster  # closed with the client below
-    except OSError as exc:  # no scheduler listening there, or a timeout reaching it
-        raise UsageError(f"cannot reach the Dask scheduler {scheduler_file or address}: {exc}") from None
-    try:
-        yield client
-    finally:
-        cluster = getattr(client, "_profaudit_cluster", None)
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    with ExitStack() as stack:
+        try:
+            if scheduler_file:
+                client = distributed.Client(scheduler_file=scheduler_file, timeout="30s")
+            elif address:
+                client = distributed.Client(address, timeout="30s")
+            else:
+                cluster = stack.enter_context(distributed.LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None))
+                client = distributed.Client(cluster)
+        except OSError as exc:  # no scheduler listening there, or a timeout reaching it
+            raise UsageError(f"cannot reach the Dask scheduler {scheduler_file or address}: {exc}") from None
+        with client:
+            yield client
 
 
 @contextmanager

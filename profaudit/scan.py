@@ -65,12 +65,12 @@ def _polars(store, files, gone, layout1, t, _connection):
     if store.remote:
         import pyarrow.dataset as pads
 
-        ds = pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=store.arrow_filesystem())
-        lf = pl.scan_pyarrow_dataset(ds)
-        # pyarrow's dataset carries no file names: the superseded rows are found by batch below
+        fs = store.arrow_filesystem()
         if gone:
-            per_file = [pl.scan_pyarrow_dataset(pads.dataset([f.split("://", 1)[1]], format="parquet", filesystem=store.arrow_filesystem())).with_columns(pl.lit(_batch_of(f)).alias("batch")) for f in files]
-            lf = pl.concat(per_file, how="vertical")
+            # a pyarrow dataset carries no file names: one scan per file, tagged with its batch
+            lf = pl.concat([pl.scan_pyarrow_dataset(pads.dataset([f.split("://", 1)[1]], format="parquet", filesystem=fs)).with_columns(pl.lit(_batch_of(f)).alias("batch")) for f in files], how="vertical")
+        else:
+            lf = pl.scan_pyarrow_dataset(pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=fs))
     else:
         lf = pl.scan_parquet(files, hive_partitioning=True) if gone else pl.scan_parquet(files, hive_partitioning=False)
     if gone:

@@ -142,3 +142,14 @@ def test_worker_killed_mid_ingest_every_input_exactly_once(tmp_path):
     # the retried task rewrote its own parts: no file outside the manifest, none twice
     info = dataset_info(tmp_path / "ds")
     assert info["uncommitted_files"] == 0 and info["tables"]["samples"]["files"] == 6
+
+
+def test_cli_engine_mistakes_are_one_line(tmp_path, cli):
+    from conftest import assert_one_line_error
+
+    _logs(tmp_path / "in", 1)
+    out = str(tmp_path / "ds")
+    assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "spark"), "--engine spark: choose one of local, dask")
+    assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler-file", str(tmp_path / "nope.json")), "no such file")
+    assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler", "tcp://a:1", "--scheduler-file", "f"), "give one")
+    assert not (tmp_path / "ds").exists()
