@@ -35,13 +35,15 @@ def identify_ranks(ps: ProfileSet) -> pl.DataFrame:
     """One row per rank (before clock alignment): which profile (and, in a multi-GPU capture, which
     device) it is, and how its rank number was found."""
     md = ps.metadata
-    k = ps.kernels
+    # the GPUs of every profile in one pass (a filter per profile would rescan all kernels each time)
+    by_profile = (ps.kernels.filter(pl.col("device_id").is_not_null()).group_by("profile_id", "device_id")
+                  .agg(pl.len().alias("n"), pl.col("process_id").mode().first().alias("pid"), pl.col("device_name").drop_nulls().first().alias("dn"))
+                  .sort("profile_id", "device_id").partition_by("profile_id", as_dict=True))
+    no_devices = pl.DataFrame(schema={"profile_id": pl.Utf8, "device_id": pl.Int64, "n": pl.UInt32, "pid": pl.Int64, "dn": pl.Utf8})
     rows: list[dict] = []
     for p in ps:
         extra = p.extra
-        devices = (k.filter(pl.col("profile_id") == p.profile_id).group_by("device_id")
-                   .agg(pl.len().alias("n"), pl.col("process_id").mode().first().alias("pid"), pl.col("device_name").drop_nulls().first().alias("dn"))
-                   .filter(pl.col("device_id").is_not_null()).sort("device_id"))
+        devices = by_profile.get((p.profile_id,), no_devices)
         rank = extra.get("rank")
         source = "distributed_info" if isinstance(rank, int) else None
         if source is None and (r := _rank_from_name(p.metadata.get("path"))) is not None:
