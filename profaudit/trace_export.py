@@ -32,6 +32,10 @@ import polars as pl
 from profaudit.profile import Profile, ProfileSet
 
 EXPORT_VERSION = 1
+# lanes that are not a stream or a thread get thread ids no CUDA stream or OS thread uses (and that
+# stay positive 32-bit integers, which every trace viewer accepts)
+UNTIMED_LANE = 2**31 - 2
+DEVICE_RANGES_LANE = 2**31 - 3
 
 
 class _Lanes:
@@ -171,7 +175,7 @@ def _kernel_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts: 
         ts = 0.0
         for r in untimed.iter_rows(named=True):
             pid = _device_pid(lanes, pi, prefix, r["device_id"], r["device_name"])
-            tid = lanes.tid(pid, -1, "launches (no timestamps: laid end to end)")
+            tid = lanes.tid(pid, UNTIMED_LANE, "launches (no timestamps: laid end to end)")
             dus = round(r["_dur"] / 1e3, 3)
             ev = {"ph": "X", "cat": "kernel", "name": r["name"] or "?", "pid": pid, "tid": tid, "ts": round(ts, 3), "dur": dus,
                   "args": {**_args(r, _KERNEL_ARGS), "synthetic_time": True}}
@@ -231,7 +235,7 @@ def _range_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts: d
             tid = lanes.tid(pid, r["thread_id"], f"thread {r['thread_id']}")
         elif r["device_id"] is not None:
             pid = _device_pid(lanes, pi, prefix, r["device_id"], None)
-            tid = lanes.tid(pid, -2, "ranges")
+            tid = lanes.tid(pid, DEVICE_RANGES_LANE, "ranges")
         else:
             pid = lanes.pid(("host", pi, None), f"{prefix}ranges (no thread recorded)")
             tid = lanes.tid(pid, 0, r["kind"] or "ranges")
