@@ -35,6 +35,7 @@ import polars as pl
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, ns_per, parse_scalar
 
@@ -139,7 +140,7 @@ def read_json(path: Path, parser, options: ReadOptions):
             m = _AGG_SUFFIX.search(name)
             if m:
                 run_type, agg = "aggregate", m.group(1)
-        run_name = r.get("run_name") or (_AGG_SUFFIX.sub("", name) if run_type == "aggregate" else name)
+        run_name = jsonshape.text(r.get("run_name"), f"benchmark {name!r}: run_name", path) or (_AGG_SUFFIX.sub("", name) if run_type == "aggregate" else name)
         family, params, flags = split_name(run_name)
         if agg in ("BigO", "RMS") or "big_o" in r or "rms" in r:
             not_times.append(name)
@@ -147,7 +148,7 @@ def read_json(path: Path, parser, options: ReadOptions):
         if run_type == "aggregate" and (r.get("aggregate_unit") == "percentage" or agg == "cv"):
             not_times.append(name)
             continue
-        unit = r.get("time_unit", "ns")
+        unit = jsonshape.text(r.get("time_unit", "ns"), f"benchmark {name!r}: time_unit", path) or "ns"
         f = ns_per(unit)
         real, cpu = _fin(r.get("real_time")), _fin(r.get("cpu_time"))
         if f is None or (real is None and cpu is None):

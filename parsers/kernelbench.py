@@ -28,6 +28,7 @@ import polars as pl
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.samples import canonical_params
 
@@ -140,7 +141,7 @@ class KernelBenchParser:
                     failed.append(bench)
                     continue
                 if stats.get("hardware"):
-                    hardware.add(stats["hardware"])
+                    hardware.add(jsonshape.text(stats["hardware"], f"{bench}: hardware", path))
                 params = {"level": level, **({"problem_id": pid} if pid is not None else {})}
                 if _stats_rows(cols, bench, variant, params, stats, options.device) == 0:
                     failed.append(bench)

@@ -100,7 +100,7 @@ def _system(doc: dict) -> tuple[dict, dict]:
             col_i64(df, "thread_id").alias("thread_id"),
             col_i64(df, "lnc_idx").alias("device_id"),
             ts.alias("start_ns"),
-            (ts + dur.cast(pl.Int64)).alias("end_ns"),
+            (ts + dur.cast(pl.Int64, strict=False)).alias("end_ns"),
             dur.alias("duration_ns"),
         ).sort("start_ns", nulls_last=True)
         tabs["ranges"] = r.with_row_index("range_id").with_columns(pl.col("range_id").cast(pl.Int64))

@@ -95,7 +95,7 @@ def instructions_to_kernels(ins: pl.DataFrame, *, device_name: str | None, devic
         dur = col_f64(ins, "duration")
     else:
         dur = (col_f64(ins, "end_ts") - start.cast(pl.Float64))
-    end = col_i64(ins, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64))
+    end = col_i64(ins, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64, strict=False))
     engine_col = "engine" if "engine" in cols else "label" if "label" in cols else None
     if engine_col:
         category = map_unique(ins.get_column(engine_col).cast(pl.Utf8), engine_category)
@@ -160,7 +160,7 @@ def dma_to_transfers(dma: pl.DataFrame, device_id: int | None) -> pl.DataFrame:
     cols = dma.columns
     start = col_i64(dma, "start_ts") if "start_ts" in cols else col_i64(dma, "timestamp")
     dur = col_f64(dma, "duration_ns") if "duration_ns" in cols else col_f64(dma, "duration")
-    end = col_i64(dma, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64))
+    end = col_i64(dma, "end_ts") if "end_ts" in cols else (start + dur.cast(pl.Int64, strict=False))
     nbytes = pl.coalesce(col_f64(dma, "transfer_bytes"), col_f64(dma, "size"), col_f64(dma, "bytes"), col_f64(dma, "write_bytes"))
     tput = col_f64(dma, "throughput")
     df = dma.select(
@@ -217,7 +217,7 @@ def _ranges(tables: dict[str, pl.DataFrame], device_id: int | None) -> pl.DataFr
         d = col_f64(thr, "duration")
         parts.append(thr.select(pl.lit("throttle").alias("kind"), col_str(thr, "type").alias("name"), pl.lit("Throttle").alias("domain"),
                                 pl.lit(device_id, dtype=pl.Int64).alias("device_id"), col_i64(thr, "timestamp").alias("start_ns"),
-                                (col_i64(thr, "timestamp") + d.cast(pl.Int64)).alias("end_ns"), d.alias("duration_ns")))
+                                (col_i64(thr, "timestamp") + d.cast(pl.Int64, strict=False)).alias("end_ns"), d.alias("duration_ns")))
     ev = tables.get("SystemProfileEvents")
     if ev is not None and ev.height:
         src = col_str(ev, "trace_event_source")

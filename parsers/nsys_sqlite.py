@@ -33,6 +33,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from profaudit.errors import InputError
+from profaudit.parsers.completeness import mark_incomplete
 from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -788,6 +789,10 @@ def read_sqlite(path: Path, options: ReadOptions | None = None, *, parser=None, 
         if not (db.tables & _NSYS_TABLES):
             raise InputError(shown, "SQLite database without Nsight Systems tables (no StringIds, TARGET_INFO_* or CUPTI_ACTIVITY_* table)")
         notes: list[str] = []
+        named = [t for t in (KERNEL_TABLE, *API_TABLES) if t in db.tables]
+        if named and not db.has("StringIds", "id", "value"):
+            # every kernel and API name is an id into StringIds: without it all would load unnamed
+            raise InputError(shown, f"incomplete Nsight Systems export: {named[0]} is present but the StringIds table that names its rows is missing")
         strings = _strings(db)
         gpus, by_pid, by_any = _gpus(db)
         processes = _processes(db)
@@ -795,8 +800,8 @@ def read_sqlite(path: Path, options: ReadOptions | None = None, *, parser=None, 
         transfers = _transfers(db, by_pid, by_any, gpus)
         ranges = _ranges(db, strings)
         counters = _counters(db, notes, gpus)
+        launches = 0
         if KERNEL_TABLE not in db.tables:
-            launches = 0
             if ranges.height:
                 launches = ranges.filter(
                     pl.col("kind").is_in(["cuda_runtime", "cuda_driver"]) & pl.col("name").str.contains(r"^cu(?:da)?LaunchKernel|^cu(?:da)?LaunchCooperativeKernel|^cu(?:da)?GraphLaunch")
@@ -809,6 +814,8 @@ def read_sqlite(path: Path, options: ReadOptions | None = None, *, parser=None, 
             else:
                 notes.append("no CUDA kernel table in this export (kernels were not traced, or the capture saw none)")
         md = _metadata(db, gpus, kernels, ranges, processes, notes)
+        if KERNEL_TABLE not in db.tables and launches:
+            mark_incomplete(md, f"no CUDA kernel table although the CUDA API trace has {launches} kernel or graph launch calls")
     except sqlite3.DatabaseError as exc:
         raise InputError(shown, f"damaged SQLite database: {exc}") from None
     finally:

@@ -55,6 +55,7 @@ from profaudit.parsers.base import (
 )
 
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.samples import ns_per
 
 # `==1234== text`, or `======== text` (nvprof -i); ncu's `==PROF==` is not nvprof's
@@ -428,7 +429,7 @@ def _summary(t: _Table, path: Path, samples: list[dict]) -> None:
         for stat, v in values.items():
             samples.append({
                 "benchmark": name, "params": p, "statistic": _STATS[stat], "duration_ns": v,
-                "sample_count": None if count_v is None else int(count_v), "time_source": "nvprof",
+                "sample_count": jsonshape.int64(count_v, f"summary row {name!r}: Calls", path), "time_source": "nvprof",
             })
 
 
@@ -443,7 +444,7 @@ def _metrics(t: _Table, path: Path, groups: dict[tuple, dict[str, Any]]) -> None
         g = groups.setdefault((t.pid, dev, kernel), {"vals": {}, "units": {}, "rows": [], "invocations": None, "pid": t.pid})
         inv, _ = _split_value(row[idx["invocations"]])
         if inv is not None:
-            g["invocations"] = int(inv)
+            g["invocations"] = jsonshape.int64(inv, f"metrics row for {kernel!r}: Invocations", path)
         metric = row[name_col].strip()
         for stat in ("avg", "min", "max", "total"):
             if stat not in idx:

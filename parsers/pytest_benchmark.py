@@ -30,6 +30,7 @@ from typing import Any
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, ns_per
 
@@ -162,7 +163,7 @@ class PytestBenchmarkParser:
                 cols["benchmark"] += [name] * n
                 cols["params"] += [pj] * n
                 cols["iteration"] += list(range(n))
-                cols["duration_ns"] += [float(x) * 1e9 if x is not None else None for x in data]
+                cols["duration_ns"] += [None if x is None else jsonshape.number(x, f"benchmark {name!r}: stats.data[{k}]", path) * 1e9 for k, x in enumerate(data)]
                 cols["statistic"] += [None] * n
                 cols["sample_count"] += [None] * n
                 cols["calls_per_sample"] += [iters] * n

@@ -38,6 +38,7 @@ from typing import Any
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, ns_per, parse_scalar
 
@@ -242,7 +243,9 @@ class TorchBenchmarkParser:
             npr = m["number_per_run"]
             if npr <= 0:
                 raise InputError(path, f"measurement {i} has number_per_run {npr}")
-            ts = m.get("task_spec") or {}
+            ts = jsonshape.mapping(m.get("task_spec"), f"measurement {i}: task_spec", path, optional=True)
+            ts = {k: jsonshape.text(ts.get(k), f"measurement {i}: task_spec.{k}", path) for k in ("label", "stmt", "description", "env", "sub_label")} | {
+                "num_threads": jsonshape.int64(ts.get("num_threads"), f"measurement {i}: task_spec.num_threads", path)}
             bench = ts.get("label") or ts.get("stmt") or f"measurement_{i}"
             variant = ts.get("description")
             if ts.get("env"):

@@ -143,7 +143,11 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
             raise
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "panic"
         raise InputError(path, f"damaged data: the native decoder failed while reading as {parser.name} ({msg[:200]})") from None
-    return result if isinstance(result, list) else [result]
+    profiles = result if isinstance(result, list) else [result]
+    from profaudit.parsers.completeness import check_read
+
+    check_read(path, parser, profiles)  # a text file cut inside its last line loads as incomplete
+    return profiles
 
 
 def _is_rust_panic(exc: BaseException) -> bool:

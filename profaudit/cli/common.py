@@ -118,6 +118,7 @@ _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
     ("rows_dropped", lambda n: f"{n} row(s) without a readable time were dropped"),
     ("negative_durations_nulled", lambda n: f"{n} event(s) with a negative duration kept with an unknown duration"),
     ("unmeasured_note", str),
+    ("incomplete_reason", lambda s: f"loaded as incomplete: {s}"),
 )
 
 

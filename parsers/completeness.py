@@ -1,0 +1,58 @@
+"""Completeness facts: a profile that cannot be proven whole says so.
+
+A parser (or the loader, for the line-based text formats below) that sees its input may be cut
+short calls `mark_incomplete`: the profile keeps what was read, its metadata gets
+`complete: false` and an `incomplete_reason`, and the CLI prints the reason as a warning on
+stderr (profaudit.cli.common.report_loaded). Nothing incomplete is presented as whole.
+
+Line-based text formats: every tool that writes them ends the last line with a newline (every
+corpus file does). A file whose last line has none was cut inside that line -- its last row may
+hold a shortened number -- unless the text ends a JSON document (a JSON writer need not add a
+newline, and a cut JSON document does not parse). gzip files carry their own length and CRC.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+# parsers whose files are lines of text (CSV, TSV, Markdown, console tables, JSON Lines)
+LINE_FORMATS = frozenset({
+    "ncu-csv", "nvbench", "profaudit-timing", "google-benchmark", "nvprof-csv", "nsys-stats-csv", "timing-table",
+})
+_TAIL = 64
+
+
+def mark_incomplete(metadata: dict[str, Any], reason: str) -> None:
+    """Record that the profile may be missing data (the first reason is kept, later ones appended)."""
+    metadata["complete"] = False
+    prev = metadata.get("incomplete_reason")
+    metadata["incomplete_reason"] = f"{prev}; {reason}" if prev and reason not in prev else (prev or reason)
+
+
+def unterminated_last_line(path: Path) -> bool:
+    """Whether a plain (not gzip) text file ends inside a line that is not the end of a JSON document."""
+    try:
+        size = os.path.getsize(path)
+        if size == 0:
+            return False
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":
+                return False
+            fh.seek(max(0, size - _TAIL))
+            tail = fh.read()
+    except OSError:
+        return False
+    if tail.endswith((b"\n", b"\r")):
+        return False
+    return not tail.rstrip().endswith((b"}", b"]"))
+
+
+def check_read(path: Path, parser, profiles: list) -> None:
+    """The loader's check after a parser's read: line-based files cut inside their last line."""
+    if getattr(parser, "name", None) not in LINE_FORMATS or not Path(path).is_file():
+        return
+    if unterminated_last_line(Path(path)):
+        for p in profiles:
+            mark_incomplete(p.metadata, "the last line has no line end: the file was probably cut short (its last row may be partial)")

@@ -1,0 +1,83 @@
+"""Checked reads of values from parsed JSON: a wrong type or an out-of-range number becomes one
+InputError line naming the field and what was expected, instead of an AttributeError or TypeError
+deep inside a parser (seen when fuzzing: a list where a name was, a mapping as a time unit,
+1e308 as a duration, strings among timing samples)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from profaudit.errors import InputError
+
+_INT64 = 2**63
+
+
+def kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return f"the number {v!r}"[:60]
+    if isinstance(v, str):
+        return f"the text {v[:30]!r}"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def mapping(v: Any, where: str, path, *, optional: bool = False) -> dict:
+    """`v` as a JSON object ({} for a missing optional one)."""
+    if v is None and optional:
+        return {}
+    if not isinstance(v, dict):
+        raise InputError(path, f"{where}: expected a JSON object, found {kind(v)}")
+    return v
+
+
+def text(v: Any, where: str, path, *, optional: bool = True) -> str | None:
+    """`v` as text: numbers are written out (names like 128 are common), lists and objects refused."""
+    if v is None and optional:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    raise InputError(path, f"{where}: expected text, found {kind(v)}")
+
+
+def number(v: Any, where: str, path, *, optional: bool = True) -> float | None:
+    """`v` as a finite float (numeric text accepted); None stays None where optional."""
+    if v is None and optional:
+        return None
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            raise InputError(path, f"{where}: expected a number, found {kind(v)}") from None
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            f = float(v)
+        except OverflowError:
+            raise InputError(path, f"{where}: the number {str(v)[:30]} is out of range") from None
+    else:
+        raise InputError(path, f"{where}: expected a number, found {kind(v)}")
+    if not math.isfinite(f):
+        raise InputError(path, f"{where}: expected a finite number, found {kind(v)}")
+    return f
+
+
+def int64(v: Any, where: str, path, *, optional: bool = True) -> int | None:
+    """`v` as an integer that fits Int64 (integral floats accepted)."""
+    if v is None and optional:
+        return None
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise InputError(path, f"{where}: expected an integer, found {kind(v)}")
+    if not -_INT64 <= v < _INT64:
+        raise InputError(path, f"{where}: the integer {v} is out of range (beyond 64 bits)")
+    return v

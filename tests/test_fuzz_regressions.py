@@ -1,0 +1,137 @@
+"""Regression tests for what fuzzing found (tools/fuzz_long.py, tests/fuzz/): each input is the
+smallest form of a reproducer. Wrong JSON types and out-of-range numbers are one deliberate line
+naming the field (never the loader's catch-all); text cut inside its last line and nsys exports
+missing what names or holds their kernels are never presented as whole."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+import profaudit
+from profaudit.errors import InputError
+from profaudit.loader import UnexpectedReadError, read_one
+from tests import nsys_synth
+from tests.conftest import assert_one_line_error
+
+
+def _refused(path, needle: str) -> str:
+    with pytest.raises(InputError) as ei:
+        read_one(path)
+    assert not isinstance(ei.value, UnexpectedReadError), ei.value
+    assert needle in str(ei.value), str(ei.value)
+    return str(ei.value)
+
+
+def _gbench(**run) -> dict:
+    base = {"name": "BM_x/8", "run_name": "BM_x/8", "run_type": "iteration", "iterations": 10, "real_time": 1.5,
+            "cpu_time": 1.5, "time_unit": "ns"}
+    return {"context": {"date": "2024-01-01", "num_cpus": 8}, "benchmarks": [{**base, **run}]}
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("run_name", [[["BM_x"]]], "benchmark 'BM_x/8': run_name: expected text, found a list"),
+    ("time_unit", {"": None}, "benchmark 'BM_x/8': time_unit: expected text, found an object"),
+])
+def test_gbench_wrong_json_types(tmp_path, field, value, needle):
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(_gbench(**{field: value})))
+    _refused(f, needle)
+
+
+def test_kernelbench_hardware_not_text(tmp_path):
+    f = tmp_path / "baseline_time_torch.json"
+    doc = {"level1": {"1_Square_matrix_multiplication_.py": {"mean": 1.0, "std": 0.1, "min": 0.9, "max": 1.2, "num_trials": 10,
+                                                                "hardware": [["L40S"]], "device": "cuda:0"}}}
+    f.write_text(json.dumps(doc))
+    _refused(f, "hardware: expected text, found a list")
+
+
+@pytest.mark.parametrize("bad, needle", [("x", "expected a number, found the text 'x'"), ([], "expected a number, found a list"),
+                                         ("\ud800", "expected a number")])
+def test_pytest_benchmark_sample_not_a_number(tmp_path, bad, needle):
+    f = tmp_path / "0001_run.json"
+    doc = {"machine_info": {}, "commit_info": {}, "benchmarks": [{"name": "test_a", "fullname": "t.py::test_a", "params": None,
+           "stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6, "rounds": 3, "iterations": 1, "data": [1e-6, bad, 2e-6]}}]}
+    f.write_text(json.dumps(doc))
+    msg = _refused(f, needle)
+    assert "benchmark 'test_a': stats.data[1]" in msg
+
+
+@pytest.mark.parametrize("spec, needle", [
+    (18446744073709551616, "measurement 0: task_spec: expected a JSON object, found the number"),
+    ([1, 2], "measurement 0: task_spec: expected a JSON object, found a list"),
+    ({"label": [[]], "stmt": "x"}, "measurement 0: task_spec.label: expected text, found a list"),
+])
+def test_torch_benchmark_task_spec_types(tmp_path, spec, needle):
+    f = tmp_path / "measurements.json"
+    f.write_text(json.dumps([{"number_per_run": 10, "raw_times": [1e-4, 2e-4], "task_spec": spec, "metadata": None}]))
+    _refused(f, needle)
+
+
+def test_nvprof_summary_count_beyond_64_bits(tmp_path):
+    from tests.test_nvprof_csv import SUMMARY_UNIT_CELLS
+
+    f = tmp_path / "summary.csv"
+    f.write_text(SUMMARY_UNIT_CELLS.replace("135.87us,1,135.87us", "135.87us,9223372036854775808,135.87us"))
+    _refused(f, "summary row 'summator_29_gpu': Calls: the integer 9223372036854775808 is out of range")
+
+
+def test_neuron_json_duration_beyond_int64_is_an_unknown_end(tmp_path):
+    from tests.test_neuron import _device_json
+
+    doc = _device_json()
+    doc["instruction"][1]["duration"] = 1e308
+    f = tmp_path / "profile.json"
+    f.write_text(json.dumps(doc))
+    k = next(iter(profaudit.load(f))).kernels.sort("start_ns")
+    assert k["end_ns"].null_count() == 1  # no wrapped-around end time
+    assert k.height == len(doc["instruction"])
+
+
+# ---------------------------------------------------------------------------- completeness
+def test_text_cut_inside_its_last_line_loads_as_incomplete(tmp_path, cli):
+    f = tmp_path / "times.csv"
+    f.write_text("name,time_ms\nk1,1.5\nk2,2.25\n"[:-3])  # "k2,2." : the last number is cut
+    p = next(iter(profaudit.load(f)))
+    assert p.metadata["complete"] is False
+    assert "the last line has no line end" in p.metadata["incomplete_reason"]
+    res = cli("kernels", "-t", "samples", f)
+    assert res.code == 0
+    assert "warning: " in res.err and "loaded as incomplete: the last line has no line end" in res.err
+    # the same file whole: no fact, no warning
+    g = tmp_path / "whole.csv"
+    g.write_text("name,time_ms\nk1,1.5\nk2,2.25\n")
+    assert "complete" not in next(iter(profaudit.load(g))).metadata
+    assert "incomplete" not in cli("kernels", "-t", "samples", g).err
+
+
+def test_json_document_without_final_newline_is_whole(tmp_path):
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(_gbench()))  # no newline after the closing brace
+    assert "complete" not in next(iter(profaudit.load(f))).metadata
+
+
+def test_nsys_export_without_string_ids_is_refused(tmp_path, cli):
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("DROP TABLE StringIds")
+    con.commit()
+    con.close()
+    res = cli("kernels", db)
+    assert_one_line_error(res, "incomplete Nsight Systems export: CUPTI_ACTIVITY_KIND_KERNEL is present but the StringIds table")
+
+
+def test_nsys_export_without_kernel_table_but_with_launches(tmp_path):
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+    con.commit()
+    con.close()
+    p = next(iter(profaudit.load(db)))
+    assert p.metadata["complete"] is False
+    assert "no CUDA kernel table although the CUDA API trace has" in p.metadata["incomplete_reason"]
+    whole = next(iter(profaudit.load(nsys_synth.rich_db(tmp_path / "whole.sqlite"))))
+    assert "complete" not in whole.metadata and whole.kernels.height > 0
