@@ -36,10 +36,11 @@ def test_ranks_summary_csv_is_the_library_table(cli, folder):
 def test_ranks_table_shows_stragglers_and_skew(cli, folder):
     res = cli("ranks", folder)
     assert res.code == 0, res
-    assert "stragglers" in res.out and "step skew" in res.out
+    assert "stragglers" in res.out and "step skew" in res.out and "collectives per kind and size" in res.out
 
 
-@pytest.mark.parametrize("show,key", [("stragglers", "straggler_rank"), ("steps", "overlapped_communication_ns"), ("skew", "skew_ns")])
+@pytest.mark.parametrize("show,key", [("stragglers", "straggler_rank"), ("steps", "overlapped_communication_ns"), ("skew", "skew_ns"),
+                                      ("collectives", "median_sync_busbw_bytes_per_s")])
 def test_ranks_show_json(cli, folder, show, key):
     res = cli("ranks", folder, "--show", show, "-f", "json")
     assert res.code == 0, res

@@ -23,6 +23,7 @@ class Show(str, Enum):
     stragglers = "stragglers"
     steps = "steps"
     skew = "skew"
+    collectives = "collectives"
 
 
 ALIGN_OPTION = typer.Option(Align.auto, "--align", help="Clock alignment: auto (one host or capture: the recorded clock; several hosts: "
@@ -46,8 +47,9 @@ def register(app: typer.Typer) -> None:
     @app.command("ranks")
     def ranks(
         paths: List[str] = typer.Argument(..., help="The run: a folder of per-rank traces (rank-N in the names or distributedInfo inside), globs, or one multi-GPU capture."),
-        show: Optional[Show] = typer.Option(None, "--show", help="One table: summary (per rank), stragglers, steps (per rank and step), skew (per step). "
-                                                                  "Default: summary, stragglers and skew on the terminal; summary otherwise."),
+        show: Optional[Show] = typer.Option(None, "--show", help="One table: summary (per rank), stragglers, steps (per rank and step), skew (per step), "
+                                                                  "collectives (per kind and size). Default: summary, stragglers, collectives and skew on "
+                                                                  "the terminal; summary otherwise."),
         align: Align = ALIGN_OPTION,
         step_pattern: Optional[str] = STEP_OPTION,
         fmt: Format = FORMAT_OPTION,
@@ -56,6 +58,8 @@ def register(app: typer.Typer) -> None:
         against: Optional[List[str]] = AGAINST_OPTION,
     ) -> None:
         """Per rank: rank, host, clock offset and its error, compute / communication / idle, overlap, and who the others waited for."""
+        from profaudit.ranks.collectives import by_size
+
         run = load_run_with_progress(paths, align, step_pattern)
         if against:
             from profaudit.ranks import compare_runs
@@ -68,8 +72,10 @@ def register(app: typer.Typer) -> None:
             Show.stragglers: (lambda: run.stragglers, "stragglers: ranks ranked by the wait they caused in collectives"),
             Show.steps: (lambda: run.step_breakdown.drop("profile_id"), "temporal breakdown per rank and step"),
             Show.skew: (lambda: run.step_skew, "step skew across ranks"),
+            Show.collectives: (lambda: by_size(run.calls), "collectives per kind and size (bandwidth once every rank had arrived)"),
         }
-        chosen = [show] if show is not None else ([Show.summary, Show.stragglers, Show.skew] if fmt is Format.table and output is None else [Show.summary])
+        terminal = [Show.summary, Show.stragglers, Show.collectives, Show.skew]
+        chosen = [show] if show is not None else (terminal if fmt is Format.table and output is None else [Show.summary])
         for which in chosen:
             build, title = tables[which]
             df = build()
@@ -77,6 +83,6 @@ def register(app: typer.Typer) -> None:
                 df = df.filter(df["times_last"] > 0)
                 if df.height == 0:
                     continue
-            if which is Show.skew and show is None and df.height == 0:
+            if which in (Show.skew, Show.collectives) and show is None and df.height == 0:
                 continue
             emit_frame(df, fmt, output, title=title, limit=limit or None)
