@@ -94,6 +94,7 @@ def roofline_figure(
     sparse: bool = False,
     view: tuple[float, float, float, float] | None = None,
     max_exact: int = MAX_EXACT_POINTS,
+    labels: Mapping[str, str] | None = None,
 ) -> RooflineResult:
     """A plotly figure (as a dict) for a `profaudit.roofline.roofline(..., clock="both")` frame.
 
@@ -136,7 +137,7 @@ def roofline_figure(
         symbol, label = LEVEL_STYLE[lv]
         groups = [(pid, (rf["profile_id"] == pid).to_numpy()) for pid in pids] if by_profile else [("all profiles", np.ones(rf.height, dtype=bool))]
         for gi, (gname_raw, gmask) in enumerate(groups):
-            gname = plain(gname_raw)
+            gname = plain((labels or {}).get(gname_raw, gname_raw))
             idx = np.flatnonzero(ok & gmask).astype(np.int32)
             if idx.size == 0:
                 continue

@@ -198,6 +198,20 @@ class DashboardState:
             raise UsageError(f"no profile {missing[0]!r} is loaded (it may have been replaced by an upload): reload the page")
         return ps.subset(list(pids))
 
+    def labels(self) -> dict[str, str]:
+        """profile_id -> the shortest path suffix that tells the profile apart (see
+        `profaudit.dashboards.labels`); what dropdowns and legends show, the id stays the value."""
+        from profaudit.dashboards.labels import shortest_suffixes
+
+        def build() -> dict[str, str]:
+            md = self.ps.metadata
+            return shortest_suffixes(dict(zip(md["profile_id"].to_list(), md["path"].to_list()))) if md.height else {}
+
+        return self.cached(("labels",), build)
+
+    def label(self, pid: str) -> str:
+        return self.labels().get(pid, pid)
+
     def origin_of(self, pid: str) -> str:
         with self.lock:
             self.ps  # noqa: B018 - builds the id -> origin map with the set

@@ -16,13 +16,33 @@ NO_DEVICE = "__none__"
 TOP = 25
 
 
-def _options(st) -> list[dict]:
+def _profiles(st) -> list[dict]:
+    from profaudit.fmt import plural
+
     md = st.ps.metadata
     out = []
     for pid, src, fmt, dev, k, s in md.select("profile_id", "source", "format", "device_name", "kernel_count", "sample_count").iter_rows():
-        what = f"{k:,} kernels" if k else f"{s:,} samples" if s else "no kernels or samples"
-        out.append({"label": option_label(f"{pid} — {fmt or src or '?'}, {dev or 'device ?'}, {what}"), "value": pid})
+        what = plural(k, "kernel") if k else plural(s, "sample") if s else "no kernels or samples"
+        kind = "kernels" if k else "samples" if s else None
+        out.append({"profile_id": pid, "label": st.label(pid), "kind": kind, "format": fmt or src, "device": dev, "text": f"{st.label(pid)} — {fmt or src or '?'}, {dev or 'device ?'}, {what}"})
     return out
+
+
+def _options(st) -> list[dict]:
+    return [{"label": option_label(p["text"]), "value": p["profile_id"]} for p in _profiles(st)]
+
+
+def default_pair(st) -> tuple[str | None, str | None]:
+    """Two profiles of the same kind, format and device where there are such (see
+    `labels.sensible_pair`), else the first two loaded."""
+    from profaudit.dashboards.labels import sensible_pair
+
+    profiles = _profiles(st)
+    pair = sensible_pair(profiles)
+    if pair:
+        return pair
+    ids = [p["profile_id"] for p in profiles]
+    return (ids[0] if ids else None), (ids[1] if len(ids) > 1 else None)
 
 
 def layout(**_query):
@@ -31,15 +51,15 @@ def layout(**_query):
 
     st = state()
     opts = _options(st)
-    ids = [o["value"] for o in opts]
+    base, cand = default_pair(st)
     return html.Div(
         [
             page_header(NAME, "Choose a baseline and a candidate. Whether the two can be compared fairly comes first; then which kernels match, what each match gained or lost, and where the total difference went."),
             html.Div(id="cp-msg"),
             html.Div(
                 [
-                    html.Div([html.Label("baseline", htmlFor="cp-baseline"), dcc.Dropdown(id="cp-baseline", options=opts, value=ids[0] if ids else None)], className="ctl grow"),
-                    html.Div([html.Label("candidate", htmlFor="cp-candidate"), dcc.Dropdown(id="cp-candidate", options=opts, value=ids[1] if len(ids) > 1 else None)], className="ctl grow"),
+                    html.Div([html.Label("baseline", htmlFor="cp-baseline"), dcc.Dropdown(id="cp-baseline", options=opts, value=base)], className="ctl grow"),
+                    html.Div([html.Label("candidate", htmlFor="cp-candidate"), dcc.Dropdown(id="cp-candidate", options=opts, value=cand)], className="ctl grow"),
                 ],
                 className="controls",
             ),

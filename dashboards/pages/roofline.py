@@ -53,7 +53,7 @@ def layout(**_query):
             html.Div(msg, id="rf-msg"),
             html.Div(
                 [
-                    html.Div([html.Label("profiles", htmlFor="rf-profiles"), dcc.Dropdown(id="rf-profiles", options=[{"label": option_label(p), "value": p} for p in pids], value=pids, multi=True)], className="ctl grow"),
+                    html.Div([html.Label("profiles", htmlFor="rf-profiles"), dcc.Dropdown(id="rf-profiles", options=[{"label": option_label(st.label(p)), "value": p} for p in pids], value=pids, multi=True)], className="ctl grow"),
                     html.Div([html.Label("device", htmlFor="rf-device"), dcc.Dropdown(id="rf-device", options=devices, value=AS_REPORTED, clearable=False)], className="ctl"),
                 ],
                 className="controls",
@@ -120,7 +120,7 @@ def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view
     rf = _frame(st, pids, device, "sparse" in (sparse or []))
     if zoomed and new_view == view:
         return no_update, no_update, no_update, no_update
-    res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(new_view) if new_view else None)
+    res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(new_view) if new_view else None, labels=st.labels())
     # a click on this chart maps its point back to a kernel through these rows (see point_row)
     st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, new_view), lambda: res.rows)
     if zoomed and res.sent == res.points:
