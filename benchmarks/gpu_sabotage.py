@@ -15,16 +15,13 @@ import numpy as np
 
 from profaudit import bench
 
+import importlib.util
+
 BENCHMARKS = []
 
-try:
+if importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is_available():
     import torch
 
-    HAVE_CUDA_TORCH = torch.cuda.is_available()
-except ImportError:
-    HAVE_CUDA_TORCH = False
-
-if HAVE_CUDA_TORCH:
     CACHE: dict = {}
     RNG = np.random.default_rng(1234)
     CALLS = [0]
