@@ -110,10 +110,19 @@ def store_uploads(st, contents: Sequence[str] | str | None, filenames: Sequence[
         try:
             results.append(_store_one(st, data, name, size))
         except ProfauditError as exc:
-            results.append(UploadResult(name, False, str(exc)))
+            results.append(UploadResult(name, False, server_paths_hidden(str(exc), st.upload_dir)))
         except Exception as exc:  # a parser bug must not take the page down; the message says so
-            results.append(UploadResult(name, False, f"{name}: cannot load: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+            msg = str(exc).splitlines()[0] if str(exc) else ""
+            results.append(UploadResult(name, False, server_paths_hidden(f"{name}: cannot load: {type(exc).__name__}: {msg}", st.upload_dir)))
     return results
+
+
+def server_paths_hidden(message: str, upload_dir: Path) -> str:
+    """`message` with the server's upload folder (and its staging folders) cut from every path:
+    a visitor sees `run.json: problem`, never where the server keeps its files."""
+    for base in {str(upload_dir), str(Path(upload_dir).resolve())}:
+        message = re.sub(re.escape(base.rstrip("/")) + r"/(?:\.staging-[^/\s]+/)?", "", message)
+    return message
 
 
 def _store_one(st, data: object, name: str, size: int) -> UploadResult:
