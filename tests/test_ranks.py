@@ -423,3 +423,11 @@ def test_a_rank_captured_from_a_later_step_still_matches(tmp_path):
     assert calls.group_by("step").agg(pl.col("ranks").max()).sort("step").rows() == [(0, 3), (1, 4), (2, 4)]
     assert calls["consistent"].all() and calls["last_rank"].to_list() == [truth.late_rank] * calls.height
     assert calls["end_spread_ns"].to_list() == [0] * calls.height  # still aligned exactly
+
+
+def test_a_timing_log_beside_the_traces_is_no_rank(tmp_path):
+    docs, _ = make_run(world_size=2, steps=1, seed=71)
+    write_run(tmp_path, docs)
+    (tmp_path / "times.csv").write_text("benchmark,time_ms\nstep,1.5\nstep,1.6\n")
+    run = load_run(tmp_path, parallel=False)
+    assert len(run.profiles) == 3 and run.ranks["rank"].to_list() == [0, 1]

@@ -76,3 +76,9 @@ def test_against_compares_two_runs(cli, folder):
     run = load_run(folder, parallel=False)
     want = compare_runs(run, run)["collectives"]
     assert coll["baseline_calls"].to_list() == want["baseline_calls"].to_list() and coll["sync_duration_ratio"].to_list() == [1.0] * coll.height
+
+
+def test_inputs_without_gpu_activity_are_one_line(cli, tmp_path):
+    log = tmp_path / "times.csv"
+    log.write_text("benchmark,time_ms\nmatmul,1.5\nmatmul,1.6\n")
+    assert_one_line_error(cli("ranks", log), "no GPU kernels or copies in these inputs")

@@ -42,6 +42,8 @@ def identify_ranks(ps: ProfileSet) -> pl.DataFrame:
     no_devices = pl.DataFrame(schema={"profile_id": pl.Utf8, "device_id": pl.Int64, "n": pl.UInt32, "pid": pl.Int64, "dn": pl.Utf8})
     rows: list[dict] = []
     for p in ps:
+        if not (p.tables["kernels"].height or p.tables["transfers"].height):
+            continue  # a timing log or CPU-only trace beside the ranks is not a rank
         extra = p.extra
         devices = by_profile.get((p.profile_id,), no_devices)
         rank = extra.get("rank")
@@ -59,7 +61,8 @@ def identify_ranks(ps: ProfileSet) -> pl.DataFrame:
         rows.append({**base, "rank": rank, "rank_source": source or "process_order", "device_id": dev["device_id"],
                      "process_id": None, "device_name": dev["dn"] or p.metadata.get("device_name"), "_per_device": False})
     if not rows:
-        raise InputError(", ".join(md["path"].drop_nulls().to_list()[:3]) or "run", "no profile in the run")
+        raise InputError(", ".join(md["path"].drop_nulls().to_list()[:3]) or "run",
+                         "no GPU kernels or copies in these inputs: a distributed run is one trace per rank or a multi-GPU capture")
     df = pl.DataFrame(rows, schema_overrides={"rank": pl.Int64, "world_size": pl.Int64, "device_id": pl.Int64, "process_id": pl.Int64},
                       infer_schema_length=None)
     # ranks without a recorded number: numbered after the known ones, in path / device order
