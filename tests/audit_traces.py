@@ -24,7 +24,7 @@ PID, TID, HELPER_TID = 4242, 11, 12
 
 @dataclass
 class Call:
-    kernels: list[tuple[str, int, float, float]]  # (name, stream, duration_ns, delay_ns)
+    kernels: list[tuple]  # (name, stream, duration_ns, delay_ns[, grid_x]): grid_x defaults to 128
     range_ns: float | None = None  # host time of the call's range; None: until its kernels end
     apis: list[tuple[str, float]] = field(default_factory=list)  # one-time API calls at the start
     graph: bool = False  # the kernels come from one cudaGraphLaunch
@@ -50,19 +50,19 @@ def _layout(cs: list[Call], period_ns: float):
         if c.graph:
             out.append(("api", "cudaGraphLaunch_v10000", t, t + 3_000, {"corr": corr, "tid": TID}))
             k0 = t + 4_000
-            for name, stream, dur, delay in c.kernels:
+            for name, stream, dur, delay, *grid in c.kernels:
                 ks = k0 + int(delay)
-                out.append(("kernel", name, ks, ks + int(dur), {"corr": corr, "stream": stream}))
+                out.append(("kernel", name, ks, ks + int(dur), {"corr": corr, "stream": stream, "grid": grid[0] if grid else 128}))
                 k0 = ks + int(dur)
                 last_end = max(last_end, k0)
             corr += 1
             t += 3_200
         else:
             gpu_free = t
-            for name, stream, dur, delay in c.kernels:
+            for name, stream, dur, delay, *grid in c.kernels:
                 out.append(("api", "cudaLaunchKernel_v7000", t, t + 2_000, {"corr": corr, "tid": TID}))
                 ks = max(t + 3_000, gpu_free) + int(delay)
-                out.append(("kernel", name, ks, ks + int(dur), {"corr": corr, "stream": stream}))
+                out.append(("kernel", name, ks, ks + int(dur), {"corr": corr, "stream": stream, "grid": grid[0] if grid else 128}))
                 gpu_free = ks + int(dur) if delay >= 0 else gpu_free
                 last_end = max(last_end, ks + int(dur))
                 corr += 1
@@ -70,7 +70,7 @@ def _layout(cs: list[Call], period_ns: float):
         for name, stream, dur in c.helper:
             ht = t0 + 800
             out.append(("api", "cudaLaunchKernel_v7000", ht, ht + 2_000, {"corr": corr, "tid": HELPER_TID}))
-            out.append(("kernel", name, ht + 3_000, ht + 3_000 + int(dur), {"corr": corr, "stream": stream}))
+            out.append(("kernel", name, ht + 3_000, ht + 3_000 + int(dur), {"corr": corr, "stream": stream, "grid": 128}))
             corr += 1
         end = t0 + int(c.range_ns) if c.range_ns is not None else last_end + 1_000
         out.append(("range", "call", t0, end, {}))
@@ -89,7 +89,7 @@ def nsys_sqlite(path: Path, cs: list[Call], *, period_ns: float = 400_000, devic
     for kind, name, s, e, x in events:
         if kind == "kernel":
             n = sid(name)
-            kernels.append((s, e, 0, 1, x["stream"], x["corr"], gpid(PID), n, n, None, 32, 128, 1, 1, 256, 1, 1, 0, 0))
+            kernels.append((s, e, 0, 1, x["stream"], x["corr"], gpid(PID), n, n, None, 32, x["grid"], 1, 1, 256, 1, 1, 0, 0))
         elif kind == "api":
             runtime.append((s, e, 0, gtid(PID, x["tid"]), x["corr"], sid(name), 0))
         else:
@@ -113,7 +113,7 @@ def kineto_json(path: Path, cs: list[Call], *, period_ns: float = 400_000, devic
         ts, dur = s / 1000.0, (e - s) / 1000.0
         if kind == "kernel":
             trace.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": x["stream"], "ts": ts, "dur": dur,
-                          "args": {"device": 0, "stream": x["stream"], "correlation": x["corr"], "grid": [128, 1, 1], "block": [256, 1, 1], "registers per thread": 32}})
+                          "args": {"device": 0, "stream": x["stream"], "correlation": x["corr"], "grid": [x["grid"], 1, 1], "block": [256, 1, 1], "registers per thread": 32}})
         elif kind == "api":
             api = name.split("_v")[0]
             cat = "cuda_driver" if api.startswith("cu") and not api.startswith("cuda") else "cuda_runtime"

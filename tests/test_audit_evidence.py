@@ -18,10 +18,10 @@ from profaudit.audit.render import render
 FORMATS = {"nsys": (nsys_sqlite, "sqlite"), "kineto": (kineto_json, "pt.trace.json")}
 
 
-def traced(tmp_path, role, timed_ns, cs, *, fmt="nsys", meta=None, seed=1, n=60, **kw):
+def traced(tmp_path, role, timed_ns, cs, *, fmt="nsys", meta=None, seed=1, n=60, period_ns=400_000, **kw):
     """A side timed at `timed_ns` per call whose attached trace holds the calls `cs`."""
     write, ext = FORMATS[fmt]
-    path = write(tmp_path / f"{role}.{ext}", cs)
+    path = write(tmp_path / f"{role}-{len(list(tmp_path.iterdir()))}.{ext}", cs, period_ns=period_ns)
     m = {"timed_range": "call", "profiled_calls": len(cs)}
     m.update(meta or {})
     return side(role, timed_ns, seed=seed, n=n, runs=1, meta=m, profiles=load(path), **kw)
@@ -400,3 +400,37 @@ def test_no_one_time_work_in_the_timed_range_passes(tmp_path):
     c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), seed=2)
     f = _pa(audit(tclaim(b, c, statistic="mean")), "PA102")
     assert [x.status for x in f] == [Status.PASS]
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_autotune_variants_in_the_first_calls_are_one_time_work(tmp_path, fmt):
+    # The baseline's first 4 timed calls try 5 launch configurations of its matmul (autotuning);
+    # later calls launch the winner only. No API call names it: the kernel variants do.
+    tune = [("triton_mm", 7, 300_000, 0, g) for g in (32, 64, 96, 160, 192)]
+    cs = calls(4, tune + [("triton_mm", 7, 100_000, 0, 128)], range_ns=None) + calls(16, [("triton_mm", 7, 100_000, 0, 128)])
+    b = traced(tmp_path, "baseline", 100_000, cs, fmt=fmt, meta={"compile_mode": "max-autotune"})
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), fmt=fmt, seed=2, meta={"compile_mode": "max-autotune"})
+    f = [x for x in triggered(audit(tclaim(b, c, speedup=2.0, statistic="mean")), "PA102") if x.severity is Severity.FAIL]
+    assert f and "kernel variants the steady calls never launch (4 calls)" in f[0].message
+
+
+def test_the_same_variants_in_every_call_are_not_autotuning(tmp_path):
+    # Fair twin: two configurations in every call (a split-K pair), none only at the start.
+    pair = [("triton_mm", 7, 50_000, 0, 64), ("triton_mm", 7, 50_000, 0, 128)]
+    b = traced(tmp_path, "baseline", 100_000, calls(20, pair))
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), seed=2)
+    assert [x.status for x in _pa(audit(tclaim(b, c, statistic="mean")), "PA102")] == [Status.PASS]
+
+
+def test_a_first_call_orders_of_magnitude_longer_is_one_time_work(tmp_path):
+    # A lazily compiled baseline: its first call's range lasts 40 ms with no API call to name why.
+    cs = calls(20, BASE_CALLS)
+    cs[0].range_ns = 40e6
+    b = traced(tmp_path, "baseline", 100_000, cs, period_ns=41e6)
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), seed=2)
+    f = [x for x in triggered(audit(tclaim(b, c, speedup=2.0, statistic="mean")), "PA102") if x.severity is Severity.FAIL]
+    assert f and "first call" in f[0].message
+    twin = calls(20, BASE_CALLS)
+    twin[0].range_ns = 160_000  # 1.5x the typical call: a cold cache, not a compile
+    b2 = traced(tmp_path, "baseline", 100_000, twin)
+    assert [x.status for x in _pa(audit(tclaim(b2, c, statistic="mean")), "PA102")] == [Status.PASS]
