@@ -95,6 +95,11 @@ def _triggered():
         return None
 
 
+def _cpu_only(rf: pl.DataFrame) -> bool:
+    names = rf["device_name"].drop_nulls() if "device_name" in rf.columns else pl.Series([], dtype=pl.Utf8)
+    return names.len() > 0 and bool(names.str.to_lowercase().str.contains("cpu").all())
+
+
 def view_from_relayout(relayout: dict | None, current: list | None) -> list | None:
     """The visible log10 range [x0, x1, y0, y1] after a zoom or pan (None: the whole chart)."""
     if not relayout:
@@ -126,6 +131,10 @@ def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view
     if zoomed and res.sent == res.points:
         # every point is already in the chart: plotly zooms on its own
         return no_update, no_update, new_view, no_update
+    if res.points == 0 and rf.height and _cpu_only(rf):
+        # an empty chart says nothing: the demo's embedded samples were captured without a GPU
+        why = "These profiles are CPU-only (their kernels ran on the host CPU): a roofline needs GPU (or TPU/Trainium) kernels with FLOPs and bytes. Load an Nsight Compute report or a GPU trace to see one."
+        return empty_figure("CPU-only samples: no GPU roofline"), message(why, "info"), new_view, ""
     notes = [message(n, "info") for n in res.notes]
     reasons = rf.filter(pl.col("roof_note").is_not_null()).group_by("roof_note").len().sort("len", descending=True) if rf.height else rf
     if reasons.height:

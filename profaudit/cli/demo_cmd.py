@@ -9,6 +9,17 @@ from typing import Optional
 import typer
 
 
+def cpu_only_note(ps) -> str:
+    """What the demo says when no loaded profile holds a GPU kernel it can place on a roofline."""
+    devices = sorted({d for d in ps.kernels["device_name"].drop_nulls().to_list()}) if ps.kernels.height else []
+    kinds = f" (kernels on {', '.join(devices)})" if devices else ""
+    return (
+        f"roofline: no GPU roofline here: these {len(ps)} sample profiles were captured on a machine without a GPU, "
+        f"so their samples are CPU-only{kinds}. Run `profaudit demo --reports DIR` on a folder with an Nsight Compute "
+        "report or a GPU trace to see one."
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo(
@@ -43,14 +54,19 @@ def register(app: typer.Typer) -> None:
         # 2. roofline of every kernel whose device has a spec; say plainly which devices have none
         from profaudit.roofline import roofline, unmatched_devices
 
+        placed = 0
         if ps.kernels.height:
             rf = roofline(ps)
             shown = rf.filter(pl.col("device_key").is_not_null())
+            placed = rf.filter(pl.col("achieved_flops_per_s").is_not_null() & pl.col("device_key").is_not_null()).height
             if shown.height:
                 cols = ["profile_id", "short_name", "device_key", "duration_ns", "ai_dram_flops_per_byte", "achieved_flops_per_s", "roof_pct_at_boost", "bound_at_boost"]
                 emit_frame(shown.select(cols), "table", title="roofline (datasheet clock)", limit=30)
             for name, why in unmatched_devices(ps).items():
                 out.print(f"roofline: no device spec for {name!r} ({why}); its kernels have no ceilings", markup=False, highlight=False)
+        if not placed:
+            # say so rather than draw an empty chart: the embedded samples were captured without a GPU
+            out.print(cpu_only_note(ps), markup=False, highlight=False)
 
         # 3. audit every claim file among the sample reports
         from profaudit.audit import audit
