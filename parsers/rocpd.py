@@ -119,10 +119,11 @@ class RocpdParser:
         if head.startswith(SQLITE_MAGIC):
             if b"rocpd_" in head:
                 return True
-            if not probe.name_endswith("_results.db"):
-                return False
+            # a schema larger than one page keeps no table text on page 1: ask SQLite itself
             names = sqlite_table_names(probe.path)
-            return names is None or any(n.startswith("rocpd_") for n in names)  # damaged (None): read() names it
+            if names is None:  # damaged: read() names the problem when the file is named as rocprofv3 names it
+                return probe.name_endswith("_results.db")
+            return any(n.startswith("rocpd_") for n in names)
         # a damaged or mislabelled results database is still ours to explain
         return probe.name_endswith("_results.db")
 

@@ -176,3 +176,21 @@ def test_wrong_typed_cell_fails_in_one_line(db, cli):
     con.commit()
     con.close()
     assert_one_line_error(cli("kernels", db), "stream holds 1e+308, not an integer")
+
+
+def test_sniffed_by_its_tables_under_any_name(tmp_path):
+    # a renamed database whose first bytes hold no table text (a schema larger than page 1) is
+    # still found, by asking SQLite for its tables
+    from profaudit.parsers import by_name
+    from profaudit.parsers.base import Probe
+
+    p = build_app_db(tmp_path / "run.sqlite")
+    header = p.read_bytes()[:100]
+    assert by_name("rocpd").sniff(Probe(p, False, ".sqlite", header, header, False))
+    other = tmp_path / "other.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    header = other.read_bytes()[:100]
+    assert not by_name("rocpd").sniff(Probe(other, False, ".sqlite", header, header, False))
