@@ -189,5 +189,11 @@ def test_bench_compare_gates_the_same_way(tmp_path, cli):
     assert res.code == 1, res
     tc = {t.get("name"): t for t in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")}
     assert tc["vadd[n=1024]"].find("failure") is not None
+    res = cli("bench", "compare", src, "--baseline", "base", "--candidate", "fast", "--sarif", tmp_path / "f.sarif", "-o", tmp_path / "claims", "-f", "json")
+    audit = json.loads((tmp_path / "claims" / json.loads(res.out)[0]["audit_json"].split("/")[-1]).read_text())
+    flagged = [f for f in audit["findings"] if f["status"] == "fail" or (f["status"] == "unknown" and f["severity"] != "info")]
+    results = json.loads((tmp_path / "f.sarif").read_text())["runs"][0]["results"]
+    assert len(results) == len(flagged) > 0
+    assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(".yaml") for r in results)
     ok = cli("bench", "compare", src, "--baseline", "base", "--candidate", "fast", "--fail-on", "regression", "--max-slowdown", "40%", "-o", tmp_path / "claims")
     assert ok.code == 0, ok

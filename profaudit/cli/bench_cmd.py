@@ -225,6 +225,7 @@ def compare_cmd(
     max_slowdown: str = typer.Option("0%", "--max-slowdown", help="With --fail-on: allowed slowdown per case and on the geomean, e.g. 5% or 1.05x (only significant differences count)."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report (one test case per benchmark case)."),
     summary: Optional[Path] = typer.Option(None, "--summary", help="Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."),
+    sarif: Optional[Path] = typer.Option(None, "--sarif", help="Write every case's audit findings as SARIF 2.1.0 (located at its claim file)."),
 ) -> int:
     """Write a claim file per case (baseline vs candidate) and audit it with the fairness rules.
 
@@ -281,13 +282,14 @@ def compare_cmd(
             for r in o.reasons[:5]:
                 con.print(f"    {r}", markup=False, highlight=False)
             con.print(f"    claim {o.claim_path}; audit {o.audit_md}", markup=False, highlight=False)
-    if fail_on is not None or junit is not None or summary is not None:
+    if fail_on is not None or junit is not None or summary is not None or sarif is not None:
         from profaudit.compare.gate import gate_bench_outcomes
 
         gate = gate_bench_outcomes(outs, fail_on=fail_on or "none", max_slowdown=max_slowdown, title=f"profaudit bench compare {candidate} vs {baseline}")
         from profaudit.compare.ci_report import write_reports
 
-        write_reports(gate, junit=junit, summary=summary)
+        located = [(f, [str(o.claim_path)]) for o in outs if o.report is not None for f in o.report.findings]
+        write_reports(gate, junit=junit, summary=summary, sarif_path=sarif, located=located)
         if fail_on is not None:
             from profaudit.cli.common import stderr_console
 

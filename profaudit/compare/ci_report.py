@@ -78,14 +78,20 @@ def sarif(findings: Iterable, artifacts: Iterable[str], *, tool_version: str | N
     """SARIF 2.1.0: one result per finding that found a problem (status fail) or could not check a
     decisive fact (status unknown, severity warn or above); every result points at the input
     files (`artifacts`, paths relative to the working directory where they lie under it)."""
+    arts = list(artifacts)
+    return sarif_located(((f, arts) for f in findings), tool_version=tool_version)
+
+
+def sarif_located(pairs: Iterable[tuple[Any, Iterable[str]]], *, tool_version: str | None = None) -> str:
+    """`sarif` for findings that each point at their own files: (finding, artifacts) pairs."""
     from profaudit import __version__
     from profaudit.audit.findings import Severity, Status
     from profaudit.audit.rules import RULES
 
     docs = {r.code: r for r in RULES}
-    uris = [_uri(a) for a in artifacts if a]
     results, used = [], {}
-    for f in findings:
+    for f, artifacts in pairs:
+        uris = [_uri(a) for a in artifacts if a]
         if not (f.status is Status.FAIL or (f.status is Status.UNKNOWN and f.severity >= Severity.WARN)):
             continue
         used.setdefault(f.rule, f)
@@ -178,16 +184,17 @@ def append_step_summary(text: str) -> Path | None:
 
 
 def write_reports(gate: GateResult, *, junit: Path | None = None, sarif_path: Path | None = None, summary: Path | None = None,
-                  findings: Iterable = (), artifacts: Iterable[str] = (), cmp=None) -> str:
+                  findings: Iterable = (), artifacts: Iterable[str] = (), located: Iterable | None = None, cmp=None) -> str:
     """Write the requested reports atomically, append the Markdown summary to the step summary
-    when it is set, and return the summary text."""
+    when it is set, and return the summary text. SARIF takes `findings` located at `artifacts`,
+    or `located` (finding, artifacts) pairs."""
     from profaudit.dataset import atomic_write_text
 
     md = markdown_summary(gate, cmp)
     if junit is not None:
         atomic_write_text(junit, junit_xml(gate))
     if sarif_path is not None:
-        atomic_write_text(sarif_path, sarif(findings, artifacts))
+        atomic_write_text(sarif_path, sarif_located(located) if located is not None else sarif(findings, artifacts))
     if summary is not None:
         atomic_write_text(summary, md)
     append_step_summary(md)
