@@ -628,7 +628,7 @@ def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, 
     sections.append(launches_section(pick["launches"]))
     sections.append(roofline_section(p, row["kernel_id"], device))
     if pick["launches"].height > 1:
-        notes.append(f"showing launch {pick['launch_index']} of {pick['launches'].height} (kernel_id {row['kernel_id']}); --launch N shows another")
+        notes.append(f"{pick['launches'].height} launches of this kernel; this is --launch {pick['launch_index']} (kernel_id {row['kernel_id']}), --launch 0..{pick['launches'].height - 1} shows another")
     return KernelReport(
         profile_id=p.profile_id,
         path=p.metadata.get("path"),
@@ -669,7 +669,7 @@ def _header(rep: KernelReport) -> list[tuple[str, str]]:
         ("profile", rep.path or rep.profile_id),
         ("source", rep.source or MISSING),
         ("device", rep.device or MISSING),
-        ("kernel_id", f"{rep.kernel_id} (launch {rep.launch_index + 1} of {rep.launches})"),
+        ("kernel_id", f"{rep.kernel_id} (--launch {rep.launch_index} of {rep.launches})"),
     ]
 
 

@@ -233,3 +233,24 @@ def test_cli_errors(cli, tmp_path):
     log.write_text("benchmark,duration_ns\na,10\na,12\n")
     res = cli("kernel-report", str(log), "-k", "a")
     assert_one_line_error(res, "-t samples")
+
+
+@pytest.mark.corpus
+def test_corpus_kineto_trace_only_view_matches_the_json():
+    import gzip
+
+    import profaudit
+
+    path = corpus_file("chrome-trace", "rank-0.Apr_03_18_51_38")
+    name = "volta_sgemm_64x64_nn"
+    events = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("cat") == "kernel" and e.get("name") == name]
+    rep = kr.kernel_report(profaudit.load([str(path)]), name)
+    vals = {i.label: i.value for i in rep.section("Launches").items}
+    assert vals["Launches"] == len(events) == rep.launches
+    assert vals["Total time"] == pytest.approx(sum(e["dur"] for e in events) * 1e3, rel=1e-9)
+    assert vals["Min"] == pytest.approx(min(e["dur"] for e in events) * 1e3, rel=1e-9)
+    grids = {tuple(e["args"]["grid"]) for e in events}
+    assert all(f"({a}, {b}, {c})" in vals["Grid"] for a, b, c in grids)
+    assert vals["Registers per thread"] == f"{events[0]['args']['registers per thread']:,}"
+    assert vals["Launching op"] == "aten::cudnn_convolution"
+    assert [s.ident for s in rep.sections] == ["Launches", "Roofline"] and any("ncu --set full" in n for n in rep.notes)
