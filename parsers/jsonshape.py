@@ -43,6 +43,10 @@ def text(v: Any, where: str, path, *, optional: bool = True) -> str | None:
     if v is None and optional:
         return None
     if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:  # JSON's "\ud800": a lone surrogate no file or table can hold
+            raise InputError(path, f"{where}: not valid Unicode text ({v[:30]!r})") from None
         return v
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return str(v)

@@ -37,7 +37,7 @@ _LEVEL = re.compile(r"^level(\d+)$")
 _PROBLEM = re.compile(r"^(\d+)_(.*?)(\.py)?$")
 
 
-def _stats_rows(cols: dict, bench: str, variant: str | None, params: dict, stats: dict, device: str | None) -> int:
+def _stats_rows(cols: dict, bench: str, variant: str | None, params: dict, stats: dict, device: str | None, path: Path) -> int:
     pj = canonical_params(params)
     n = 0
     for key, stat in _STATS:
@@ -46,10 +46,10 @@ def _stats_rows(cols: dict, bench: str, variant: str | None, params: dict, stats
             cols["benchmark"].append(bench)
             cols["variant"].append(variant)
             cols["params"].append(pj)
-            cols["duration_ns"].append(float(v) * 1e6)
+            cols["duration_ns"].append(jsonshape.number(v, f"{bench}: {key}", path) * 1e6)
             cols["statistic"].append(stat)
-            cols["sample_count"].append(stats.get("num_trials"))
-            cols["device_name"].append(stats.get("hardware") or device)
+            cols["sample_count"].append(jsonshape.int64(stats.get("num_trials"), f"{bench}: num_trials", path))
+            cols["device_name"].append(jsonshape.text(stats.get("hardware"), f"{bench}: hardware", path) or device)
             n += 1
     return n
 
@@ -143,7 +143,7 @@ class KernelBenchParser:
                 if stats.get("hardware"):
                     hardware.add(jsonshape.text(stats["hardware"], f"{bench}: hardware", path))
                 params = {"level": level, **({"problem_id": pid} if pid is not None else {})}
-                if _stats_rows(cols, bench, variant, params, stats, options.device) == 0:
+                if _stats_rows(cols, bench, variant, params, stats, options.device, path) == 0:
                     failed.append(bench)
         if not cols["benchmark"]:
             raise InputError(path, f"KernelBench baseline file with no timed problems ({len(failed)} null)")
@@ -180,12 +180,12 @@ class KernelBenchParser:
                 hw = stats.get("hardware") or meta.get("hardware")
                 if hw:
                     hardware.add(hw)
-                n = _stats_rows(cols, bench, variant, {"problem_id": pid}, stats, hw or options.device) if isinstance(stats, dict) else 0
+                n = _stats_rows(cols, bench, variant, {"problem_id": pid}, stats, hw or options.device, path) if isinstance(stats, dict) else 0
                 if n == 0:
                     rt = e.get("runtime")
                     if isinstance(rt, (int, float)) and rt >= 0:
                         # old files kept only the mean as `runtime`
-                        n = _stats_rows(cols, bench, variant, {"problem_id": pid}, {"mean": rt}, hw or options.device)
+                        n = _stats_rows(cols, bench, variant, {"problem_id": pid}, {"mean": rt}, hw or options.device, path)
                 if n == 0:
                     untimed.append({"problem_id": pid, "sample_id": sid, "compiled": e.get("compiled"), "correctness": e.get("correctness")})
         if not cols["benchmark"]:

@@ -19,6 +19,8 @@ Parquet schema's names (`raw_flops`, `hbm_read_bytes`, ...).
 
 from __future__ import annotations
 
+import json
+
 import re
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,9 @@ def _frame(rows: list) -> pl.DataFrame | None:
     rows = [r for r in rows if isinstance(r, dict)]
     if not rows:
         return None
+    # every field of these tables is a scalar; a list or object where one belongs (damage) is kept
+    # as its JSON text rather than failing a later cast
+    rows = [{k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()} for r in rows]
     try:
         return pl.DataFrame(rows, infer_schema_length=None, strict=False)
     except Exception:

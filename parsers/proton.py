@@ -32,6 +32,7 @@ from typing import Any
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.parsers.textsafe import clean
 from profaudit.samples import canonical_params
@@ -99,7 +100,7 @@ class ProtonParser:
             if not isinstance(frame, dict) or not isinstance(raw, dict) or not isinstance(children, list):
                 where = "/".join(str(x) for x in scopes) or "the root"
                 raise InputError(path, f"damaged Proton call tree under {where}: a node's frame, metrics or children has the wrong type")
-            name = frame.get("name")
+            name = jsonshape.text(frame.get("name"), f"Proton call tree under {'/'.join(str(x) for x in scopes) or 'the root'}: frame.name", path, optional=False)
             metrics = {_canon(k): v for k, v in raw.items()}
             is_kernel = "deviceid" in metrics or "devicetype" in metrics
             if not is_kernel and _num(metrics.get(_TIME)) is not None:

@@ -135,3 +135,38 @@ def test_nsys_export_without_kernel_table_but_with_launches(tmp_path):
     assert "no CUDA kernel table although the CUDA API trace has" in p.metadata["incomplete_reason"]
     whole = next(iter(profaudit.load(nsys_synth.rich_db(tmp_path / "whole.sqlite"))))
     assert "complete" not in whole.metadata and whole.kernels.height > 0
+
+
+def test_kernelbench_numbers_out_of_range_and_flags_as_names(tmp_path):
+    f = tmp_path / "baseline_time_torch.json"
+    ok = {"mean": 1.0, "std": 0.1, "min": 0.9, "max": 1.2, "num_trials": 10, "hardware": "L40S", "device": "cuda:0"}
+    f.write_text(json.dumps({"level1": {"1_a.py": {**ok, "std": 10**400}}}))
+    _refused(f, "level1/1_a: std: the number 100000000000000000000000000000 is out of range")
+    f.write_text(json.dumps({"level1": {"1_a.py": {**ok, "hardware": True}}}))
+    _refused(f, "level1/1_a: hardware: expected text, found a boolean")
+
+
+def test_lone_surrogate_text_is_refused(tmp_path):
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(_gbench(run_name="\ud800")))
+    _refused(f, "run_name: not valid Unicode text")
+
+
+def test_proton_frame_without_a_name(tmp_path):
+    f = tmp_path / "p.hatchet"
+    tree = {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+        {"frame": {"name": "kernel_a"}, "metrics": {"time (ns)": 1000, "count": 2, "device_id": "0", "device_type": "CUDA"}, "children": []},
+        {"frame": None, "metrics": {"time (ns)": 5}, "children": []}]}
+    f.write_text(json.dumps([tree, {}]))
+    _refused(f, "Proton call tree under the root: frame.name: expected text, found null")
+
+
+def test_neuron_json_list_where_a_name_belongs(tmp_path):
+    from tests.test_neuron import _device_json
+
+    doc = _device_json()
+    doc["dma"][0]["queue_name"] = ["q0"]
+    f = tmp_path / "profile.json"
+    f.write_text(json.dumps(doc))
+    p = next(iter(profaudit.load(f)))  # kept as its JSON text, not a cast failure
+    assert p.kernels.height == len(doc["instruction"])
