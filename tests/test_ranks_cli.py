@@ -82,3 +82,15 @@ def test_inputs_without_gpu_activity_are_one_line(cli, tmp_path):
     log = tmp_path / "times.csv"
     log.write_text("benchmark,time_ms\nmatmul,1.5\nmatmul,1.6\n")
     assert_one_line_error(cli("ranks", log), "no GPU kernels or copies in these inputs")
+
+
+def test_schema_describes_the_derived_tables(cli):
+    from profaudit import schema
+
+    for name, table in schema.DERIVED_TABLES.items():
+        res = cli("schema", name, "-f", "csv")
+        assert res.code == 0, res
+        rows = pl.read_csv(io.StringIO(res.out))
+        assert rows["column"].to_list() == table.names
+    units = dict(pl.read_csv(io.StringIO(cli("schema", "step_breakdown", "-f", "csv").out)).select("column", "unit").iter_rows())
+    assert units["overlap_pct"] == "%" and units["idle_ns"] == "ns"

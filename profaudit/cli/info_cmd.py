@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         from profaudit import schema
         from profaudit.errors import UsageError
 
-        if table and table not in schema.ALL_TABLES:
-            raise UsageError(f"no table {table!r}; tables: {', '.join(schema.ALL_TABLES)}")
+        known = {**schema.ALL_TABLES, **schema.DERIVED_TABLES}  # derived: the distributed-run tables of profaudit.ranks
+        if table and table not in known:
+            raise UsageError(f"no table {table!r}; tables: {', '.join(known)}")
         emit_frame(pl.DataFrame(schema.describe([table] if table else None)), fmt, output, title="schema", limit=0)
