@@ -192,3 +192,22 @@ def test_bad_nondeterministic_declaration():
     with pytest.raises(UsageError, match="nondeterministic"):
         bench.Variant(lambda x: x, name="v", nondeterministic="loose")
     assert bench.Variant(lambda x: x, name="v", nondeterministic=1e-3).nondeterministic == (1e-3, 1e-3)
+
+
+def test_declared_input_mutation_does_not_fail_the_variant_after_it(tmp_path):
+    # mutates_inputs=True: every check restores the drawn values before each variant's call, so
+    # the in-place variant does not make its neighbour look wrong
+    m = _run(
+        tmp_path,
+        f"""
+        def inplace(x, y):
+            np.add(x, y, out=x)
+            return x.copy()
+        B = bench.Benchmark("vadd", backend="fake", inputs=inputs, reference=lambda x, y: x + y, mutates_inputs=True,
+            variants={{"inplace": bench.Variant(inplace, model_ns=lambda p: 1e4), "plain": {PLAIN}}},
+            params=[{{"n": 256}}])
+        """,
+    )
+    v = _variants(m)
+    assert v["inplace"]["status"] == "ok" and v["plain"]["status"] == "ok", (v["inplace"]["error"], v["plain"]["error"])
+    assert v["plain"]["correctness"] == "both"

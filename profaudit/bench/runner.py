@@ -756,10 +756,15 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             s = int(spot_rng.integers(n_sets))
             refill(s, f"spot{spots_done}")
             ref = ref_of(sets[s])
-            for n in names:
-                if n in group and not checked_timed_call(n, s, ref, "fresh"):
-                    ref = ref_of(sets[s])  # its inputs were restored with new values
             drawn = snapshots[s]
+            for n in names:
+                if n not in group:
+                    continue
+                if b.mutates_inputs:
+                    restore(s, drawn)  # the variant before it wrote into them, as declared
+                if not checked_timed_call(n, s, ref, "fresh"):
+                    ref = ref_of(sets[s])  # its inputs were restored with new values
+                    drawn = snapshots[s]
             for n in names:
                 if n not in group:
                     continue
@@ -871,9 +876,12 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     if check.same_values(ref_after, refs[0]):
         raise CaseError("the reference output did not change when the inputs got new values: the check cannot detect stale results")
     refs[0] = ref_after
+    drawn0 = snapshots[0]
     for n in live:
         v = variants[n]
         r = results[n]
+        if b.mutates_inputs and in_place:
+            restore(0, drawn0)  # as declared, the variant before it wrote into them
         try:
             call = bound[n][0] if in_place else bind(v, 0)
             res, _ = checked_call(v, 0, call)
