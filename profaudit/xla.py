@@ -11,12 +11,13 @@ position. XLA's own cost analysis of the compiled program supplies them:
 How the cost is distributed:
 
 - Per module (the default; `op=None`): `cost_analysis()` describes one execution of the whole
-  module. The module's executions in the profile are counted (distinct `run_id`s where XLA
-  recorded them, else the module's `XLA Modules` ranges, else the most common per-op occurrence
-  count), and the total (per-execution cost x executions) is spread over the module's op rows in
-  proportion to their device time. Every row then sits at the module's average arithmetic
-  intensity and FLOP rate: a module-level roofline position, not a per-kernel one.
-  `flops_method`/`dram_bytes_method` = "cost-analysis:module-share".
+  module. The module's executions in the profile are found (distinct `run_id`s where XLA
+  recorded them, else the module's `XLA Modules` ranges, else the n-th occurrence of each op), and
+  each execution gets the whole per-execution cost, spread over that execution's op rows in
+  proportion to their device time. A module that ran five times as five rows gives each row the
+  module's FLOPs. Rows sit at their execution's average arithmetic intensity: a module-level
+  roofline position, not a per-kernel one.
+  `flops_method`/`dram_bytes_method` = "cost-analysis:module-execution".
 - Per op (`op="fusion.3"`): the cost describes one execution of that HLO instruction and is set
   on every row of that op ("cost-analysis:op").
 
@@ -100,6 +101,27 @@ def _executions(profile: Profile, rows: pl.DataFrame, module: str) -> tuple[int,
     return int(mode), "most common per-op occurrence count"
 
 
+def _execution_keys(profile: Profile, rows: pl.DataFrame, module: str, how: str) -> pl.DataFrame:
+    """kernel_id -> which execution of the module the row belongs to (`_exec`), decided the way the
+    executions were counted: the row's run_id, the XLA Modules range around its start, or (no
+    grouping recorded) the n-th occurrence of its op in time order."""
+    if how == "distinct run_id":
+        m = profile.tables["metrics"]
+        runs = m.filter(pl.col("kernel_id").is_in(rows["kernel_id"].implode()) & (pl.col("metric") == "run_id"))
+        keys = runs.select("kernel_id", pl.coalesce(pl.col("value_str"), pl.col("value").cast(pl.Utf8)).alias("_exec")).unique("kernel_id")
+        return rows.select("kernel_id").join(keys, on="kernel_id", how="left")
+    if how == "XLA Modules ranges":
+        r = profile.tables["ranges"]
+        mods = r.filter((pl.col("kind") == "xla_module") & (pl.col("name").str.replace(r"\(\d+\)$", "") == module)).select("range_id", "start_ns", "end_ns", "device_id")
+        out = []
+        for kid, start, dev in rows.select("kernel_id", "start_ns", "device_id").iter_rows():
+            hit = mods.filter((pl.col("start_ns") <= start) & (pl.col("end_ns") >= start) & (pl.col("device_id").is_null() | pl.lit(dev is None) | (pl.col("device_id") == dev))) if start is not None else mods.head(0)
+            out.append((kid, f"r{hit['range_id'][0]}" if hit.height else None))
+        return pl.DataFrame(out, schema={"kernel_id": pl.Int64, "_exec": pl.Utf8}, orient="row")
+    op = pl.col("op_name").fill_null(pl.col("name"))
+    return rows.sort("start_ns", nulls_last=True).select("kernel_id", pl.int_range(pl.len()).over(op).cast(pl.Utf8).alias("_exec"))
+
+
 def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None, overwrite: bool) -> Profile:
     k = profile.tables["kernels"]
     flops, nbytes = _flops(cost), _bytes(cost)
@@ -125,16 +147,26 @@ def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None
         record.update(applied_to=f"{rows.height} rows of op {op}", per="op execution")
     else:
         n_exec, how = _executions(profile, rows, module)
-        total_dur = float(rows["duration_ns"].fill_null(0).sum())
-        method = "cost-analysis:module-share"
-        if total_dur > 0:
-            share = pl.col("duration_ns").fill_null(0) / total_dur
-        else:
-            share = pl.lit(1.0 / rows.height)
-        row_flops = share * (flops * n_exec) if flops is not None else pl.lit(None, dtype=pl.Float64)
-        row_bytes = share * (nbytes * n_exec) if nbytes is not None else pl.lit(None, dtype=pl.Float64)
+        keys = _execution_keys(profile, rows, module, how)
+        # Each execution carries the module's whole per-execution cost, spread over that
+        # execution's rows by device time: a module run five times as five single rows gives each
+        # row the module's FLOPs, not a fifth of five times them in proportion to time. Rows whose
+        # execution is unknown share what the known executions leave of the n_exec total.
+        grouped = rows.select("kernel_id", "duration_ns").join(keys, on="kernel_id", how="left")
+        grouped = grouped.with_columns(pl.col("_exec").fill_null("?"))
+        d = pl.col("duration_ns").fill_null(0)
+        tot = d.sum().over("_exec")
+        cnt = pl.len().over("_exec")
+        known = grouped.filter(pl.col("_exec") != "?")["_exec"].n_unique()
+        weight = pl.when(pl.col("_exec") == "?").then(pl.lit(float(max(n_exec - known, 0)))).otherwise(pl.lit(1.0))
+        share_df = grouped.select("kernel_id", (pl.when(tot > 0).then(d / tot).otherwise(1.0 / cnt) * weight).alias("_share"))
+        k = k.join(share_df, on="kernel_id", how="left")
+        share = pl.col("_share").fill_null(0.0)
+        method = "cost-analysis:module-execution"
+        row_flops = share * flops if flops is not None else pl.lit(None, dtype=pl.Float64)
+        row_bytes = share * nbytes if nbytes is not None else pl.lit(None, dtype=pl.Float64)
         record.update(applied_to=f"{rows.height} rows of module {module}", executions=n_exec, executions_from=how,
-                      per="module execution, spread over rows by device time")
+                      per="module execution: each execution's rows share its cost by device time")
     hit = sel
     fill_f = hit & (pl.col("flops_total").is_null() | pl.lit(overwrite)) & pl.lit(flops is not None)
     fill_b = hit & (pl.col("dram_bytes").is_null() | pl.lit(overwrite)) & pl.lit(nbytes is not None)
@@ -145,7 +177,7 @@ def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None
         pl.when(fill_b).then(pl.lit(None, dtype=pl.Float64)).otherwise(pl.col("dram_read_bytes")).alias("dram_read_bytes"),
         pl.when(fill_b).then(pl.lit(None, dtype=pl.Float64)).otherwise(pl.col("dram_write_bytes")).alias("dram_write_bytes"),
         pl.when(fill_b).then(pl.lit(method)).otherwise(pl.col("dram_bytes_method")).alias("dram_bytes_method"),
-    )
+    ).drop("_share", strict=False)
     tables = dict(profile.tables)
     tables["kernels"] = new_k
     md["xla_cost_analysis"] = list(md.get("xla_cost_analysis") or []) + [record]
