@@ -15,7 +15,10 @@ are `metrics` (kind `launch`) like the SGPR count; registers per thread are VGPR
 Durations are end - begin of each dispatch as profiled: the tool replays the application once per
 counter pass with dispatches serialised, so they include counter-collection overhead (metadata
 says so). Every counter column becomes a `metrics` row of its kernel (kind `metric`); a `[n]`
-suffix (TCC_HIT[3]) is the instance. `sysinfo.csv` fills host, ROCm version and device (its
+suffix (TCC_HIT[3]) is the instance. On CDNA GPUs the kernels also get FLOPs per precision
+from the VALU and MFMA instruction counters and, on gfx90a, DRAM/L2/L1 bytes from the request
+counters, by the tool's own roofline conventions (see `_work`), so they can be placed on a
+roofline. `sysinfo.csv` fills host, ROCm version and device (its
 marketing name where recorded, else its short name such as `mi200`, which the device specs then
 report as ambiguous rather than guess). `roofline.csv` is read by `profaudit.measured` and kept in
 metadata under `measured_ceilings` (`profaudit roofline --ceilings FOLDER` draws against it).
@@ -62,6 +65,63 @@ def _is_counter(col: str) -> bool:
     m = _PASS_COPY.match(col)
     return (col not in _NOT_COUNTERS and not (m and m.group("base") in _NOT_COUNTERS)
             and bool(_COUNTER_NAME.match(col)) and col.split("_")[0].isupper())
+
+
+# FLOPs and bytes from the counters, by rocprofiler-compute's own roofline conventions (CDNA, wave64):
+# a VALU instruction does 64 lanes of work, FMA counting 2 and a transcendental 1; one MFMA "MOPS"
+# unit is 512 operations. Bytes follow its gfx90a (MI200) formulas with 64-byte L1/L2 lines and
+# 32/64-byte HBM requests; other architectures' request sizes differ, so their bytes stay null.
+_VALU = {"fp16": "F16", "fp32": "F32", "fp64": "F64"}
+_MFMA = {"fp16_tensor": "F16", "bf16_tensor": "BF16", "fp64_tensor": "F64", "int8_tensor": "I8", "fp8_tensor": "F8"}
+_CDNA = re.compile(r"^gfx9(08|0a|4\d|50)$")
+
+
+def _work(K: pl.DataFrame, arch: str | None) -> tuple[pl.DataFrame | None, list[str]]:
+    """flops_* and *_bytes columns derived from the counters (None where they were not collected)."""
+    num = lambda c: pl.col(c).cast(F64, strict=False)  # noqa: E731
+    if not arch or not _CDNA.match(arch):
+        return None, [f"no FLOPs or bytes derived: counter conventions known for CDNA (gfx908, gfx90a, gfx94x, gfx950), not {arch or 'an unnamed architecture'}"]
+    exprs, why = [], []
+    valu = lambda t: [f"SQ_INSTS_VALU_{op}_{t}" for op in ("ADD", "MUL", "FMA", "TRANS")]  # noqa: E731
+    for prec, t in _VALU.items():
+        a, m, f, tr = valu(t)
+        if all(c in K.columns for c in (a, m, f, tr)):
+            exprs.append((64 * (num(a) + num(m) + 2 * num(f) + num(tr))).alias(f"flops_{prec}"))
+    for prec, t in _MFMA.items():
+        c = f"SQ_INSTS_VALU_MFMA_MOPS_{t}"
+        if c in K.columns:
+            exprs.append((512 * num(c)).alias(f"flops_{prec}"))
+    D = K.select(pl.int_range(0, K.height).alias("_n"))
+    if exprs:
+        D = K.select(exprs)
+        typed = pl.sum_horizontal(D.columns)
+        f32 = "SQ_INSTS_VALU_MFMA_MOPS_F32"
+        mfma32 = (512 * K[f32].cast(F64, strict=False)) if f32 in K.columns else pl.Series([0.0] * K.height)
+        D = D.with_columns(flops_total=typed + mfma32, flops_method=pl.lit("rocprof-compute counters"))
+        # FP32 matrix FLOPs have no precision column: such kernels keep only the untyped total, so
+        # no roofline mistakes a partial typed sum for their work
+        D = D.with_columns([pl.when(mfma32 > 0).then(None).otherwise(pl.col(c)).alias(c) for c in D.columns if c.startswith("flops_") and c != "flops_total"])
+        if (mfma32 > 0).any():
+            why.append("kernels with FP32 MFMA work carry FLOPs as an untyped total (profaudit has no fp32 matrix precision)")
+    else:
+        why.append("no FLOPs derived: the VALU and MFMA instruction counters were not collected")
+    if arch == "gfx90a":
+        need = ["TCC_EA_RDREQ_32B_sum", "TCC_EA_RDREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA_WRREQ_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum",
+                "TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum", "TCP_TOTAL_CACHE_ACCESSES_sum"]
+        if all(c in K.columns for c in need):
+            b = K.select(
+                dram_bytes=32 * num("TCC_EA_RDREQ_32B_sum") + 64 * (num("TCC_EA_RDREQ_sum") - num("TCC_EA_RDREQ_32B_sum"))
+                + 64 * num("TCC_EA_WRREQ_64B_sum") + 32 * (num("TCC_EA_WRREQ_sum") - num("TCC_EA_WRREQ_64B_sum")),
+                l2_bytes=64 * (num("TCP_TCC_READ_REQ_sum") + num("TCP_TCC_WRITE_REQ_sum") + num("TCP_TCC_ATOMIC_WITH_RET_REQ_sum")
+                               + num("TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum")),
+                l1_bytes=64 * num("TCP_TOTAL_CACHE_ACCESSES_sum"), dram_bytes_method=pl.lit("tool"))
+            D = pl.concat([D, b], how="horizontal")
+        else:
+            why.append("no bytes derived: the TCC_EA / TCP_TCC request counters were not all collected")
+    else:
+        why.append(f"no bytes derived: rocprofiler-compute's request sizes are known here for gfx90a only, not {arch}")
+    D = D.drop("_n", strict=False)
+    return (D if D.width else None), why
 
 
 def _col(df: pl.DataFrame, key: str) -> str | None:
@@ -117,6 +177,8 @@ class RocprofComputeParser:
             registers_per_thread=pl.when(c("vgpr").is_not_null()).then(c("vgpr") + c("agpr").fill_null(0)),
         )
         metrics = self._metrics(path, pmc, K, cols)
+        derived, why = _work(K, sys.get("gpu_arch"))
+        kernels = pl.concat([kernels, derived], how="horizontal") if derived is not None else kernels
         measured = None
         if (path / "roofline.csv").is_file():
             from profaudit.measured import as_metadata, read_roofline_csv
@@ -125,7 +187,8 @@ class RocprofComputeParser:
         md: dict[str, Any] = {
             "tool": "rocprofiler-compute", **{k: v for k, v in sys.items() if k != "device_name"}, "device_name": device,
             "workload": (sys.get("sysinfo") or {}).get("workload_name") or path.parent.name, "measured_ceilings": measured,
-            "notes": ["kernel times are from the counter-collection passes (dispatches serialised, profiling overhead included), not an unperturbed run"],
+            "notes": ["kernel times are from the counter-collection passes (dispatches serialised, profiling overhead included), not an unperturbed run",
+                      *why],
         }
         for f in ("pmc_perf.csv", "sysinfo.csv", "roofline.csv"):
             if (path / f).is_file() and unterminated_last_line(path / f):

@@ -23,11 +23,15 @@ SYSINFO_V3 = {"workload_name": "vcopy", "command": "./vcopy -n 1048576", "hostna
               "gpu_model": "MI300X_A1", "gpu_arch": "gfx942", "cu_per_gpu": "304", "max_sclk": "2100", "cur_sclk": "2100", "max_mclk": "1300"}
 PMC_V3_HEAD = ["Dispatch_ID", "GPU_ID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup", "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR",
                "Wave_Size", "Kernel_Name", "Correlation_ID", "SQ_WAVES", "Wave_Size_1", "Correlation_ID_1", "XCC_Index", "TCC_HIT[0]", "TCC_HIT[1]",
-               "TCC_EA0_RDREQ_sum", "SQ_INSTS_VALU_FMA_F32", "Start_Timestamp", "End_Timestamp"]
+               "TCC_EA0_RDREQ_sum", "SQ_INSTS_VALU_FMA_F32", "SQ_INSTS_VALU_ADD_F32", "SQ_INSTS_VALU_MUL_F32", "SQ_INSTS_VALU_TRANS_F32",
+               "SQ_INSTS_VALU_MFMA_MOPS_F16", "SQ_INSTS_VALU_MFMA_MOPS_F32", "Start_Timestamp", "End_Timestamp"]
 PMC_V3_ROWS = [
-    [0, 60633, 1048576, 256, 1024, 0, 4, 4, 16, 64, "vecCopy(double*, double*, double*, int, int) (.kd)", 0, 16384, 64, 0, 0, 311, 290, 65536.0, 0, 1000, 17119],
-    [1, 60633, 1000, 64, 0, 32, 8, 0, 24, 64, "_Z6reducePfi.kd", 1, 16, 64, 1, 0, 12, 9, 128.0, 4096, 20000, 33560],
+    [0, 60633, 1048576, 256, 1024, 0, 4, 4, 16, 64, "vecCopy(double*, double*, double*, int, int) (.kd)", 0, 16384, 64, 0, 0, 311, 290, 65536.0, 0, 0, 0, 0,
+     0, 0, 1000, 17119],
+    [1, 60633, 1000, 64, 0, 32, 8, 0, 24, 64, "_Z6reducePfi.kd", 1, 16, 64, 1, 0, 12, 9, 128.0, 4096, 1000, 500, 10, 300, 0, 20000, 33560],
 ]
+COUNTERS = ("SQ_WAVES", "TCC_HIT[0]", "TCC_HIT[1]", "TCC_EA0_RDREQ_sum", "SQ_INSTS_VALU_FMA_F32", "SQ_INSTS_VALU_ADD_F32", "SQ_INSTS_VALU_MUL_F32",
+            "SQ_INSTS_VALU_TRANS_F32", "SQ_INSTS_VALU_MFMA_MOPS_F16", "SQ_INSTS_VALU_MFMA_MOPS_F32")
 # devID row, bandwidths GB/s, peaks GFLOP/s, with the benchmark's Low/High columns
 ROOF_HEAD = ["device", "HBMBw", "HBMBwLow", "hbmBwHigh", "L2Bw", "L1Bw", "LDSBw", "FP32Flops", "FP64Flops", "MFMABF16Flops", "MFMAF16Flops",
              "MFMAF32Flops", "MFMAF64Flops", "MFMAI8Ops", "MFMAF8Flops"]
@@ -68,7 +72,7 @@ def test_workload_kernels_and_counters_match_plain_csv(workload):
     m = ps.metrics
     counters = m.filter(pl.col("kind") == "metric")
     want = sorted((i, h.split("[")[0], int(h.split("[")[1][:-1]) if "[" in h else None, float(r[h]))
-                  for i, r in enumerate(rows) for h in ("SQ_WAVES", "TCC_HIT[0]", "TCC_HIT[1]", "TCC_EA0_RDREQ_sum", "SQ_INSTS_VALU_FMA_F32"))
+                  for i, r in enumerate(rows) for h in COUNTERS)
     assert sorted(counters.select("kernel_id", "metric", "instance", "value").rows(), key=repr) == sorted(want, key=repr)
     # the pass-suffixed copies of dispatch columns and the XCC index are not counters
     assert not set(counters["metric"]) & {"Wave_Size_1", "Correlation_ID_1", "XCC_Index"}
@@ -78,6 +82,13 @@ def test_workload_kernels_and_counters_match_plain_csv(workload):
     assert (md["host"], md["cuda_version"], md["gpu_arch"], md["workload"]) == ("node-7", "6.2.0", "gfx942", "vcopy")
     assert md["measured_ceilings"]["bandwidth_bytes_per_s"]["dram"] == 4100.5e9
     assert "counter-collection passes" in md["notes"][0]
+    # FLOPs by the tool's conventions: 64 lanes per VALU instruction (FMA = 2), 512 per MFMA MOPS unit
+    for row, r in zip(k.iter_rows(named=True), rows):
+        f = lambda h: float(r[h])  # noqa: E731
+        assert row["flops_fp32"] == 64 * (f("SQ_INSTS_VALU_ADD_F32") + f("SQ_INSTS_VALU_MUL_F32") + 2 * f("SQ_INSTS_VALU_FMA_F32") + f("SQ_INSTS_VALU_TRANS_F32"))
+        assert row["flops_fp16_tensor"] == 512 * f("SQ_INSTS_VALU_MFMA_MOPS_F16") and row["flops_method"] == "rocprof-compute counters"
+        assert row["dram_bytes"] is None  # gfx942's request sizes are not assumed
+    assert k["flops_total"][1] == 64 * (500 + 10 + 2 * 4096 + 1000) + 512 * 300
 
 
 def test_omniperf_1_columns(tmp_path):
@@ -85,19 +96,27 @@ def test_omniperf_1_columns(tmp_path):
     d.mkdir()
     _write(d / "sysinfo.csv", ["workload_name", "host_name", "host_rocmver", "gpu_soc", "numCU", "sclk", "name"],
            [["Axes1", "box", "5.1.3", "gfx90a", "104", "1700", "mi200"]])
+    byte_counters = ["TCC_EA_RDREQ_32B_sum", "TCC_EA_RDREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA_WRREQ_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum",
+                     "TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum", "TCP_TOTAL_CACHE_ACCESSES_sum"]
     _write(d / "pmc_perf.csv", ["Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds", "scr", "vgpr", "sgpr",
-                                "fbar", "sig", "obj", "SQ_WAVES", "DispatchNs", "BeginNs", "EndNs", "CompleteNs"],
+                                "fbar", "sig", "obj", "SQ_WAVES", *byte_counters, "DispatchNs", "BeginNs", "EndNs", "CompleteNs"],
            [[0, "__amd_rocclr_fillBufferAligned.kd", 0, 0, 0, 201188, 201188, 33554432, 256, 0, 0, 4, 32, 4160, "0x0", "0x7fc054604280", 524288,
-             17232867893883, 17250653618423, 17250653858583, 17233014515566],
+             # a copy of 1 Mi doubles: 8 MiB read in 64 B requests, 8 MiB written in 64 B requests
+             0, 131072, 131072, 131072, 131072, 131072, 0, 0, 524288, 17232867893883, 17250653618423, 17250653858583, 17233014515566],
             [1, "void benchmark_func<short, 256, 8u, 0u>(short, short*) [clone .kd]", 0, 0, 2, 201188, 201188, 32768, 256, 0, 0, 12, 24, 13888, "0x0",
-             "0x7fc054623f80", 512, 17233020693309, 17250658698896, 17250658712016, 17233021176306]])
+             "0x7fc054623f80", 512, 10, 20, 0, 6, 0, 0, 0, 0, 0, 17233020693309, 17250658698896, 17250658712016, 17233021176306]])
     ps = load(d)
     k = ps.kernels.sort("kernel_id")
     assert k["duration_ns"].to_list() == [17250653858583.0 - 17250653618423, 17250658712016.0 - 17250658698896]
     assert k["name"].to_list() == ["__amd_rocclr_fillBufferAligned", "void benchmark_func<short, 256, 8u, 0u>(short, short*)"]
     assert k["grid_size"].to_list() == [33554432 // 256, 32768 // 256] and k["process_id"].to_list() == [201188, 201188]
-    c = ps.metrics.filter(pl.col("kind") == "metric")
-    assert c.select("metric", "value").rows() == [("SQ_WAVES", 524288.0), ("SQ_WAVES", 512.0)]  # sig/obj/queue-index/*Ns are not counters
+    c = ps.metrics.filter((pl.col("kind") == "metric") & (pl.col("metric") == "SQ_WAVES"))
+    assert c.select("metric", "value").rows() == [("SQ_WAVES", 524288.0), ("SQ_WAVES", 512.0)]
+    assert not set(ps.metrics["metric"]) & {"sig", "obj", "queue-index", "DispatchNs", "CompleteNs"}  # not counters
+    # gfx90a bytes: 32 B and 64 B HBM requests, 64 B L1/L2 lines
+    assert k["dram_bytes"].to_list() == [2 * 8 * 2**20, 10 * 32 + 10 * 64 + 6 * 32]
+    assert k["l2_bytes"].to_list() == [2 * 8 * 2**20, 0.0] and k["l1_bytes"].to_list() == [32 * 2**20, 0.0]
+    assert k["flops_fp32"].null_count() == 2  # the VALU counters were not collected: no FLOPs, not zero
     md = next(iter(ps)).metadata
     assert md["device_name"] == "mi200" and md["max_sclk_mhz"] == 1700.0 and md.get("measured_ceilings") is None
 
@@ -173,3 +192,25 @@ def test_cut_pmc_perf_is_marked_incomplete(workload):
     p.write_bytes(p.read_bytes().rstrip(b"\r\n")[:-2])
     prof = next(iter(load(workload)))
     assert prof.metadata["complete"] is False and prof.metadata["incomplete_reason"].startswith("pmc_perf.csv: the last line has no line end")
+
+
+def test_workload_kernels_on_their_measured_roofline(tmp_path):
+    from profaudit.measured import measured_device
+
+    d = tmp_path / "MI200"
+    d.mkdir()
+    _write(d / "sysinfo.csv", ["workload_name", "hostname", "gpu_arch", "gpu_model"], [["vcopy", "box", "gfx90a", "MI200"]])
+    valu = [f"SQ_INSTS_VALU_{op}_F64" for op in ("ADD", "MUL", "FMA", "TRANS")]
+    byte_counters = ["TCC_EA_RDREQ_32B_sum", "TCC_EA_RDREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA_WRREQ_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum",
+                     "TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum", "TCP_TOTAL_CACHE_ACCESSES_sum"]
+    # a vector copy of 1 Mi doubles in 20.64 us (the counts of a real MI200 vcopy run)
+    _write(d / "pmc_perf.csv", ["Dispatch_ID", "Kernel_Name", "GPU_ID", "Grid_Size", "Workgroup_Size", *valu, *byte_counters, "Start_Timestamp", "End_Timestamp"],
+           [[0, "vecCopy(double*, double*, double*, int, int) (.kd)", 2, 1048576, 256, 0, 0, 0, 0, 8, 131080, 131072, 131072, 131072, 131072, 0, 0, 524288,
+             1000, 21640]])
+    _write(d / "roofline.csv", ["device", "HBMBw", "L2Bw", "L1Bw", "FP64Flops"], [[0, 1388.7948, 5016.1738, 9226.4229, 20272.682]])
+    ps = load(d)
+    k = ps.kernels.row(0, named=True)
+    assert (k["flops_fp64"], k["dram_bytes"]) == (0.0, 8 * 32 + 131072 * 64 + 131072 * 64)
+    r = roofline(ps, measured_device(ps, d, "mi250x"), clock="boost").row(0, named=True)
+    assert r["device_key"] == "mi250x@measured" and r["bound_at_boost"] == "dram"
+    assert r["roof_pct_at_boost"] == pytest.approx(100 * k["dram_bytes"] / 1388.7948e9 / 20640e-9, rel=1e-12)
