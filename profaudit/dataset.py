@@ -33,14 +33,14 @@ FORMAT = "profaudit-dataset"
 
 
 def is_dataset(path) -> bool:
-    from profaudit.datastore import is_url, open_store
+    from profaudit.datastore import is_url, local_path, open_store
 
     if is_url(path):
         try:
             return open_store(path).isfile(MARKER)
         except Exception:  # an unreachable bucket or a missing fsspec backend: not ours to claim
             return False
-    return (Path(path) / MARKER).is_file()
+    return (local_path(path) / MARKER).is_file()
 
 
 def _cannot_write(path: Path, exc: OSError) -> InputError:
@@ -112,7 +112,7 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
     already in it are superseded by their new copy) unless merge=False, which replaces it whole.
     `out` may be an fsspec URL."""
     from profaudit import dataset_v2 as v2
-    from profaudit.datastore import open_store
+    from profaudit.datastore import local_path, open_store
 
     target = target_file_bytes or v2.TARGET_FILE_BYTES
     store = open_store(out)
@@ -126,7 +126,7 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
                 _remove_dataset(store)
         v2.append(ps, store, target_file_bytes=target)
         return out
-    out = Path(out)
+    out = local_path(out)
     _check_target(out)
     if merge:
         # a new dataset is appended to as well (not built aside and swapped in): another writer
@@ -163,7 +163,9 @@ def _remove_dataset(store) -> None:
 
 def replace_dataset(out: Path, build: Callable[[Path], object]) -> None:
     """`build(temporary sibling folder)`, then swap it into place of `out` (local datasets)."""
-    out = Path(out)
+    from profaudit.datastore import local_path
+
+    out = local_path(out)
     _check_target(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +205,9 @@ def read_dataset(path) -> ProfileSet:
     store = open_store(path)
     if v2.layout_of(store) >= v2.LAYOUT:
         return v2.read(store)
-    return _read_layout_1(Path(path))
+    if store.remote:
+        raise InputError(path, "a layout-1 dataset is read from a local folder only; copy it here and run `profaudit dataset convert`")
+    return _read_layout_1(store.root)
 
 
 def _read_layout_1(path: Path) -> ProfileSet:
@@ -260,7 +264,7 @@ def dataset_info(path) -> dict:
         raise InputError(path, "not a profaudit dataset")
     if v2.layout_of(store) >= v2.LAYOUT:
         return v2.info(store)
-    root = Path(path)
+    root = store.root
     marker = json.loads((root / MARKER).read_text())
     tables = {}
     for name in schema.ALL_TABLES:

@@ -168,12 +168,13 @@ def ingest(
     if not store.remote:
         from profaudit.dataset import _check_target, _refuse_layout_1, is_dataset
 
-        _check_target(Path(out))
+        out = store.root  # a file:// URL is a local folder
+        _check_target(out)
         if not replace and is_dataset(out):
             _refuse_layout_1(store)
         if replace:
             holder: dict[str, IngestResult] = {}
-            replace_dataset(Path(out), lambda tmp: holder.setdefault("r", _run(inputs, open_store(tmp), executor, options, skip_bad, progress, chunk_size, target, paths)))
+            replace_dataset(out, lambda tmp: holder.setdefault("r", _run(inputs, open_store(tmp), executor, options, skip_bad, progress, chunk_size, target, paths)))
             r = holder["r"]
             r.dataset = str(out)
             return r

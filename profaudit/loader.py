@@ -34,7 +34,7 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
     directory, a Neuron Explorer profile) is one input; other files inside count only if some
     parser recognises them (`explicit=False`), so unrelated files in a folder are skipped.
     """
-    from profaudit.datastore import expand_url, is_url
+    from profaudit.datastore import expand_url, is_url, local_path
     from profaudit.parsers import find_parser
 
     out: list[tuple[Path, bool]] = []
@@ -73,6 +73,7 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
                     seen_urls.add(item.url)
                     out.append((item, explicit))
             continue
+        raw = os.fspath(local_path(raw))  # file:///x is the local /x
         if any(ch in raw for ch in "*?["):
             matches = sorted(glob.glob(raw, recursive=True))
             if not matches:

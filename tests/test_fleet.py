@@ -153,3 +153,13 @@ def test_cli_engine_mistakes_are_one_line(tmp_path, cli):
     assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler-file", str(tmp_path / "nope.json")), "no such file")
     assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler", "tcp://a:1", "--scheduler-file", "f"), "give one")
     assert not (tmp_path / "ds").exists()
+
+
+def test_file_urls_are_local_paths(tmp_path, cli):
+    files = _logs(tmp_path / "in", 2)
+    url = f"file://{tmp_path / 'ds'}"
+    res = cli("ingest", f"file://{tmp_path / 'in'}", "-o", url)
+    assert res.code == 0, res
+    assert (tmp_path / "ds" / "_manifests").is_dir()
+    assert profaudit.load(url).ids == profaudit.load(files, parallel=False).ids
+    assert profaudit.scan(url, "samples").collect().height == 40
