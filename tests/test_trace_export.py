@@ -166,3 +166,40 @@ def test_bad_input_is_one_line(cli, tmp_path):
     bad.write_text("{not json")
     assert_one_line_error(cli("export-trace", bad, "-o", tmp_path / "t.json"))
     assert cli("export-trace", bad).code == 2  # -o is required
+
+
+@pytest.mark.corpus
+def test_rocprof_trace_against_its_own_json(tmp_path):
+    """rocprof's own Chrome trace: the kernels are its GPU process's complete events."""
+    import profaudit
+
+    src = corpus_file("chrome-trace", "rocprof_rome_mm_hsa")
+    write_chrome_trace(profaudit.load(str(src)), tmp_path / "t.json")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    raw = json.loads(src.read_text())["traceEvents"]
+    gpu_pid = next(str(e["pid"]) for e in raw if e.get("ph") == "M" and e.get("name") == "process_name" and e["args"]["name"].startswith("GPU"))
+    kern = [e for e in raw if e.get("ph") == "X" and str(e.get("pid")) == gpu_pid]
+    k = events(doc, "X", "kernel")
+    assert len(k) == len(kern) == 3
+    # rocprof's `dur` is truncated to whole microseconds; its args carry the exact nanoseconds
+    assert sorted(e["dur"] for e in k) == pytest.approx(sorted(int(e["args"]["DurationNs"]) / 1e3 for e in kern), abs=1e-3)
+    ts = sorted(e["ts"] for e in k)
+    begins = [int(e["args"]["BeginNs"]) for e in kern]
+    assert (ts[-1] - ts[0]) * 1e3 == pytest.approx(max(begins) - min(begins), abs=1)
+
+
+@pytest.mark.corpus
+def test_xla_xplane_counts_and_durations(tmp_path, cli):
+    import profaudit
+
+    src = corpus_file("xplane", "jax_conv_minimal_legacy")
+    assert cli("export-trace", src, "-o", tmp_path / "t.json.gz").code == 0
+    doc = json.loads(gzip.decompress((tmp_path / "t.json.gz").read_bytes()))
+    ps = profaudit.load(str(src))
+    for table, cat in (("kernels", "kernel"), ("transfers", "transfer")):
+        t = ps.table(table)
+        ev = events(doc, "X", cat)
+        assert len(ev) == t.height > 0
+        assert sum(e["dur"] for e in ev) * 1e3 == pytest.approx(float(t["duration_ns"].sum()), abs=len(ev))
+    assert len(events(doc, "C")) == ps.counters.filter(pl.col("value").is_finite()).height
+    assert doc["otherData"]["counts"]["ranges"] == ps.ranges.height
