@@ -56,6 +56,7 @@ from profaudit.parsers.base import (
 
 from profaudit.errors import InputError
 from profaudit.parsers import jsonshape
+from profaudit.parsers.completeness import mark_incomplete
 from profaudit.samples import ns_per
 
 # `==1234== text`, or `======== text` (nvprof -i); ncu's `==PROF==` is not nvprof's
@@ -554,6 +555,11 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
         if any("no kernels were profiled" in (n or "").lower() for n in info.get("stray", [])):
             raise InputError(path, "nvprof output without a table: no kernels were profiled")
         raise InputError(path, "no nvprof CSV table in this file (no trace, summary or metrics header)")
+    # nvprof prints a table only when it has rows: a header with none is a file cut after it
+    # (loading it would give an empty profile without a word)
+    if not any(t.lines for t in tables):
+        raise InputError(path, f"truncated nvprof output: the {tables[0].layout.replace('_', ' ')} table at line {tables[0].lineno} has a header and no rows")
+    cut_table = tables[-1] if not tables[-1].lines else None
 
     kernels: list[pl.DataFrame] = []
     transfers: list[pl.DataFrame] = []
@@ -656,6 +662,8 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
     if groups and not kernels:
         md["kernels_note"] = "one kernels row per kernel: metrics averaged over its invocations (nvprof --metrics), no duration"
     apply_device_option(tables_out, md, device)
+    if cut_table is not None:
+        mark_incomplete(md, f"the last table (line {cut_table.lineno}) has a header and no rows: the file was probably cut there")
     return new_profile(path, parser, tables_out, md)
 
 

@@ -170,3 +170,14 @@ def test_neuron_json_list_where_a_name_belongs(tmp_path):
     f.write_text(json.dumps(doc))
     p = next(iter(profaudit.load(f)))  # kept as its JSON text, not a cast failure
     assert p.kernels.height == len(doc["instruction"])
+
+
+def test_nvprof_cut_in_or_after_its_header(tmp_path, cli):
+    from tests.test_nvprof_csv import TRACE_WITH_API
+
+    lines = TRACE_WITH_API.splitlines(keepends=True)
+    f = tmp_path / "trace.csv"
+    f.write_text("".join(lines[:3]))  # banner, header, units row: no rows
+    assert_one_line_error(cli("kernels", f), "truncated nvprof output: the trace table at line 2 has a header and no rows")
+    f.write_text("".join(lines[:2]) + lines[2][:5])  # cut inside the units row: a row too short
+    assert_one_line_error(cli("kernels", f), "malformed nvprof trace (line 2)")
