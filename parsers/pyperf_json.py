@@ -122,6 +122,8 @@ class PyperfParser:
                 m = _merged(bmeta, r.get("metadata"))
                 loops, inner = _int(m.get("loops")), _int(m.get("inner_loops", 1))
                 values, warmups = r.get("values") or [], r.get("warmups") or []
+                if not isinstance(values, list) or not isinstance(warmups, list):
+                    raise InputError(path, f"benchmark {name!r}: run {ri} 'values' and 'warmups' must be lists")
                 for wi, w in enumerate(warmups):
                     if not (isinstance(w, list) and len(w) == 2 and all(isinstance(x, (int, float)) for x in w)):
                         raise InputError(path, f"benchmark {name!r}: run {ri} warmup {wi} is not a [loops, value] pair")

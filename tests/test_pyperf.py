@@ -104,6 +104,7 @@ def test_pyperf_gzip_and_hand_built_file(tmp_path):
     ('{"benchmarks": [{"runs": [{"values": ["fast"]}], "metadata": {"name": "x"}}], "version": "1.0"}', "value 0 is not a number"),
     ('{"benchmarks": [{"runs": [{"values": [1024]}], "metadata": {"name": "m", "unit": "byte"}}], "version": "1.0"}', "non-time unit (m: byte)"),
     ('{"benchmarks": [{"runs": [{"warmups": [[1]], "values": [1e-6]}]}], "version": "1.0"}', "not a [loops, value] pair"),
+    ('{"benchmarks": [{"runs": [{"values": 12}]}], "version": "1.0"}', "'values' and 'warmups' must be lists"),
 ])
 def test_bad_pyperf_files_fail_in_one_line(tmp_path, cli, text, needle):
     p = tmp_path / "bad.json"
