@@ -592,10 +592,15 @@ def claim_from_paths(
     candidate_variant: str | None = None,
     time_column: str | None = None,
     time_unit: str | None = None,
+    baseline_select: Mapping[str, Any] | None = None,
+    candidate_select: Mapping[str, Any] | None = None,
 ) -> Claim:
-    """The `--baseline A --candidate B [--claimed X]` form: a claim without a claim file."""
+    """The `--baseline A --candidate B [--claimed X]` form: a claim without a claim file.
+
+    `baseline_select` / `candidate_select` choose per side what a claim file's side keys choose
+    (`benchmark`, `variant`, `params`, `kernel`); they override the shared `benchmark`."""
     sides = []
-    for role, paths, meta, variant in (("baseline", baseline, baseline_meta, baseline_variant), ("candidate", candidate, candidate_meta, candidate_variant)):
+    for role, paths, meta, variant, chosen in (("baseline", baseline, baseline_meta, baseline_variant, baseline_select), ("candidate", candidate, candidate_meta, candidate_variant, candidate_select)):
         spec: dict[str, Any] = {"timings": [str(x) for x in paths] if isinstance(paths, (list, tuple)) else str(paths)}
         if meta:
             spec["meta"] = dict(meta)
@@ -607,6 +612,7 @@ def claim_from_paths(
             spec["time_column"] = time_column
         if time_unit:
             spec["time_unit"] = time_unit
+        spec.update({k: v for k, v in (chosen or {}).items() if v is not None and v != {}})
         sides.append(load_side(spec, role, Path.cwd(), None, device=device))
     speedup = parse_speedup(claimed, "--claimed", None) if claimed is not None else None
     return Claim(

@@ -18,6 +18,14 @@ from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 FORMATS = ("text", "markdown", "html", "json")
 
 
+def _side_select(benchmark: str | None, shared: list[str] | None, own: list[str] | None, kernel: str | None, flag: str) -> dict:
+    """One side's choice of benchmark, parameters and kernels, as a claim file's side keys."""
+    from profaudit.samples import parse_scalar
+
+    params = {**key_values(shared, "--params", parse_scalar), **key_values(own, flag, parse_scalar)}
+    return {"benchmark": benchmark, "params": params or None, "kernel": kernel}
+
+
 def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit_cmd(
@@ -30,6 +38,13 @@ def register(app: typer.Typer) -> None:
         benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Benchmark to take from logs that hold several."),
         baseline_variant: Optional[str] = typer.Option(None, "--baseline-variant", help="Variant (log column) that is the baseline."),
         candidate_variant: Optional[str] = typer.Option(None, "--candidate-variant", help="Variant (log column) that is the candidate."),
+        baseline_benchmark: Optional[str] = typer.Option(None, "--baseline-benchmark", help="Benchmark the baseline side takes (when the sides time differently named benchmarks)."),
+        candidate_benchmark: Optional[str] = typer.Option(None, "--candidate-benchmark", help="Benchmark the candidate side takes."),
+        params: Optional[List[str]] = typer.Option(None, "--params", help="Parameter set of both sides, KEY=VALUE (repeatable; e.g. 'Axis Size=1024')."),
+        baseline_params: Optional[List[str]] = typer.Option(None, "--baseline-params", help="Parameter KEY=VALUE of the baseline side only (repeatable; added to --params)."),
+        candidate_params: Optional[List[str]] = typer.Option(None, "--candidate-params", help="Parameter KEY=VALUE of the candidate side only (repeatable; added to --params)."),
+        baseline_kernel: Optional[str] = typer.Option(None, "--baseline-kernel", help="Regular expression choosing the baseline's kernels (profiles as sides)."),
+        candidate_kernel: Optional[str] = typer.Option(None, "--candidate-kernel", help="Regular expression choosing the candidate's kernels."),
         baseline_meta: Optional[List[str]] = typer.Option(None, "--baseline-meta", help="Baseline fact KEY=VALUE (meta keys as in claim files; repeatable)."),
         candidate_meta: Optional[List[str]] = typer.Option(None, "--candidate-meta", help="Candidate fact KEY=VALUE (repeatable)."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
@@ -70,8 +85,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError("give a claim file or --baseline/--candidate, not both")
         if claim is None and not (baseline and candidate):
             raise UsageError("give a claim file, or both --baseline and --candidate")
-        if claim is not None and any(v is not None for v in (claimed, statistic, benchmark, baseline_variant, candidate_variant, time_column, time_unit)) :
-            raise UsageError("--claimed, --statistic, --benchmark, --*-variant and --time-* go with --baseline/--candidate; a claim file says these itself")
+        per_side = (baseline_benchmark, candidate_benchmark, params, baseline_params, candidate_params, baseline_kernel, candidate_kernel)
+        if claim is not None and any(v is not None for v in (claimed, statistic, benchmark, baseline_variant, candidate_variant, time_column, time_unit, *per_side)):
+            raise UsageError("--claimed, --statistic, --benchmark, --*-variant, --*-benchmark, --*params, --*-kernel and --time-* go with --baseline/--candidate; a claim file says these itself")
         err = stderr_console()
         with err.status("auditing", spinner="dots") if err.is_terminal else contextlib.nullcontext():
             if claim is not None:
@@ -90,6 +106,8 @@ def register(app: typer.Typer) -> None:
                     candidate_variant=candidate_variant,
                     time_column=time_column,
                     time_unit=time_unit,
+                    baseline_select=_side_select(baseline_benchmark, params, baseline_params, baseline_kernel, "--baseline-params"),
+                    candidate_select=_side_select(candidate_benchmark, params, candidate_params, candidate_kernel, "--candidate-params"),
                 )
             report = audit(c, select=select, ignore=ignore)
         if fmt == "text" and output is None:
