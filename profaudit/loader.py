@@ -134,6 +134,11 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         raise InputError(path, f"out of memory while reading as {parser.name}") from None
     except RecursionError:
         raise InputError(path, f"nested too deeply to read as {parser.name}") from None
+    except UnicodeError as exc:
+        # undecodable bytes, or JSON's "\ud800" escape (a lone surrogate: a string no UTF-8 file,
+        # table or terminal can hold) anywhere in a value
+        what = "a lone surrogate (\\ud800-\\udfff escape)" if "surrogate" in str(exc) else getattr(exc, "reason", "invalid bytes")
+        raise InputError(path, f"holds text that is not valid Unicode: {what}") from None
     except Exception as exc:  # a parser bug or an unforeseen corruption: still one line
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UnexpectedReadError(path, f"cannot read as {parser.name}: {type(exc).__name__}: {msg}") from None

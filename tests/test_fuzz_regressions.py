@@ -181,3 +181,9 @@ def test_nvprof_cut_in_or_after_its_header(tmp_path, cli):
     assert_one_line_error(cli("kernels", f), "truncated nvprof output: the trace table at line 2 has a header and no rows")
     f.write_text("".join(lines[:2]) + lines[2][:5])  # cut inside the units row: a row too short
     assert_one_line_error(cli("kernels", f), "malformed nvprof trace (line 2)")
+
+
+def test_lone_surrogate_anywhere_is_a_deliberate_line(tmp_path):
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(_gbench(iterations="\ud800")))
+    _refused(f, "holds text that is not valid Unicode: a lone surrogate")
