@@ -434,3 +434,15 @@ def test_a_first_call_orders_of_magnitude_longer_is_one_time_work(tmp_path):
     twin[0].range_ns = 160_000  # 1.5x the typical call: a cold cache, not a compile
     b2 = traced(tmp_path, "baseline", 100_000, twin)
     assert [x.status for x in _pa(audit(tclaim(b2, c, statistic="mean")), "PA102")] == [Status.PASS]
+
+
+def test_back_to_back_calls_per_sample_read_from_the_trace(tmp_path):
+    # The candidate's log reports 50 us per call, but each of its timed ranges lasts 10 calls and
+    # holds 10 launches: every sample averages 10 back-to-back calls, the baseline's one.
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS), meta={"calls_per_sample": 1})
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)] * 10), seed=2, period_ns=800_000)
+    f = triggered(audit(tclaim(b, c)), "PA303")
+    assert f and "calls_per_sample" in f[0].message and "10" in f[0].message
+    # Fair twin: a launch-bound call whose range is 4x its device time but holds one launch.
+    c2 = traced(tmp_path, "candidate", 5_000, calls(20, [("tiny_kernel", 7, 5_000, 0)], range_ns=20_000), seed=2)
+    assert not triggered(audit(tclaim(b, c2, speedup=20.0)), "PA303")

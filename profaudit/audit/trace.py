@@ -90,13 +90,13 @@ def _named_ranges(se: "SideEvidence", key: str) -> pl.DataFrame | None:
     return r.sort("start_ns") if r.height else None
 
 
-def call_ranges(se: "SideEvidence") -> tuple[pl.DataFrame, str] | None:
-    """The NVTX ranges that each wrap one timed call (or one timing sample): `call_range`, else a
-    `timed_range` that occurs at least twice."""
+def call_ranges(se: "SideEvidence") -> tuple[pl.DataFrame, str, str] | None:
+    """The NVTX ranges that each wrap one timed call (or one timing sample), how they were found
+    and the meta key that names them: `call_range`, else a `timed_range` that occurs twice+."""
     for key in ("call_range", "timed_range"):
         r = _named_ranges(se, key)
         if r is not None and r.height >= 2:
-            return r, f"{r.height} NVTX ranges {se.get(key)!r}"
+            return r, f"{r.height} NVTX ranges {se.get(key)!r}", key
     return None
 
 
@@ -148,7 +148,7 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
     cr = call_ranges(se)
     if cr is None:
         return _whole_range(se, k)
-    ranges, how = cr
+    ranges, how, key = cr
     values, summed, foreign, main_only = [], [], 0.0, []
     streams = set()
     for rr, kk, idx in _assigned(se, k, ranges):
@@ -167,7 +167,15 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
             main_only.append(union_ns(ks[on], ke[on]))
             foreign += float((ke[m & ~on] - ks[m & ~on]).sum())
             streams.update(np.unique(stream[m]).tolist())
-    return CallTimes(np.asarray(values, dtype=np.float64), f"union of kernel intervals per call over all streams ({how})", np.asarray(summed), max(1, len(streams)), foreign, np.asarray(main_only))
+    per = 1.0
+    if key == "timed_range":
+        # timed ranges that each hold k back-to-back calls: a call costs 1/k of the range's work
+        k = se.get("calls_per_sample_traced") or se.get("calls_per_sample")
+        if isinstance(k, (int, float)) and k > 1:
+            per = float(k)
+            how += f", / {k:g} calls per range"
+    return CallTimes(np.asarray(values, dtype=np.float64) / per, f"union of kernel intervals per call over all streams ({how})", np.asarray(summed) / per, max(1, len(streams)), foreign / per, np.asarray(main_only) / per)
+
 
 
 def _whole_range(se: "SideEvidence", k: pl.DataFrame) -> CallTimes | None:
@@ -324,6 +332,27 @@ def matmul_kernels(se: "SideEvidence") -> list[str]:
     return [n for n in kernel_names(se) if MATMUL_NAME.search(n)]
 
 
+def _calls_per_timed_range(se: "SideEvidence") -> tuple[int, str] | None:
+    """Calls behind each timing sample when the trace has one timed range per sample: the range
+    lasts k per-call times (the log reports time per call) and holds at least k kernel launches.
+    Both are needed: a launch-bound call's range is longer than its device time for host reasons,
+    but it does not hold k launches for it. None when the trace cannot say."""
+    r = _named_ranges(se, "timed_range")
+    t = se.typical_time_ns()
+    k = _kernel_frame(se)
+    if r is None or r.height < 2 or not t or k is None:
+        return None
+    ratio = float(np.median((r["end_ns"] - r["start_ns"]).to_numpy())) / t
+    if ratio < 1.5:
+        return None  # a range of one call's length may wrap one call of a larger sample: no answer
+    ks = k["start_ns"].to_numpy()
+    launches = [int(((ks >= a) & (ks < b)).sum()) for a, b in zip(r["start_ns"].to_list(), r["end_ns"].to_list())]
+    n = int(round(ratio))
+    if float(np.median(launches)) >= n:
+        return n, f"attached trace: each {se.get('timed_range')!r} range lasts {ratio:.1f} per-call times and holds a median {np.median(launches):.0f} kernel launches"
+    return None
+
+
 def derive_facts(se: "SideEvidence") -> None:
     """Facts the trace records about how the side ran, under their own keys (the rules weigh them
     against the claim's meta): `cuda_graphs_traced` from graph against kernel launches, and
@@ -333,6 +362,11 @@ def derive_facts(se: "SideEvidence") -> None:
         if g or k:
             se.add("cuda_graphs_traced", g > 0, f"attached trace: {g} graph launches (cudaGraphLaunch/hipGraphLaunch), {k} kernel launches", "recorded")
     call, timed = se.get("call_range"), se.get("timed_range")
+    if not call or call == timed:
+        k = _calls_per_timed_range(se)
+        if k is not None:
+            se.add("calls_per_sample_traced", k[0], k[1], "recorded")
+        return
     if call and timed and call != timed:
         outer, inner = _named_ranges(se, "timed_range"), _named_ranges(se, "call_range")
         if outer is not None and inner is not None:

@@ -32,6 +32,7 @@ class MixedTimeSources(Rule):
     code = "PA106"
     name = "mixed-time-sources"
     severity = Severity.FAIL
+    trace_corrects = True
     pitfalls = ("P5",)
     needs = ("the time source of each side",)
     unknown_severity = Severity.WARN
