@@ -36,9 +36,11 @@ def is_dataset(path) -> bool:
     from profaudit.datastore import is_url, local_path, open_store
 
     if is_url(path):
+        # a missing fsspec backend (gcsfs, adlfs) is an InputError naming it: let it through
+        store = open_store(path)
         try:
-            return open_store(path).isfile(MARKER)
-        except Exception:  # an unreachable bucket or a missing fsspec backend: not ours to claim
+            return store.isfile(MARKER)
+        except Exception:  # an unreachable bucket: not ours to claim
             return False
     return (local_path(path) / MARKER).is_file()
 

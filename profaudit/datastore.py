@@ -110,10 +110,9 @@ class FsspecStore:
     def __init__(self, url: str, storage_options: dict | None = None):
         from profaudit.errors import require
 
-        fsspec = require("fsspec", "fleet", "datasets at URLs")
         self.url_root = url.rstrip("/")
         self.storage_options = dict(storage_options or {})
-        self.fs, self.root = fsspec.core.url_to_fs(self.url_root, **self.storage_options)
+        self.fs, self.root = url_to_fs(self.url_root, self.storage_options)
         self.root = self.root.rstrip("/")
         self.protocol = url.split("://", 1)[0]
 
@@ -180,6 +179,20 @@ class FsspecStore:
         return PyFileSystem(FSSpecHandler(self.fs))
 
 
+def url_to_fs(url: str, storage_options: dict | None = None):
+    """fsspec's (file system, path) for a URL; a protocol whose backend is not installed (gcsfs for
+    gs://, adlfs for abfs://) is one line naming the URL and what to install."""
+    from profaudit.errors import InputError, require
+
+    fsspec = require("fsspec", "fleet", "paths at URLs")
+    try:
+        return fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except ImportError as exc:
+        raise InputError(url, f"{exc}".strip().rstrip(".")) from None
+    except ValueError as exc:  # an unknown protocol
+        raise InputError(url, f"not a URL fsspec can open: {exc}") from None
+
+
 def open_store(target, storage_options: dict | None = None) -> LocalStore | FsspecStore:
     if isinstance(target, (LocalStore, FsspecStore)):
         return target
@@ -191,10 +204,7 @@ def open_store(target, storage_options: dict | None = None) -> LocalStore | Fssp
 def download(url: str, into: str | os.PathLike, storage_options: dict | None = None) -> Path:
     """Copy a remote file or folder to a local folder, keeping its name (profile ids derive from
     the name and the bytes, so a downloaded input gets the id the same file gets locally)."""
-    from profaudit.errors import require
-
-    fsspec = require("fsspec", "fleet", "inputs at URLs")
-    fs, p = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    fs, p = url_to_fs(url, storage_options)
     dest = Path(into) / posixpath.basename(p.rstrip("/"))
     if fs.isdir(p):
         fs.get(p.rstrip("/") + "/", str(dest), recursive=True)
@@ -234,12 +244,11 @@ def expand_url(raw: str) -> list[tuple[RemoteInput, bool]]:
     """What `raw` names: a profaudit dataset (one input), the files a glob matches, the files
     below a folder (found, not named: unrecognised ones are skipped), or one file."""
     from profaudit.dataset import is_dataset
-    from profaudit.errors import InputError, require
+    from profaudit.errors import InputError
 
-    fsspec = require("fsspec", "fleet", "inputs at URLs")
     protocol = raw.split("://", 1)[0]
+    fs, p = url_to_fs(raw)
     try:
-        fs, p = fsspec.core.url_to_fs(raw)
         if is_dataset(raw):
             return [(RemoteInput(raw.rstrip("/"), 0, True), True)]
         if any(ch in p for ch in "*?["):

@@ -163,3 +163,14 @@ def test_file_urls_are_local_paths(tmp_path, cli):
     assert (tmp_path / "ds" / "_manifests").is_dir()
     assert profaudit.load(url).ids == profaudit.load(files, parallel=False).ids
     assert profaudit.scan(url, "samples").collect().height == 40
+
+
+def test_urls_fsspec_cannot_open_are_one_line(cli):
+    from conftest import assert_one_line_error
+
+    assert_one_line_error(cli("kernels", "zzz://bucket/run.json"), "zzz://bucket/run.json: not a URL fsspec can open")
+    assert_one_line_error(cli("dataset", "info", "zzz://bucket/ds"), "zzz://bucket/ds")
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        assert_one_line_error(cli("ingest", "gs://bucket/runs/", "-o", "gs://bucket/ds"), "gcsfs")
