@@ -263,3 +263,81 @@ def test_blocking_kernel_before_each_block():
     # the next block's wait is sized from the measured enqueue time (bounded)
     timer.run([call] * 4, None)
     assert len(timer.blocking_ns) == 2 and 20_000 < timer.blocking_ns[1] <= 50e6
+
+
+class _FakeProfiler:
+    """jax.profiler as JaxTraceTimer uses it: annotations on a host line, the calls' kernels
+    on a device plane (a simulated clock in ns), one trace file per block."""
+
+    def __init__(self, device=True):
+        self.t = 1000.0
+        self.device = device
+        self.host_events: list = []
+        self.dev_events: list = []
+        prof = self
+
+        class TraceAnnotation:
+            def __init__(self, name):
+                self.name = name
+
+            def __enter__(self):
+                self.t0 = prof.t
+                prof.t += 500.0  # host launch latency: inside the annotation, outside the span
+
+            def __exit__(self, *a):
+                prof.t += 300.0
+                prof.host_events.append(types.SimpleNamespace(name=self.name, start_ns=self.t0, duration_ns=prof.t - self.t0))
+
+        class ProfileData:
+            @staticmethod
+            def from_file(path):
+                ev = types.SimpleNamespace
+                planes = [ev(name="/host:CPU", lines=[ev(name="python", events=list(prof.host_events))])]
+                if prof.device:
+                    planes.append(ev(name="/device:GPU:0", lines=[ev(name="Stream #13(Compute)", events=list(prof.dev_events))]))
+                return ev(planes=planes)
+
+        self.TraceAnnotation, self.ProfileData = TraceAnnotation, ProfileData
+
+    def kernel(self, ns):
+        self.dev_events.append(types.SimpleNamespace(name="fusion", start_ns=self.t, duration_ns=ns))
+        self.t += ns + 50.0
+
+    def start_trace(self, d):
+        self.host_events, self.dev_events = [], []
+        self._dir = d
+
+    def stop_trace(self):
+        import os
+
+        p = os.path.join(self._dir, "plugins", "profile", "run")
+        os.makedirs(p)
+        open(os.path.join(p, "host.xplane.pb"), "wb").close()
+
+
+def test_jax_device_time_from_the_trace():
+    from profaudit.bench.jax_timer import JaxTraceTimer
+
+    prof = _FakeProfiler()
+    timer = JaxTraceTimer(prof)
+
+    def call(ns):
+        return lambda: (prof.kernel(ns), prof.kernel(ns / 2))  # two kernels per call
+
+    flushes = []
+    starts, durs = timer.run([call(1000.0), call(4000.0)], lambda: (flushes.append(1), prof.kernel(9999.0)))
+    # each call's device span (first kernel start to last kernel end), never the host latency
+    # around it nor the flush kernel before it
+    assert durs == pytest.approx([1000.0 + 50.0 + 500.0, 4000.0 + 50.0 + 2000.0])
+    assert timer.time_source == "device_trace" and len(flushes) == 2 and starts[0] < starts[1]
+    assert timer.clock_ns > sum(durs)
+
+
+def test_jax_trace_without_device_events_falls_back_to_host_and_says_so():
+    from profaudit.bench.jax_timer import JaxTraceTimer
+
+    prof = _FakeProfiler(device=False)
+    timer = JaxTraceTimer(prof)
+    starts, durs = timer.run([lambda: prof.kernel(1000.0)], None)
+    assert timer.time_source == "host" and "no device events" in timer.fallback_reason
+    assert durs == pytest.approx([500.0 + 1050.0 + 300.0])  # the annotation's host span

@@ -205,6 +205,17 @@ class JaxBackend(Backend):
         c = self._costs.get(variant)
         return {"xla_cost_analysis": c} if c else {}
 
+    def timer(self):
+        """On a GPU, device time from the profiler trace (profaudit.bench.jax_timer) unless the
+        backend option device_timer=false; elsewhere the host clock around each blocked call."""
+        if self.platform == "gpu" and str(self.options.get("device_timer", True)).lower() not in ("false", "0", "no") and hasattr(self.jax.profiler, "ProfileData"):
+            if getattr(self, "_trace_timer", None) is None:
+                from profaudit.bench.jax_timer import JaxTraceTimer
+
+                self._trace_timer = JaxTraceTimer(self.jax.profiler)
+            return self._trace_timer
+        return super().timer()
+
     def sync(self) -> None:
         # every bound call blocks on its own outputs; nothing else is in flight
         return None

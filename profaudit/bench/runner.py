@@ -38,12 +38,14 @@ For each case (one point of a benchmark's sweep) and the variants chosen:
    against those after its own call or first in a block (Mann-Whitney): a significant order
    effect (a neighbour that changes its time) is recorded.
    Spot checks: `spot_checks` rounds, at random places among the blocks (a seeded stream the
-   code under test cannot see), are timed calls like the others but checked: the input set
-   they use gets new random values (in place), the outputs are poisoned with finite random
-   values (a kernel that works only when its output holds NaN, or returns a stale or memoised
-   result, fails), every variant's output is verified and its inputs compared with what was
-   drawn. A variant whose checked calls (new values) take over 3x the others (repeated
-   values) is memoising on input values and fails. Caught variants leave the rounds.
+   code under test cannot see), are timed calls like the others but checked: each variant runs
+   once on newly drawn values (written in place) and once, as a control, on the values the
+   timed calls used, in random order, each after the same host work; the outputs are poisoned
+   with finite random values (a kernel that works only when its output holds NaN, or returns
+   a stale result, fails), every output is verified and the inputs compared with what was
+   installed. A variant whose calls on new values take over 3x its controls (in 3/4 of the
+   pairs over 2x) is fast only on values it has seen (memoised) and fails. Caught variants
+   leave the rounds.
 5. Correctness after timing: the inputs must still hold what was drawn; the first input set is
    refilled *in place* with new random values (same buffers), the reference recomputed, and
    every variant checked again (NaN-poisoned): a kernel that returns a cached or stale result
@@ -486,7 +488,6 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     nxt = {n: 0 for n in live}
     iteration = {n: 0 for n in live}
     origin: list[float] = []
-    time_source = timer.time_source
     device_name = cres.info.get("device_name")
     # one seeded stream per (run, case) for the round order and for when spot checks happen:
     # reproducible, and unknowable to the code under test
@@ -527,7 +528,9 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 "timestamp_ns": float(st - origin[0]),
                 "phase": phase,
                 "cache_state": cache_state,
-                "time_source": time_source,
+                # the timer's own word at each block: a device timer that had to fall back to
+                # the host clock says so from then on (profaudit.bench.jax_timer)
+                "time_source": timer.time_source,
                 "device_name": device_name,
                 "calls_per_sample": 1,
             }
@@ -732,7 +735,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 why = f"during timing (spot check at timed iteration {it}): it wrote into its inputs after the checks before timing; every later timed call saw different data"
                 refill(s, f"spot{spots_done}-{n}-restore")
             elif not res.ok:
-                inputs = "fresh inputs" if what == "fresh" else "inputs seen once before"
+                inputs = "fresh inputs" if what == "fresh" else "the values the timed calls used"
                 why = f"during timing (spot check at timed iteration {it}, {inputs}, output poisoned): {res.message}"
             if why:
                 results[n].status, results[n].error = "correctness_failed", why
@@ -742,10 +745,12 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             return why is None
 
         def spot_round(rnd: int) -> int:
-            """One round of checked timed calls (module docstring, step 4): every variant on
-            freshly drawn values, then again on the same values (the control: the same host
-            work before it, values it has seen), so that a variant fast only on repeated
-            values shows as the difference between the two."""
+            """One round of checked timed calls (module docstring, step 4). Each variant gets
+            two: one on newly drawn values and a control on the values the timed calls have
+            been using, in a random order of the two, each right after the same host work
+            (values installed, reference computed, output poisoned): a variant fast only on
+            values it has seen shows as the difference between the two, while a slowdown from
+            the host work itself (a GPU or thread pool idling) hits both alike."""
             nonlocal spots_done
             inputs_intact(group, f"before spot check {spots_done + 1}")
             for n in [n for n in group if n in caught]:
@@ -754,23 +759,17 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 return rnd
             names = order(rnd, group)
             s = int(spot_rng.integers(n_sets))
-            refill(s, f"spot{spots_done}")
-            ref = ref_of(sets[s])
-            drawn = snapshots[s]
+            seen = snapshots[s]  # what the timed calls ran on
             for n in names:
-                if n not in group:
-                    continue
-                if b.mutates_inputs:
-                    restore(s, drawn)  # the variant before it wrote into them, as declared
-                if not checked_timed_call(n, s, ref, "fresh"):
-                    ref = ref_of(sets[s])  # its inputs were restored with new values
-                    drawn = snapshots[s]
-            for n in names:
-                if n not in group:
-                    continue
-                restore(s, drawn)
-                if not checked_timed_call(n, s, ref_of(sets[s]), "control"):
-                    continue
+                for what in (("fresh", "control") if spot_rng.random() < 0.5 else ("control", "fresh")):
+                    if n not in group:
+                        break
+                    if what == "fresh":
+                        refill(s, f"spot{spots_done}-{n}")
+                    else:
+                        restore(s, seen)
+                    checked_timed_call(n, s, ref_of(sets[s]), what)
+            restore(s, seen)
             spots_done += 1
             return rnd + 1
 
@@ -903,6 +902,9 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         r.correctness["checked"] = "both" if res.ok and r.status == "ok" else "before_timing"
         r.correctness["spot_checks"] = spot_info[n]["checks"]
         r.correctness["spot_check_iterations"] = spot_info[n]["iterations"]
+        # the memoisation test's evidence: checked calls on new values, controls on the same values
+        r.correctness["spot_check_durations_ns"] = spot_info[n]["durations_ns"]
+        r.correctness["control_durations_ns"] = spot_info[n]["control_durations_ns"]
     order_effects = {n: _order_effect(measured.get(n, []), position.get(n, [])) for n in live} if opts.interleave and len(live) > 1 else {}
 
     # ---------------------------------------------------------------- per-variant facts
@@ -916,7 +918,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         input_bytes_per_set=int(in_bytes),
         rotation_covers_cache=rotation_covers if cache_mode == "rotate" else None,
         dtype=dtype,
-        time_source=time_source,
+        time_source=timer.time_source,
         telemetry_before=before,
         interleaved=bool(opts.interleave and len(live) > 1),
     )
@@ -959,6 +961,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "nondeterministic_tolerance": list(v.nondeterministic) if v.nondeterministic is not None else None,
             "order_randomised": bool(opts.interleave and opts.randomise_order and len(live) > 1),
             "order_effect": order_effects.get(n),
+            "timer_fallback": getattr(timer, "fallback_reason", None),
             "telemetry_sampling": f"background thread every {opts.telemetry_interval_s * 1e3:g} ms during each timed block ({tele_blocks['samples']} readings over {tele_blocks['blocks']} blocks)" if tele is not None else None,
             "thermal_cooldown": {"below_c": opts.cooldown_c, "waits": thermal["waits"], "seconds": round(thermal["seconds"], 3)} if opts.cooldown_c is not None else None,
         }
@@ -979,7 +982,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "op": case.value(b.op),
             "calls_per_sample": 1,
             "synchronized": True,
-            "time_source": time_source,
+            "time_source": timer.time_source,
             **{k: v2 for k, v2 in before.items()},
             **{k: v2 for k, v2 in facts.items() if v2 is not None},
         }
