@@ -109,6 +109,10 @@ class _Runner:
                  backend: str = "numpy", params: Any = None, name: str | None = None, **bench_kwargs: Any) -> dict | list[dict]:
         from profaudit.bench.spec import Benchmark
 
+        if hasattr(self.config, "workerinput"):
+            # pytest-xdist workers run tests side by side: every timing would include the others'
+            # load (FAIRNESS P13), and each worker would gate on a part of the run
+            pytest.skip("profaudit_bench does not time under pytest-xdist workers: run benchmarks with -p no:xdist (or -n 0)")
         if isinstance(fn, Benchmark):
             bench = fn
         else:

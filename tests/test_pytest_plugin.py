@@ -106,3 +106,11 @@ def test_entry_point_is_declared():
 
     doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert doc["project"]["entry-points"]["pytest11"]["profaudit"] == "profaudit.pytest_plugin"
+
+
+def test_not_timed_under_xdist_workers(pytester):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_k=FAST)
+    r = pytester.runpytest_subprocess(*_plugin_args(), *BUDGET, "-n", "1", "-rs")
+    r.assert_outcomes(skipped=1)
+    r.stdout.fnmatch_lines(["*does not time under pytest-xdist workers*"])
