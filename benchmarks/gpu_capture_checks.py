@@ -56,6 +56,8 @@ def main(out: Path) -> int:
                 check(f"{who}: spot checks on the device", meta.get("spot_checks") == 8 and meta.get("correctness_checked") == "both", f"{meta.get('spot_checks')} / {meta.get('correctness_checked')}")
                 if meta.get("bench", {}).get("cache", {}).get("cache_mode") == "cold":
                     check(f"{who}: L2 flush", meta.get("l2_flush") is True and (meta["bench"]["cache"].get("flush_bytes") or 0) >= 2 * (meta["bench"]["cache"].get("cache_bytes") or 1), str(meta["bench"]["cache"]))
+                if backend == "jax":
+                    check(f"{who}: JAX timed on the device", meta.get("time_source") == "device_trace", f"{meta.get('time_source')}; {meta.get('timer_fallback')}")
                 if v == "jax_eager":
                     check(f"{who}: really eager", meta.get("compile_mode") == "eager" and "xla_cost_analysis" not in meta, str(meta.get("compile_mode")))
     tiny = medians.get(("gpu_tiny_add", "torch")), medians.get(("gpu_tiny_add", "torch_graph"))

@@ -32,7 +32,9 @@ standard error of the median asked for) and `noise_target_met` (bool), `rel_se_m
 absent with `rel_se_note` saying why when the samples are too few to estimate it),
 `minimums_met` and `stopped_short` (bool: the warm-up-call and sample minimums were, or were
 not, reached), `timing_method` (per_call, per_call_behind_blocking_kernel, cuda_graph),
-`telemetry_sampling` (str: how the per-row clocks/temperature/power were read: in a background
+`timer_fallback` (str: why a device timer fell back to the host clock, e.g. a JAX trace
+without device events; `time_source` then says host), `telemetry_sampling` (str: how the per-row
+clocks/temperature/power were read: in a background
 thread during each timed block, worst value of the block), `thermal_cooldown` ({below_c, waits,
 seconds}: waits for the GPU to cool before blocks), `spot_checks` (int: timed
 calls poisoned and verified on new input values), `determinism_checked` (bool),
