@@ -55,11 +55,17 @@ def make_run(
     dtype: str = "Float",
     seed: int = 0,
     whole_us: bool = False,
+    groups: int = 1,
 ) -> tuple[list[dict], Truth]:
     """`whole_us=True` puts every time on whole microseconds, as Kineto wrote them before 2024 (and
-    as Holistic Trace Analysis rounds them), so that HTA's numbers can be compared exactly."""
+    as Holistic Trace Analysis rounds them), so that HTA's numbers can be compared exactly.
+    `groups` splits the ranks into that many process groups of consecutive ranks (pipeline stages
+    that share no collective), each group running its own all-reduces."""
     rng = np.random.default_rng(seed)
     q = 1000 if whole_us else 1
+    size = world_size // groups
+    group_of = [min(r // size, groups - 1) for r in range(world_size)]
+    group_members = [[r for r in range(world_size) if group_of[r] == g] for g in range(groups)]
     truth = Truth(late_rank=late_rank, late_ns=late_ns if late_rank is not None else 0)
     offsets = offsets_ns if offsets_ns is not None else {r: (r // ranks_per_host) * 3_000_000 + 1_000 * r for r in range(world_size)}
     truth.offsets_ns = {r: int(offsets.get(r, 0)) for r in range(world_size)}
@@ -99,10 +105,15 @@ def make_run(
                 arrivals.append(arr)
             nbytes = nelems * DTYPE_SIZE[dtype]
             xfer = int(nbytes / 50.0) // q * q  # 50 bytes/ns = 50 GB/s algorithm bandwidth once all arrived
-            end = max(arrivals) + xfer
-            truth.calls.append({"step": s, "index": len(truth.calls), "nelems": nelems, "dtype": dtype, "end_true_ns": end,
-                                "last_rank": int(np.argmax(arrivals)), "arrivals": arrivals, "transfer_ns": xfer})
-            comm_rows.append((arrivals, end, nelems))
+            ends = [0] * world_size
+            for members in group_members:
+                end = max(arrivals[r] for r in members) + xfer  # every member leaves together
+                for r in members:
+                    ends[r] = end
+                sub = [arrivals[r] for r in members]
+                truth.calls.append({"step": s, "index": len(truth.calls), "nelems": nelems, "dtype": dtype, "end_true_ns": end,
+                                    "last_rank": members[int(np.argmax(sub))], "arrivals": sub, "ranks": members, "transfer_ns": xfer})
+            comm_rows.append((arrivals, ends, nelems))
         for r in range(world_size):
             st = state[r]
 
@@ -111,7 +122,8 @@ def make_run(
                 return _us(true_ns)
 
             ks = per_rank_kernels[r]
-            comm_here = [(arr[r], end, n) for arr, end, n in comm_rows]
+            comm_here = [(arr[r], ends[r], n) for arr, ends, n in comm_rows]
+            members = group_members[group_of[r]]
             gpu_end = max([k[1] for k in ks] + [e for _, e, _ in comm_here])
             host_step_end = gpu_end + 5_000
             step_end_true = max(step_end_true, host_step_end)
@@ -153,9 +165,10 @@ def make_run(
                 corr = st["corr"]
                 st["ext"] += 2
                 st["corr"] += 1
-                cargs = {"Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems, "Group size": world_size,
-                         "dtype": dtype, "In split size": "[]", "Out split size": "[]", "Process Group Name": "0",
-                         "Process Group Description": "default_pg", "Process Group Ranks": str(list(range(world_size)))}
+                cargs = {"Collective name": "allreduce", "In msg nelems": nelems, "Out msg nelems": nelems, "Group size": len(members),
+                         "dtype": dtype, "In split size": "[]", "Out split size": "[]", "Process Group Name": str(group_of[r]),
+                         "Process Group Description": "default_pg" if groups == 1 else f"stage_{group_of[r]}",
+                         "Process Group Ranks": str(members)}
                 ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": pid, "tid": tid, "ts": rel(launch - 1_500),
                            "dur": 3.0, "args": {"External id": ext, "Record function id": 0, **cargs, "Rank": r, "Ev Idx": len(ev)}})
                 ev.append({"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": pid, "tid": tid, "ts": rel(launch - 1_000),

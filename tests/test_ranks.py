@@ -430,3 +430,20 @@ def test_a_timing_log_beside_the_traces_is_no_rank(tmp_path):
     (tmp_path / "times.csv").write_text("benchmark,time_ms\nstep,1.5\nstep,1.6\n")
     run = load_run(tmp_path, parallel=False)
     assert len(run.profiles) == 3 and run.ranks["rank"].to_list() == [0, 1]
+
+
+def test_stages_sharing_no_collective_keep_their_own_reference(tmp_path):
+    # two pipeline stages on four hosts: ranks 0-1 and 2-3 each all-reduce among themselves only
+    offsets = {0: 0, 1: 5_000, 2: 2_000_000, 3: 2_070_000}
+    docs, truth = make_run(world_size=4, steps=2, ranks_per_host=1, groups=2, late_rank=3, offsets_ns=offsets, seed=81)
+    write_run(tmp_path, docs)
+    run = load_run(tmp_path, parallel=False)
+    r = run.ranks
+    assert r["clock_method"].to_list() == ["collective_end", "collective_end", "trace_clock", "collective_end"]
+    # rank 1 against rank 0, rank 3 against rank 2 (whose recorded clock is kept: nothing ties it to rank 0)
+    assert r["clock_offset_ns"].to_list() == [0, 5_000, 0, 70_000]
+    assert r["clock_offset_error_ns"].to_list() == [0.0, 0.0, None, 0.0]
+    calls = run.calls
+    assert set(calls["process_group"]) == {"0", "1"} and calls["ranks"].to_list() == [2] * calls.height
+    late = calls.filter(pl.col("process_group") == "1")["last_rank"].unique().to_list()
+    assert late == [3] and calls.filter(pl.col("process_group") == "0")["end_spread_ns"].to_list() == [0] * (calls.height // 2)

@@ -160,7 +160,9 @@ def align_clocks(ident: pl.DataFrame, coll: pl.DataFrame, method: str, n_profile
         for r in sorted(ranks):
             if r in offsets:
                 continue
-            offsets[r], errors[r], methods[r] = 0, None, "collective_end"  # the reference of its component
+            # the reference of its component: the global reference, or a rank sharing no synchronising
+            # collective with it (pipeline stages), whose recorded clock is kept as it is
+            offsets[r], errors[r], methods[r] = 0, None, "collective_end" if r == min(ranks) else "trace_clock"
             changed = True
             while changed:
                 changed = False
