@@ -231,7 +231,7 @@ def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
         try:
             df = pl.read_parquet(io.BytesIO(store.read_bytes(f["path"]))) if store.remote else pl.read_parquet(store.path(f["path"]))
         except FileNotFoundError:
-            raise InputError(store.url(f["path"]), "part file listed in its batch manifest is missing") from None
+            raise _MissingPart(store.url(f["path"]), "part file listed in its batch manifest is missing") from None
         except Exception as exc:  # polars raises several error types for damaged files
             raise InputError(store.url(f["path"]), f"unreadable Parquet part: {exc}") from None
         gone = snap.superseded(batch)
@@ -249,7 +249,20 @@ def _metadata_dict(row: dict) -> dict:
     return md
 
 
+class _MissingPart(InputError):
+    """A part file a manifest lists is gone: a compaction finished between our listing and our read."""
+
+
 def read(store) -> ProfileSet:
+    """Every live profile. A compaction that removes files while we read makes us list the
+    manifests again once (its new batch holds the same rows); a file still missing is an error."""
+    try:
+        return _read(store)
+    except _MissingPart:
+        return _read(store)
+
+
+def _read(store) -> ProfileSet:
     snap = snapshot(store)
     ids = snap.ids
     per_table = {}

@@ -219,3 +219,31 @@ def test_readme_one_liners_read_the_dataset_as_it_is(tmp_path):
     got_pl = dict(results[1].select("profile_id", "duration_ns").iter_rows())
     got_dd = results[2].to_dict()
     assert got_duck == want and got_pl == want and got_dd == want
+
+
+def test_a_read_racing_a_compaction_lists_again(tmp_path, monkeypatch):
+    ds = write_dataset(ProfileSet([_profile("a", 2)]), tmp_path / "ds")
+    write_dataset(ProfileSet([_profile("b", 1)]), ds)
+    real_snapshot = v2.snapshot
+    calls = []
+
+    def stale_then_fresh(store):
+        # the first listing is taken, then a compaction replaces every file before the read
+        snap = real_snapshot(store)
+        calls.append(1)
+        if len(calls) == 1:
+            monkeypatch.setattr(v2, "snapshot", real_snapshot)  # compaction lists for itself
+            compact_dataset(ds)
+            monkeypatch.setattr(v2, "snapshot", stale_then_fresh)
+        return snap
+
+    monkeypatch.setattr(v2, "snapshot", stale_then_fresh)
+    back = v2.read(open_store(ds))
+    assert back.ids == ["a", "b"] and len(calls) == 2
+    assert back.kernels.height == 3
+    (ds / "_manifests").joinpath("20990101T000000000000-00000000.json").write_text(
+        json.dumps({"batch": "20990101T000000000000-00000000", "profiles": [{"profile_id": "z"}], "files": [{"table": "kernels", "path": "kernels/batch=x/gone.parquet", "rows": 1, "bytes": 1}]})
+    )
+    monkeypatch.setattr(v2, "snapshot", real_snapshot)
+    with pytest.raises(profaudit.InputError, match="gone.parquet: part file listed in its batch manifest is missing"):
+        read_dataset(ds)
