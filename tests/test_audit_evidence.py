@@ -446,3 +446,27 @@ def test_back_to_back_calls_per_sample_read_from_the_trace(tmp_path):
     # Fair twin: a launch-bound call whose range is 4x its device time but holds one launch.
     c2 = traced(tmp_path, "candidate", 5_000, calls(20, [("tiny_kernel", 7, 5_000, 0)], range_ns=20_000), seed=2)
     assert not triggered(audit(tclaim(b, c2, speedup=20.0)), "PA303")
+
+
+def test_claim_file_with_nsys_exports_end_to_end(tmp_path, cli):
+    # A claim as a reviewer receives it: CSV timings plus an nsys SQLite export per side. The
+    # candidate's events miss a helper thread's kernel; the JSON report carries the correction.
+    rng = np.random.default_rng(3)
+    for role, med in (("baseline", 100.0), ("candidate", 30.0)):
+        t = rng.lognormal(np.log(med), 0.02, 60)
+        (tmp_path / f"{role}.csv").write_text("iteration,time_us\n" + "\n".join(f"{i},{v:.4f}" for i, v in enumerate(t)) + "\n")
+    nsys_sqlite(tmp_path / "baseline.sqlite", calls(20, BASE_CALLS))
+    nsys_sqlite(tmp_path / "candidate.sqlite", calls(20, [("fused_kernel", 7, 30_000, 0)], helper=[("helper_kernel", 14, 50_000)]))
+    meta = "{dtype: bf16, time_source: cuda_events, timed_range: call, profiled_calls: 20}"
+    (tmp_path / "claim.yaml").write_text(
+        f"claim: fused kernel is 3.3x faster\nspeedup: 3.3\nstatistic: median\ndevice: NVIDIA H100 80GB HBM3\n"
+        f"baseline: {{timings: baseline.csv, profile: baseline.sqlite, meta: {meta}}}\n"
+        f"candidate: {{timings: candidate.csv, profile: candidate.sqlite, meta: {meta}}}\n"
+    )
+    res = cli("audit", str(tmp_path / "claim.yaml"), "--format", "json")
+    d = json.loads(res.out)
+    assert res.code == 1 and d["verdict"] == "FAIL"
+    sup = d["supported_speedup"]
+    assert sup["status"] == "corrected" and any(e.startswith("PA105") for e in sup["corrected_by"])
+    assert sup["estimate"] == pytest.approx(100 / 50.3, rel=0.02)
+    assert d["coverage"]["line"].split(" of ")[1].startswith("35 rules could check")
