@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
 
         check_fail_on(fail_on)
         parse_slowdown(max_slowdown)
-        check_mode(plotlyjs, output if fmt == "html" else None)
+        check_mode(plotlyjs, output, needs_file=fmt == "html")
         sides = []
         for role, path in (("baseline", baseline), ("candidate", candidate)):
             sides.append(Side(role, path, load_with_progress([path], device=device, time_column=time_column, time_unit=time_unit, nsys=nsys)))
