@@ -36,6 +36,9 @@ class ClaimEntry:
     path: Path
     label: str
     origin: str  # CLI or "upload"
+    # named on the command line itself (not found in a given folder, not uploaded): the user chose
+    # this claim, so the files it names are theirs to audit wherever they lie
+    trusted: bool = False
 
 
 class DashboardState:
@@ -87,14 +90,17 @@ class DashboardState:
 
         profile_args: list[str] = []
         claim_files: list[Path] = []
+        named: list[Path] = []
         for raw in self.paths:
             p = Path(raw)
             if p.is_file() and looks_like_claim(p):
-                claim_files.append(p)
+                named.append(p)
                 continue
             profile_args.append(raw)
             if p.is_dir() or any(ch in raw for ch in "*?["):
                 claim_files += [f for f, _ in expand([raw]) if f.is_file() and self.policy.allows(f) and looks_like_claim(f)]
+        for c in named:
+            self._add_claim(c, CLI, trusted=True)
         for c in claim_files:
             self._add_claim(c, CLI)
         if not profile_args:
@@ -122,7 +128,7 @@ class DashboardState:
         self.skipped.extend(ps.skipped)
         self._changed()
 
-    def _add_claim(self, path: Path, origin: str) -> ClaimEntry:
+    def _add_claim(self, path: Path, origin: str, trusted: bool = False) -> ClaimEntry:
         with self.lock:
             rp = path.resolve()
             for e in self.claims.values():
@@ -130,7 +136,7 @@ class DashboardState:
                     return e
             cid = f"claim-{len(self.claims)}"
             label = self._cli_label(path) if origin == CLI else f"{path.name} (uploaded)"
-            entry = ClaimEntry(cid, path, label, origin)
+            entry = ClaimEntry(cid, path, label, origin, trusted)
             self.claims[cid] = entry
             self._changed()
             return entry
@@ -268,6 +274,10 @@ class DashboardState:
     def _audit(self, entry: ClaimEntry, select: str | None, ignore: str | None):
         from profaudit.audit import audit, load_claim
 
+        if entry.trusted:
+            # a claim file named on the command line: audited with the files it names, as
+            # `profaudit audit CLAIM` would; uploaded and folder-found claims stay confined
+            return audit(load_claim(entry.path), select=select or None, ignore=ignore or None)
         self.policy.check_claim(entry.path)
         claim = load_claim(entry.path)
         # Defence in depth: what the claim loader actually read must be inside the allowed set too.
