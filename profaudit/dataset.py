@@ -109,10 +109,10 @@ def _check_target(out: Path) -> None:
             raise UsageError(f"{out}: folder exists, is not empty and is not a profaudit dataset; choose another -o")
 
 
-def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes: int | None = None) -> Path | str:
-    """Write `ps` to `out` as one new batch. An existing dataset there is appended to (profiles
-    already in it are superseded by their new copy) unless merge=False, which replaces it whole.
-    `out` may be an fsspec URL."""
+def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes: int | None = None, batch: str | None = None) -> Path | str:
+    """Write `ps` to `out` as one new batch (id `batch`, default a fresh one). An existing dataset
+    there is appended to (profiles already in it are superseded by their new copy) unless
+    merge=False, which replaces it whole. `out` may be an fsspec URL."""
     from profaudit import dataset_v2 as v2
     from profaudit.datastore import local_path, open_store
 
@@ -126,7 +126,7 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
                 raise UsageError(f"{out}: exists, is not empty and is not a profaudit dataset; choose another -o")
             if is_dataset(out):
                 _remove_dataset(store)
-        v2.append(ps, store, target_file_bytes=target)
+        v2.append(ps, store, target_file_bytes=target, batch=batch)
         return out
     out = local_path(out)
     _check_target(out)
@@ -136,11 +136,11 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
         if is_dataset(out):
             _refuse_layout_1(store)
         try:
-            v2.append(ps, store, target_file_bytes=target)
+            v2.append(ps, store, target_file_bytes=target, batch=batch)
         except OSError as exc:
             raise _cannot_write(out, exc) from None
         return out
-    replace_dataset(out, lambda tmp: v2.append(ps, open_store(tmp), target_file_bytes=target))
+    replace_dataset(out, lambda tmp: v2.append(ps, open_store(tmp), target_file_bytes=target, batch=batch))
     return out
 
 

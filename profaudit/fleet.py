@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from profaudit.errors import InputError, ProfauditError
+from profaudit.loader import _as_list
 
 # a task gathers at most this many inputs, and at most this many bytes of them, so that its parts
 # stay near the target file size and a lost worker costs little to redo
@@ -148,8 +149,8 @@ def ingest(
         from profaudit.profile import _jsonable
 
         ps = load(paths, options=options, skip_bad=skip_bad, progress=progress)
-        write_dataset(ps, out, merge=not replace, target_file_bytes=target)
-        batch = _newest_batch(out)
+        batch = v2.new_batch_id()
+        write_dataset(ps, out, merge=not replace, target_file_bytes=target, batch=batch)
         return IngestResult(
             str(out),
             batch,
@@ -163,7 +164,7 @@ def ingest(
 
     inputs = expand(paths)
     if not inputs:
-        raise InputError(", ".join(_names(paths)), "no profile or timing log found")
+        raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
     store = open_store(out)
     if not store.remote:
         from profaudit.dataset import _check_target, _refuse_layout_1, is_dataset
@@ -184,18 +185,6 @@ def ingest(
         if is_dataset(out):
             _remove_dataset(store)
     return _run(inputs, store, executor, options, skip_bad, progress, chunk_size, target, paths)
-
-
-def _names(paths) -> list[str]:
-    return [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
-
-
-def _newest_batch(out) -> str:
-    from profaudit import dataset_v2 as v2
-    from profaudit.datastore import open_store
-
-    snap = v2.snapshot(open_store(out))
-    return snap.manifests[-1]["batch"] if snap.manifests else ""
 
 
 def _run(inputs, store, executor: Executor, options, skip_bad: bool, progress, chunk_size, target: int, paths) -> IngestResult:
@@ -235,7 +224,7 @@ def _run(inputs, store, executor: Executor, options, skip_bad: bool, progress, c
     if not entries and not skipped:
         for f in files:
             store.remove(f["path"])
-        raise InputError(", ".join(_names(paths)), "no profile or timing log found")
+        raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
     v2.commit_batch(store, batch, entries, files, skipped=skipped)
     rows = {"kernels": sum(e["rows"].get("kernels", 0) for e in entries), "samples": sum(e["rows"].get("samples", 0) for e in entries)}
     return IngestResult(store.url(), batch, metadata, skipped, rows, len(files))
