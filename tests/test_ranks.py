@@ -447,3 +447,37 @@ def test_stages_sharing_no_collective_keep_their_own_reference(tmp_path):
     assert set(calls["process_group"]) == {"0", "1"} and calls["ranks"].to_list() == [2] * calls.height
     late = calls.filter(pl.col("process_group") == "1")["last_rank"].unique().to_list()
     assert late == [3] and calls.filter(pl.col("process_group") == "0")["end_spread_ns"].to_list() == [0] * (calls.height // 2)
+
+
+def test_gpu_step_windows_span_the_work_launched_in_each_step(run4, tmp_path):
+    _, docs, _ = run4
+    write_run(tmp_path, docs)
+    run = load_run(tmp_path, parallel=False, step_basis="gpu")
+    bd = run.step_breakdown.filter(pl.col("step").is_not_null()).join(run.ranks.select("rank", "clock_offset_ns"), on="rank")
+    for doc in docs:
+        rank = doc["distributedInfo"]["rank"]
+        ev = _events(doc)
+        launch = {e["args"]["correlation"]: _ns(doc, e) for e in ev if e.get("cat") == "cuda_runtime"}
+        steps = [(int(e["name"].split("#")[1]), _ns(doc, e), _ns(doc, e) + round(e["dur"] * 1000)) for e in ev if e["name"].startswith("ProfilerStep#")]
+        spans: dict[int, list[int]] = {}
+        for e in ev:
+            if e.get("cat") in ("kernel", "gpu_memcpy"):
+                t = launch[e["args"]["correlation"]]
+                n = next(n for n, lo, hi in steps if lo <= t < hi)
+                s, f = _ns(doc, e), _ns(doc, e) + round(e["dur"] * 1000)
+                lo, hi = spans.get(n, [s, f])
+                spans[n] = [min(lo, s), max(hi, f)]
+        order = sorted(spans)
+        for i, n in enumerate(order):  # cut where the next step's GPU work begins
+            if i + 1 < len(order):
+                spans[n][1] = min(spans[n][1], spans[order[i + 1]][0])
+        rows = bd.filter(pl.col("rank") == rank).sort("step")
+        assert rows["step"].to_list() == order
+        for row in rows.iter_rows(named=True):
+            lo, hi = row["start_ns"] + row["clock_offset_ns"], row["end_ns"] + row["clock_offset_ns"]
+            assert [lo, hi] == spans[row["step"]]
+            comp, comm, mem = _timeline(doc, lo, hi)
+            assert row["compute_ns"] == comp.sum() and row["exposed_communication_ns"] == (comm & ~comp).sum()
+            assert row["idle_ns"] == (~(comp | comm | mem)).sum()
+    # the calls still match on the host steps their launches were issued in
+    assert run.calls.height == load_run(tmp_path, parallel=False).calls.height

@@ -94,3 +94,11 @@ def test_schema_describes_the_derived_tables(cli):
         assert rows["column"].to_list() == table.names
     units = dict(pl.read_csv(io.StringIO(cli("schema", "step_breakdown", "-f", "csv").out)).select("column", "unit").iter_rows())
     assert units["overlap_pct"] == "%" and units["idle_ns"] == "ns"
+
+
+def test_step_basis_gpu(cli, folder):
+    res = cli("ranks", folder, "--show", "steps", "--step-basis", "gpu", "-f", "csv")
+    assert res.code == 0, res
+    got = pl.read_csv(io.StringIO(res.out))
+    want = load_run(folder, parallel=False, step_basis="gpu").step_breakdown
+    assert got["start_ns"].to_list() == want["start_ns"].to_list() and got["idle_ns"].to_list() == want["idle_ns"].to_list()

@@ -18,6 +18,11 @@ class Align(str, Enum):
     collective_end = "collective_end"
 
 
+class Basis(str, Enum):
+    host = "host"
+    gpu = "gpu"
+
+
 class Show(str, Enum):
     summary = "summary"
     stragglers = "stragglers"
@@ -28,17 +33,19 @@ class Show(str, Enum):
 
 ALIGN_OPTION = typer.Option(Align.auto, "--align", help="Clock alignment: auto (one host or capture: the recorded clock; several hosts: "
                                                         "the ends of matched collectives), trace_clock, collective_end.")
+BASIS_OPTION = typer.Option(Basis.host, "--step-basis", help="Step windows of the breakdown: host (the step ranges as recorded, as HTA and "
+                                                                 "the profiler show them) or gpu (the span of the GPU work launched in each step).")
 AGAINST_OPTION = typer.Option(None, "--against", help="A second run (folder, glob or file; repeatable): compare RUN (baseline) with it.")
 STEP_OPTION = typer.Option(None, "--step-pattern", help="Regex naming step ranges (first group: the step number). Default: ProfilerStep#N and XLA steps.")
 
 
-def load_run_with_progress(paths: List[str], align: Align, step_pattern: Optional[str]):
+def load_run_with_progress(paths: List[str], align: Align, step_pattern: Optional[str], step_basis: Basis = Basis.host):
     """`profaudit.ranks.load_run` with a progress bar; skipped inputs listed on stderr."""
     from profaudit.loader import expand
     from profaudit.ranks import load_run
 
     with progress_bar("loading ranks", len(expand(list(paths)))) as advance:
-        run = load_run(list(paths), align=align.value, step_pattern=step_pattern, progress=advance)
+        run = load_run(list(paths), align=align.value, step_pattern=step_pattern, step_basis=step_basis.value, progress=advance)
     report_loaded(run.profiles.skipped, [{"profile_id": p.profile_id, **p.metadata} for p in run.profiles])
     return run
 
@@ -52,6 +59,7 @@ def register(app: typer.Typer) -> None:
                                                                   "the terminal; summary otherwise."),
         align: Align = ALIGN_OPTION,
         step_pattern: Optional[str] = STEP_OPTION,
+        step_basis: Basis = BASIS_OPTION,
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown per table in table format (0 = all)."),
@@ -60,11 +68,11 @@ def register(app: typer.Typer) -> None:
         """Per rank: rank, host, clock offset and its error, compute / communication / idle, overlap, and who the others waited for."""
         from profaudit.ranks.collectives import by_size
 
-        run = load_run_with_progress(paths, align, step_pattern)
+        run = load_run_with_progress(paths, align, step_pattern, step_basis)
         if against:
             from profaudit.ranks import compare_runs
 
-            other = load_run_with_progress(against, align, step_pattern)
+            other = load_run_with_progress(against, align, step_pattern, step_basis)
             emit_frame(compare_runs(run, other)["steps"], fmt, output, title="steps: baseline (RUN) vs candidate (--against)", limit=limit or None)
             return
         tables = {

@@ -72,6 +72,35 @@ def step_windows(run, pattern: str | None = None) -> pl.DataFrame:
     return s.select("rank", "step", pl.col("name").alias("step_name"), pl.col("start_ns").alias("ws"), pl.col("end_ns").alias("we"))
 
 
+def launch_steps(run, df: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """`df` (rank rows of kernels or transfers) with `step`: the host step its launch call was
+    issued in (through the correlation id), or, where no launch was recorded, the step it started in."""
+    launches = run.rank_rows("ranges").filter(pl.col("kind").is_in(["cuda_runtime", "cuda_driver"]) & pl.col("correlation_id").is_not_null())
+    launches = launches.select("rank", "profile_id", "correlation_id", pl.col("start_ns").alias("_launch")).unique(
+        ["rank", "profile_id", "correlation_id"], keep="first")
+    df = df.join(launches, on=["rank", "profile_id", "correlation_id"], how="left").with_columns(
+        pl.coalesce(pl.col("_launch"), pl.col("start_ns")).alias("_t"))
+    if not (steps.height and df.height):
+        return df.with_columns(pl.lit(None, dtype=pl.Int64).alias("step")).drop("_launch", "_t")
+    df = df.sort("_t").join_asof(steps.sort("ws").select("rank", pl.col("ws").alias("_ws"), pl.col("we").alias("_we"), pl.col("step").alias("_step")),
+                                 left_on="_t", right_on="_ws", by="rank", strategy="backward", check_sortedness=False)
+    return df.with_columns(pl.when(pl.col("_t") < pl.col("_we")).then(pl.col("_step")).alias("step")).drop("_launch", "_t", "_ws", "_we", "_step")
+
+
+def gpu_step_windows(run, host: pl.DataFrame) -> pl.DataFrame:
+    """Per rank and step, the GPU's window: from the first to the last kernel or copy launched in
+    the host step. A window is cut where the next step's begins, so that windows never overlap
+    (a tail still running when the next step's first kernel starts counts for the next step)."""
+    parts = []
+    for table in ("kernels", "transfers"):
+        d = run.rank_rows(table).filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+        parts.append(launch_steps(run, d.select("rank", "profile_id", "correlation_id", "start_ns", "end_ns"), host))
+    act = pl.concat(parts, how="vertical").filter(pl.col("step").is_not_null())
+    w = act.group_by("rank", "step").agg(pl.col("start_ns").min().alias("ws"), pl.col("end_ns").max().alias("we")).sort("rank", "ws")
+    w = w.with_columns(pl.min_horizontal(pl.col("we"), pl.col("ws").shift(-1).over("rank")).fill_null(pl.col("we")).alias("we"))
+    return w.join(host.select("rank", "step", "step_name"), on=["rank", "step"], how="left").select("rank", "step", "step_name", "ws", "we")
+
+
 def intervals(run) -> pl.DataFrame:
     """GPU activity per rank: `rank`, `cat` (0 compute, 1 communication, 2 memory), `s`, `e`."""
     k = run.rank_rows("kernels").filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())

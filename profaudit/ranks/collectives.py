@@ -19,6 +19,7 @@ import polars as pl
 
 from profaudit import schema
 from profaudit.profile import ProfileSet
+from profaudit.ranks.activity import launch_steps
 from profaudit.ranks.kinds import COMM_KERNEL_RE, SYNCHRONISING, algorithm_protocol, busbw_factor, collective_kind, msg_bytes
 
 _ARG_COLS = ("collective_name", "in_msg_nelems", "out_msg_nelems", "dtype", "group_size", "process_group", "group_ranks")
@@ -111,18 +112,7 @@ def collective_rows(run) -> pl.DataFrame:
     k = k.with_columns((pl.col("algbw_bytes_per_s") * pl.col("busbw_factor")).alias("busbw_bytes_per_s"))
     # a call's step is the one its launch was issued in (the GPU may run it after the host moved on,
     # by a lag that differs between ranks); without a recorded launch, the step it started in
-    launches = run.rank_rows("ranges").filter(pl.col("kind").is_in(["cuda_runtime", "cuda_driver"]) & pl.col("correlation_id").is_not_null())
-    launches = launches.select("rank", "profile_id", "correlation_id", pl.col("start_ns").alias("_launch")).unique(
-        ["rank", "profile_id", "correlation_id"], keep="first")
-    k = k.join(launches, on=["rank", "profile_id", "correlation_id"], how="left").with_columns(
-        pl.coalesce(pl.col("_launch"), pl.col("start_ns")).alias("_t"))
-    steps = run.steps.sort("ws")
-    if steps.height and k.height:
-        k = k.sort("_t").join_asof(steps.select("rank", "ws", "we", pl.col("step").alias("_step")), left_on="_t", right_on="ws",
-                                   by="rank", strategy="backward", check_sortedness=False)
-        k = k.with_columns(pl.when(pl.col("_t") < pl.col("we")).then(pl.col("_step")).alias("step"))
-    else:
-        k = k.with_columns(pl.lit(None, dtype=pl.Int64).alias("step"))
+    k = launch_steps(run, k, run.host_steps)
     # counted within the step: ranks whose captures start or end at different calls still match
     k = k.sort("rank", "start_ns", "kernel_id").with_columns(
         (pl.int_range(pl.len()).over("rank", "process_group", "group_ranks", "step")).cast(pl.Int64).alias("call_index"))

@@ -22,6 +22,7 @@ from profaudit.profile import ProfileSet
 
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z])rank[-_]?(\d+)(?!\d)")
 ALIGN_METHODS = ("auto", "trace_clock", "collective_end")
+STEP_BASES = ("host", "gpu")
 
 
 def _rank_from_name(path: str | None) -> int | None:
@@ -97,12 +98,17 @@ class DistributedRun:
     `stragglers` are polars frames declared in `profaudit.schema` (computed on first use).
     `align` chooses the clock alignment: `auto` (one capture or one host: the recorded clock, which
     is shared; several hosts: the ends of matched collectives), `trace_clock` or `collective_end`.
+    `step_basis` chooses the breakdown's step windows: `host` (the step ranges as recorded, HTA's
+    and the profiler's view) or `gpu` (the span of the GPU work launched in each step).
     """
 
-    def __init__(self, profiles: ProfileSet, *, align: str = "auto", step_pattern: str | None = None,
+    def __init__(self, profiles: ProfileSet, *, align: str = "auto", step_pattern: str | None = None, step_basis: str = "host",
                  comm_args: pl.DataFrame | None = None):
         if align not in ALIGN_METHODS:
             raise UsageError(f"align must be one of {', '.join(ALIGN_METHODS)}, not {align!r}")
+        if step_basis not in STEP_BASES:
+            raise UsageError(f"step basis must be one of {', '.join(STEP_BASES)}, not {step_basis!r}")
+        self.step_basis = step_basis
         self.profiles = profiles
         self.align = align
         self.step_pattern = step_pattern
@@ -146,11 +152,21 @@ class DistributedRun:
         return align_clocks(self._identity, self._raw_collectives, self.align, len(self.profiles))
 
     @cached_property
-    def steps(self) -> pl.DataFrame:
-        """Step windows per rank (raw clock): rank, step, step_name, ws, we."""
+    def host_steps(self) -> pl.DataFrame:
+        """The step ranges as recorded on the host, per rank (raw clock): rank, step, step_name, ws, we."""
         from profaudit.ranks.activity import step_windows
 
         return step_windows(self, self.step_pattern)
+
+    @cached_property
+    def steps(self) -> pl.DataFrame:
+        """The windows the breakdown uses (raw clock): the host's step ranges, or with
+        `step_basis="gpu"` the span of the GPU work launched in each (see `activity.gpu_step_windows`)."""
+        if self.step_basis == "gpu":
+            from profaudit.ranks.activity import gpu_step_windows
+
+            return gpu_step_windows(self, self.host_steps)
+        return self.host_steps
 
     # -- the declared tables ----------------------------------------------------------------
     @cached_property
@@ -206,7 +222,8 @@ class DistributedRun:
 
 
 def load_run(paths: str | os.PathLike | Sequence[str | os.PathLike], *, align: str = "auto", step_pattern: str | None = None,
-             parallel: bool | None = None, progress=None, executor: Executor | None = None, **load_kw) -> DistributedRun:
+             step_basis: str = "host", parallel: bool | None = None, progress=None, executor: Executor | None = None,
+             **load_kw) -> DistributedRun:
     """Load the ranks of a distributed run (folders, globs or files) as one `DistributedRun`.
 
     Traces are parsed with `profaudit.load` (in worker processes when there are many, or as tasks
@@ -220,4 +237,4 @@ def load_run(paths: str | os.PathLike | Sequence[str | os.PathLike], *, align: s
 
     ps = load(paths, parallel=parallel, progress=progress, executor=executor, **load_kw)
     args = read_run_comm_args(ps, executor=executor)
-    return DistributedRun(ps, align=align, step_pattern=step_pattern, comm_args=args)
+    return DistributedRun(ps, align=align, step_pattern=step_pattern, step_basis=step_basis, comm_args=args)
