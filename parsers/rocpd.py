@@ -6,26 +6,35 @@ run's uuid appended (`rocpd_kernel_dispatch_<uuid>`) and a plain-named view over
 and rows from each keep their own `guid`, so every join here matches on `id` and `guid`. This
 reader uses the views where they exist and otherwise the union of the suffixed tables.
 
-- Times are integer ns in `rocpd_timestamp` (`value`), referenced by `start_id`/`end_id`, on
-  rocprofiler's clock (the same one the JSON output writes).
-- Names are ids into `rocpd_string`. Each record has an event (`rocpd_event`) holding the
-  `correlation_id` that ties a kernel dispatch or copy to the HIP/HSA call that issued it, and a
-  track (`rocpd_track`) holding pid, tid, agent, queue and stream.
+Two generations of the record tables exist, told apart by their columns:
+- direct (what rocprofv3 writes today, rocm-systems): kernel dispatches, memory copies and regions
+  carry `start`/`end` (integer ns) and their `pid`, `tid`, `agent_id`, `queue_id`, `stream_id`
+  themselves; `rocpd_sample` rows (zero-length API calls and instant markers) point to a
+  `rocpd_track` (pid, tid, category) and carry a `timestamp`;
+- tracked (an earlier rocprofiler-sdk revision): records point to `rocpd_track` for pid, tid,
+  agent, queue and stream and to `rocpd_timestamp` rows for their times.
+Either way:
+- Times are integer ns on rocprofiler's clock (the same one the JSON output writes).
+- Names are ids into `rocpd_string`. Each record has an event (`rocpd_event`): its category names
+  the domain (HIP_RUNTIME_API_EXT, HSA_CORE_API, MARKER_CORE_RANGE_API, KERNEL_DISPATCH, ...), its
+  `stack_id` holds the internal correlation id that ties a kernel dispatch or copy to the HIP/HSA
+  call that issued it (`correlation_id` holds the external, user-set one; it is used only where
+  `stack_id` is absent), and a marker range's text is its `extdata.message`.
 - Kernels (`rocpd_kernel_dispatch`): HSA semantics as in the JSON output, so `grid_size_*` count
   work-items and blocks per dimension are ceil(grid / workgroup); `group_segment_size` is the
   dispatch's LDS (shared memory) with the kernel symbol's as the static part;
   `private_segment_size` is scratch per work-item. Registers per thread are arch + accumulation
   VGPRs. Scratch, SGPRs, VGPR split and kernarg size go to `metrics` (kind `launch`), since no
   kernels column holds them; `kernels.kernel_id` is the launch order and the tool's
-  `dispatch_id` is the metric `dispatch_id`.
-- API calls and markers are `rocpd_region` rows whose event category names the domain
-  (HIP_RUNTIME_API, HSA_CORE_API, MARKER_CORE_RANGE_API, ...); a marker's text is the event's
-  `extdata.message`. Instant markers (`rocpd_sample` with a MARKER category) are zero-length
-  ranges. Each kernel's `nvtx_range` is the innermost marker range around its launching call.
+  `dispatch_id` is the metric `dispatch_id`; `stream` is the HSA queue.
+- API calls and markers are `rocpd_region` rows; zero-length ones are samples and become
+  zero-length ranges named by their marker text, else by their category. Each kernel's
+  `nvtx_range` is the innermost marker range around its launching call.
 - Counters (`--pmc`): `rocpd_pmc_event` rows share the dispatch's `event_id` and name their
   counter in `rocpd_info_pmc`; each becomes a `metrics` row of its kernel (kind `metric`).
-- Devices: `rocpd_info_agent` (type GPU); `product_name` ("AMD Instinct MI300X") is what
-  device_specs match, `name` is the gfx target. `device_id` is the agent's GPU index.
+- Devices: `rocpd_info_agent` (type GPU, `id` = the agent's node id that records point to);
+  `product_name` ("AMD Instinct MI300X") is what device_specs match, `name` is the gfx target.
+  `device_id` is the agent's GPU index (`type_index`).
 """
 
 from __future__ import annotations
@@ -72,6 +81,35 @@ class _Db:
                      and not any(n.startswith(o + "_") for o in _TABLES if len(o) > len(t) and o.startswith(t))]
             if parts:
                 self.src[t] = "(" + " UNION ALL ".join(f'SELECT * FROM "{n}"' for n in sorted(parts)) + ")"
+        self.cols: dict[str, set[str]] = {}
+        for t in self.src:
+            first = t if t in names else min(n for n in names if n.startswith(t + "_") and _SUFFIX.fullmatch(n[len(t):]))
+            try:
+                self.cols[t] = {r[1] for r in self.con.execute(f'PRAGMA table_info("{first}")')}
+            except sqlite3.DatabaseError as exc:
+                raise InputError(path, f"damaged SQLite database: {exc}") from None
+
+    def direct(self, t: str) -> bool:
+        """Whether `t` carries its own start/end (today's layout) rather than timestamp ids."""
+        return "start" in self.cols.get(t, ()) and "start_id" not in self.cols.get(t, ())
+
+    def span(self, t: str, a: str) -> tuple[str, str]:
+        """(select list of start, end, pid, tid, agent_id, queue_id, stream_id; the joins it needs)
+        for records of table `t` aliased `a`, in either layout (NULL for what a table lacks)."""
+        if self.direct(t):
+            have = self.cols.get(t, set())
+            pick = lambda c: f'{a}."{c}"' if c in have else "NULL"  # noqa: E731
+            return ", ".join(pick(c) for c in ("start", "end", "pid", "tid", "agent_id", "queue_id", "stream_id")), ""
+        tr = self.cols.get("rocpd_track", set())
+        pick = lambda c: f"T_{a}.{c}" if c in tr else "NULL"  # noqa: E731
+        joins = (f"LEFT JOIN {{rocpd_timestamp}} TS_{a} ON TS_{a}.id = {a}.start_id AND TS_{a}.guid = {a}.guid "
+                 f"LEFT JOIN {{rocpd_timestamp}} TE_{a} ON TE_{a}.id = {a}.end_id AND TE_{a}.guid = {a}.guid "
+                 f"LEFT JOIN {{rocpd_track}} T_{a} ON T_{a}.id = {a}.track_id AND T_{a}.guid = {a}.guid ")
+        return f"TS_{a}.value, TE_{a}.value, " + ", ".join(pick(c) for c in ("pid", "tid", "agent_id", "queue_id", "stream_id")), joins
+
+    def corr(self) -> str:
+        """The internal correlation id of an event row `E`."""
+        return "COALESCE(E.stack_id, E.correlation_id)" if "stack_id" in self.cols.get("rocpd_event", ()) else "E.correlation_id"
 
     def has(self, t: str) -> bool:
         return t in self.src
@@ -135,7 +173,8 @@ class RocpdParser:
         try:
             if not db.has("rocpd_kernel_dispatch") and not db.has("rocpd_region"):
                 raise InputError(path, "SQLite database without rocpd tables (no rocpd_kernel_dispatch or rocpd_region): not a rocprofv3 results database")
-            for need in ("rocpd_string", "rocpd_timestamp", "rocpd_track"):
+            main = "rocpd_kernel_dispatch" if db.has("rocpd_kernel_dispatch") else "rocpd_region"
+            for need in ("rocpd_string",) + (() if db.direct(main) else ("rocpd_timestamp", "rocpd_track")):
                 if not db.has(need):
                     raise InputError(path, f"rocpd database without its {need} table (file damaged or written by another tool)")
             agents = self._agents(db)
@@ -176,18 +215,15 @@ class RocpdParser:
             "kernel_name": STR, "display_name": STR, "static_shared_mem_bytes": I64, "static_private_segment_size": I64,
             "sgpr_count": I64, "arch_vgpr_count": I64, "accum_vgpr_count": I64, "kernarg_segment_size": I64, "symbol_extdata": STR,
         }
-        sel = ("K.guid, K.dispatch_id, TS.value, TE.value, K.private_segment_size, K.group_segment_size, "
+        times, joins = db.span("rocpd_kernel_dispatch", "K")
+        start, end, pid, tid, agent, queue, stream = times.split(", ")
+        sel = (f"K.guid, K.dispatch_id, {start}, {end}, K.private_segment_size, K.group_segment_size, "
                "K.workgroup_size_x, K.workgroup_size_y, K.workgroup_size_z, K.grid_size_x, K.grid_size_y, K.grid_size_z, K.event_id, "
-               + ("E.correlation_id, " if ev else "NULL, ")
-               + "T.agent_id, T.queue_id, T.stream_id, T.pid, T.tid, "
+               + (f"{db.corr()}, " if ev else "NULL, ")
+               + f"{agent}, {queue}, {stream}, {pid}, {tid}, "
                + ("S.kernel_name, S.display_name, S.group_segment_size, S.private_segment_size, S.sgpr_count, S.arch_vgpr_count, "
                   "S.accum_vgpr_count, S.kernarg_segment_size, S.extdata" if sym else ", ".join(["NULL"] * 9)))
-        K = db.frame(
-            f"SELECT {sel} FROM {{rocpd_kernel_dispatch}} K "
-            "LEFT JOIN {rocpd_timestamp} TS ON TS.id = K.start_id AND TS.guid = K.guid "
-            "LEFT JOIN {rocpd_timestamp} TE ON TE.id = K.end_id AND TE.guid = K.guid "
-            "LEFT JOIN {rocpd_track} T ON T.id = K.track_id AND T.guid = K.guid "
-            f"{ev} {sym}", cols)
+        K = db.frame(f"SELECT {sel} FROM {{rocpd_kernel_dispatch}} K {joins} {ev} {sym}", cols)
         if not K.height:
             return None, None
         K = K.join(agents.select("agent_id", "guid", "device_id", pl.col("product_name").alias("device_name")), on=["agent_id", "guid"], how="left")
@@ -229,24 +265,24 @@ class RocpdParser:
         ev_sel = "C.string, N.string, json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), " if has_ev else "NULL, N.string, NULL, "
         parts = []
         if db.has("rocpd_region"):
+            times, joins = db.span("rocpd_region", "R")
+            start, end, pid, tid = times.split(", ")[:4]
             parts.append(db.frame(
-                f"SELECT {ev_sel} T.tid, T.pid, TS.value, TE.value, {'E.correlation_id' if has_ev else 'NULL'} FROM {{rocpd_region}} R "
-                "LEFT JOIN {rocpd_string} N ON N.id = R.name_id AND N.guid = R.guid "
-                "LEFT JOIN {rocpd_track} T ON T.id = R.track_id AND T.guid = R.guid "
-                "LEFT JOIN {rocpd_timestamp} TS ON TS.id = R.start_id AND TS.guid = R.guid "
-                "LEFT JOIN {rocpd_timestamp} TE ON TE.id = R.end_id AND TE.guid = R.guid " + ev_join, cols))
-        if db.has("rocpd_sample") and has_ev:
-            # instant markers (roctxMark): a sample whose event category is a marker domain
-            s = db.frame(
-                "SELECT C.string, N.string, json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), T.tid, T.pid, "
-                "TI.value, TI.value, E.correlation_id FROM {rocpd_sample} R "
-                "JOIN {rocpd_event} E ON E.id = R.event_id AND E.guid = R.guid "
+                f"SELECT {ev_sel} {tid}, {pid}, {start}, {end}, {db.corr() if has_ev else 'NULL'} FROM {{rocpd_region}} R "
+                f"LEFT JOIN {{rocpd_string}} N ON N.id = R.name_id AND N.guid = R.guid {joins} " + ev_join, cols))
+        if db.has("rocpd_sample") and has_ev and db.has("rocpd_track"):
+            # zero-length API calls and instant markers (roctxMark) are samples on a thread's track
+            # (today's layout: a `timestamp` column and no name of their own; earlier: timestamp and name ids)
+            sc = db.cols.get("rocpd_sample", set())
+            ts, tjoin = ("S.timestamp", "") if "timestamp" in sc else ("TI.value", "LEFT JOIN {rocpd_timestamp} TI ON TI.id = S.timestamp_id AND TI.guid = S.guid ")
+            name = ("LEFT JOIN {rocpd_string} N ON N.id = S.name_id AND N.guid = S.guid ", "N.string") if "name_id" in sc else ("", "NULL")
+            parts.append(db.frame(
+                "SELECT C.string, " + name[1] + ", json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), T.tid, T.pid, "
+                f"{ts}, {ts}, {db.corr()} FROM {{rocpd_sample}} S "
+                "JOIN {rocpd_event} E ON E.id = S.event_id AND E.guid = S.guid "
                 "JOIN {rocpd_string} C ON C.id = E.category_id AND C.guid = E.guid "
-                "LEFT JOIN {rocpd_string} N ON N.id = R.name_id AND N.guid = R.guid "
-                "LEFT JOIN {rocpd_track} T ON T.id = R.track_id AND T.guid = R.guid "
-                "LEFT JOIN {rocpd_timestamp} TI ON TI.id = R.timestamp_id AND TI.guid = R.guid "
-                "WHERE C.string LIKE '%MARKER%'", cols)
-            parts.append(s)
+                "LEFT JOIN {rocpd_track} T ON T.id = S.track_id AND T.guid = S.guid " + tjoin + name[0]
+                + "WHERE C.string LIKE '%\\_API%' ESCAPE '\\'", cols))
         R = pl.concat(parts) if parts else None
         if R is None or not R.height:
             return None, None
@@ -255,7 +291,9 @@ class RocpdParser:
         is_marker = pl.col("category").fill_null("").str.contains("MARKER")
         R = R.with_columns(
             kind=map_unique(R["category"], lambda c: _API_KIND.get(c, c.lower())),
-            name=pl.when(is_marker & pl.col("message").is_not_null()).then(pl.col("message")).otherwise(map_unique(R["op"], _clean_api)),
+            # a sample of today's layout has no name of its own: its category stands in
+            name=pl.when(is_marker & pl.col("message").is_not_null()).then(pl.col("message"))
+            .otherwise(pl.coalesce(map_unique(R["op"], _clean_api), pl.col("category"))),
         )
         return nest_api_ranges(R.select("kind", "name", "thread_id", "process_id", "start_ns", "end_ns", "correlation_id"), "rocpd")
 
@@ -290,13 +328,11 @@ class RocpdParser:
         if not db.has("rocpd_memory_copy"):
             return None
         ev = db.has("rocpd_event")
+        times, joins = db.span("rocpd_memory_copy", "M")
+        start, end, _pid, _tid, _agent, queue, stream = times.split(", ")
         M = db.frame(
-            f"SELECT M.guid, N.string, M.size, TS.value, TE.value, M.src_agent_id, M.dst_agent_id, T.queue_id, {'E.correlation_id' if ev else 'NULL'} "
-            "FROM {rocpd_memory_copy} M "
-            "LEFT JOIN {rocpd_string} N ON N.id = M.name_id AND N.guid = M.guid "
-            "LEFT JOIN {rocpd_timestamp} TS ON TS.id = M.start_id AND TS.guid = M.guid "
-            "LEFT JOIN {rocpd_timestamp} TE ON TE.id = M.end_id AND TE.guid = M.guid "
-            "LEFT JOIN {rocpd_track} T ON T.id = M.track_id AND T.guid = M.guid "
+            f"SELECT M.guid, N.string, M.size, {start}, {end}, M.src_agent_id, M.dst_agent_id, COALESCE({queue}, {stream}), {db.corr() if ev else 'NULL'} "
+            f"FROM {{rocpd_memory_copy}} M LEFT JOIN {{rocpd_string}} N ON N.id = M.name_id AND N.guid = M.guid {joins} "
             + ("LEFT JOIN {rocpd_event} E ON E.id = M.event_id AND E.guid = M.guid" if ev else ""),
             {"guid": STR, "name": STR, "bytes": F64, "start_ns": I64, "end_ns": I64, "src": I64, "dst": I64, "stream": I64, "correlation_id": I64})
         if not M.height:

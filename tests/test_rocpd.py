@@ -19,9 +19,26 @@ from profaudit.specs import match_device
 from rocpd_synth import RocpdWriter, build_app_db
 
 
-@pytest.fixture
-def db(tmp_path):
-    return build_app_db(tmp_path / "4242_results.db")
+@pytest.fixture(params=["direct", "tracked"])
+def db(request, tmp_path):
+    return build_app_db(tmp_path / "4242_results.db", layout=request.param)
+
+
+def _layout(path) -> str:
+    return "direct" if any(r[1] == "start" for r in _sql(path, "PRAGMA table_info(rocpd_kernel_dispatch)")) else "tracked"
+
+
+# each record's times, pid, queue, agent and internal correlation id, as plain SQL reads them in each layout
+_SPAN = {
+    "direct": ("{a}.start", "{a}.end", "{a}.pid", "{a}.queue_id", "{a}.agent_id", "E.stack_id", ""),
+    "tracked": ("TS.value", "TE.value", "T.pid", "T.queue_id", "T.agent_id", "E.correlation_id",
+                "JOIN rocpd_timestamp TS ON TS.id = {a}.start_id JOIN rocpd_timestamp TE ON TE.id = {a}.end_id JOIN rocpd_track T ON T.id = {a}.track_id"),
+}
+
+
+def _span(path, a):
+    start, end, pid, queue, agent, corr, joins = (x.format(a=a) for x in _SPAN[_layout(path)])
+    return start, end, pid, queue, agent, corr, joins
 
 
 def _sql(path, q):
@@ -35,13 +52,14 @@ def _sql(path, q):
 def test_kernels_match_plain_sql(db):
     assert find_parser(db).name == "rocpd"
     k = load(db).kernels.sort("kernel_id")
-    want = _sql(db, """
-        SELECT K.dispatch_id, TS.value, TE.value, K.grid_size_x, K.grid_size_y, K.grid_size_z, K.workgroup_size_x, K.workgroup_size_y,
-               K.workgroup_size_z, K.group_segment_size, S.group_segment_size, S.arch_vgpr_count, S.accum_vgpr_count, E.correlation_id,
-               A.product_name, A.type_index, T.pid, T.queue_id
-        FROM rocpd_kernel_dispatch K JOIN rocpd_timestamp TS ON TS.id = K.start_id JOIN rocpd_timestamp TE ON TE.id = K.end_id
+    start, end, pid, queue, agent, corr, joins = _span(db, "K")
+    want = _sql(db, f"""
+        SELECT K.dispatch_id, {start}, {end}, K.grid_size_x, K.grid_size_y, K.grid_size_z, K.workgroup_size_x, K.workgroup_size_y,
+               K.workgroup_size_z, K.group_segment_size, S.group_segment_size, S.arch_vgpr_count, S.accum_vgpr_count, {corr},
+               A.product_name, A.type_index, {pid}, {queue}
+        FROM rocpd_kernel_dispatch K {joins}
         JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id JOIN rocpd_event E ON E.id = K.event_id
-        JOIN rocpd_track T ON T.id = K.track_id JOIN rocpd_info_agent A ON A.id = T.agent_id ORDER BY TS.value""")
+        JOIN rocpd_info_agent A ON A.id = {agent} ORDER BY {start}""")
     assert k.height == len(want) == 2
     for row, w in zip(k.iter_rows(named=True), want):
         (did, s, e, gx, gy, gz, bx, by, bz, lds, slds, vg, ag, corr, prod, dev, pid, q) = w
@@ -74,16 +92,16 @@ def test_launch_attributes_and_counters_match_plain_sql(db):
 def test_api_markers_and_copies_match_plain_sql(db):
     ps = load(db)
     r = ps.ranges.sort("range_id")
-    regions = _sql(db, """SELECT TS.value, TE.value, E.correlation_id FROM rocpd_region R JOIN rocpd_timestamp TS ON TS.id = R.start_id
-                          JOIN rocpd_timestamp TE ON TE.id = R.end_id JOIN rocpd_event E ON E.id = R.event_id""")
+    start, end, _, _, _, corr, joins = _span(db, "R")
+    regions = _sql(db, f"SELECT {start}, {end}, {corr} FROM rocpd_region R {joins} JOIN rocpd_event E ON E.id = R.event_id")
     timed = r.filter(pl.col("duration_ns") > 0)
     assert sorted(timed.select("start_ns", "end_ns", "correlation_id").rows()) == sorted(regions)
     assert r["name"].to_list() == ["my-region", "hipLaunchKernel", "hipModuleGetFunction", "hsa_queue_create", "checkpoint"]
     assert r["kind"].to_list() == ["user_annotation", "cuda_runtime", "cuda_runtime", "hsa_api", "user_annotation"]
     assert r["depth"].to_list() == [0, 1, 0, 0, 0] and r["parent_range_id"][1] == r["range_id"][0]
     t = ps.transfers.row(0, named=True)
-    (size, s, e), = _sql(db, """SELECT M.size, TS.value, TE.value FROM rocpd_memory_copy M JOIN rocpd_timestamp TS ON TS.id = M.start_id
-                               JOIN rocpd_timestamp TE ON TE.id = M.end_id""")
+    start, end, _, _, _, _, joins = _span(db, "M")
+    (size, s, e), = _sql(db, f"SELECT M.size, {start}, {end} FROM rocpd_memory_copy M {joins}")
     assert (t["direction"], t["src_kind"], t["dst_kind"], t["bytes"], t["device_id"]) == ("HtoD", "host", "device", float(size), 0)
     assert t["throughput_bytes_per_s"] == size / ((e - s) * 1e-9)
     md = next(iter(ps)).metadata
@@ -122,19 +140,20 @@ def test_same_records_through_the_json_reader_agree(tmp_path, db):
     assert load(db).transfers.select(tcols).rows() == load(jp).transfers.select(tcols).rows()
 
 
-def test_tables_without_views_and_two_processes(tmp_path):
+@pytest.mark.parametrize("layout", ["direct", "tracked"])
+def test_tables_without_views_and_two_processes(tmp_path, layout):
     # no plain-named views: the uuid-suffixed tables are read directly, and a second process's
     # tables (another uuid and guid) are unioned with rows joined only within their own guid
     p = tmp_path / "merged_results.db"
-    build_app_db(p, views=False)
-    w = RocpdWriter(p, views=False, uuid="_00009999_aaaa", guid="second-process")
+    build_app_db(p, views=False, layout=layout)
+    w = RocpdWriter(p, views=False, uuid="_00009999_aaaa", guid="second-process", layout=layout)
     node = w.add("rocpd_info_node", hash=2, machine_id="m2", hostname="mi300-box")
-    gpu = w.add("rocpd_info_agent", nid=node, pid=5151, type="GPU", type_index=0, name="gfx942", product_name="AMD Instinct MI300X", extdata={})
-    track = w.add("rocpd_track", nid=node, pid=5151, tid=3, agent_id=gpu, queue_id=1, extdata={})
+    # ids collide with the first process's ids on purpose (agent 2, symbol 1, dispatch 1)
+    gpu = w.add("rocpd_info_agent", id=2, nid=node, pid=5151, type="GPU", type_index=0, name="gfx942", product_name="AMD Instinct MI300X", extdata={})
     sym = w.add("rocpd_info_kernel_symbol", nid=node, pid=5151, code_object_id=1, kernel_name="copy_kernel", group_segment_size=0, extdata={})
-    # ids 1.. collide with the first process's ids on purpose
-    w.add("rocpd_kernel_dispatch", track_id=track, kernel_id=sym, dispatch_id=1, start_id=w.ts(5000), end_id=w.ts(5300, 2), group_segment_size=0,
-          workgroup_size_x=128, workgroup_size_y=1, workgroup_size_z=1, grid_size_x=128, grid_size_y=1, grid_size_z=1, event_id=w.event("KERNEL_DISPATCH", 1), extdata={})
+    w.record("rocpd_kernel_dispatch", 5000, 5300, node=node, pid=5151, tid=3, agent=gpu, queue=1, kernel_id=sym, dispatch_id=1, group_segment_size=0,
+             workgroup_size_x=128, workgroup_size_y=1, workgroup_size_z=1, grid_size_x=128, grid_size_y=1, grid_size_z=1,
+             event_id=w.event("KERNEL_DISPATCH", 1), extdata={})
     w.close()
     k = load(p).kernels.sort("start_ns")
     assert k["name"].to_list() == ["add(float*, float*)", "reduce_kernel", "copy_kernel"]
@@ -150,7 +169,8 @@ def test_device_option_overrides_name(db):
     assert prof.metadata["device_name"] == "MI300X-custom" and prof.metadata["device_name_reported"] == "AMD Instinct MI300X"
 
 
-def test_bad_rocpd_files_fail_in_one_line(tmp_path, cli, db):
+def test_bad_rocpd_files_fail_in_one_line(tmp_path, cli):
+    db = build_app_db(tmp_path / "4242_results.db")
     cut = tmp_path / "cut_results.db"
     cut.write_bytes(db.read_bytes()[: 4096 * 3 + 100])
     assert_one_line_error(cli("kernels", cut), "truncated SQLite database")
@@ -172,7 +192,8 @@ def test_bad_rocpd_files_fail_in_one_line(tmp_path, cli, db):
 
 def test_wrong_typed_cell_fails_in_one_line(db, cli):
     con = sqlite3.connect(db)
-    con.execute('UPDATE "rocpd_track_00004d2a_9e1b_7c3f" SET queue_id = 1e308 WHERE agent_id IS NOT NULL')
+    table = "rocpd_kernel_dispatch" if _layout(db) == "direct" else "rocpd_track"
+    con.execute(f'UPDATE "{table}_00004d2a_9e1b_7c3f" SET queue_id = 1e308 WHERE agent_id IS NOT NULL')
     con.commit()
     con.close()
     assert_one_line_error(cli("kernels", db), "stream holds 1e+308, not an integer")
