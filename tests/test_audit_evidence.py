@@ -470,3 +470,21 @@ def test_claim_file_with_nsys_exports_end_to_end(tmp_path, cli):
     assert sup["status"] == "corrected" and any(e.startswith("PA105") for e in sup["corrected_by"])
     assert sup["estimate"] == pytest.approx(100 / 50.3, rel=0.02)
     assert d["coverage"]["line"].split(" of ")[1].startswith("35 rules could check")
+
+
+@pytest.mark.parametrize("fmt", ["nsys", "kineto"])
+def test_calls_that_launch_nothing_in_the_trace_are_cached_results(tmp_path, fmt):
+    # The candidate computes on its first call and returns a cached result afterwards: its timed
+    # call ranges hold no kernel (no profiled_calls or kernels_per_call in the meta to say so).
+    from audit_traces import Call
+
+    cs = [Call([("fused_kernel", 7, 50_000, 0)])] + [Call([], range_ns=8_000) for _ in range(19)]
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS), meta={"profiled_calls": None})
+    c = traced(tmp_path, "candidate", 8_000, cs, fmt=fmt, seed=2, meta={"profiled_calls": None})
+    report = audit(tclaim(b, c, speedup=12.5))
+    f = triggered(report, "PA305")
+    assert f and "19 of 20 timed calls launch no kernel" in f[0].message
+    assert report.supported.status == "not supported"
+    # Fair twin: every call launches its kernel.
+    c2 = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), fmt=fmt, seed=2, meta={"profiled_calls": None})
+    assert not triggered(audit(tclaim(b, c2)), "PA305")

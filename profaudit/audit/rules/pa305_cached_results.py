@@ -3,6 +3,7 @@ from __future__ import annotations
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import cache_state, fmt_bytes, fmt_time
+from profaudit.audit.trace import call_times
 
 
 MAX_COMPUTING_CALLS = 3
@@ -12,7 +13,8 @@ class CachedResults(Rule):
     """The candidate reuses results instead of computing them.
 
     What it detects: fewer than one kernel launch per timed call (meta.kernels_per_call or a
-    trace with a call count) -> FAIL; DRAM traffic per call under half the workload's minimum
+    trace with a call count), or a trace with per-call ranges where most calls launch no
+    kernel -> FAIL; DRAM traffic per call under half the workload's minimum
     bytes while caches were flushed (ncu --cache-control all) -> FAIL; a per-iteration log whose
     first one to three measured calls are > 5x the steady state although warm-up iterations ran
     (the first call computes, the later ones do not) -> WARN. Warm-up counts come from
@@ -52,6 +54,13 @@ class CachedResults(Rule):
             checked.append("launches per call")
             if lpc < 1:
                 out.append(self.flag(Severity.FAIL, f"the candidate launches {lpc:.2g} kernels per timed call ({how}): most calls compute nothing", "candidate", launches_per_call=lpc, source=how))
+        else:
+            ct = call_times(c)
+            if ct is not None and ct.n >= 2:
+                checked.append("kernels per traced call")
+                empty = int((ct.values <= 0).sum())
+                if empty >= 0.5 * ct.n:
+                    out.append(self.flag(Severity.FAIL, f"in the candidate's trace {empty} of {ct.n} timed calls launch no kernel: their results are cached, reused or skipped", "candidate", empty_calls=empty, calls=ct.n, source=ct.how))
         w, wsrc = ev.workload_value("bytes", c)
         dram, dsrc = c.dram_bytes_per_call()
         if dram is None and c.fact("dram_bytes") is not None:
