@@ -55,3 +55,24 @@ def kernel_report_view(ps, profile_id: str, kernel_id: int, id_prefix: str = "kr
         items = [html.Li([html.B(s.title), f": collect with --section {s.collect or s.ident} ", html.Span(f"({', '.join(s.missing)})", className="muted")]) for s in absent]
         body.append(html.Div([html.H4("Not in this report"), html.Ul(items)], className="kr-section", id=f"{id_prefix}-absent"))
     return html.Div(head + body, className="kernel-report", id=f"{id_prefix}-report")
+
+
+def pair_view(ps_before, ps_after, name_before: str, name_after: str, top: int = 20) -> html.Div:
+    """One matched kernel before and after, side by side, largest moves first
+    (`profaudit.kernel_report.compare_kernel_reports`)."""
+    from profaudit.errors import ProfauditError
+    from profaudit.fmt import fmt_pct, fmt_quantity
+    from profaudit.kernel_report import compare_kernel_reports, kernel_report
+
+    try:
+        before, after = kernel_report(ps_before, name_before), kernel_report(ps_after, name_after)
+    except ProfauditError as exc:
+        return message(str(exc), "warn")
+    rows = []
+    for r in compare_kernel_reports(before, after)[:top]:
+        b = r.before if isinstance(r.before, str) else fmt_quantity(r.before, r.unit)
+        a = r.after if isinstance(r.after, str) else fmt_quantity(r.after, r.unit)
+        ch = "—" if r.change is None else (f"{r.change:+.1f} pts" if r.change_kind == "points" else fmt_pct(r.change, signed=True))
+        rows.append([r.section, r.label, b, a, ch])
+    head = html.P([html.B(option_label(before.short_name, 120)), f" — kernel {before.kernel_id} before, kernel {after.kernel_id} after; largest moves first (percentages in points)"], className="muted")
+    return html.Div([head, _table(["section", "metric", "before", "after", "change"], rows, {2, 3, 4})], id="cp-pair-table")

@@ -95,3 +95,18 @@ def test_rows_survive_a_lost_cache(st):
     st._cache.clear()  # a restart or eviction: rebuilt from the same controls, identically
     again = roofline_page.trace_rows(st, pids, roofline_page.AS_REPORTED, [], levels, precisions, clocks, None)
     assert [None if r is None else r.tolist() for r in rows] == [None if r is None else r.tolist() for r in again]
+
+
+def test_compare_shows_a_kernel_pair(app, st):
+    from profaudit.dashboards.pages import compare as compare_page
+
+    out, msg = compare_page.run(1, "gemm-before", "gemm-after", "auto", [], compare_page.NO_DEVICE)
+    assert msg == ""
+    pair = by_id(out, "cp-pair")
+    assert pair.options and pair.value == pair.options[0]["value"]
+    table = by_id(out, "cp-pair-table")
+    assert "section" in text(table) and "Duration" in text(table)
+    # choosing another matched kernel redraws the pair
+    other = pair.options[-1]["value"]
+    view, msg = compare_page.show_pair(other, "gemm-before", "gemm-after", "auto", [], compare_page.NO_DEVICE)
+    assert msg == "" and "before" in text(view)

@@ -92,7 +92,7 @@ def _comparison(baseline, candidate, match, intended, device):
 def run(n_clicks, baseline, candidate, match, intended, device):
     if not n_clicks:
         raise PreventUpdate
-    return report(_comparison(baseline, candidate, match, intended, device)), ""
+    return report(_comparison(baseline, candidate, match, intended, device), baseline, candidate), ""
 
 
 @guarded(fallback=[no_update, None], msg_at=1)
@@ -103,7 +103,52 @@ def export(n_clicks, baseline, candidate, match, intended, device):
     return {"content": c.render("html", top=TOP), "filename": "comparison.html", "type": "text/html"}, ""
 
 
-def report(c) -> html.Div:
+def _pair_names(c, group: str | int | None) -> tuple[str, str] | None:
+    m = c.matched
+    if group is None or m.height == 0:
+        return None
+    hit = m.filter(m["group_id"] == int(group))
+    if hit.height == 0:
+        return None
+    r = hit.row(0, named=True)
+    return (r["names_b"][0], r["names_c"][0]) if r["names_b"] and r["names_c"] else None
+
+
+def pair_section(c, baseline: str, candidate: str) -> list:
+    """A matched kernel's analysis, before and after (the kernel-report view as a pair); the
+    kernels that took most of the baseline's time first."""
+    from profaudit.dashboards.kernel_view import pair_view
+
+    m = c.matched
+    if m.height == 0:
+        return []
+    m = m.sort("total_b_ns", descending=True, nulls_last=True).head(200)
+    opts = [{"label": option_label(lab or "?", 120), "value": str(g)} for g, lab in m.select("group_id", "label").iter_rows()]
+    first = _pair_names(c, opts[0]["value"])
+    st = state()
+    view = pair_view(st.profile(baseline), st.profile(candidate), *first) if first else message("No kernel pair to show.", "info")
+    return [
+        html.H3("Kernel pair: before and after"),
+        html.Div([html.Label("matched kernel", htmlFor="cp-pair"), dcc.Dropdown(id="cp-pair", options=opts, value=opts[0]["value"], clearable=False)], className="ctl grow"),
+        dcc.Loading(html.Div(view, id="cp-pair-view"), type="dot"),
+    ]
+
+
+@guarded(fallback=[None, None], msg_at=1)
+def show_pair(group, baseline, candidate, match, intended, device):
+    from profaudit.dashboards.kernel_view import pair_view
+
+    if group is None:
+        raise PreventUpdate
+    c = _comparison(baseline, candidate, match, intended, device)
+    names = _pair_names(c, group)
+    if names is None:
+        raise PreventUpdate
+    st = state()
+    return pair_view(st.profile(baseline), st.profile(candidate), *names), ""
+
+
+def report(c, baseline: str | None = None, candidate: str | None = None) -> html.Div:
     from profaudit.compare import render
     from profaudit.compare.figures import comparison_figures
 
@@ -123,6 +168,8 @@ def report(c) -> html.Div:
     out += graphs
     for title, hdr, rows in secs[1:]:
         out += [html.H3(title), table(hdr, rows) if rows else html.P("none", className="muted")]
+    if baseline and candidate:
+        out += pair_section(c, baseline, candidate)
     if c.notes:
         out += [html.H3("Notes"), html.Ul([html.Li(n) for n in c.notes])]
     return html.Div(out)
@@ -131,4 +178,5 @@ def report(c) -> html.Div:
 def register(app) -> None:
     common = [State("cp-baseline", "value"), State("cp-candidate", "value"), State("cp-match", "value"), State("cp-intended", "value"), State("cp-device", "value")]
     app.callback(Output("cp-result", "children"), Output("cp-msg", "children"), Input("cp-run", "n_clicks"), *common, prevent_initial_call=True)(run)
+    app.callback(Output("cp-pair-view", "children"), Output("cp-msg", "children", allow_duplicate=True), Input("cp-pair", "value"), *common, prevent_initial_call=True)(show_pair)
     app.callback(Output("cp-download", "data"), Output("cp-msg", "children", allow_duplicate=True), Input("cp-export", "n_clicks"), *common, prevent_initial_call=True)(export)
