@@ -211,6 +211,7 @@ def test_bench_ncu_runs_the_target_and_records_it(bench_file, tmp_path, cli, mon
     t = rec["target"]
     assert t["correctness"]["ok"] is True and t["profiled_calls"] == 2 and t["warmup_calls"] == 2
     assert t["range"] == "profaudit.vadd.n-1024.fast"
+    assert t["call_method"] == "plain call" and t["nvtx_domain"] is None  # bound as the timing run binds it
     assert (out / "ncu" / "vadd__fast__n-1024.log").read_text().startswith("$ ")
 
 

@@ -527,8 +527,10 @@ def run_target(file: str, case_id: str, variant: str, *, warmup: int, calls: int
         out = b.output(p, ins)
         args.append(out)
     kw = {"params": p} if accepts_params(v.fn) else {}
-    call = backend.bind(v.fn, args, kw, variant, p, v.model_ns, 0)
-    result: dict[str, Any] = {"case": case_id, "variant": variant, "range": range_name, "warmup_calls": warmup, "profiled_calls": calls, "device": backend.device_info(), "framework": backend.framework()}
+    # as the timing run binds it: a cuda_graphs=True variant is profiled as graph replays, an
+    # eager JAX variant un-jitted
+    call = backend.bind(v.fn, args, kw, variant, p, v.model_ns, 0, compile_mode=v.compile_mode, cuda_graphs=v.cuda_graphs)
+    result: dict[str, Any] = {"case": case_id, "variant": variant, "range": range_name, "warmup_calls": warmup, "profiled_calls": calls, "device": backend.device_info(), "framework": backend.framework(), "call_method": call.method or "plain call", "nvtx_domain": backend.nvtx_domain}
     if check and b.reference is not None:
         if out is not None:
             for o in chk.leaves(out):

@@ -7,6 +7,8 @@ Output folder:
     OUT/manifest.json                                 what ran, where its logs are, the environment
     OUT/<benchmark>/<variant>/<params>.jsonl          one profaudit-timing log per case and variant
     OUT/<benchmark>/<variant>/<params>.run<k>.jsonl   the same, per process, with --processes N
+                                                      (or auto, the CLI default: one process, and
+                                                      more when a noise target was missed)
     OUT/claims/, OUT/ncu/                             written by `bench compare` and `bench ncu`
 
 Every log holds the per-iteration samples (warm-up rows labelled `phase=warmup`) and, in its
