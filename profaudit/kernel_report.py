@@ -441,15 +441,23 @@ def _memory(mx: _Metrics) -> Section:
         v = mx.num(metric)
         return (v * SECTOR_BYTES, metric) if v is not None else (None, None)
 
-    l1 = "l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum"
-    for op, direction in (("ld", "load"), ("st", "store")):
+    # loads and stores always; atomics, reductions and local memory (register spills, stack
+    # arrays) when they happened: what a kernel engineer looks for first in this chart
+    for space, op, direction, always in (
+        ("global", "ld", "load", True), ("global", "st", "store", True),
+        ("global", "atom", "atomic", False), ("global", "red", "reduction", False),
+        ("local", "ld", "load", False), ("local", "st", "store", False),
+    ):
+        l1 = f"l1tex__t_sectors_pipe_lsu_mem_{space}_op_{{}}.sum"
         b, used = sectors_bytes(l1.format(op))
-        rate = mx.num(f"l1tex__t_sector_pipe_lsu_mem_global_op_{op}_hit_rate.pct")
+        rate = mx.num(f"l1tex__t_sector_pipe_lsu_mem_{space}_op_{op}_hit_rate.pct")
         if rate is None:
             rate = _hit(mx, l1.format(op + "_lookup_hit"), l1.format(op))
-        req = mx.num(f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum")
-        if b is not None or req is not None:
-            rows.append(["kernel ↔ L1/TEX (global)", direction, fmt_num(req), fmt_quantity(b, "byte"), fmt_pct(rate), used or ""])
+        req = mx.num(f"l1tex__t_requests_pipe_lsu_mem_{space}_op_{op}.sum")
+        if (b is not None or req is not None) and (always or (b or 0) > 0 or (req or 0) > 0):
+            rows.append([f"kernel ↔ L1/TEX ({space})", direction, fmt_num(req), fmt_quantity(b, "byte"), fmt_pct(rate), used or ""])
+            if space == "local" and (b or 0) > 0:
+                s.summary.append(f"Local memory {direction}s: {fmt_quantity(b, 'byte')} (register spills or per-thread arrays the compiler placed in local memory)")
     for op, direction in (("ld", "load"), ("st", "store")):
         wf = mx.num(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")
         conf = mx.num(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum")

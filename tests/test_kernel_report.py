@@ -254,3 +254,16 @@ def test_corpus_kineto_trace_only_view_matches_the_json():
     assert vals["Registers per thread"] == f"{events[0]['args']['registers per thread']:,}"
     assert vals["Launching op"] == "aten::cudnn_convolution"
     assert [s.ident for s in rep.sections] == ["Launches", "Roofline"] and any("ncu --set full" in n for n in rep.notes)
+
+
+def test_local_memory_traffic_is_called_out():
+    p = ncu_like_profile()
+    extra = pl.DataFrame(_metric_rows(0, {"l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum": 1000, "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum": 250,
+                                          "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum": 0}), schema_overrides={"value": pl.Float64, "value_int": pl.Int64}, strict=False)
+    metrics = pl.concat([p.metrics.drop("profile_id"), extra], how="diagonal_relaxed")
+    prof = Profile("with-local", dict(p.metadata), {"kernels": p.kernels.drop("profile_id"), "metrics": metrics})
+    mem = kr.kernel_report(ProfileSet([prof]), "gemm").section("MemoryWorkloadAnalysis")
+    chart = {(r[0], r[1]): r for r in mem.tables[0].rows}
+    assert chart[("kernel ↔ L1/TEX (local)", "load")][2:4] == ["250", "32.0 kB"]
+    assert ("kernel ↔ L1/TEX (global)", "atomic") not in chart  # zero atomics: no row
+    assert any(x.startswith("Local memory loads: 32.0 kB") for x in mem.summary)
