@@ -183,8 +183,15 @@ class _Metrics:
         agg = m.filter(pl.col("instance").is_null() & pl.col("kind").is_in(["metric", "launch", "device"]))
         self.values: dict[str, Any] = {}
         self.units: dict[str, str] = {}
-        for name, unit, value, vstr, vint in agg.select("metric", "unit", "value", "value_str", "value_int").iter_rows():
-            self.values[name] = vint if vint is not None else (value if value is not None else vstr)
+        # ncu's CSV "details" export names values by their GUI label within a section title
+        # ("Duration" in "GPU Speed Of Light Throughput"); kept apart so a label never shadows a metric
+        self.labelled: dict[tuple[str, str], tuple[Any, str]] = {}
+        for name, unit, value, vstr, vint, section in agg.select("metric", "unit", "value", "value_str", "value_int", "section").iter_rows():
+            v = vint if vint is not None else (value if value is not None else vstr)
+            if section is not None and "__" not in name:
+                self.labelled[(section.strip().lower(), name.strip().lower())] = (v, unit or "")
+                continue
+            self.values[name] = v
             self.units[name] = unit or ""
         self.instanced = m.filter(pl.col("instance").is_not_null())
         self.rules = m.filter(pl.col("kind") == "rule")
@@ -286,10 +293,20 @@ _SOL_LATENCY_PCT = 60.0  # ncu's SOLBottleneck rule: neither unit above 60% of p
 def _items(section: Section, mx: _Metrics, spec) -> None:
     for label, names in spec:
         v, used = mx.get(*names)
+        if v is None and (hit := mx.labelled.get((section.title.lower(), label.lower()))) is not None:
+            section.items.append(Item(label, hit[0], hit[1], f"{section.title}: {label} (ncu CSV)"))
+            continue
         if v is None:
             section.missing.append(names[0])
             continue
         section.items.append(Item(label, v, mx.units.get(used, ""), used))
+
+
+def _num(section: Section, label: str) -> float | None:
+    """A numeric item of `section` by its label (whatever source supplied it)."""
+    it = next((i for i in section.items if i.label == label), None)
+    v = it.value if it else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def _section(ident: str, title: str, mx: _Metrics, spec, collect: str | None = None) -> Section:
@@ -318,8 +335,8 @@ def _unit_of(metric: str) -> str:
 
 def _sol(mx: _Metrics) -> Section:
     s = _section("SpeedOfLight", "GPU Speed Of Light Throughput", mx, SOL_ITEMS)
-    sm = mx.num("sm__throughput.avg.pct_of_peak_sustained_elapsed")
-    mem = mx.num("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")
+    sm = _num(s, "Compute (SM) Throughput")
+    mem = _num(s, "Memory Throughput")
     if sm is not None and mem is not None:
         side, top = ("compute", sm) if sm >= mem else ("memory", mem)
         if min(sm, mem) >= _SOL_LATENCY_PCT and abs(sm - mem) < _SOL_BALANCED_POINTS:
@@ -359,9 +376,9 @@ def _launch(mx: _Metrics) -> Section:
 
 def _occupancy(mx: _Metrics) -> Section:
     s = _section("Occupancy", "Occupancy", mx, OCCUPANCY_ITEMS)
-    theo = mx.num("sm__maximum_warps_per_active_cycle_pct")
-    ach = mx.num("sm__warps_active.avg.pct_of_peak_sustained_active")
-    limits = {lab: mx.num(names[0]) for lab, names in OCCUPANCY_ITEMS if lab in _LIMITERS}
+    theo = _num(s, "Theoretical Occupancy")
+    ach = _num(s, "Achieved Occupancy")
+    limits = {lab: _num(s, lab) for lab in _LIMITERS}
     known = {lab: v for lab, v in limits.items() if v is not None}
     if known:
         low = min(known.values())

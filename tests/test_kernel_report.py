@@ -267,3 +267,29 @@ def test_local_memory_traffic_is_called_out():
     assert chart[("kernel ↔ L1/TEX (local)", "load")][2:4] == ["250", "32.0 kB"]
     assert ("kernel ↔ L1/TEX (global)", "atomic") not in chart  # zero atomics: no row
     assert any(x.startswith("Local memory loads: 32.0 kB") for x in mem.summary)
+
+
+@pytest.mark.corpus
+def test_corpus_ncu_csv_details_export_by_labels():
+    """ncu --csv (details page) names values by their GUI label in a section: the same sections
+    fill from them, each value equal to the CSV cell."""
+    import csv
+
+    import profaudit
+
+    path = corpus_file("ncu-csv", "brycelelbach__nsightful__copy_blocked")
+    cells = {(r["Section Name"], r["Metric Name"]): (r["Metric Value"], r["Metric Unit"]) for r in csv.DictReader(open(path, newline=""))}
+    rep = kr.kernel_report(profaudit.load([str(path)]))
+    checked = 0
+    for sec in rep.sections:
+        for it in sec.items:
+            cell = cells.get((sec.title, it.label))
+            if cell is None:
+                continue
+            assert it.value == pytest.approx(float(cell[0].replace(",", ""))), (sec.ident, it.label)
+            assert it.unit == cell[1]
+            checked += 1
+    assert checked >= 20
+    occ = rep.section("Occupancy")
+    assert occ.summary[0] == "Limiter: warps (block size) (4 block(s) per SM)"
+    assert rep.section("SpeedOfLight").summary[0].startswith("Memory-bound: memory throughput 61.8%")
