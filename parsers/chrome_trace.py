@@ -264,7 +264,10 @@ def _decimal_ns(text: str | None) -> int | None:
         return None
     if not d.is_finite():
         return None
-    return int(d.to_integral_value(rounding="ROUND_HALF_UP"))
+    ns = int(d.to_integral_value(rounding="ROUND_HALF_UP"))
+    if not -(2**63) <= ns < 2**63:
+        raise NotAnEvent(f"a timestamp or duration of {text[:30]!r} us is beyond the 64-bit nanosecond range")
+    return ns
 
 
 class BadChunk(Exception):
@@ -411,17 +414,15 @@ def decode_events(events: list, index: int, split: bool = False) -> Chunk:
         if a and type(a) is dict:
             if ph == "C":
                 for k, val in a.items():
-                    if isinstance(val, (int, float)) and not isinstance(val, bool):
-                        counters.append((seq0 | i, k, float(val)))
-                    elif isinstance(val, str):
-                        try:
+                    if isinstance(val, (int, float, str)) and not isinstance(val, bool):
+                        try:  # text counters are common; an integer beyond float range is damage
                             counters.append((seq0 | i, k, float(val)))
-                        except ValueError:
+                        except (ValueError, OverflowError):
                             pass
                 continue
             if cat_c[i] == "cuda_profiler_range":
                 for k, val in a.items():
-                    if isinstance(val, (int, float)) and not isinstance(val, bool):
+                    if isinstance(val, (int, float)) and not isinstance(val, bool) and abs(val) < 1e308:
                         metrics.append((seq0 | i, k, float(val)))
                 continue
             for k, val in a.items():
@@ -436,7 +437,7 @@ def decode_events(events: list, index: int, split: bool = False) -> Chunk:
                     col = _LIST_ARGS[k]
                     for j in range(min(3, len(val))):
                         x = val[j]
-                        if type(x) is int:
+                        if type(x) is int and -(2**63) <= x < 2**63:
                             lst = arg_cols.get(col + str(j))
                             if lst is None:
                                 lst = arg_cols[col + str(j)] = [None] * n
@@ -1368,10 +1369,14 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     # nesting per thread (per stream for device ranges), in (thread, start, longest first) order,
     # which is also the order of range_id. Only the sort keys are reordered for the nesting
     # pass; each output column is gathered once at the end.
-    numeric = "pid" not in R.columns or (
-        not (R["pid_i"].is_null() & R["pid"].is_not_null()).any() and not (R["tid_i"].is_null() & R["tid"].is_not_null()).any())
-    ids = ([pl.col("pid_i").fill_null(-1), pl.col("tid_i").fill_null(-1)] if numeric
-           else [pl.col("pid").rank("dense").fill_null(0).cast(I64), pl.col("tid").rank("dense").fill_null(0).cast(I64)])
+    # each id by its number, or by its text where some are not numbers (only the text ids that
+    # have such values are kept as text columns: pid can be text while tid is numeric)
+    def id_key(c: str) -> pl.Expr:
+        if c in R.columns and (R[c + "_i"].is_null() & R[c].is_not_null()).any():
+            return pl.col(c).rank("dense").fill_null(0).cast(I64)
+        return pl.col(c + "_i").fill_null(-1)
+
+    ids = [id_key("pid"), id_key("tid")]
     rocprof_times = source == "rocprof" and "r_begin" in R.columns
     perm, g, s_, e_ = _nest_order(R, ids, start.fill_null(0), end.fill_null(_OPEN_END), None if rocprof_times else base)
     flags = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))

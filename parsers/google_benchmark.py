@@ -156,17 +156,19 @@ def read_json(path: Path, parser, options: ReadOptions):
             continue
         pj = canonical_params(params)
         src = "manual" if "manual_time" in flags else "host"
-        common = dict(benchmark=family, params=pj, phase="measure", cache_state="unknown", calls_per_sample=r.get("iterations"))
+        common = dict(benchmark=family, params=pj, phase="measure", cache_state="unknown",
+                      calls_per_sample=jsonshape.int64(r.get("iterations"), f"benchmark {name!r}: iterations", path))
         if run_type == "aggregate":
             stat = _STAT.get(agg, agg or "aggregate")
             # An aggregate's `iterations` is the number of repetitions it summarises (the library
             # sets it to the report count), not calls per sample: the per-repetition iteration
             # count is not in the row, so calls_per_sample is unknown.
             n = r.get("repetitions") if isinstance(r.get("repetitions"), int) and not isinstance(r.get("repetitions"), bool) else r.get("iterations")
+            n = jsonshape.int64(n, f"benchmark {name!r}: repetitions", path)
             common.update(statistic=stat, sample_count=n, run=None, iteration=0, calls_per_sample=None)
         else:
             key = (family, pj)
-            run = r.get("repetition_index")
+            run = jsonshape.int64(r.get("repetition_index"), f"benchmark {name!r}: repetition_index", path)
             if run is None:  # old files: repetitions are repeated rows of one name
                 run = seen.get(key, 0)
             seen[key] = max(seen.get(key, 0), run + 1)

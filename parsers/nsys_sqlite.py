@@ -276,7 +276,11 @@ def _tid(col: str) -> pl.Expr:
 def _strings(db: _Db) -> pl.DataFrame:
     if not db.has("StringIds", "id", "value"):
         return pl.DataFrame(schema={"id": pl.Int64, "value": pl.Utf8})
-    return db.frame("StringIds", {"id": ('"id"', pl.Int64), "value": ('"value"', pl.Utf8)})
+    strings = db.frame("StringIds", {"id": ('"id"', pl.Int64), "value": ('"value"', pl.Utf8)})
+    dup = strings.filter(pl.col("id").is_duplicated())["id"]
+    if dup.len():  # its primary key: two names for one id is a damaged database
+        raise InputError(db.path, f"damaged SQLite database: StringIds holds id {dup[0]} more than once")
+    return strings
 
 
 def _lookup(expr: pl.Expr, strings: pl.DataFrame) -> pl.Expr:

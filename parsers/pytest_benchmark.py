@@ -142,7 +142,8 @@ class PytestBenchmarkParser:
         timers = set()
         groups: dict[str, Any] = {}
         raw_benchmarks = 0
-        for b in benches:
+        for i, b in enumerate(benches):
+            b = jsonshape.mapping(b, f"benchmarks[{i}]", path)
             stats = b.get("stats")
             if not isinstance(stats, dict):
                 raise InputError(path, f"benchmark {b.get('name')!r} has no stats")

@@ -170,6 +170,14 @@ class RocprofSdkParser:
         return not probe.is_dir and bool(_SNIFF.match(probe.head))
 
     def read(self, path: Path, options: ReadOptions):
+        try:
+            return self._read(path, options)
+        except (AttributeError, TypeError) as exc:
+            # the records are read by key at every level; a damaged file puts a list, a number or
+            # null where an object belongs
+            raise InputError(path, f"damaged rocprofiler-sdk JSON: a record holds a value of the wrong JSON type ({str(exc)[:120]})") from None
+
+    def _read(self, path: Path, options: ReadOptions):
         from profaudit.names import demangle, short_name
 
         path = Path(path)

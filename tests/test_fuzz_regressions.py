@@ -185,5 +185,72 @@ def test_nvprof_cut_in_or_after_its_header(tmp_path, cli):
 
 def test_lone_surrogate_anywhere_is_a_deliberate_line(tmp_path):
     f = tmp_path / "bench.json"
-    f.write_text(json.dumps(_gbench(iterations="\ud800")))
+    doc = _gbench()
+    doc["benchmarks"][0].pop("run_name")
+    doc["benchmarks"][0]["name"] = "BM_\ud800"
+    f.write_text(json.dumps(doc))
     _refused(f, "holds text that is not valid Unicode: a lone surrogate")
+
+
+def test_gbench_repetition_index_not_an_integer(tmp_path):
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(_gbench(repetition_index="1")))
+    _refused(f, "benchmark 'BM_x/8': repetition_index: expected an integer, found the text '1'")
+
+
+def test_pytest_benchmark_entry_not_an_object(tmp_path):
+    f = tmp_path / "0001_run.json"
+    good = {"name": "test_a", "fullname": "t.py::test_a", "params": None, "stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6,
+            "rounds": 2, "iterations": 1, "data": [1e-6, 2e-6]}}
+    f.write_text(json.dumps({"machine_info": {}, "commit_info": {}, "benchmarks": [good, 1e308]}))
+    _refused(f, "benchmarks[1]: expected a JSON object, found the number 1e+308")
+
+
+def test_nsys_string_ids_with_a_repeated_id(tmp_path):
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE s2 AS SELECT * FROM StringIds")
+    con.execute("DROP TABLE StringIds")
+    con.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")  # the key constraint lost with the damage
+    con.execute("INSERT INTO StringIds SELECT * FROM s2")
+    con.execute("INSERT INTO StringIds VALUES (1, 'other')")
+    con.commit()
+    con.close()
+    _refused(db, "damaged SQLite database: StringIds holds id 1 more than once")
+
+
+def _trace(events) -> dict:
+    return {"traceEvents": [{"ph": "X", "name": "op", "cat": "cpu_op", "pid": 1, "tid": 2, "ts": 10 + i, "dur": 1} for i in range(4)] + events}
+
+
+def test_chrome_trace_pid_that_is_an_object(tmp_path):
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps(_trace([{"ph": "X", "name": "op2", "cat": "cpu_op", "pid": {"": None}, "tid": 2, "ts": 30, "dur": 2}])))
+    p = next(iter(profaudit.load(f)))  # a text id like any other, not a missing column
+    assert p.ranges.height == 5
+
+
+def test_chrome_trace_numbers_beyond_64_bits(tmp_path):
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps(_trace([{"ph": "X", "name": "op2", "cat": "cpu_op", "pid": 1, "tid": 2, "ts": "1" + "0" * 60, "dur": 2}])))
+    _refused(f, "beyond the 64-bit nanosecond range")
+    g = tmp_path / "trace2.json"
+    g.write_text(json.dumps(_trace([{"ph": "X", "name": "k", "cat": "kernel", "pid": 0, "tid": 7, "ts": 31, "dur": 2,
+                                     "args": {"grid": [10**30, 1, 1], "block": [128, 1, 1]}}])))
+    p = next(iter(profaudit.load(g)))
+    assert p.kernels.height == 1 and p.kernels["grid_x"][0] is None
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_rocprof_sdk_record_of_the_wrong_type(tmp_path):
+    import gzip
+
+    from tests.conftest import corpus_file
+
+    src = corpus_file("chrome-trace", "rocprof_908_results")
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    doc["rocprofiler-sdk-tool"][0]["buffer_records"]["kernel_dispatch"][3]["dispatch_info"] = [1, 2]
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(doc))
+    _refused(f, "damaged rocprofiler-sdk JSON: a record holds a value of the wrong JSON type")
