@@ -21,7 +21,7 @@ def section_view(s) -> html.Div:
     parts: list = [html.H4([s.title, " ", html.Code(s.ident, className="muted")])]
     parts += [html.P(html.B(x), className="kr-summary") for x in s.summary]
     if s.items:
-        parts.append(_table(["metric", "value", "ncu metric"], [[i.label, item_text(i), i.metric or ""] for i in s.items], {1}))
+        parts.append(_table(["metric", "value", "from"], [[i.label, item_text(i), i.metric or ""] for i in s.items], {1}))
     for t in s.tables:
         parts += [html.P(html.I(t.title)), _table(t.headers, t.rows)]
     if s.missing:

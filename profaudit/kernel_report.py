@@ -557,7 +557,9 @@ def launches_section(launches: pl.DataFrame) -> Section:
     s = Section("Launches", "Launches of this kernel in the profile")
     d = launches["duration_ns"].drop_nulls()
     s.items.append(Item("Launches", launches.height))
-    if d.len():
+    if d.len() == 1:
+        s.items.append(Item("Duration", float(d[0]), "ns", "duration_ns"))
+    elif d.len():
         s.items += [
             Item("Total time", float(d.sum()), "ns", "duration_ns"),
             Item("Mean", float(d.mean()), "ns", "duration_ns"),
@@ -712,7 +714,7 @@ def render_markdown(rep: KernelReport) -> str:
         if s.summary:
             out.append("")
         if s.items:
-            out += ["| metric | value | ncu metric |", "|---|---:|---|"]
+            out += ["| metric | value | from |", "|---|---:|---|"]
             out += [f"| {_md_cell(i.label)} | {_md_cell(item_text(i))} | {_md_cell(i.metric or '')} |" for i in s.items]
             out.append("")
         for t in s.tables:
@@ -772,7 +774,7 @@ def render_html(rep: KernelReport, *, full_page: bool = True) -> str:
         out.append(f"<h2 id='{e(s.ident)}'>{e(s.title)} <small><code>{e(s.ident)}</code></small></h2>")
         out += [f"<p><b>{e(x)}</b></p>" for x in s.summary]
         if s.items:
-            out.append("<table><tr><th>metric</th><th>value</th><th>ncu metric</th></tr>")
+            out.append("<table><tr><th>metric</th><th>value</th><th>from</th></tr>")
             out += [f"<tr><td>{e(i.label)}</td><td class='num'>{e(item_text(i))}</td><td><code>{e(i.metric or '')}</code></td></tr>" for i in s.items]
             out.append("</table>")
         for t in s.tables:
