@@ -247,6 +247,36 @@ def one_time_work(se: "SideEvidence") -> OneTime | None:
     return res
 
 
+# A gap between API calls inside a call this many typical calls long is one-time host work.
+GAP_FACTOR = 5.0
+
+
+def _host_gaps(se: "SideEvidence", rr: pl.DataFrame) -> np.ndarray | None:
+    """Per call range, the longest stretch of host time inside it that no API call on its thread
+    covers (from the range start, between API calls, to the range end); None without API calls."""
+    r = se.ranges
+    if r is None or "thread_id" not in r.columns:
+        return None
+    pid = rr["profile_id"][0]
+    api = r.filter((pl.col("profile_id") == pid) & pl.col("kind").is_in(list(_API_KINDS)) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    if api.height == 0:
+        return None
+    api = api.sort("start_ns")
+    s_all, e_all = api["start_ns"].to_numpy().astype(np.float64), api["end_ns"].to_numpy().astype(np.float64)
+    t_all = api["thread_id"].to_numpy()
+    tids = rr["thread_id"].to_list() if "thread_id" in rr.columns else [None] * rr.height
+    out = []
+    for a, b, tid in zip(rr["start_ns"].to_list(), rr["end_ns"].to_list(), tids):
+        i0, i1 = np.searchsorted(s_all, a, side="left"), np.searchsorted(s_all, b, side="left")
+        st_, en, th = s_all[i0:i1], np.minimum(e_all[i0:i1], b), t_all[i0:i1]
+        if tid is not None:
+            keep = th == tid
+            st_, en = st_[keep], en[keep]
+        covered_to = np.maximum.accumulate(np.r_[a, en])
+        out.append(float(np.max(np.r_[st_, b] - covered_to)))
+    return np.asarray(out)
+
+
 def _per_call(se: "SideEvidence", ranges: pl.DataFrame, res: OneTime, s: np.ndarray, e: np.ndarray) -> None:
     durs, once = [], []
     k = _kernel_frame(se)
@@ -271,6 +301,15 @@ def _per_call(se: "SideEvidence", ranges: pl.DataFrame, res: OneTime, s: np.ndar
                 res.names[f"kernel variants the steady calls never launch ({len(odd)} calls)"] = len(odd)
             for i in odd:
                 o[i] = max(o[i], d[i] - typical)
+        gaps = _host_gaps(se, rr)
+        if gaps is not None and d.size >= 3:
+            # host time inside a call that no API call explains (Python-side JIT, a recompile on a
+            # new shape): the call's longest gap beyond the typical call's longest gap
+            excess = gaps - float(np.median(gaps))
+            odd = np.flatnonzero(excess > GAP_FACTOR * typical)
+            if odd.size:
+                res.names[f"host time no API call explains ({odd.size} calls)"] = int(odd.size)
+                o[odd] = np.maximum(o[odd], excess[odd])
         if d.size >= 3 and d[0] > FIRST_CALL_FACTOR * typical and d[0] - typical > o[0]:
             res.names[f"first call {d[0] / typical:.0f}x the typical call"] = 1
             o[0] = d[0] - typical
@@ -332,6 +371,14 @@ def matmul_kernels(se: "SideEvidence") -> list[str]:
     return [n for n in kernel_names(se) if MATMUL_NAME.search(n)]
 
 
+def _count_within(points: np.ndarray, ranges: pl.DataFrame) -> list[int]:
+    """How many of `points` fall in [start, end) of each range (sorted search, not a scan)."""
+    p = np.sort(points)
+    lo = np.searchsorted(p, ranges["start_ns"].to_numpy(), side="left")
+    hi = np.searchsorted(p, ranges["end_ns"].to_numpy(), side="left")
+    return (hi - lo).astype(int).tolist()
+
+
 def _calls_per_timed_range(se: "SideEvidence") -> tuple[int, str] | None:
     """Calls behind each timing sample when the trace has one timed range per sample: the range
     lasts k per-call times (the log reports time per call) and holds at least k kernel launches.
@@ -345,8 +392,7 @@ def _calls_per_timed_range(se: "SideEvidence") -> tuple[int, str] | None:
     ratio = float(np.median((r["end_ns"] - r["start_ns"]).to_numpy())) / t
     if ratio < 1.5:
         return None  # a range of one call's length may wrap one call of a larger sample: no answer
-    ks = k["start_ns"].to_numpy()
-    launches = [int(((ks >= a) & (ks < b)).sum()) for a, b in zip(r["start_ns"].to_list(), r["end_ns"].to_list())]
+    launches = _count_within(k["start_ns"].to_numpy(), r)
     n = int(round(ratio))
     if float(np.median(launches)) >= n:
         return n, f"attached trace: each {se.get('timed_range')!r} range lasts {ratio:.1f} per-call times and holds a median {np.median(launches):.0f} kernel launches"
@@ -370,8 +416,6 @@ def derive_facts(se: "SideEvidence") -> None:
     if call and timed and call != timed:
         outer, inner = _named_ranges(se, "timed_range"), _named_ranges(se, "call_range")
         if outer is not None and inner is not None:
-            s = inner["start_ns"].to_numpy()
-            counts = [int(((s >= a) & (s < b)).sum()) for a, b in zip(outer["start_ns"].to_list(), outer["end_ns"].to_list())]
-            counts = [c for c in counts if c > 0]
+            counts = [c for c in _count_within(inner["start_ns"].to_numpy(), outer) if c > 0]
             if counts:
                 se.add("calls_per_sample_traced", int(np.median(counts)), f"attached trace: median {int(np.median(counts))} {call!r} ranges per {timed!r} range", "recorded")
