@@ -154,7 +154,7 @@ class PytestBenchmarkParser:
             pj = canonical_params(params)
             iters = stats.get("iterations")
             rounds = stats.get("rounds")
-            timer = (b.get("options") or {}).get("timer")
+            timer = jsonshape.mapping(b.get("options"), f"benchmark {name!r}: options", path, optional=True).get("timer")
             if timer:
                 timers.add(str(timer))
             data = stats.get("data")

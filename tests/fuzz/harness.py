@@ -180,6 +180,8 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Muta
         m.label = f"{victim.relative_to(out)}: {m.label}"
         # side files a folder format does not read (a sample's capture notes) lose nothing when cut
         m.cut_incomplete = m.cut_incomplete and victim.name.endswith(_FOLDER_DATA_SUFFIXES)
+        if victim.name.endswith(".trace.json.gz") and any(victim.parent.glob("*.xplane.pb")):
+            m.cut_incomplete = False  # a JAX run is read from its xplane.pb; the trace.json.gz is not read
         return out, m
     out = dest / seed.path.name
     m = mutate(seed.path.read_bytes(), seed.path.name, rng)
