@@ -214,3 +214,15 @@ def test_workload_kernels_on_their_measured_roofline(tmp_path):
     r = roofline(ps, measured_device(ps, d, "mi250x"), clock="boost").row(0, named=True)
     assert r["device_key"] == "mi250x@measured" and r["bound_at_boost"] == "dram"
     assert r["roof_pct_at_boost"] == pytest.approx(100 * k["dram_bytes"] / 1388.7948e9 / 20640e-9, rel=1e-12)
+
+
+def test_measured_ceilings_belong_to_one_device(workload):
+    from profaudit.errors import UsageError
+    from profaudit.measured import measured_device
+    from profaudit.profile import Profile, ProfileSet
+
+    k = pl.DataFrame({"kernel_id": [0, 1], "name": ["a", "b"], "device_name": ["AMD Instinct MI300X", "NVIDIA H100 80GB HBM3"], "duration_ns": [1.0, 1.0]})
+    ps = ProfileSet([Profile("p", {"source": "test", "format": "test"}, {"kernels": k})])
+    with pytest.raises(UsageError, match="measured ceilings belong to one: pass --device"):
+        measured_device(ps, workload)
+    assert measured_device(ps, workload, "mi300x").key == "mi300x@measured"
