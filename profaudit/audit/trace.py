@@ -40,11 +40,13 @@ KERNEL_LAUNCH = re.compile(r"^(cuda|cu|hip)(Launch(Cooperative)?Kernel|ModuleLau
 _API_KINDS = ("cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "hip_api", "runtime", "driver")
 
 # Kernel names that reveal a reduced-precision or tensor-core path (cuBLAS/cuDNN/CUTLASS naming):
-# TF32 (tf32, cutlass s1688/s16816 tensorop), FP16/BF16 (h884/h1688/h16816 gemm, hmma, f16, bf16,
-# half) and tensor-core MMA kernels (xmma, hmma, wgmma, gmma, tensorop).
+# TF32 (tf32, cutlass s1688/s16816 tensorop), FP16/BF16/FP8 (h884/h1688/h16816 gemm, hmma, f16,
+# bf16, half, e4m3) and tensor-core MMA kernels (hmma, wgmma, tensorop, mma_sync).
 TF32_NAME = re.compile(r"tf32|tensorop_s\d{3,5}|_s1688|_s16816|s1688gemm|s16816gemm", re.IGNORECASE)
 HALF_NAME = re.compile(r"h\d{3,5}gemm|hmma|f16|bf16|half|bfloat16|e4m3|e5m2|fp8", re.IGNORECASE)
-TENSOR_CORE_NAME = re.compile(r"xmma|hmma|wgmma|gmma|tensorop|mma_sync|tensor_?core", re.IGNORECASE)
+# Generic tensor-core markers; a bare xmma name is not among them (cuBLAS also names FP32 paths
+# xmma): it counts only with a reduced-precision token (tf32, f16, bf16 ...) above.
+TENSOR_CORE_NAME = re.compile(r"hmma|wgmma|tensorop|mma_sync|tensor_?core", re.IGNORECASE)
 # Strict FP32 kernel names (SIMT sgemm): a tensor-core name on a side that claims strict FP32 is
 # the evidence, an sgemm is the fair twin.
 MATMUL_NAME = re.compile(r"gemm|matmul|mm_|_mm\b|bmm|conv|implicit_?gemm|dgrad|wgrad|fprop|cublas|cudnn|cutlass", re.IGNORECASE)
@@ -356,7 +358,7 @@ def reduced_precision_kernels(se: "SideEvidence") -> dict[str, list[str]]:
     tensor cores)."""
     out: dict[str, list[str]] = {}
     for n in kernel_names(se):
-        if not (MATMUL_NAME.search(n) or TENSOR_CORE_NAME.search(n)):
+        if not (MATMUL_NAME.search(n) or TENSOR_CORE_NAME.search(n) or "xmma" in n.lower()):
             continue  # an element-wise kernel's name says nothing about matmul precision
         if HALF_NAME.search(n):
             out.setdefault("FP16/BF16/FP8", []).append(n)
