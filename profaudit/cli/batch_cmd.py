@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from profaudit.cli.ingest_cmd import ENGINE_OPTION, SCHEDULER_FILE_OPTION, SCHEDULER_OPTION
+from profaudit.fmt import plural
 
 BATCH_FORMATS = ("text", "table", "markdown", "csv", "json", "parquet")
 _BY_SUFFIX = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
@@ -55,7 +56,7 @@ def audit_batch(target: str, *, fmt: str, output: Optional[Path], select, ignore
     fmt = _format_for(fmt, output)
     paths = claim_files(target)
     df = _run_batch("auditing", len(paths), engine, scheduler, scheduler_file, lambda ex, adv: audit_many(paths, executor=ex, select=select, ignore=ignore, progress=adv))
-    _emit(df, fmt, output, f"{len(paths)} claims audited from {target}")
+    _emit(df, fmt, output, f"{plural(len(paths), 'claim')} audited from {target}")
     return audit_exit_code(df)
 
 

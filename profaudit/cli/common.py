@@ -16,6 +16,7 @@ import polars as pl
 import typer
 
 from profaudit.errors import UsageError
+from profaudit.fmt import plural
 
 
 class Format(str, Enum):
@@ -298,7 +299,7 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
             atomic_write_bytes(Path(output), buf.getvalue().encode())
         else:
             atomic_write_frame(_flatten_for(fmt, df), Path(output), fmt.value)
-        stderr_console().print(f"wrote {df.height} rows to {output}")
+        stderr_console().print(f"wrote {plural(df.height, 'row')} to {output}")
         return
     if fmt is Format.table:
         con = stdout_console()

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from profaudit.fmt import plural
+
 
 def cpu_only_note(ps) -> str:
     """What the demo says when no loaded profile holds a GPU kernel it can place on a roofline."""
@@ -49,7 +51,7 @@ def register(app: typer.Typer) -> None:
         ps = load_with_progress([str(root)], skip_bad=True)
         ds = write_dataset(ps, output / "dataset", merge=False)
         md = ps.metadata.select("profile_id", "source", "format", "device_name", "kernel_count", "sample_count")
-        emit_frame(md, "table", title=f"{len(ps)} profiles from {root} (dataset: {ds})", limit=0)
+        emit_frame(md, "table", title=f"{plural(len(ps), 'profile')} from {root} (dataset: {ds})", limit=0)
 
         # 2. roofline of every kernel whose device has a spec; say plainly which devices have none
         from profaudit.roofline import roofline, unmatched_devices
@@ -93,7 +95,7 @@ def register(app: typer.Typer) -> None:
                 advance(str(c))
         atomic_write_text(output / "audits" / "summary.json", json.dumps(rows, indent=1, default=str) + "\n")
         if rows:
-            emit_frame(pl.DataFrame(rows, strict=False), "table", title=f"audit of {len(rows)} sample claims (reports in {output / 'audits'})", limit=0)
+            emit_frame(pl.DataFrame(rows, strict=False), "table", title=f"audit of {plural(len(rows), 'sample claim')} (reports in {output / 'audits'})", limit=0)
 
         # 4. the dashboard over the same files
         if serve:

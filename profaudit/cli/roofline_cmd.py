@@ -9,6 +9,7 @@ import polars as pl
 import typer
 
 from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
+from profaudit.fmt import plural
 
 TABLE_COLUMNS = [
     "kernel_id", "short_name", "device_key", "duration_ns", "achieved_flops_per_s", "ai_dram_flops_per_byte",
@@ -85,4 +86,4 @@ def register(app: typer.Typer) -> None:
                     # a file that was asked for and not written is a failed command, not a warning
                     raise UsageError(f"{png}: {problem}")
                 stderr_console().print(f"wrote {png}", markup=False, highlight=False)
-        emit_frame(out, fmt, output, title=f"roofline ({rf.height} kernels)", limit=limit)
+        emit_frame(out, fmt, output, title=f"roofline ({plural(rf.height, 'kernel')})", limit=limit)

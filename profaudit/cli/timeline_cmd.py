@@ -12,6 +12,7 @@ import polars as pl
 import typer
 
 from profaudit.cli.common import FORMAT_OPTION, NSYS_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
+from profaudit.fmt import plural
 
 
 class By(str, Enum):
@@ -59,7 +60,7 @@ def register(app: typer.Typer) -> None:
             table = table.drop("profile_id")
         if fmt is Format.table:
             table = table.drop(["q1_ns", "q3_ns"], strict=False)
-        emit_frame(table, fmt, output, title=f"kernel summary ({table.height} rows)", limit=limit)
+        emit_frame(table, fmt, output, title=f"kernel summary ({plural(table.height, 'row')})", limit=limit)
 
     @app.command("gaps")
     def gaps(
