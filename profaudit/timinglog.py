@@ -31,7 +31,8 @@ max_samples, time_budget, hard_time_limit, variant_failed), `noise_target` (floa
 standard error of the median asked for) and `noise_target_met` (bool), `rel_se_median` (float;
 absent with `rel_se_note` saying why when the samples are too few to estimate it),
 `minimums_met` and `stopped_short` (bool: the warm-up-call and sample minimums were, or were
-not, reached), `timing_method` (per_call, per_call_behind_blocking_kernel, cuda_graph),
+not, reached), `timing_method` (per_call, per_call_behind_blocking_kernel, cuda_graph, or a
+back_to_back_batch... form when tiny calls were timed in batches of `calls_per_sample`),
 `timer_fallback` (str: why a device timer fell back to the host clock, e.g. a JAX trace
 without device events; `time_source` then says host), `telemetry_sampling` (str: how the per-row
 clocks/temperature/power were read: in a background

@@ -68,6 +68,7 @@ class CudaEventTimer:
 
     time_source = "cuda_events"
     synchronized = True
+    supports_batches = True
 
     def __init__(self, torch):
         self.torch = torch

@@ -104,7 +104,7 @@ def _shape(shape) -> tuple[int, ...]:
 class BoundCall:
     """A zero-argument call of one variant on one input set (what the timer runs)."""
 
-    __slots__ = ("fn", "variant", "params", "model_ns", "input_set", "method")
+    __slots__ = ("fn", "variant", "params", "model_ns", "input_set", "method", "repeat")
 
     def __init__(self, fn: Callable[[], Any], variant: str, params: dict, model_ns: Callable | None = None, input_set: int = 0, method: str | None = None):
         self.fn = fn
@@ -114,6 +114,8 @@ class BoundCall:
         self.input_set = input_set
         # how a call is run when not the plain function call (cuda_graph: a graph replay)
         self.method = method
+        # back-to-back calls of the variant this one makes (a batch, profaudit.bench.runner)
+        self.repeat = 1
 
     def __call__(self):
         try:
@@ -162,6 +164,7 @@ class FakeTimer:
 
     time_source = "fake"
     synchronized = True
+    supports_batches = True
 
     def __init__(self, backend: "FakeBackend"):
         self.b = backend
@@ -182,8 +185,9 @@ class FakeTimer:
             if not math.isfinite(base) or base <= 0:
                 raise UsageError(f"variant {c.variant!r}: model_ns returned {base!r}; expected a positive number of ns")
             n = b.calls.get(c.variant, 0)
-            b.calls[c.variant] = n + 1
+            b.calls[c.variant] = n + c.repeat
             t = base * math.exp(b.rng.normal(0.0, b.noise)) if b.noise > 0 else base
+            t *= c.repeat  # a batch: that many back-to-back calls
             if n < b.warmup_calls:
                 t *= b.warmup_factor
             if flush is None:

@@ -28,9 +28,14 @@ For each case (one point of a benchmark's sweep) and the variants chosen:
    half of the variant's measured calls) those calls are relabelled warm-up and measuring
    continues (`warmup_extended`). Anything else (drift, bimodality) stays for the audit to see.
 4. Measurement: rounds that run every variant once, in a fresh random order each round
-   (FAIRNESS P4; seeded per run and case), grouped in blocks of about `block_target_s`;
-   telemetry (NVML clocks, temperature, power, throttle reasons) is sampled once per block
-   outside the timed calls. It stops when every variant has `min_samples` samples, `min_time_s`
+   (FAIRNESS P4; seeded per run and case), grouped in blocks of about `block_target_s` (on
+   CUDA each block runs behind a blocking kernel: profaudit.bench.backend_torch). When a
+   variant takes under `batch_below_ns` per call and the cache is not flushed per call, every
+   variant of the case is timed in batches of the same number of back-to-back calls (about
+   `batch_target_ns` of the fastest; `calls_per_sample` records it, samples stay per call).
+   Telemetry (NVML clocks, temperature, power, throttle reasons) is read in a background
+   thread while each block runs (profaudit.bench.sampler), optionally after a thermal
+   cool-down. It stops when every variant has `min_samples` samples, `min_time_s`
    has passed and the median's relative standard error is under `noise_target` for every
    variant; or at `max_samples`; or at `max_time_s` once `min_samples` are in (minimums win
    over the budget up to `hard_time_s`). The standard error is not estimated from fewer than
@@ -108,6 +113,11 @@ class RunOptions:
     # reads under cooldown_c degrees; None: never
     cooldown_c: float | None = None
     cooldown_max_s: float = 30.0
+    # tiny variants (warm-up median under batch_below_ns; hot or rotating caches, device timers)
+    # are timed in batches of back-to-back calls lasting about batch_target_ns; 0: never
+    batch_below_ns: float = 20_000.0
+    batch_target_ns: float = 200_000.0
+    max_batch: int = 1000
 
     def validate(self) -> "RunOptions":
         from profaudit.bench.spec import CACHE_MODES
@@ -497,10 +507,12 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     # the inputs' values as drawn (or last refilled): a variant that writes into them is found
     snapshots = {s: _host_copy(backend, sets[s]) for s in range(n_sets)}
 
+    batch: dict[str, int] = {}  # back-to-back calls per sample of a tiny variant (step 4)
+
     def next_call(n: str) -> BoundCall:
         c = bound[n][nxt[n] % n_sets]
         nxt[n] += 1
-        return c
+        return _batched(c, batch[n]) if batch.get(n, 1) > 1 else c
 
     def order(rnd: int, names: list[str]) -> list[str]:
         if not opts.interleave or len(names) < 2:
@@ -514,7 +526,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
 
     position: dict[str, list[int]] = {n: [] for n in live}
 
-    def record(names: list[str], starts, durs, phase: str, sample: dict | None, pos: list[int] | None = None) -> None:
+    def record(names: list[str], starts, durs, phase: str, sample: dict | None, reps: list[int] | None = None) -> None:
         if not origin and starts:
             origin.append(starts[0])
         for i, (n, st, d) in enumerate(zip(names, starts, durs)):
@@ -532,7 +544,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 # the host clock says so from then on (profaudit.bench.jax_timer)
                 "time_source": timer.time_source,
                 "device_name": device_name,
-                "calls_per_sample": 1,
+                "calls_per_sample": reps[i] if reps else 1,
             }
             if sample:
                 row.update({k: v for k, v in sample.items() if v is not None})
@@ -566,13 +578,16 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             if who in names:
                 raise _VariantFailed(who, f"a call failed during {what}: {_exc_text(exc)}") from None
             raise CaseError(f"a call failed during {what}: {_exc_text(exc)}") from None
+        # a batch's time is that of its calls together: the sample is the time per call
+        reps = [getattr(c, "repeat", 1) for c in todo]
+        durs = [d / r for d, r in zip(durs, reps)]
         sample = None
         if sampler is not None:
             sample = sampler.summary()
             tele_blocks["blocks"] += 1
             tele_blocks["samples"] += sampler.count
             tele_blocks["errors"] = tele_blocks["errors"] or sampler.error
-        record(names, starts, durs, phase, sample)
+        record(names, starts, durs, phase, sample, reps)
         return durs
 
     def inputs_changed(s: int) -> bool:
@@ -669,8 +684,20 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 "median_ns": _median(warm[n][-max(3, len(warm[n]) // 3) :]),
             }
 
-        # measurement
-        per_round = sum(warm_info[n]["median_ns"] for n in group)
+        # measurement; a variant of a few microseconds is timed in batches of back-to-back calls
+        # (nvbench's batch measurement): per-call events would be as coarse as the kernel, and
+        # a flush between calls is impossible, so only without the cold-cache flush
+        if cache_mode != "cold" and getattr(timer, "supports_batches", False) and opts.batch_below_ns > 0:
+            meds = [warm_info[n]["median_ns"] for n in group if warm_info[n]["median_ns"] > 0]
+            if meds and min(meds) < opts.batch_below_ns:
+                # one batch size for every variant of the case: variants timed differently
+                # (calls per sample) are not comparable (the audit's PA303); sized on the
+                # fastest, and no batch of the slowest over 50x the target
+                size = math.ceil(opts.batch_target_ns / min(meds))
+                size = min(size, max(2, int(50 * opts.batch_target_ns // max(meds))), opts.max_batch)
+                for n in group:
+                    batch[n] = int(max(2, size))
+        per_round = sum(warm_info[n]["median_ns"] * batch.get(n, 1) for n in group)
         rounds_per_block = int(min(256, max(1, opts.block_target_s * 1e9 // max(per_round, 1.0))))
         samples = {n: [] for n in group}
         extended = {n: 0 for n in group}
@@ -712,8 +739,9 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                     _poison_finite(backend, o, spot_rng)
             backend.sync()
             got: list = []
-            base = bound[n][s]
+            base = _batched(bound[n][s], batch[n]) if batch.get(n, 1) > 1 else bound[n][s]
             call = BoundCall(lambda base=base: got.append(base()), n, base.params, base.model_ns, s)
+            call.repeat = base.repeat
             it = iteration[n]
             durs = run_block([n], "measure", [call])
             samples[n].append(durs[0])
@@ -955,7 +983,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "rel_se_note": None if se_ok else f"not reported: {n_samples} samples (fewer than {MIN_SE_SAMPLES}) are too few to estimate the standard error of the median",
             "minimums_met": minimums,
             "stopped_short": not minimums,
-            "timing_method": getattr(bound[n][0], "method", None) or getattr(timer, "method", "per_call"),
+            "timing_method": _method(getattr(bound[n][0], "method", None) or getattr(timer, "method", "per_call"), batch.get(n, 1)),
             "spot_checks": spot_info[n]["checks"],
             "determinism_checked": bool((r.correctness.get("determinism") or {}).get("repeat_calls")),
             "nondeterministic_tolerance": list(v.nondeterministic) if v.nondeterministic is not None else None,
@@ -980,7 +1008,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             "bytes": float(nbytes) if nbytes is not None else None,
             "shape": _shape_of(case, backend, sets[0]),
             "op": case.value(b.op),
-            "calls_per_sample": 1,
+            "calls_per_sample": batch.get(n, 1),
             "synchronized": True,
             "time_source": timer.time_source,
             **{k: v2 for k, v2 in before.items()},
@@ -1065,6 +1093,27 @@ def _repeat_check(v: Variant, r: VariantResult, first: list[np.ndarray], call, r
             break
     r.correctness["determinism"] = {"repeat_calls": made, "tolerance": list(nd) if nd is not None else "bit-exact", "ok": r.status == "ok"}
     return made
+
+
+def _batched(c: BoundCall, n: int) -> BoundCall:
+    """`n` back-to-back calls of `c` as one timed call (returns the last call's output)."""
+
+    def many(c=c, n=n):
+        out = None
+        for _ in range(n):
+            out = c()
+        return out
+
+    bc = BoundCall(many, c.variant, c.params, c.model_ns, c.input_set, method=c.method)
+    bc.repeat = n
+    return bc
+
+
+def _method(method: str, batch: int) -> str:
+    """The timing method recorded: a batch of back-to-back calls keeps what it runs behind."""
+    if batch <= 1:
+        return method
+    return "back_to_back_batch_behind_blocking_kernel" if "blocking" in method else ("back_to_back_batch_of_graph_replays" if method == "cuda_graph" else "back_to_back_batch")
 
 
 def _host_copy(backend: Backend, ins: Sequence[Any]) -> list[np.ndarray]:
