@@ -34,13 +34,23 @@ def register(app: typer.Typer) -> None:
         from profaudit.fleet import ingest as run_ingest
         from profaudit.loader import expand
 
+        from profaudit.errors import InputError
+
         n = len(expand(list(paths)))
-        with engine_executor(engine, scheduler, scheduler_file) as executor, progress_bar("ingesting", n) as advance:
-            r = run_ingest(
-                list(paths), output, executor=executor, skip_bad=skip_bad, replace=replace, progress=advance,
-                device=device, nsys=nsys, time_column=time_column, time_unit=time_unit,
-            )
+        try:
+            with engine_executor(engine, scheduler, scheduler_file) as executor, progress_bar("ingesting", n) as advance:
+                r = run_ingest(
+                    list(paths), output, executor=executor, skip_bad=skip_bad, replace=replace, progress=advance,
+                    device=device, nsys=nsys, time_column=time_column, time_unit=time_unit,
+                )
+        except InputError as exc:
+            if skip_bad or n < 2:
+                raise
+            # one bad file among many stopped the batch (nothing was written): say how to go on
+            raise InputError(exc.path, f"{exc.problem} (nothing ingested; --skip-bad skips unreadable inputs and ingests the rest)") from None
         report_loaded(r.skipped, r.profiles)
         k = r.rows.get("kernels", 0)
         s = r.rows.get("samples", 0)
-        stderr_console().print(f"ingested {len(r.profiles)} profile(s) ({k} kernel rows, {s} sample rows) into {output}", markup=False, highlight=False)
+        from profaudit.fmt import plural
+
+        stderr_console().print(f"ingested {plural(len(r.profiles), 'profile')} ({plural(k, 'kernel row')}, {plural(s, 'sample row')}) into {output}", markup=False, highlight=False)
