@@ -109,6 +109,7 @@ def run_cmd(
     processes: str = typer.Option("auto", "--processes", help="Repeat the run in this many fresh processes (process-level repetitions); auto: one run, and --auto-processes runs in all when any variant misses the noise target."),
     auto_processes: int = typer.Option(3, "--auto-processes", help="With --processes auto: runs in all when the first run misses the noise target."),
     spot_checks: int = typer.Option(8, "--spot-checks", help="Timed rounds, at seeded random places, whose calls get new input values and poisoned outputs and are verified."),
+    batch_below: float = typer.Option(20.0, "--batch-below-us", help="Variants under this many microseconds per call are timed in batches of back-to-back calls (hot or rotating caches on a device timer; 0: never); the batch size is recorded as calls_per_sample."),
     cool_down: Optional[float] = typer.Option(None, "--cool-down-below", help="Before each measured block, wait (sleeping, at most --cool-down-max-time s) until the GPU reads under this temperature in degrees C (recorded)."),
     cool_down_max: float = typer.Option(30.0, "--cool-down-max-time", help="Longest thermal cool-down wait before one block (s)."),
     hard_time_limit: float = typer.Option(120.0, "--hard-time-limit", help="Minimums (--min-samples, --min-warmup-calls) win over the time budgets up to this many seconds per phase; past it the run records that it stopped short."),
@@ -153,6 +154,7 @@ def run_cmd(
         hard_time_s=hard_time_limit,
         cooldown_c=cool_down,
         cooldown_max_s=cool_down_max,
+        batch_below_ns=batch_below * 1e3,
     )
     with progress_bar("benchmarking", None) as advance:
         manifest = run_file(file, output_dir, pattern=pattern, variants=variant, options=opts, progress=advance, processes=processes, auto_processes=auto_processes)
