@@ -262,7 +262,9 @@ class RocpdParser:
         cols = {"category": STR, "op": STR, "message": STR, "thread_id": I64, "process_id": I64, "start_ns": I64, "end_ns": I64, "correlation_id": I64}
         ev_join = ("LEFT JOIN {rocpd_event} E ON E.id = R.event_id AND E.guid = R.guid "
                    "LEFT JOIN {rocpd_string} C ON C.id = E.category_id AND C.guid = E.guid") if has_ev else ""
-        ev_sel = "C.string, N.string, json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), " if has_ev else "NULL, N.string, NULL, "
+        # only marker events carry a message: other API calls skip the JSON parse
+        msg = "CASE WHEN C.string LIKE '%MARKER%' AND json_valid(E.extdata) THEN json_extract(E.extdata, '$.message') END"
+        ev_sel = f"C.string, N.string, {msg}, " if has_ev else "NULL, N.string, NULL, "
         parts = []
         if db.has("rocpd_region"):
             times, joins = db.span("rocpd_region", "R")
@@ -277,7 +279,7 @@ class RocpdParser:
             ts, tjoin = ("S.timestamp", "") if "timestamp" in sc else ("TI.value", "LEFT JOIN {rocpd_timestamp} TI ON TI.id = S.timestamp_id AND TI.guid = S.guid ")
             name = ("LEFT JOIN {rocpd_string} N ON N.id = S.name_id AND N.guid = S.guid ", "N.string") if "name_id" in sc else ("", "NULL")
             parts.append(db.frame(
-                "SELECT C.string, " + name[1] + ", json_extract(CASE WHEN json_valid(E.extdata) THEN E.extdata END, '$.message'), T.tid, T.pid, "
+                "SELECT C.string, " + name[1] + f", {msg}, T.tid, T.pid, "
                 f"{ts}, {ts}, {db.corr()} FROM {{rocpd_sample}} S "
                 "JOIN {rocpd_event} E ON E.id = S.event_id AND E.guid = S.guid "
                 "JOIN {rocpd_string} C ON C.id = E.category_id AND C.guid = E.guid "
