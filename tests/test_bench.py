@@ -545,3 +545,5 @@ def test_blocked_runs_are_recorded_as_not_interleaved(tmp_path):
     (ha, ra), (hb, rb) = (read_log(out / m["cases"][0]["variants"][v]["log"]) for v in ("base", "fast"))
     assert ha["meta"]["interleaved"] is False and hb["meta"]["interleaved"] is False
     assert max(r["timestamp_ns"] for r in ra) < min(r["timestamp_ns"] for r in rb)  # AAAA then BBBB
+    # each block of a variant gets its own spot checks
+    assert ha["meta"]["spot_checks"] == hb["meta"]["spot_checks"] == 8

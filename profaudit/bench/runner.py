@@ -643,6 +643,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
     spots_done = 0
     measured: dict[str, list[float]] = {}
     for group in groups:
+        # every group (each variant, when not interleaved) gets its own spot checks
+        spots_done = 0
         warm = {n: [] for n in group}
         t0 = clock.now_ns()
         rnd = 0
@@ -874,8 +876,8 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             warm_info[n]["calls"] += extended[n]
             measured[n] = samples[n]
 
-    # a variant fast only on repeated input values: the checked calls (fresh values each) take
-    # several times as long as the others, beyond the spread of the others
+    # a variant fast only on repeated input values: its spot-checked calls on new values take
+    # several times as long as their controls on the values it has seen
     for n in live:
         if n in failed or n in caught:
             continue
