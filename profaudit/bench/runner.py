@@ -101,7 +101,8 @@ class RunOptions:
     run_index: int = 0
     repetitions: int = 1
     # sabotage checks (see the module docstring): timed iterations poisoned and verified on fresh
-    # inputs, and repeat calls on identical inputs before timing
+    # inputs (2 timed calls per variant per spot check, on top of max_samples), and repeat calls
+    # on identical inputs before timing
     spot_checks: int = 8
     repeat_calls: int = 2
     # minimums (min_warmup_calls, min_samples) win over the time budgets up to this limit per

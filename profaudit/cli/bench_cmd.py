@@ -93,7 +93,7 @@ def run_cmd(
     variant: Optional[List[str]] = typer.Option(None, "--variant", help="Only these variants (repeatable)."),
     cache: Optional[str] = typer.Option(None, "--cache", help="cold (flush the cache before each call; default on GPUs), hot (default on CPUs), or rotate (cycle input sets)."),
     min_samples: int = typer.Option(30, "--min-samples", help="Samples per variant before the noise target may stop the run."),
-    max_samples: int = typer.Option(100_000, "--max-samples", help="Stop at this many samples per variant."),
+    max_samples: int = typer.Option(100_000, "--max-samples", help="Stop at this many samples per variant (the spot checks' 2 x --spot-checks timed calls come on top)."),
     min_time: float = typer.Option(0.05, "--min-time", help="Measure at least this long per case (s)."),
     max_time: float = typer.Option(2.0, "--max-time", help="Measurement budget per case (s); warm-up (--warmup-max-time) and the correctness checks come on top."),
     noise_target: float = typer.Option(0.005, "--noise-target", help="Stop when the median's relative standard error is below this for every variant."),
