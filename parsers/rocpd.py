@@ -207,23 +207,25 @@ class RocpdParser:
         if not db.has("rocpd_kernel_dispatch"):
             return None, None
         ev = "LEFT JOIN {rocpd_event} E ON E.id = K.event_id AND E.guid = K.guid" if db.has("rocpd_event") else ""
-        sym = "LEFT JOIN {rocpd_info_kernel_symbol} S ON S.id = K.kernel_id AND S.guid = K.guid" if db.has("rocpd_info_kernel_symbol") else ""
         cols = {
             "guid": STR, "dispatch_id": I64, "start_ns": I64, "end_ns": I64, "private_segment_size": I64, "shared_mem_bytes": I64,
             "block_x": I64, "block_y": I64, "block_z": I64, "wi_x": I64, "wi_y": I64, "wi_z": I64, "event_id": I64,
-            "correlation_id": I64, "agent_id": I64, "stream": I64, "stream_id": I64, "process_id": I64, "thread_id": I64,
-            "kernel_name": STR, "display_name": STR, "static_shared_mem_bytes": I64, "static_private_segment_size": I64,
-            "sgpr_count": I64, "arch_vgpr_count": I64, "accum_vgpr_count": I64, "kernarg_segment_size": I64, "symbol_extdata": STR,
+            "correlation_id": I64, "agent_id": I64, "stream": I64, "stream_id": I64, "process_id": I64, "thread_id": I64, "symbol_id": I64,
         }
         times, joins = db.span("rocpd_kernel_dispatch", "K")
         start, end, pid, tid, agent, queue, stream = times.split(", ")
         sel = (f"K.guid, K.dispatch_id, {start}, {end}, K.private_segment_size, K.group_segment_size, "
                "K.workgroup_size_x, K.workgroup_size_y, K.workgroup_size_z, K.grid_size_x, K.grid_size_y, K.grid_size_z, K.event_id, "
                + (f"{db.corr()}, " if ev else "NULL, ")
-               + f"{agent}, {queue}, {stream}, {pid}, {tid}, "
-               + ("S.kernel_name, S.display_name, S.group_segment_size, S.private_segment_size, S.sgpr_count, S.arch_vgpr_count, "
-                  "S.accum_vgpr_count, S.kernarg_segment_size, S.extdata" if sym else ", ".join(["NULL"] * 9)))
-        K = db.frame(f"SELECT {sel} FROM {{rocpd_kernel_dispatch}} K {joins} {ev} {sym}", cols)
+               + f"{agent}, {queue}, {stream}, {pid}, {tid}, K.kernel_id")
+        K = db.frame(f"SELECT {sel} FROM {{rocpd_kernel_dispatch}} K {joins} {ev}", cols)
+        # symbols are few: read once and joined here, not repeated on every dispatch row by SQLite
+        scols = {"symbol_id": I64, "guid": STR, "kernel_name": STR, "display_name": STR, "static_shared_mem_bytes": I64, "static_private_segment_size": I64,
+                 "sgpr_count": I64, "arch_vgpr_count": I64, "accum_vgpr_count": I64, "kernarg_segment_size": I64, "symbol_extdata": STR}
+        S = (db.frame("SELECT id, guid, kernel_name, display_name, group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, "
+                      "accum_vgpr_count, kernarg_segment_size, extdata FROM {rocpd_info_kernel_symbol}", scols)
+             if db.has("rocpd_info_kernel_symbol") else pl.DataFrame(schema=scols))
+        K = K.join(S.unique(["symbol_id", "guid"], keep="first"), on=["symbol_id", "guid"], how="left")
         if not K.height:
             return None, None
         K = K.join(agents.select("agent_id", "guid", "device_id", pl.col("product_name").alias("device_name")), on=["agent_id", "guid"], how="left")
