@@ -504,3 +504,20 @@ def test_host_time_no_api_call_explains_is_one_time_work(tmp_path):
     # Fair twin: every call has the same short gaps.
     b2 = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS), period_ns=31e6)
     assert [x.status for x in _pa(audit(tclaim(b2, c, statistic="mean")), "PA102")] == [Status.PASS]
+
+
+def test_contaminated_mean_in_summaries_is_restated_on_the_medians():
+    from profaudit.audit import Claim, Side, parse_statistic
+    from profaudit.schema import conform
+    import polars as pl
+
+    def summ(role, mean, median):
+        df = conform("samples", pl.DataFrame({"duration_ns": [mean, median, 0.02 * median], "statistic": ["mean", "median", "std"], "sample_count": [100, 100, 100]}), role)
+        return Side(role, role, df)
+
+    c = Claim(summ("baseline", 3.0e6, 1.0e6), summ("candidate", 0.5e6, 0.5e6), speedup=6.0, speedup_text="6.0", statistic=parse_statistic("mean"))
+    report = audit(c)
+    assert "PA101" in report.supported.corrected_by and report.supported.interval.statistic == "median"
+    assert report.supported.interval.estimate == pytest.approx(2.0)
+    twin = Claim(summ("baseline", 1.02e6, 1.0e6), summ("candidate", 0.51e6, 0.5e6), speedup=2.0, speedup_text="2.0", statistic=parse_statistic("mean"))
+    assert audit(twin).supported.status == "recomputed"

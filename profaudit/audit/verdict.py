@@ -311,7 +311,7 @@ def supported_speedup(ev: Evidence, findings: list[Finding]) -> SupportedSpeedup
             return SupportedSpeedup(None, True, "not supported: the timing is invalid", supported=False, reason=why)
         iv, note = tr
         by = [f"{f.rule}: {note}" for f in sorted(broken, key=lambda f: f.rule)]
-        return SupportedSpeedup(iv, True, f"{iv.statistic} per-call GPU time from the traces ({note})", Corrections(by))
+        return SupportedSpeedup(iv, True, f"{iv.statistic} per-call GPU time from both sides' traces", Corrections(by))
     if not cmp.available or cmp.primary_interval is None:
         return SupportedSpeedup(None, True, cmp.reason or "no recomputable speedup", supported=False, reason=cmp.reason or "no recomputable speedup")
     base = cmp.primary_interval
