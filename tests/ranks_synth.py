@@ -56,11 +56,13 @@ def make_run(
     seed: int = 0,
     whole_us: bool = False,
     groups: int = 1,
+    algbw_bytes_per_ns: float = 50.0,
 ) -> tuple[list[dict], Truth]:
     """`whole_us=True` puts every time on whole microseconds, as Kineto wrote them before 2024 (and
     as Holistic Trace Analysis rounds them), so that HTA's numbers can be compared exactly.
     `groups` splits the ranks into that many process groups of consecutive ranks (pipeline stages
-    that share no collective), each group running its own all-reduces."""
+    that share no collective), each group running its own all-reduces. `algbw_bytes_per_ns` is the
+    collectives' algorithm bandwidth once every rank has arrived (50 bytes/ns = 50 GB/s)."""
     rng = np.random.default_rng(seed)
     q = 1000 if whole_us else 1
     size = world_size // groups
@@ -104,7 +106,7 @@ def make_run(
                 arr = anchor + 2_000 + (late_ns if r == late_rank else 0)
                 arrivals.append(arr)
             nbytes = nelems * DTYPE_SIZE[dtype]
-            xfer = int(nbytes / 50.0) // q * q  # 50 bytes/ns = 50 GB/s algorithm bandwidth once all arrived
+            xfer = int(nbytes / algbw_bytes_per_ns) // q * q  # algorithm bandwidth once all arrived
             ends = [0] * world_size
             for members in group_members:
                 end = max(arrivals[r] for r in members) + xfer  # every member leaves together

@@ -56,7 +56,7 @@ def test_regression_beyond_threshold_fails_the_case(slower, cli, tmp_path):
     assert cases["BM_a"].find("failure") is not None and cases["BM_b"].find("failure") is None
     assert suite.get("tests") == "3" and int(suite.get("failures")) >= 1
     doc = json.loads((tmp_path / "out.json").read_text())
-    assert doc["gate"]["status"] == "fail" and doc["gate"]["exit_code"] == 1 and doc["profaudit_comparison"] == 2
+    assert doc["gate"]["status"] == "fail" and doc["gate"]["exit_code"] == 1 and doc["profaudit_comparison"] == 3
     assert {c["name"] for c in doc["gate"]["cases"] if c["failed"]} | ({doc["gate"]["aggregate"]["name"]} if doc["gate"]["aggregate"]["failed"] else set()) == set(failed)
     assert cli("compare", b, c, "--fail-on", "regression", "--max-slowdown", "30%", "-o", tmp_path / "t.txt").code == 0
     assert cli("compare", b, c, "-o", tmp_path / "t.txt").code == 0  # --fail-on none by default

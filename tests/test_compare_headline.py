@@ -92,7 +92,7 @@ def test_json_carries_a_version_marker_and_matched_totals(partly_different):
     pb, pc, _, _ = partly_different
     cmp = compare(pb, pc)
     d = json.loads(cmp.render("json"))
-    assert d["profaudit_comparison"] == 2
+    assert d["profaudit_comparison"] == 3
     assert d["totals"]["time_speedup"] == pytest.approx(cmp.totals["time_speedup"])
     assert d["totals"]["added"]["cases"] == 2 and d["totals"]["removed"]["cases"] == 0
 

@@ -26,7 +26,9 @@ BASELINE, CANDIDATE = "baseline", "candidate"
 
 # Version of the JSON form (`Comparison.to_dict`), as audit reports carry `profaudit_audit_report`.
 # 2: totals and speedups over matched cases only; `added`/`removed` sums in the totals.
-COMPARISON_VERSION = 2
+# 3: `totals.headline` names the time the verdict is about; `runs` (steps and collectives) and
+#    `totals.job_step` for two distributed runs.
+COMPARISON_VERSION = 3
 
 
 @dataclass
@@ -114,6 +116,8 @@ class Comparison:
     metrics_moved ncu metrics that changed most, per matched group (empty without counters)
     roofline      before/after roofline position of matched groups (empty without FLOPs/bytes)
     findings      audit findings about the pair, most severe first
+    runs          two distributed runs only: {"ranks": {baseline, candidate}, "steps", "collectives"}
+                  from `profaudit.ranks.compare_runs` (see compare.distributed); empty otherwise
     """
 
     kind: str
@@ -133,6 +137,7 @@ class Comparison:
     findings: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     methods: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return (
@@ -169,6 +174,8 @@ class Comparison:
             "methods": self.methods,
             "notes": self.notes,
         }
+        if self.runs:
+            out["runs"] = {"ranks": self.runs["ranks"], "steps": _rows(self.runs["steps"]), "collectives": _rows(self.runs["collectives"])}
         if include_pairs:
             out["pairs"] = _rows(self.pairs)
         return _jsonable(out)
@@ -218,9 +225,12 @@ def compare(
     c = resolve_side(candidate, CANDIDATE, device, **load_options)
     kind = _kind(b, c)
     if kind == "kernels":
+        from profaudit.compare.distributed import attach_runs
         from profaudit.compare.kernels import compare_kernels
 
-        return compare_kernels(b, c, match=match, device=device, intended=tuple(intended), max_tests=max_tests)
+        cmp = compare_kernels(b, c, match=match, device=device, intended=tuple(intended), max_tests=max_tests)
+        attach_runs(cmp)
+        return cmp
     from profaudit.compare.timing import compare_samples
 
     return compare_samples(b, c, match=match, intended=tuple(intended))

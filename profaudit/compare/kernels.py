@@ -292,8 +292,9 @@ def _notes(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group]) -> list[str]
     return notes
 
 
-def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> str:
-    """One line: who is faster and by how much, or why that cannot be said."""
+def verdict_line(comparable: str, findings: list, totals: dict, what: str, label: str | None = None) -> str:
+    """One line: who is faster and by how much, or why that cannot be said. `what` names the
+    `{what}_speedup` / `{what}_diff_pct` keys of `totals`; `label` how the line calls that time."""
     from profaudit.compare.fairness import blocking_messages
 
     if comparable == "no":
@@ -308,7 +309,8 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str) -> st
         return "no time on one side: cannot say which is faster"
     sig = totals.get("significance") or {}
     state = sig.get("verdict", "unknown")
-    label = "GPU time" if what == "gpu_time" else "time"
+    if label is None:
+        label = "GPU time" if what == "gpu_time" else "time"
     noise_pct = 100 * _noise_threshold()
     if state == "unknown" and abs(diff) < noise_pct:
         # One untested measurement per side: a difference this small is within the resolution and

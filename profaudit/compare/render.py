@@ -162,6 +162,11 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         elif "matched_gpu_time_speedup" in t:
             mb, mc = t["matched_gpu_time_baseline_ns"], t["matched_gpu_time_candidate_ns"]
             rows.insert(2, ["GPU time in matched kernels", fmt_ns(mb), fmt_ns(mc), fmt_ns(mc - mb, True), fmt_x(t["matched_gpu_time_speedup"])])
+        js = t.get("job_step")
+        if js and js["steps"]:
+            rows.insert(0, [f"job step time (sum of {fmt_num(js['steps'])} matched steps, across ranks)", fmt_ns(js["baseline_ns"]), fmt_ns(js["candidate_ns"]),
+                            f"{fmt_ns(js['job_step_diff_ns'], True)} ({fmt_pct(js['job_step_diff_pct'])})", fmt_x(js["job_step_speedup"])])
+            rows.insert(1, ["median job step time", fmt_ns(js["baseline_median_ns"]), fmt_ns(js["candidate_median_ns"]), "", ""])
         for key, side, col in (("removed", "baseline only", 1), ("added", "candidate only", 2)):
             u = t.get(key)
             if u:
@@ -318,10 +323,62 @@ def roofline_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[
     return hdr, rows
 
 
+def _pair(b: Any, c: Any, f: Callable[[Any], str]) -> str:
+    return f"{f(b)} → {f(c)}"
+
+
+def job_step_rows(c: Comparison, top: int) -> tuple[list[str], list[list[str]]]:
+    """Two distributed runs: the job's time per step matched by number (latest step end - earliest
+    step start across ranks), the largest exposed communication and the skew between ranks."""
+    hdr = ["step", "job step time", "difference", "speedup", "max exposed communication", "rank skew"]
+    st = c.runs["steps"]
+    rows = []
+    for r in st.head(top).iter_rows(named=True):
+        b, k = r["baseline_job_step_ns"], r["candidate_job_step_ns"]
+        rows.append([
+            str(r["step"]),
+            _pair(b, k, fmt_ns),
+            f"{fmt_ns(r['job_step_diff_ns'], True)} ({fmt_pct((k - b) / b * 100 if b else None)})",
+            fmt_x(b / k if k else None),
+            _pair(r["baseline_max_exposed_communication_ns"], r["candidate_max_exposed_communication_ns"], fmt_ns),
+            _pair(r["baseline_skew_ns"], r["candidate_skew_ns"], fmt_ns),
+        ])
+    if st.height > top:
+        rows.append([f"{st.height - top} more", "", "", "", "", ""])
+    return hdr, rows
+
+
+def collective_rows(c: Comparison, top: int) -> tuple[list[str], list[list[str]]]:
+    """Collectives matched by kind and message size: time once every rank arrived (the link's
+    share), bus bandwidth, and the time ranks spent waiting for the last one (the straggler's)."""
+    from profaudit.fmt import fmt_bytes
+
+    hdr = ["collective", "message", "calls", "median sync duration", "candidate / baseline", "median bus bandwidth", "total wait"]
+    co = c.runs["collectives"]
+    rows = []
+    for r in co.head(top).iter_rows(named=True):
+        rows.append([
+            r["collective"],
+            fmt_bytes(r["msg_bytes"]),
+            _pair(r["baseline_calls"], r["candidate_calls"], fmt_num),
+            _pair(r["baseline_median_sync_duration_ns"], r["candidate_median_sync_duration_ns"], fmt_ns),
+            fmt_x(r["sync_duration_ratio"]),
+            _pair(r["baseline_median_sync_busbw_bytes_per_s"], r["candidate_median_sync_busbw_bytes_per_s"], lambda v: fmt_si(v, "B/s")),
+            _pair(r["baseline_total_wait_ns"], r["candidate_total_wait_ns"], fmt_ns),
+        ])
+    if co.height > top:
+        rows.append([f"{co.height - top} more", "", "", "", "", "", ""])
+    return hdr, rows
+
+
 def sections(c: Comparison, top: int, width: int = 60) -> list[tuple[str, list[str], list[list[str]]]]:
     out = []
     out.append(("Fairness findings", ["severity", "rule", "pitfalls", "message"], findings_rows(c)))
     out.append(("Totals" if c.kind == "kernels" else "Totals (matched cases only)", *totals_rows(c)))
+    if c.runs:
+        nb, nc = c.runs["ranks"]["baseline"], c.runs["ranks"]["candidate"]
+        out.append((f"Job steps ({nb} vs {nc} ranks, matched by step number)", *job_step_rows(c, top)))
+        out.append(("Collectives (matched by kind and message size)", *collective_rows(c, top)))
     out.append(("Where the time went", *contributions_rows(c, top, width)))
     out.append(("Matched" if c.kind == "kernels" else "Matched cases", *matched_rows(c, top, width)))
     out.append(("Added (candidate only)", *unmatched_rows(c.added, top, width, c.kind, shortener(c))))

@@ -123,13 +123,19 @@ def group_significance(
     return _frame(ids, rows, "group_id")
 
 
-def total_significance(kb: pl.DataFrame, kc: pl.DataFrame, runs_b: int, runs_c: int) -> dict:
-    """Significance of the total GPU time: needs repeated profiles (runs) on both sides, because
-    one profile's total is a single measurement."""
+def total_significance(kb: pl.DataFrame, kc: pl.DataFrame, runs_b: int, runs_c: int, what: str = "per-profile totals") -> dict:
+    """Significance of the total GPU time of the rows given (all kernels, or the matched ones):
+    needs repeated profiles (runs) on both sides, because one profile's total is a single measurement."""
     if runs_b < 2 or runs_c < 2:
         return {"verdict": "unknown", "reason": "one profile per side: the total is a single measurement; give repeated runs for a test", "basis": None, "p_value": None}
     tb = kb.group_by("profile_id").agg(pl.col("duration_ns").sum())["duration_ns"].to_numpy()
     tc = kc.group_by("profile_id").agg(pl.col("duration_ns").sum())["duration_ns"].to_numpy()
+    return totals_significance(tb, tc, f"{what} ({runs_b} vs {runs_c} runs)")
+
+
+def totals_significance(tb: np.ndarray, tc: np.ndarray, basis: str) -> dict:
+    """Ratio of means (baseline / candidate) with its bootstrap interval and Mann-Whitney U over
+    independent per-run (or per-step) totals."""
     rng = np.random.default_rng(S.DEFAULT_SEED)
     sb, sc = S.SampleSet(tb), S.SampleSet(tc)
     db, _ = S.bootstrap_draws(sb, [S.MEAN], S.DEFAULT_RESAMPLES, rng)
@@ -140,7 +146,7 @@ def total_significance(kb: pl.DataFrame, kc: pl.DataFrame, runs_b: int, runs_c: 
     v = _verdict(iv.low, iv.high, mw.p_value if mw.p_value == mw.p_value else 1.0) if finite else "inconclusive"
     return {
         "verdict": v,
-        "basis": f"per-profile totals ({runs_b} vs {runs_c} runs)",
+        "basis": basis,
         "p_value": mw.p_value,
         "speedup": iv.estimate,
         "speedup_ci_low": iv.low,
