@@ -125,3 +125,19 @@ def test_lone_surrogates_in_names_and_metadata_do_not_fail_the_profile(tmp_path)
                  ' "metadata": {"hostname": "h\\udc00"}, "version": "1.0"}')
     ps = load(p)
     assert ps.samples["benchmark"].to_list() == ["b\ufffd"] and ps.metadata["host"].to_list() == ["h\ufffd"]
+
+
+def test_audit_fails_a_claim_across_cpu_governors(tmp_path, cli):
+    # launch-bound work (5-6 us per call) timed under powersave on one side and performance on the
+    # other: the governors pyperf recorded reach PA208 through the profile metadata
+    pyperf = pytest.importorskip("pyperf")
+
+    def log(name, seconds, governor):
+        md = {"name": "launch", "loops": 16, "hostname": "h", "cpu_config": f"0-7=driver:intel_pstate, intel_pstate:turbo, governor:{governor}"}
+        runs = [pyperf.Run([seconds * (1 + 0.01 * i) for i in range(5)], warmups=[(16, seconds * 1.3)], metadata=md, collect_metadata=False) for _ in range(3)]
+        p = tmp_path / name
+        pyperf.Benchmark(runs).dump(str(p))
+        return p
+
+    res = cli("audit", "-b", log("b.json", 6e-6, "powersave"), "-c", log("c.json", 5e-6, "performance"), "--claimed", "1.2")
+    assert "PA208" in res.out and "baseline 'powersave'" in res.out and "candidate 'performance'" in res.out, res
