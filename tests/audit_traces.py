@@ -73,7 +73,7 @@ def _layout(cs: list[Call], period_ns: float):
             out.append(("kernel", name, ht + 3_000, ht + 3_000 + int(dur), {"corr": corr, "stream": stream, "grid": 128}))
             corr += 1
         end = t0 + int(c.range_ns) if c.range_ns is not None else last_end + 1_000
-        out.append(("range", "call", t0, end, {}))
+        out.append(("range", "call", t0, end, {"i": i}))
     return out
 
 
@@ -104,9 +104,10 @@ def nsys_sqlite(path: Path, cs: list[Call], *, period_ns: float = 400_000, devic
     })
 
 
-def kineto_json(path: Path, cs: list[Call], *, period_ns: float = 400_000, device: str = H100, range_name: str = "call") -> Path:
+def kineto_json(path: Path, cs: list[Call], *, period_ns: float = 400_000, device: str = H100, range_name: str = "call", numbered: bool = False) -> Path:
     """A torch.profiler (Kineto) Chrome trace of the calls: microsecond `ts`/`dur`, kernels on
-    pid = device and tid = stream, runtime calls on the host thread, linked by `correlation`."""
+    pid = device and tid = stream, runtime calls on the host thread, linked by `correlation`.
+    `numbered` names the ranges as torch.profiler names its steps ("ProfilerStep#3")."""
     events = _layout(cs, period_ns)
     trace = []
     for kind, name, s, e, x in events:
@@ -119,7 +120,7 @@ def kineto_json(path: Path, cs: list[Call], *, period_ns: float = 400_000, devic
             cat = "cuda_driver" if api.startswith("cu") and not api.startswith("cuda") else "cuda_runtime"
             trace.append({"ph": "X", "cat": cat, "name": api, "pid": PID, "tid": x["tid"], "ts": ts, "dur": dur, "args": {"correlation": x["corr"]}})
         else:
-            trace.append({"ph": "X", "cat": "user_annotation", "name": range_name, "pid": PID, "tid": TID, "ts": ts, "dur": dur, "args": {}})
+            trace.append({"ph": "X", "cat": "user_annotation", "name": f"{range_name}#{x['i']}" if numbered else range_name, "pid": PID, "tid": TID, "ts": ts, "dur": dur, "args": {}})
     doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": device, "totalGlobalMem": 85_000_000_000, "computeMajor": 9, "computeMinor": 0}],
            "traceEvents": trace, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
     path.write_text(json.dumps(doc))

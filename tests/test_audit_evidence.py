@@ -521,3 +521,17 @@ def test_contaminated_mean_in_summaries_is_restated_on_the_medians():
     assert report.supported.interval.estimate == pytest.approx(2.0)
     twin = Claim(summ("baseline", 1.02e6, 1.0e6), summ("candidate", 0.51e6, 0.5e6), speedup=2.0, speedup_text="2.0", statistic=parse_statistic("mean"))
     assert audit(twin).supported.status == "recomputed"
+
+
+def test_profiler_steps_are_the_timed_calls(tmp_path):
+    # torch.profiler numbers its steps (ProfilerStep#0, #1, ...): `timed_range: ProfilerStep`
+    # names them all, and the escaping helper kernel is read from the Kineto trace per step.
+    def kside(role, timed, cs, seed):
+        path = kineto_json(tmp_path / f"{role}.pt.trace.json", cs, range_name="ProfilerStep", numbered=True)
+        return side(role, timed, seed=seed, n=60, runs=1, meta={"timed_range": "ProfilerStep", "profiled_calls": None}, profiles=load(path))
+
+    b = kside("baseline", 100_000, calls(20, BASE_CALLS), 1)
+    c = kside("candidate", 30_000, calls(20, [("fused_kernel", 7, 30_000, 0)], helper=[("helper_kernel", 14, 50_000)]), 2)
+    report = audit(tclaim(b, c, speedup=3.33))
+    assert triggered(report, "PA105")
+    assert report.supported.interval.estimate == pytest.approx(100_000 / 50_300, rel=0.01)

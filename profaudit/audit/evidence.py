@@ -74,6 +74,18 @@ class Fact:
         return f"{self.value} ({self.source})"
 
 
+def range_named(ranges: pl.DataFrame, name: Any) -> pl.Expr:
+    """Ranges called `name`; when none is, the numbered ones torch.profiler writes for it
+    ("ProfilerStep#12" for `ProfilerStep`): each is one step of the same loop."""
+    name = str(name)
+    exact = pl.col("name").cast(pl.Utf8) == name
+    if ranges.height and ranges.filter(exact).height == 0:
+        import re
+
+        return pl.col("name").cast(pl.Utf8).str.contains("^" + re.escape(name) + r"#\d+$")
+    return exact
+
+
 @dataclass
 class SideEvidence:
     role: str
@@ -209,7 +221,7 @@ class SideEvidence:
             return float(pc), "meta profiled_calls"
         name = self.get("call_range")
         if name and self.ranges is not None and self.ranges.height:
-            n = self.ranges.filter(pl.col("name") == name).height
+            n = self.ranges.filter(range_named(self.ranges, name)).height
             if n:
                 return float(n), f"{n} NVTX ranges named {name!r}"
         return None, ""
@@ -240,7 +252,7 @@ class SideEvidence:
         name = self.get("timed_range")
         if not name or self.ranges is None or self.ranges.height == 0:
             return None
-        r = self.ranges.filter((pl.col("name") == name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+        r = self.ranges.filter(range_named(self.ranges, name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
         return r if r.height else None
 
     @cached_property

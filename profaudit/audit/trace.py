@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from profaudit.audit.evidence import range_named
+
 if TYPE_CHECKING:  # pragma: no cover
     from profaudit.audit.evidence import SideEvidence
 
@@ -88,7 +90,7 @@ def _named_ranges(se: "SideEvidence", key: str) -> pl.DataFrame | None:
     name = se.get(key)
     if not name or se.ranges is None or se.ranges.height == 0:
         return None
-    r = se.ranges.filter((pl.col("name") == str(name)) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
+    r = se.ranges.filter(range_named(se.ranges, name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
     return r.sort("start_ns") if r.height else None
 
 
