@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from profaudit.fmt import plural
+from profaudit.fmt import MISSING, fmt_x, plural
 
 
 def cpu_only_note(ps) -> str:
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
                     advance(str(c))
                     continue
                 iv = rep.supported.interval
-                sup = f"{iv.estimate:.3g}x [{iv.low:.3g}, {iv.high:.3g}]" if iv else "n/a"
+                sup = f"{fmt_x(iv.estimate)} [{iv.low:.3g}, {iv.high:.3g}]" if iv else MISSING
                 why = "; ".join(dict.fromkeys(f"{f.rule} {f.name}" for f in rep.problems))
                 rows.append({"claim": c.name, "verdict": rep.verdict, "claimed": rep.claimed_speedup, "supported": sup, "why": why})
                 atomic_write_text(output / "audits" / f"{c.stem}.md", render(rep, "markdown"))
