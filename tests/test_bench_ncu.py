@@ -182,15 +182,32 @@ sys.exit(rc)
 '''
 
 
-def test_bench_ncu_runs_the_target_and_records_it(bench_file, tmp_path, cli, monkeypatch):
+def _stub_ncu(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     stub = bindir / "ncu"
-    calls = tmp_path / "ncu-calls.txt"
-    stub.write_text(STUB.replace("{python}", sys.executable).replace("{log}", str(calls)))
+    stub.write_text(STUB.replace("{python}", sys.executable).replace("{log}", str(tmp_path / "ncu-calls.txt")))
     stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("NCU", raising=False)
+
+
+def test_multi_kernel_variant_under_cold_caches_is_noted(bench_file, tmp_path, cli, monkeypatch):
+    from profaudit.bench import ncu
+
+    _stub_ncu(tmp_path, monkeypatch)
+    monkeypatch.setattr(ncu, "_count_kernels", lambda report: 3)  # an unfused chain: 3 kernels per call
+    out = tmp_path / "out"
+    r = cli("bench", "ncu", bench_file, "-o", out, "-k", "n=1024", "--variant", "fast", "--warmup", "1", "--calls", "1")
+    assert r.code == 0, r
+    rec = json.loads((out / "manifest.json").read_text())["ncu"][0]
+    assert rec["cache_control"] == "all" and rec["cache_note"].startswith("3 kernels for 1 call(s): under --cache-control all each started with cold caches")
+    assert "note: 3 kernels for 1 call(s)" in r.err
+
+
+def test_bench_ncu_runs_the_target_and_records_it(bench_file, tmp_path, cli, monkeypatch):
+    _stub_ncu(tmp_path, monkeypatch)
+    stub, calls = tmp_path / "bin" / "ncu", tmp_path / "ncu-calls.txt"
     out = tmp_path / "out"
     r = cli("bench", "ncu", bench_file, "-o", out, "-k", "n=1024", "--variant", "fast", "--warmup", "2", "--calls", "2")
     assert r.code == 0, r

@@ -457,6 +457,13 @@ def run_ncu(plans: Sequence[NcuPlan], outdir: str | os.PathLike, *, ncu: str | N
         rec["target"] = _read_json(plan.sidecar)
         if plan.report.is_file():
             rec["kernels_profiled"] = _count_kernels(plan.report)
+            k = rec["kernels_profiled"]
+            if plan.cache_control == "all" and plan.options.replay_mode == "kernel" and k and k > plan.options.calls:
+                # the variant is several kernels: each was profiled from cold caches, unlike its timing
+                rec["cache_note"] = (
+                    f"{k} kernels for {plan.options.calls} call(s): under --cache-control all each started with cold caches, "
+                    "while the timing flushed once per call; the later kernels' DRAM bytes are overstated (--replay-mode range: one flush per call)"
+                )
         (outdir / "ncu" / (plan.report.name[: -len(".ncu-rep")] + ".log")).write_text(f"$ {plan.command}\n\n--- stdout\n{out}\n--- stderr\n{err}\n")
         records.append(rec)
         _record_in_manifest(outdir, rec)

@@ -374,6 +374,8 @@ def _ncu_run(run: bool, **kw) -> int:
         con.print(f"{r['case']} {r['variant']}: {state}; report {r['report']}" + (f"; {r['kernels_profiled']} kernel(s)" if r.get("kernels_profiled") is not None else ""), markup=False, highlight=False)
         for e in r.get("ncu_errors") or []:
             con.print(f"    {e}", markup=False, highlight=False)
+        if r.get("cache_note"):
+            con.print(f"    note: {r['cache_note']}", markup=False, highlight=False)
         if rc == 0 and r["returncode"] != 0:
             rc = r["returncode"] if 0 < r["returncode"] < 256 else 1
         elif rc == 0 and not r["report_exists"]:
