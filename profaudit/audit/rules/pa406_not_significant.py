@@ -42,7 +42,8 @@ class NotSignificant(Rule):
 
     A claim of no difference (a claimed speedup within the noise threshold of 1.0, an A/A run,
     "no regression", "parity") gets an equivalence answer instead: two one-sided tests (TOST)
-    against the threshold t, read off the interval. It lies inside [1/(1+t), 1+t] -> PASS "no
+    against the threshold t at alpha = 1 - confidence, read off the 1 - 2 alpha interval (90 %
+    by default, scaled from the bootstrap interval on the log scale). It lies inside [1/(1+t), 1+t] -> PASS "no
     difference within +-t"; it is wider than that band -> INCONCLUSIVE; it lies wholly outside
     -> FAIL (there is a difference); otherwise it reaches past the band -> WARN. "No regression"
     is one-sided (non-inferiority): only a lower bound under 1/(1+t) counts against it.
@@ -84,23 +85,37 @@ class NotSignificant(Rule):
         return [self.ok(f"significant {what}: {iv.describe()}{p}", **evid)]
 
 
+    @staticmethod
+    def _tost_interval(iv) -> tuple[float, float, float]:
+        """(alpha, low, high): the 1 - 2 alpha interval two one-sided tests at alpha = 1 -
+        confidence read (90 % for the default 95 %), scaled from the bootstrap interval on the
+        log scale around its estimate (each side keeps its own skew)."""
+        from statistics import NormalDist
+
+        alpha = 1 - iv.confidence
+        scale = NormalDist().inv_cdf(1 - alpha) / NormalDist().inv_cdf(1 - alpha / 2)
+        c = math.log(iv.estimate)
+        return alpha, math.exp(c - (c - math.log(iv.low)) * scale), math.exp(c + (math.log(iv.high) - c) * scale)
+
     def _tost(self, iv, noise: float, kind: str, why: str, evid: dict) -> Finding:
         lo_b, hi_b = 1 / (1 + noise), 1 + noise
         band = f"[{lo_b:.4g}, {hi_b:.4g}]"
-        evid = dict(evid, test=f"TOST ({kind}) at the {iv.confidence:.0%} interval", equivalence_bounds=[lo_b, hi_b], reason=why)
+        alpha, lo, hi = self._tost_interval(iv)
+        shown = f"{iv.estimate:.4g}x [{lo:.4g}, {hi:.4g}] ({iv.statistic}, {1 - 2 * alpha:.0%} interval)"
+        evid = dict(evid, test=f"TOST ({kind}), alpha {alpha:.3g} per side", tost_interval=[lo, hi], equivalence_bounds=[lo_b, hi_b], reason=why)
         if kind == "non-inferiority":
-            if iv.low >= lo_b:
-                return self.ok(f"no regression beyond {noise:.1%}: {iv.describe()} stays above {lo_b:.4g} ({why}; one-sided test)", **evid)
-            if iv.high < lo_b:
-                return self.flag(Severity.FAIL, f"a regression: {iv.describe()} lies wholly below {lo_b:.4g} ({why})", "candidate", **evid)
+            if lo >= lo_b:
+                return self.ok(f"no regression beyond {noise:.1%}: {shown} stays above {lo_b:.4g} ({why}; one-sided test)", **evid)
+            if hi < lo_b:
+                return self.flag(Severity.FAIL, f"a regression: {shown} lies wholly below {lo_b:.4g} ({why})", "candidate", **evid)
         else:
-            if lo_b <= iv.low and iv.high <= hi_b:
-                return self.ok(f"no difference within +-{noise:.1%}: {iv.describe()} lies inside {band} ({why}; two one-sided tests)", **evid)
-            if iv.high < lo_b or iv.low > hi_b:
-                return self.flag(Severity.FAIL, f"a difference beyond the {noise:.1%} threshold: {iv.describe()} lies wholly outside {band} ({why})", "both", **evid)
-        if math.log(iv.high / iv.low) > math.log(hi_b / lo_b):
-            return self.flag(Severity.INCONCLUSIVE, f"the interval {iv.describe()} is wider than the +-{noise:.1%} equivalence band {band}: the data cannot show there is no difference ({why})", "both", **evid)
-        return self.flag(Severity.WARN, f"not shown equivalent within +-{noise:.1%}: {iv.describe()} reaches beyond {band} ({why})", "both", **evid)
+            if lo_b <= lo and hi <= hi_b:
+                return self.ok(f"no difference within +-{noise:.1%}: {shown} lies inside {band} ({why}; two one-sided tests)", **evid)
+            if hi < lo_b or lo > hi_b:
+                return self.flag(Severity.FAIL, f"a difference beyond the {noise:.1%} threshold: {shown} lies wholly outside {band} ({why})", "both", **evid)
+        if math.log(hi / lo) > math.log(hi_b / lo_b):
+            return self.flag(Severity.INCONCLUSIVE, f"the interval {shown} is wider than the +-{noise:.1%} equivalence band {band}: the data cannot show there is no difference ({why})", "both", **evid)
+        return self.flag(Severity.WARN, f"not shown equivalent within +-{noise:.1%}: {shown} reaches beyond {band} ({why})", "both", **evid)
 
 
 RULE = NotSignificant()
