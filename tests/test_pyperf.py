@@ -141,3 +141,45 @@ def test_audit_fails_a_claim_across_cpu_governors(tmp_path, cli):
 
     res = cli("audit", "-b", log("b.json", 6e-6, "powersave"), "-c", log("c.json", 5e-6, "performance"), "--claimed", "1.2")
     assert "PA208" in res.out and "baseline 'powersave'" in res.out and "candidate 'performance'" in res.out, res
+
+
+def _shipped():
+    """The real result files pyperf ships with its own tests (read in place, never copied)."""
+    try:
+        import pyperf
+    except ImportError:
+        return []
+    from pathlib import Path
+
+    return sorted((Path(pyperf.__file__).parent / "tests").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _shipped(), ids=lambda p: p.name)
+def test_real_pyperf_files_match_pyperf_reader(path, cli):
+    import pyperf
+
+    suite = pyperf.BenchmarkSuite.load(str(path))
+    benches = suite.get_benchmarks()
+    if all(b.get_unit() != "second" for b in benches):
+        assert_one_line_error(cli("kernels", "-t", "samples", path), "non-time unit")
+        return
+    ps = load(path)
+    s = ps.samples
+    for b in benches:
+        rows = s.filter(pl.col("benchmark") == b.get_name())
+        for ri, r in enumerate(b.get_runs()):
+            meas = rows.filter((pl.col("run") == ri) & (pl.col("phase") == "measure")).sort("iteration")
+            warm = rows.filter((pl.col("run") == ri) & (pl.col("phase") == "warmup")).sort("iteration")
+            assert meas["duration_ns"].to_list() == pytest.approx([v * 1e9 for v in r.values], rel=1e-12)
+            assert warm["duration_ns"].to_list() == pytest.approx([v * 1e9 for _, v in r.warmups], rel=1e-12)
+    md = next(iter(ps)).metadata
+    common = suite.get_metadata()
+    if "hostname" in common:
+        assert md["host"] == common["hostname"]
+    if "cpu_config" in common:  # e.g. '2-3=driver:intel_pstate, intel_pstate:turbo, governor:performance, isolated'
+        import re
+
+        assert md["host_governor"] == re.search(r"governor:(\w+)", common["cpu_config"]).group(1)
+        assert md["cpu_turbo"] is ("intel_pstate:turbo" in common["cpu_config"])
+    runs = {sum(1 for r in b.get_runs() if r.values) for b in benches if b.get_unit() == "second"}
+    assert md.get("repetitions") == (runs.pop() if len(runs) == 1 else None)  # process-level runs, when every benchmark had as many
