@@ -14,6 +14,7 @@ import re
 import polars as pl
 
 from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
+from profaudit.fmt import fmt_ns
 from profaudit.compare.match import (
     Group,
     align_instances,
@@ -202,6 +203,14 @@ def compare_kernels(
 
     totals = _totals(tb, tc, matched, kb, kc, runs_b, runs_c, significance)
     totals["added"], totals["removed"] = _unmatched_sum(added), _unmatched_sum(removed)
+    partial = matched.height > 0 and (added.height > 0 or removed.height > 0)
+    if partial:
+        # some kernels were fused, split, added or removed: the headline is over the kernels both
+        # sides run, and the one-sided kernels' time is listed apart
+        totals["matched_significance"] = significance.total_significance(
+            kb.filter(pl.col("group_id").is_not_null()), kc.filter(pl.col("group_id").is_not_null()), runs_b, runs_c,
+            what="per-profile totals of the matched kernels")
+    totals["headline"] = "matched_gpu_time" if partial else "gpu_time"
     findings, comparable = fairness.check_pair(b, c, kind="kernels", intended=intended)
     notes = _notes(kb, kc, groups)
     cov_b, cov_c = totals["matched_share_baseline_pct"], totals["matched_share_candidate_pct"]
@@ -225,7 +234,7 @@ def compare_kernels(
         candidate=c,
         match_mode=match,
         comparable=comparable,
-        verdict=verdict_line(comparable, findings, totals, "gpu_time"),
+        verdict=kernels_verdict(comparable, findings, totals),
         totals=totals,
         matched=matched,
         added=added,
@@ -260,6 +269,8 @@ def _totals(tb: dict, tc: dict, matched: pl.DataFrame, kb, kc, runs_b: int, runs
         "matched_gpu_time_baseline_ns": mb,
         "matched_gpu_time_candidate_ns": mc,
         "matched_gpu_time_speedup": mb / mc if any_matched and mc else None,
+        "matched_gpu_time_diff_ns": mc - mb,
+        "matched_gpu_time_diff_pct": (mc - mb) / mb * 100 if any_matched and mb else None,
         "matched_groups": matched.height,
         "matched_share_baseline_pct": mb / gb * 100 if gb else None,
         "matched_share_candidate_pct": mc / gc * 100 if gc else None,
@@ -292,6 +303,41 @@ def _notes(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group]) -> list[str]
     return notes
 
 
+def kernels_verdict(comparable: str, findings: list, totals: dict) -> str:
+    """The headline of a kernel comparison. With every kernel matched it is the GPU time; when
+    some are on one side only (fused, split, added, removed) it is the GPU time of the matched
+    kernels, then the one-sided kernels' time apart, and whether the whole program's GPU time
+    tells a different story."""
+    if totals.get("headline") != "matched_gpu_time":
+        return verdict_line(comparable, findings, totals, "gpu_time")
+    view = {**totals, "significance": totals.get("matched_significance")}
+    n = totals["matched_groups"]
+    line = verdict_line(comparable, findings, view, "matched_gpu_time", label=f"GPU time in the {n} matched kernel{'s' if n != 1 else ''}")
+    if comparable == "no" or totals.get("matched_gpu_time_speedup") is None:
+        return line
+    return f"{line}; {one_sided_text(totals)}; {whole_program_text(totals)}"
+
+
+def one_sided_text(totals: dict) -> str:
+    parts = []
+    for key, side in (("removed", "baseline only"), ("added", "candidate only")):
+        u = totals.get(key) or {}
+        if u.get("kernels"):
+            parts.append(f"{u['kernels']} {key} kernel{'s' if u['kernels'] != 1 else ''} ({side}) {fmt_ns(u['gpu_time_ns'])}")
+    return "listed apart: " + " and ".join(parts)
+
+
+def whole_program_text(totals: dict) -> str:
+    """Whether the whole program's GPU time (every kernel, one-sided ones included) agrees with the
+    matched kernels' figure, at the precision the headline prints (three significant digits)."""
+    sp, msp, diff = totals.get("gpu_time_speedup"), totals.get("matched_gpu_time_speedup"), totals.get("gpu_time_diff_pct")
+    if sp is None or diff is None:
+        return "whole-program GPU time: no time on one side"
+    same = f"{sp:.3g}" == f"{msp:.3g}"
+    what = "the same as the matched kernels" if same else f"differs from the matched kernels' {msp:.3g}x"
+    return f"whole-program GPU time (all kernels) {_pct(diff)} ({sp:.3g}x): {what}"
+
+
 def verdict_line(comparable: str, findings: list, totals: dict, what: str, label: str | None = None) -> str:
     """One line: who is faster and by how much, or why that cannot be said. `what` names the
     `{what}_speedup` / `{what}_diff_pct` keys of `totals`; `label` how the line calls that time."""
@@ -312,13 +358,17 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str, label
     if label is None:
         label = "GPU time" if what == "gpu_time" else "time"
     noise_pct = 100 * _noise_threshold()
+    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else ""
+    cov = [totals.get("matched_share_baseline_pct"), totals.get("matched_share_candidate_pct")]
+    if all(isinstance(x, (int, float)) for x in cov) and min(cov) < 50:
+        # most of one side's time is in kernels the other side lacks: the totals may not measure the same work
+        caveat += f" (matched kernels hold only {cov[0]:.0f}% / {cov[1]:.0f}% of the baseline's / candidate's GPU time: check both run the same workload)"
     if state == "unknown" and abs(diff) < noise_pct:
         # One untested measurement per side: a difference this small is within the resolution and
         # run-to-run noise of any GPU timer (the same run read through two tools differs by a few ns)
         return (
             f"candidate {label} {_pct(diff)} ({sp:.3g}x): within the {noise_pct:.3g}% noise threshold and "
-            f"significance unknown ({sig.get('reason') or 'no repeated runs'}); no winner declared"
-            + (" (with warnings: see findings)" if comparable == "with-warnings" else "")
+            f"significance unknown ({sig.get('reason') or 'no repeated runs'}); no winner declared{caveat}"
         )
     direction = "faster" if diff < 0 else "slower" if diff > 0 else "as fast"
     head = f"candidate {label} {_pct(diff)} ({sp:.3g}x): candidate {direction}"
@@ -335,11 +385,6 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str, label
         tail = f"not significant ({basis}{ptxt}{ci})"
     else:
         tail = f"significant ({basis}{ptxt}{ci})"
-    caveat = " (with warnings: see findings)" if comparable == "with-warnings" else ""
-    cov = [totals.get("matched_share_baseline_pct"), totals.get("matched_share_candidate_pct")]
-    if all(isinstance(x, (int, float)) for x in cov) and min(cov) < 50:
-        # most of one side's time is in kernels the other side lacks: the totals may not measure the same work
-        caveat += f" (matched kernels hold only {cov[0]:.0f}% / {cov[1]:.0f}% of the baseline's / candidate's GPU time: check both run the same workload)"
     return f"{head}; {tail}{caveat}"
 
 

@@ -161,7 +161,13 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             rows.insert(0, ["nothing comparable: no kernel on both sides", "", "", "", "—"])
         elif "matched_gpu_time_speedup" in t:
             mb, mc = t["matched_gpu_time_baseline_ns"], t["matched_gpu_time_candidate_ns"]
-            rows.insert(2, ["GPU time in matched kernels", fmt_ns(mb), fmt_ns(mc), fmt_ns(mc - mb, True), fmt_x(t["matched_gpu_time_speedup"])])
+            matched_row = ["GPU time in matched kernels", fmt_ns(mb), fmt_ns(mc), f"{fmt_ns(mc - mb, True)} ({fmt_pct(t.get('matched_gpu_time_diff_pct'))})", fmt_x(t["matched_gpu_time_speedup"])]
+            if t.get("headline") == "matched_gpu_time":
+                # the headline first; the whole program's time (one-sided kernels included) beside it
+                rows[0][0] = "GPU time, whole program (all kernels)"
+                rows.insert(0, matched_row)
+            else:
+                rows.insert(2, matched_row)
         js = t.get("job_step")
         if js and js["steps"]:
             rows.insert(0, [f"job step time (sum of {fmt_num(js['steps'])} matched steps, across ranks)", fmt_ns(js["baseline_ns"]), fmt_ns(js["candidate_ns"]),
@@ -169,7 +175,7 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             rows.insert(1, ["median job step time", fmt_ns(js["baseline_median_ns"]), fmt_ns(js["candidate_median_ns"]), "", ""])
         for key, side, col in (("removed", "baseline only", 1), ("added", "candidate only", 2)):
             u = t.get(key)
-            if u:
+            if u and u["kernels"]:
                 row = [f"{key} kernels ({side})", "", "", "", ""]
                 row[col] = f"{fmt_num(u['kernels'])}: {fmt_ns(u['gpu_time_ns'])}"
                 rows.append(row)

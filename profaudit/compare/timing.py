@@ -165,6 +165,7 @@ def compare_samples(b: Side, c: Side, *, match: str, intended: tuple[str, ...] =
     share = contributions.filter(pl.col("kind") == "matched").select("case_id", "share_pct")
     matched = matched.join(share, on="case_id", how="left").sort([pl.col("diff_ns").abs(), "label"], descending=[True, False], nulls_last=True)
     totals = _totals(tb, tc, matched, added, removed)
+    totals["headline"] = "matched_cases_time"  # the verdict's time: matched cases only (added/removed apart)
     findings, comparable = fairness.check_pair(b, c, kind="samples", intended=intended)
     notes: list[str] = []
     summary_only = matched.filter((pl.col("statistic_b") != "median") | (pl.col("statistic_c") != "median")).height
