@@ -134,7 +134,7 @@ def _fmt_cell(v: Any, unit: str = "") -> str:
 
 
 # declared units (profaudit.schema) whose values read better scaled: 134 MB, 1.41 GHz, 2.10 GFLOP
-_SI_UNITS = {"byte", "Hz", "flop"}
+_SI_UNITS = {"byte", "Hz", "flop", "FLOP/s", "byte/s", "%"}
 # text columns that carry names: shortened in the middle to fit (the ends tell kernels apart)
 _NAME_COLUMNS = ("short_name", "profile_id", "name", "benchmark", "variant", "params", "op_name", "nvtx_range", "module", "path", "mangled_name", "device_name", "case")
 # never shortened nor folded: a metric name must be readable and copyable whole
@@ -155,6 +155,10 @@ def middle_ellipsis(text: str, width: int) -> str:
     return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
+# derived tables (roofline, compare) are not declared in the schema; their names carry the unit
+_UNIT_SUFFIXES = (("_flops_per_s", "FLOP/s"), ("_bytes_per_s", "byte/s"), ("_hz", "Hz"), ("_bytes", "byte"), ("_pct", "%"))
+
+
 def _column_units(df: pl.DataFrame) -> dict[str, str]:
     from profaudit import schema
 
@@ -163,6 +167,9 @@ def _column_units(df: pl.DataFrame) -> dict[str, str]:
         for c in t.columns:
             if c.name in df.columns and c.unit:
                 units.setdefault(c.name, c.unit)
+    for c in df.columns:
+        if c not in units and df.schema[c].is_numeric():
+            units[c] = next((u for sfx, u in _UNIT_SUFFIXES if c.endswith(sfx) or f"{sfx}_" in c), "")
     return units
 
 
@@ -203,7 +210,9 @@ def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_o
     def shrink(floor: int) -> None:
         ws = widths()
         excess = total(ws) - width
-        names = sorted((j for j, c in enumerate(cols) if c in _NAME_COLUMNS), key=lambda j: -ws[j])
+        # names first, then any other text (a note, a message): never a metric name, never a number
+        text = [j for j, c in enumerate(cols) if c not in _WHOLE_COLUMNS and (c in _NAME_COLUMNS or (c in df.columns and df.schema[c] == pl.Utf8))]
+        names = sorted(text, key=lambda j: (cols[j] not in _NAME_COLUMNS, -ws[j]))
         for j in names:
             if excess <= 0:
                 return

@@ -15,6 +15,9 @@ TABLE_COLUMNS = [
     "kernel_id", "short_name", "device_key", "duration_ns", "achieved_flops_per_s", "ai_dram_flops_per_byte",
     "roof_pct_at_boost", "bound_at_boost", "roof_pct_at_kernel_clock", "bound_at_kernel_clock", "roof_note",
 ]
+# what a narrow terminal gives up first (last listed goes first): the percent of roof and the
+# bound are the answer and stay
+DROP_ORDER = ["kernel_id", "device_key", "roof_note", "duration_ns", "ai_dram_flops_per_byte", "achieved_flops_per_s", "bound_at_kernel_clock", "roof_pct_at_kernel_clock"]
 
 
 def register(app: typer.Typer) -> None:
@@ -86,4 +89,4 @@ def register(app: typer.Typer) -> None:
                     # a file that was asked for and not written is a failed command, not a warning
                     raise UsageError(f"{png}: {problem}")
                 stderr_console().print(f"wrote {png}", markup=False, highlight=False)
-        emit_frame(out, fmt, output, title=f"roofline ({plural(rf.height, 'kernel')})", limit=limit)
+        emit_frame(out, fmt, output, title=f"roofline ({plural(rf.height, 'kernel')})", limit=limit, drop_order=DROP_ORDER if columns is None else ())
