@@ -5,7 +5,7 @@ A results file (format version 2, asv >= 0.5) is `{"commit_hash", "env_name", "d
 epoch), "params" (the machine: machine, cpu, num_cpu, os, ram, arch, python, ...), "python",
 "requirements", "env_vars", "result_columns": [...], "results": {benchmark: [one value per
 column]}, "durations", "version": 2}`. Each benchmark's row is positional: `result` (one value
-per parameter combination, the itertools.product of `params` in order; null = failed or
+per parameter combination, the itertools.product of `params` in order; null = failed, NaN =
 skipped), `params` (one list of repr() strings per parameter), `version`, `started_at` (ms),
 `duration` (s), `stats_ci_99_a`/`stats_ci_99_b`, `stats_q_25`/`stats_q_75`, `stats_number`
 (calls each sample averages), `stats_repeat` (samples), `samples` (only with
@@ -94,8 +94,9 @@ class AsvResultsParser:
 
     def sniff(self, probe: Probe) -> bool:
         t = probe.text
-        # asv writes commit_hash and env_name first, so a file cut short still shows them
-        return t.lstrip().startswith("{") and '"commit_hash"' in t and '"env_name"' in t
+        # asv writes commit_hash and env_name first, so a file cut short still shows them; format-1
+        # files of early asv have no env_name but their python and requirements
+        return t.lstrip().startswith("{") and '"commit_hash"' in t and ('"env_name"' in t or ('"requirements"' in t and '"python"' in t))
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
@@ -118,6 +119,7 @@ class AsvResultsParser:
         cols: dict[str, list] = {k: [] for k in ("benchmark", "params", "iteration", "duration_ns", "statistic", "sample_count", "calls_per_sample", "timestamp_ns")}
         not_time: dict[str, str] = {}
         failed: list[str] = []
+        skipped: list[str] = []
         for name, row in rows.items():
             if not isinstance(row, list):
                 raise InputError(path, f"benchmark {name!r}: its results are not a list")
@@ -141,7 +143,8 @@ class AsvResultsParser:
             for j, combo in enumerate(combos):
                 median = _num(values[j])
                 if median is None:
-                    failed.append(name + (f" {list(combo)}" if combo else ""))
+                    # asv writes null for a failed benchmark and NaN for a skipped one
+                    (skipped if isinstance(values[j], float) and math.isnan(values[j]) else failed).append(name + (f" {list(combo)}" if combo else ""))
                     continue
                 pj = canonical_params({str(n): _param_value(v) for n, v in zip(names, combo)})
                 number = per["stats_number"][j] if j < len(per["stats_number"]) else None
@@ -155,7 +158,8 @@ class AsvResultsParser:
                     if (sec := _num(v)) is not None:
                         self._row(cols, name, pj, k, sec, None, None, number, started)
         if not cols["benchmark"]:
-            why = f"every timing benchmark failed ({len(failed)})" if failed else f"no timing benchmarks (only {', '.join(sorted(set(not_time.values())))})" if not_time else "no benchmarks"
+            why = (f"every timing benchmark failed or was skipped ({len(failed)} failed, {len(skipped)} skipped)" if failed or skipped
+                   else f"no timing benchmarks (only {', '.join(sorted(set(not_time.values())))})" if not_time else "no benchmarks")
             raise InputError(path, f"asv results hold no timings: {why}")
         df = samples.frame(cols, run=0, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
         mparams = doc.get("params") if isinstance(doc.get("params"), dict) else {}
@@ -177,6 +181,7 @@ class AsvResultsParser:
             "benchmarks_json": bool(bench_defs),
             "non_time_benchmarks": not_time or None,
             "failed_benchmarks": failed or None,
+            "skipped_benchmarks": skipped or None,
         }
         if not bench_defs:
             md["notes"] = ["no results/benchmarks.json beside the results folder: timing benchmarks told by their time_ name, parameters named param1, param2, ..."]

@@ -3,7 +3,10 @@ machine (`<machine>/machine.json`, `<machine>/<commit>-<env>.json`).
 
 Read as a whole so that `benchmarks.json` and `machine.json` serve the result files beside them
 (they hold no timings of their own); each result file becomes one profile, read by
-`profaudit.parsers.asv_results`. A folder with benchmarks.json but no result file is an error.
+`profaudit.parsers.asv_results`; result files in which every benchmark failed, and result files that are not valid JSON (asv
+skips those too), are listed in each profile's metadata (`results_without_timings`,
+`results_unreadable` with the problem) rather than failing the folder. A folder with
+benchmarks.json but no result file, or none with a timing, is an error.
 """
 
 from __future__ import annotations
@@ -38,7 +41,27 @@ class AsvResultsDirParser:
         files = _result_files(path)
         if not files:
             raise InputError(path, "asv results folder without result files (<machine>/<commit>-<env>.json): has `asv run` finished?")
-        return [FILE_PARSER.read(f, options) for f in files]
+        profiles, empty, unreadable = [], [], {}
+        for f in files:
+            try:
+                profiles.append(FILE_PARSER.read(f, options))
+            except InputError as exc:
+                # a commit whose every benchmark failed is part of the history, not a broken folder;
+                # a result file asv itself cannot parse is one asv skips too (named, not hidden)
+                if "hold no timings" in exc.problem:
+                    empty.append(f"{f.parent.name}/{f.name}")
+                else:
+                    unreadable[f"{f.parent.name}/{f.name}"] = exc.problem
+        if not profiles:
+            why = next(iter(unreadable.items()), None)
+            raise InputError(path, f"asv results folder: none of its {len(files)} result files holds a timing"
+                             + (f" ({why[0]}: {why[1]})" if why else " (every benchmark failed or was skipped)"))
+        for pr in profiles:
+            if empty:
+                pr.metadata["results_without_timings"] = empty
+            if unreadable:
+                pr.metadata["results_unreadable"] = unreadable
+        return profiles
 
 
 PARSER = AsvResultsDirParser()

@@ -151,3 +151,24 @@ def test_results_folder_reads_every_result_file_once(tmp_path):
         f.unlink()
     with pytest.raises(Exception, match="without result files"):
         load(results)
+
+
+def test_early_format_1_files_and_folders_with_failed_or_damaged_commits(tmp_path):
+    # format-1 files of early asv have no env_name; null = failed, NaN = skipped
+    p = _tree(tmp_path)
+    early = {"commit_hash": "0a0a0a0a0a", "date": 1367127519000, "params": {"machine": "ci-box"}, "python": "2.7", "requirements": {"numpy": "1.8"},
+             "results": {"bench.time_a": 0.15283851623535155, "bench.time_failed": None, "bench.time_skipped": float("nan")}, "version": 1}
+    f = p.parent / "0a0a0a0a-py2.7-numpy1.8.json"
+    f.write_text(json.dumps(early))
+    assert find_parser(f).name == "asv"
+    md = next(iter(load(f))).metadata
+    assert (md["failed_benchmarks"], md["skipped_benchmarks"]) == (["bench.time_failed"], ["bench.time_skipped"])
+    (p.parent / "0b0b0b0b-py2.7-numpy1.8.json").write_text(json.dumps({**early, "commit_hash": "0b0b0b0b", "results": {"bench.time_a": None}}))
+    (p.parent / "0c0c0c0c-py2.7-numpy1.8.json").write_text("{\n  this file is not JSON")
+    ps = load(p.parent.parent)
+    assert sorted(pr.metadata["commit_hash"][:8] for pr in ps) == ["01234567", "0a0a0a0a"]
+    md = next(iter(ps)).metadata
+    assert md["results_without_timings"] == ["ci-box/0b0b0b0b-py2.7-numpy1.8.json"]
+    assert list(md["results_unreadable"]) == ["ci-box/0c0c0c0c-py2.7-numpy1.8.json"]
+    med = ps.samples.filter((pl.col("benchmark") == "bench.time_a") & (pl.col("statistic") == "median"))["duration_ns"].to_list()
+    assert med == [0.15283851623535155 * 1e9]
