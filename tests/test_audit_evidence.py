@@ -535,3 +535,20 @@ def test_profiler_steps_are_the_timed_calls(tmp_path):
     report = audit(tclaim(b, c, speedup=3.33))
     assert triggered(report, "PA105")
     assert report.supported.interval.estimate == pytest.approx(100_000 / 50_300, rel=0.01)
+
+
+def test_compile_seen_in_log_and_trace_is_removed_once(tmp_path):
+    # The baseline's log starts with its 30 ms compile call, and the trace shows the module load
+    # in that call: the steady-state recomputation already drops it; the correction must not
+    # divide it out a second time.
+    cs = calls(20, BASE_CALLS)
+    cs[0].apis = [("cuModuleLoadData", 30e6)]
+    rng = np.random.default_rng(7)
+    v = rng.lognormal(np.log(100_000), 0.02, 60)
+    v[0] = 30.1e6
+    path = nsys_sqlite(tmp_path / "b.sqlite", cs)
+    b = side("baseline", 0, seed=1, values=v, meta={"timed_range": "call", "profiled_calls": 20}, profiles=load(path))
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), seed=2)
+    report = audit(tclaim(b, c, speedup=round(float(v.mean()) / 50_000, 1), statistic="mean"))
+    assert "PA102" in report.supported.corrected_by
+    assert report.supported.interval.estimate == pytest.approx(2.0, rel=0.03)
