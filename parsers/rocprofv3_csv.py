@@ -22,6 +22,8 @@ twice); `agent_info.csv` beside it names the devices. Columns, as rocprofiler-sd
 - counter collection: one row per dispatch and counter (Grid_Size and Workgroup_Size are the
   total work-items and work-group size) -> one `kernels` row per dispatch and its counters as
   `metrics` (kind `metric`).
+Files written by `rocpd convert -f csv` (a Guid column first, Lds_Block_Size / Vgpr_Count /
+Sgpr_Count spelled in another case) read the same: column names are matched without regard to case.
 Agent ids are printed as the tool's agent index (`--agent-index`: absolute by default, the
 agent's node id); `device_id` keeps that number.
 """
@@ -63,8 +65,22 @@ def _header(text: str) -> list[str]:
         return []
 
 
+# every column this reader uses, in rocprofv3's spelling; `rocpd convert -f csv` writes some in
+# another case (Lds_Block_Size, Vgpr_Count, Accum_Vgpr_Count, Sgpr_Count) and adds a Guid column
+_NAMES = ("Kind", "Agent_Id", "Queue_Id", "Stream_Id", "Thread_Id", "Process_Id", "Dispatch_Id", "Kernel_Id", "Kernel_Name", "Correlation_Id",
+          "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count",
+          "Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z", "Grid_Size", "Workgroup_Size",
+          "Counter_Name", "Counter_Value", "Direction", "Source_Agent_Id", "Destination_Agent_Id", "Domain", "Function",
+          "Node_Id", "Logical_Node_Id", "Agent_Type", "Product_Name", "Model_Name", "Name")
+_CANON = {n.lower(): n for n in _NAMES}
+
+
+def _canon(cols) -> list[str]:
+    return [_CANON.get(c.lower(), c) for c in cols]
+
+
 def _kind(cols) -> str | None:
-    have = set(cols)
+    have = set(_canon(cols))
     for k, need in _KINDS.items():
         if need <= have:
             return k
@@ -132,7 +148,8 @@ class Rocprofv3CsvParser:
         try:
             with open_maybe_gzip(path) as fh:
                 data = fh.read()
-            return pl.read_csv(io.BytesIO(data), infer_schema=False, truncate_ragged_lines=False)
+            df = pl.read_csv(io.BytesIO(data), infer_schema=False, truncate_ragged_lines=False)
+            return df.rename(dict(zip(df.columns, _canon(df.columns)))) if _canon(df.columns) != df.columns and len(set(_canon(df.columns))) == df.width else df
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError, EOFError, OSError) as exc:
             raise InputError(path, f"not a readable rocprofv3 CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 

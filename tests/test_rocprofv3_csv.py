@@ -133,3 +133,16 @@ def test_missing_grid_columns_fail_in_one_line(out, cli):
     p = out / "4242_kernel_trace.csv"
     p.write_text(p.read_text().replace('"Grid_Size_Z"', '"nan"', 1))
     assert_one_line_error(cli("kernels", p), "without its Grid_Size_Z column")
+
+
+def test_rocpd_convert_spelling(tmp_path):
+    # `rocpd convert -f csv` adds a Guid column and spells some counts in another case
+    head = ["Guid"] + [{"LDS_Block_Size": "Lds_Block_Size", "VGPR_Count": "Vgpr_Count", "Accum_VGPR_Count": "Accum_Vgpr_Count",
+                        "SGPR_Count": "Sgpr_Count"}.get(c, c) for c in KERNEL_COLS]
+    p = _write(tmp_path / "out_kernel_trace.csv", head, [["00006409-00d1", "KERNEL_DISPATCH", "Agent 4", 1, 0, 714789, 1, 3, "__omp_offloading_30_57b9f_l23", 1,
+                                                         1678314002982197, 1678314003082277, 8456, 0, 16, 0, 32, 256, 1, 1, 233472, 1, 1]])
+    assert find_parser(p).name == "rocprofv3-csv"
+    ps = load(p)
+    k = ps.kernels.row(0, named=True)
+    assert (k["duration_ns"], k["grid_x"], k["registers_per_thread"], k["device_id"]) == (100080.0, 912, 16, 4)
+    assert dict(ps.metrics.select("metric", "value_int").iter_rows())["lds_block_size"] == 8456
