@@ -130,9 +130,11 @@ def select_kernel(ps, name: str | None = None, *, kernel_id: int | None = None, 
     """
     k = ps.kernels
     if profile is not None:
+        if profile not in ps:
+            raise UsageError(f"--profile {profile!r}: not loaded; profiles: {_listing(list(ps.ids))}")
         k = k.filter(pl.col("profile_id") == profile)
     elif len(ps) > 1:
-        raise UsageError(f"{len(ps)} profiles loaded; give one file (or --profile ID: {', '.join(list(ps.ids)[:5])})")
+        raise UsageError(f"{len(ps)} profiles loaded; give one file, or --profile ID ({_listing(list(ps.ids), 5)})")
     where = next(iter(ps)).metadata.get("path") if len(ps) == 1 else profile
     if k.is_empty():
         raise UsageError(f"{where}: no kernels in this profile (timing logs hold samples: `profaudit kernels {where} -t samples`)")

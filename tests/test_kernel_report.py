@@ -293,3 +293,12 @@ def test_corpus_ncu_csv_details_export_by_labels():
     occ = rep.section("Occupancy")
     assert occ.summary[0] == "Limiter: warps (block size) (4 block(s) per SM)"
     assert rep.section("SpeedOfLight").summary[0].startswith("Memory-bound: memory throughput 61.8%")
+
+
+def test_several_profiles_need_profile():
+    ps = ProfileSet([ncu_like_profile(), trace_profile()])
+    with pytest.raises(Exception, match="2 profiles loaded; give one file, or --profile ID"):
+        kr.kernel_report(ps, "gemm")
+    assert kr.kernel_report(ps, "sgemm", profile="synthetic-trace").source == "kineto"
+    with pytest.raises(Exception, match="--profile 'nope': not loaded"):
+        kr.kernel_report(ps, "sgemm", profile="nope")

@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
         kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Kernel name: exact, a substring, or a regular expression (not needed when the profile holds one kernel)."),
         kernel_id: Optional[int] = typer.Option(None, "--id", help="kernels.kernel_id of the launch to show (instead of -k)."),
         launch: Optional[int] = typer.Option(None, "--launch", min=0, help="Which launch of the kernel to show, 0-based (default: the first)."),
+        profile: Optional[str] = typer.Option(None, "--profile", help="profile_id to use when PATH holds several profiles (a folder or an ingested dataset)."),
         fmt: str = typer.Option("md", "--format", "-f", help="Output format: md, text, html, json."),
         output: Optional[Path] = OUTPUT_OPTION,
         baseline: Optional[str] = typer.Option(None, "--baseline", help="A second profile: show this kernel before (--baseline) and after (PATH) side by side, largest moves first (md/text)."),
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--format {fmt!r}: choose {', '.join(FORMATS)}")
         if kernel is not None and kernel_id is not None:
             raise UsageError("give -k NAME or --id N, not both")
-        after = kr.kernel_report(load_with_progress([path], device=device, nsys=nsys), kernel, kernel_id=kernel_id, launch=launch, device=device)
+        after = kr.kernel_report(load_with_progress([path], device=device, nsys=nsys), kernel, kernel_id=kernel_id, launch=launch, profile=profile, device=device)
         if baseline is None:
             emit_text(kr.render(after, fmt), output)
             return
