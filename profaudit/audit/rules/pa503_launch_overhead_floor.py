@@ -37,7 +37,8 @@ class LaunchOverheadFloor(Rule):
             checked.append(se.role)
             fam = time_family(se.get("time_source"))
             includes_launch = fam in ("events", "host", None) or (fam or "").startswith("other")
-            batched = bool(se.get("cuda_graphs")) or (se.get("calls_per_sample") or 1) > 1
+            graphs = se.get("cuda_graphs_traced", se.get("cuda_graphs"))  # a trace's graph launches beat the meta
+            batched = bool(graphs) or (se.get("calls_per_sample_traced") or se.get("calls_per_sample") or 1) > 1
             if not includes_launch:
                 continue
             if t < 2_000 and not batched:
