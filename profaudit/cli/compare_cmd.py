@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         junit: Optional[Path] = JUNIT_OPTION,
         sarif: Optional[Path] = typer.Option(None, "--sarif", help="Write the fairness findings as SARIF 2.1.0 to this file."),
         summary: Optional[Path] = SUMMARY_OPTION,
+        kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Show one matched kernel pair in full (ncu profiles): every kernel-report value before and after, largest move first, then both reports."),
         plotlyjs: str = typer.Option("embed", "--plotlyjs", help="HTML output: embed plotly.js (offline, ~4.8 MB), cdn (a <script> from cdn.plot.ly), or directory (plotly.min.js written beside the report, shared by reports in that folder)."),
     ) -> int:
         """Compare two profiles or timing logs: fairness findings first, then where the time went.
@@ -78,7 +79,11 @@ def register(app: typer.Typer) -> None:
         wanted = tuple(x.strip() for x in (intended or "").split(",") if x.strip())
         cmp = compare(sides[0], sides[1], match=match, device=device, intended=wanted)
         gate = gate_comparison(cmp, fail_on=fail_on, max_slowdown=max_slowdown)
-        if fmt == "table" and output is None:
+        if kernel is not None:
+            from profaudit.compare.kernel_pairs import find_pair, render_pair
+
+            emit_text(render_pair(find_pair(cmp, kernel), fmt), output)
+        elif fmt == "table" and output is None:
             print_table(cmp, top, stdout_console())
         elif fmt == "html":
             from profaudit.compare.render import render_html

@@ -459,6 +459,10 @@ def render_markdown(c: Comparison, top: int) -> str:
         for r in rows:
             lines.append("| " + " | ".join(_md_cell(x) for x in r) + " |")
         lines.append("")
+    from profaudit.compare.kernel_pairs import pairs_markdown, top_pairs
+
+    if (pm := pairs_markdown(top_pairs(c))):
+        lines += [pm, ""]
     if c.notes:
         lines += ["## Notes", ""] + [f"- {_md_cell(n)}" for n in c.notes] + [""]
     return "\n".join(lines)
@@ -503,6 +507,9 @@ def render_html(c: Comparison, top: int, *, plotlyjs: str = "embed", output=None
         if title == "Roofline movement" and figs.get("roofline") is not None:
             parts.append(figures.to_div(figs["roofline"], first=figs.get("waterfall") is None, plotlyjs=plotlyjs))
         parts.append(_html_table(hdr, rows))
+    from profaudit.compare.kernel_pairs import pairs_html, top_pairs
+
+    parts.append(pairs_html(top_pairs(c)))
     if c.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in c.notes) + "</ul>")
     parts.append("</body></html>")
