@@ -126,6 +126,11 @@ def _assigned(se: "SideEvidence", k: pl.DataFrame, ranges: pl.DataFrame):
     for pid in ranges["profile_id"].unique(maintain_order=True).to_list():
         rr = ranges.filter(pl.col("profile_id") == pid)
         kk = k.filter(pl.col("profile_id") == pid)
+        procs = rr["process_id"].drop_nulls().unique().to_list() if "process_id" in rr.columns else []
+        if procs and "process_id" in kk.columns and kk.filter(pl.col("process_id").is_in(procs)).height:
+            # another process's kernels at the same moment are contention, not the call's work
+            # (only where the trace ties kernels to host processes at all)
+            kk = kk.filter(pl.col("process_id").is_null() | pl.col("process_id").is_in(procs))
         ks = kk["start_ns"].to_numpy().astype(np.int64)
         corr = kk["correlation_id"].to_list() if "correlation_id" in kk.columns else [None] * kk.height
         anchor = np.array([launch.get((pid, int(c)), s) if c is not None else s for c, s in zip(corr, ks.tolist())], dtype=np.int64)
