@@ -149,3 +149,29 @@ def test_cli_json(cli, pair):
     assert res.code == 0, res
     doc = json.loads(res.out)
     assert doc["runs"]["steps"] == pair[3].to_dict()["runs"]["steps"]
+
+
+def test_one_distributed_side_is_said_so(pair):
+    d = pair[0]
+    cmp = compare(d / "base", next((d / "cand").glob("rank-0.*")))
+    assert cmp.runs == {} and "job_step" not in cmp.totals
+    assert any(n.startswith("the baseline is a distributed run (4 ranks) and the candidate is not") for n in cmp.notes)
+
+
+def test_job_step_totals_and_their_test():
+    import polars as pl
+
+    from profaudit.compare.distributed import job_step_totals
+
+    b = [1_000_000 + 7_000 * i for i in range(6)]
+    c = [700_000 + 5_000 * i for i in range(6)]
+    steps = pl.DataFrame({"baseline_job_step_ns": b, "candidate_job_step_ns": c})
+    js = job_step_totals(steps, 8, 8)
+    assert (js["baseline_ns"], js["candidate_ns"]) == (sum(b), sum(c))
+    assert js["job_step_speedup"] == pytest.approx(sum(b) / sum(c)) and js["job_step_diff_pct"] == pytest.approx((sum(c) - sum(b)) / sum(b) * 100)
+    assert js["baseline_median_ns"] == statistics.median(b)
+    sig = js["significance"]
+    assert sig["basis"] == "per-step job times (6 steps)" and sig["verdict"] == "faster"
+    assert sig["speedup_ci_low"] <= sum(b) / sum(c) <= sig["speedup_ci_high"]
+    few = job_step_totals(steps.head(2), 8, 8)["significance"]
+    assert few["verdict"] == "unknown" and "a test needs at least 5" in few["reason"]

@@ -47,11 +47,14 @@ def attach_runs(cmp) -> None:
     side holds one rank is left exactly as it was."""
     from profaudit.ranks import compare_runs
 
-    a = multi_rank_run(cmp.baseline.ps)
-    if a is None:
+    a, b = multi_rank_run(cmp.baseline.ps), multi_rank_run(cmp.candidate.ps)
+    if a is None and b is None:
         return
-    b = multi_rank_run(cmp.candidate.ps)
-    if b is None:
+    if a is None or b is None:
+        multi, one = ("baseline", "candidate") if b is None else ("candidate", "baseline")
+        n = (a or b).ranks.height
+        cmp.notes.append(f"the {multi} is a distributed run ({n} ranks) and the {one} is not: no job step or collective comparison; "
+                         f"kernel totals are per rank on the {multi} side")
         return
     runs = compare_runs(a, b)
     nb, nc = a.ranks.height, b.ranks.height
