@@ -172,7 +172,7 @@ def kernel_detail(st, row_key: int) -> html.Div:
         return message("That kernel is no longer loaded (an upload changed the data): reload the page.", "warn")
     r = k.row(0, named=True)
     pid, kid = r["profile_id"], r["kernel_id"]
-    fields = [(c, r[c]) for c in schema.KERNELS.names if r.get(c) is not None]
+    fields = [(c, _field(c, r[c])) for c in schema.KERNELS.names if r.get(c) is not None]
     m = st.ps.metrics
     mk = m.filter((pl.col("profile_id") == pid) & (pl.col("kernel_id") == kid)) if m.height and kid is not None else m.clear()
     parts: list = [kernel_report_view(st.ps, pid, kid, id_prefix="kn-detail", title_id="kn-detail-title")]
@@ -182,6 +182,21 @@ def kernel_detail(st, row_key: int) -> html.Div:
     raw = html.Div([html.Div([html.H4("Kernel row"), kv_table(fields)], className="col"), html.Div(_metrics_block(mk), className="col wide")], className="two-col")
     parts.append(html.Details([html.Summary(f"Kernel row and all {mk.height:,} raw metrics"), raw], className="raw-metrics"))
     return html.Div(parts)
+
+
+_SCALED_UNITS = {"ns", "byte", "Hz", "flop", "%"}
+
+
+def _field(column: str, value):
+    """A kernels-table value as the one formatter prints it: times, bytes, clocks and FLOPs with
+    a unit (visibly rounded), counts exact."""
+    from profaudit.fmt import fmt_quantity
+
+    unit = schema.KERNELS.column(column).unit
+    # start/end are positions on the profile's time base, not durations: printed exact
+    if unit in _SCALED_UNITS and column not in ("start_ns", "end_ns") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return fmt_quantity(value, unit)
+    return value
 
 
 def _metrics_block(mk: pl.DataFrame) -> list:
