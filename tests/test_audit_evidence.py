@@ -552,3 +552,17 @@ def test_compile_seen_in_log_and_trace_is_removed_once(tmp_path):
     report = audit(tclaim(b, c, speedup=round(float(v.mean()) / 50_000, 1), statistic="mean"))
     assert "PA102" in report.supported.corrected_by
     assert report.supported.interval.estimate == pytest.approx(2.0, rel=0.03)
+
+
+def test_only_the_side_with_escaping_work_needs_a_trace(tmp_path):
+    # The baseline's events are sound and it attached no trace; the candidate's trace shows the
+    # helper kernel its timer missed: its traced GPU time stands against the baseline's samples.
+    b = side("baseline", 100_000, seed=1, n=60, runs=1, meta={"profiled_calls": None}, profiles=None)
+    c = traced(tmp_path, "candidate", 30_000, calls(20, [("fused_kernel", 7, 30_000, 0)], helper=[("helper_kernel", 14, 50_000)]), seed=2)
+    sup = audit(tclaim(b, c, speedup=3.33)).supported
+    assert sup.status == "corrected" and "PA105" in sup.corrected_by
+    assert any("baseline's own steady-state samples" in e for e in sup.corrected_by)
+    assert sup.interval.estimate == pytest.approx(100_000 / 50_300, rel=0.02)
+    # without the candidate's trace nothing can correct it
+    c2 = side("candidate", 30_000, seed=2, n=60, runs=1, meta={"time_source": "perf_counter", "synchronized": False}, profiles=None)
+    assert audit(tclaim(b, c2, speedup=3.33)).supported.status == "not supported"

@@ -303,7 +303,8 @@ def supported_speedup(ev: Evidence, findings: list[Finding]) -> SupportedSpeedup
     broken = [f for f in triggered if (f.correction is None and _invalidates(f)) or f.non_comparable]
     if broken:
         fixable = all(traceable(f) for f in broken)
-        tr = trace_speedup(ev) if fixable else None
+        sides = {r for f in broken for r in (("baseline", "candidate") if f.side in (None, "both") else (f.side,))}
+        tr = trace_speedup(ev, sides) if fixable else None
         if tr is None:
             why = "; ".join(f"{f.rule} {f.name}: {f.message}" for f in sorted(broken, key=lambda f: f.rule))
             if fixable:
@@ -311,7 +312,7 @@ def supported_speedup(ev: Evidence, findings: list[Finding]) -> SupportedSpeedup
             return SupportedSpeedup(None, True, "not supported: the timing is invalid", supported=False, reason=why)
         iv, note = tr
         by = [f"{f.rule}: {note}" for f in sorted(broken, key=lambda f: f.rule)]
-        return SupportedSpeedup(iv, True, f"{iv.statistic} per-call GPU time from both sides' traces", Corrections(by))
+        return SupportedSpeedup(iv, True, f"{iv.statistic} per-call GPU time from the traces", Corrections(by))
     if not cmp.available or cmp.primary_interval is None:
         return SupportedSpeedup(None, True, cmp.reason or "no recomputable speedup", supported=False, reason=cmp.reason or "no recomputable speedup")
     base = cmp.primary_interval
@@ -326,24 +327,39 @@ def supported_speedup(ev: Evidence, findings: list[Finding]) -> SupportedSpeedup
     return SupportedSpeedup(chosen, True, basis, Corrections(by))
 
 
-def trace_speedup(ev: Evidence) -> tuple[Interval, str] | None:
-    """Baseline / candidate of the median per-call GPU time in the attached traces, or None."""
+def trace_speedup(ev: Evidence, flagged: set[str] | None = None) -> tuple[Interval, str] | None:
+    """Baseline / candidate of the median per-call GPU time, or None. A side whose timing a
+    finding invalidated (`flagged`) needs an attached trace; a side whose timing stands may use
+    its own steady-state samples when it has no trace."""
     from profaudit.audit import stats as st
     from profaudit.audit.speedup import intervals
     from profaudit.audit.trace import call_times
 
-    tb, tc = call_times(ev.baseline), call_times(ev.candidate)
-    if tb is None or tc is None or not (tb.median > 0 and tc.median > 0):
-        return None
+    flagged = {"baseline", "candidate"} if flagged is None else flagged
+    vals, how = [], []
+    for se in ev.sides:
+        ct = call_times(se)
+        if ct is not None and ct.median > 0:
+            vals.append(ct.values)
+            how.append("trace")
+        elif se.role not in flagged and se.has_samples and se.n:
+            vals.append(se.steady)
+            how.append("samples")
+        else:
+            return None
     note = "per-call GPU time from the traces: union of kernel intervals over streams, median over calls (one-time costs excluded)"
-    if tb.n >= 3 and tc.n >= 3:
-        sets = (st.SampleSet(tb.values), st.SampleSet(tc.values))
+    if "samples" in how:
+        which = "baseline" if how[0] == "samples" else "candidate"
+        note += f"; the {which}'s own steady-state samples (its timing stands, and it has no trace)"
+    tb, tc = vals
+    if tb.size >= 3 and tc.size >= 3:
+        sets = (st.SampleSet(tb), st.SampleSet(tc))
         ivs, _, _ = intervals(sets, [st.MEDIAN], st.DEFAULT_RESAMPLES, np.random.SeedSequence(st.DEFAULT_SEED).spawn(2), ev.confidence, "time")
         iv = ivs["median"]
-        iv = Interval(iv.estimate, iv.low, iv.high, iv.confidence, "median", "time", "bootstrap of per-call GPU times from the traces", tb.n, tc.n, iv.resamples)
+        iv = Interval(iv.estimate, iv.low, iv.high, iv.confidence, "median", "time", "bootstrap of per-call GPU times from the traces", int(tb.size), int(tc.size), iv.resamples)
     else:
-        est = tb.median / tc.median
-        iv = Interval(est, math.nan, math.nan, ev.confidence, "median" if tb.n > 1 else "mean", "time", "per-call GPU time from the traces (no interval)", tb.n, tc.n, 0)
+        est = float(np.median(tb)) / float(np.median(tc))
+        iv = Interval(est, math.nan, math.nan, ev.confidence, "median" if min(tb.size, tc.size) > 1 else "mean", "time", "per-call GPU time from the traces (no interval)", int(tb.size), int(tc.size), 0)
     return iv, note
 
 
