@@ -39,7 +39,7 @@ ONE_TIME = re.compile(
 )
 GRAPH_LAUNCH = re.compile(r"^(cuda|cu|hip)GraphLaunch", re.IGNORECASE)
 KERNEL_LAUNCH = re.compile(r"^(cuda|cu|hip)(Launch(Cooperative)?Kernel|ModuleLaunchKernel|ExtLaunchKernel|LaunchKernelEx)|^hipExtModuleLaunchKernel", re.IGNORECASE)
-_API_KINDS = ("cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "hip_api", "runtime", "driver")
+_API_KINDS = ("cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "hip_api", "hsa_api", "hip_compiler_api", "xpu_runtime", "xpu_driver", "runtime", "driver")
 
 # Kernel names that reveal a reduced-precision or tensor-core path (cuBLAS/cuDNN/CUTLASS naming):
 # TF32 (tf32, cutlass s1688/s16816 tensorop), FP16/BF16/FP8 (h884/h1688/h16816 gemm, hmma, f16,
