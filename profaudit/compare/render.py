@@ -16,79 +16,24 @@ from typing import Any, Callable
 
 import polars as pl
 
+from profaudit import fmt as _fmt
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
 from profaudit.compare.timing import totals_label
+from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_x
 
 FORMATS = ("table", "markdown", "html", "json")
 
 
-# --- number formatting --------------------------------------------------------------------------
+# --- number formatting: the one formatter (profaudit.fmt); percentages here are signed by default --
+
+
+def fmt_pct(v: Any, signed: bool = True) -> str:
+    return _fmt.fmt_pct(v, signed)
 
 
 def _bad(v: Any) -> bool:
     return v is None or (isinstance(v, float) and not math.isfinite(v))
-
-
-def fmt_ns(v: Any, signed: bool = False) -> str:
-    if _bad(v):
-        return "—"
-    a = abs(float(f"{v:.3g}"))  # 999.9 ns prints as 1.00 µs, not 1.00e+03 ns
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if a >= scale:
-            return _g3(v / scale, signed) + f" {unit}"
-    return _g3(v, signed) + " ns"
-
-
-def _g3(v: float, signed: bool) -> str:
-    # three significant digits, trailing zeros kept (2.00, 10.0) so columns read evenly
-    s = f"{v:+#.3g}" if signed else f"{v:#.3g}"
-    return s[:-1] if s.endswith(".") else s
-
-
-def fmt_pct(v: Any, signed: bool = True) -> str:
-    if _bad(v):
-        return "—"
-    return f"{v:+.1f}%" if signed else f"{v:.1f}%"
-
-
-def fmt_x(v: Any) -> str:
-    return "—" if _bad(v) else _g3(v, False) + "x"
-
-
-_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def fmt_si(v: Any, unit: str = "") -> str:
-    """20.0 TFLOP/s, 3.35 TB/s, 40.0 M: three significant digits with an SI prefix."""
-    if _bad(v):
-        return "—"
-    a = abs(float(f"{v:.3g}"))
-    for scale, prefix in _SI:
-        if a >= scale:
-            return f"{_g3(v / scale, False)} {prefix}{unit}"
-    return f"{_g3(v, False)} {unit}".rstrip()
-
-
-def fmt_num(v: Any) -> str:
-    if _bad(v):
-        return "—"
-    if abs(float(f"{v:.4g}")) >= 1e6:
-        return fmt_si(v)
-    if abs(v) >= 1e3:
-        return f"{v:,.0f}"
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    if a != 0 and a < 1e-2:
-        return f"{v:.3g}"
-    return f"{v:,.4g}"
-
-
-def fmt_p(v: Any) -> str:
-    return "—" if _bad(v) else (f"{v:.2g}" if v >= 1e-4 else "<1e-4")
 
 
 # --- section model: every format renders the same list of (title, headers, rows) ------------------
