@@ -175,3 +175,23 @@ def test_job_step_totals_and_their_test():
     assert sig["speedup_ci_low"] <= sum(b) / sum(c) <= sig["speedup_ci_high"]
     few = job_step_totals(steps.head(2), 8, 8)["significance"]
     assert few["verdict"] == "unknown" and "a test needs at least 5" in few["reason"]
+
+
+def test_one_nsys_capture_of_two_gpus(tmp_path):
+    # one capture, a rank per GPU: collectives matched, the wait read from the kernel rows written
+    from ranks_synth import nsys_two_gpus
+
+    kernels, _ = nsys_two_gpus(tmp_path / "run.sqlite")
+    cmp = compare(tmp_path / "run.sqlite", tmp_path / "run.sqlite")
+    assert cmp.runs["ranks"] == {"baseline": 2, "candidate": 2}
+    co = cmp.runs["collectives"].row(0, named=True)
+    starts: dict[int, list[int]] = {}
+    for k in kernels:
+        if k[4] == 20:  # the all-reduce stream
+            starts.setdefault(k[5] // 10, []).append(k[0])
+    wait = sum(max(s) - min(s) for s in starts.values())
+    assert (co["collective"], co["baseline_calls"], co["baseline_total_wait_ns"]) == ("all_reduce", len(starts), wait) and co["sync_duration_ratio"] == 1.0
+    # its NVTX step ranges are not ProfilerStep: no job step headline, and the report says so
+    assert cmp.runs["steps"].height == 0 and "job_step" in cmp.totals and cmp.totals.get("headline") == "gpu_time"
+    assert any("no step matched by number" in n for n in cmp.notes)
+    assert any("per profile (1 profile holding 2 ranks" in n for n in cmp.notes)

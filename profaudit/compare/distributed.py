@@ -61,10 +61,8 @@ def attach_runs(cmp) -> None:
     cmp.runs = {"ranks": {"baseline": nb, "candidate": nc}, **runs}
     js = job_step_totals(runs["steps"], nb, nc)
     cmp.totals["job_step"] = js
-    cmp.notes.append(
-        f"distributed runs ({nb} vs {nc} ranks): kernel totals are per rank (the ranks' mean, as for repeated profiles); "
-        "the job's step time is in the job step table"
-    )
+    cmp.notes.append(f"distributed runs ({nb} vs {nc} ranks): kernel totals are {_per(cmp.baseline, nb)} on the baseline side and "
+                     f"{_per(cmp.candidate, nc)} on the candidate side; the job's time is in the job step table")
     if js["steps"] == 0:
         cmp.notes.append("no step matched by number on both sides (no ProfilerStep or step ranges): the headline stays the kernels' GPU time")
         return
@@ -74,6 +72,13 @@ def attach_runs(cmp) -> None:
     kernel_verdict = cmp.verdict
     cmp.verdict = verdict_line(cmp.comparable, cmp.findings, js, "job_step", label=headline_label(js))
     cmp.notes.append(f"kernels (per rank): {kernel_verdict}")
+
+
+def _per(side, ranks: int) -> str:
+    n = len(side.ps)
+    if n == ranks:
+        return "per rank (the mean over the rank traces, as for repeated profiles)"
+    return f"per profile ({n} profile{'s' if n != 1 else ''} holding {ranks} ranks: a capture of several GPUs sums them)"
 
 
 def headline_label(js: dict) -> str:
