@@ -35,8 +35,12 @@ def calls(n: int, kernels, **kw) -> list[Call]:
     return [Call(list(kernels), **kw) for _ in range(n)]
 
 
-def _layout(cs: list[Call], period_ns: float):
+_LAUNCH = {"cuda": ("cudaLaunchKernel_v7000", "cudaGraphLaunch_v10000"), "hip": ("hipLaunchKernel", "hipGraphLaunch")}
+
+
+def _layout(cs: list[Call], period_ns: float, api: str = "cuda"):
     """Absolute times of every range, API call and kernel: [(kind, name, start, end, extra)]."""
+    launch_api, graph_api = _LAUNCH[api]
     out = []
     corr = 100
     for i, c in enumerate(cs):
@@ -48,7 +52,7 @@ def _layout(cs: list[Call], period_ns: float):
             t += int(dur) + 200
         last_end = t
         if c.graph:
-            out.append(("api", "cudaGraphLaunch_v10000", t, t + 3_000, {"corr": corr, "tid": TID}))
+            out.append(("api", graph_api, t, t + 3_000, {"corr": corr, "tid": TID}))
             k0 = t + 4_000
             for name, stream, dur, delay, *grid in c.kernels:
                 ks = k0 + int(delay)
@@ -60,7 +64,7 @@ def _layout(cs: list[Call], period_ns: float):
         else:
             gpu_free = t
             for name, stream, dur, delay, *grid in c.kernels:
-                out.append(("api", "cudaLaunchKernel_v7000", t, t + 2_000, {"corr": corr, "tid": TID}))
+                out.append(("api", launch_api, t, t + 2_000, {"corr": corr, "tid": TID}))
                 ks = max(t + 3_000, gpu_free) + int(delay)
                 out.append(("kernel", name, ks, ks + int(dur), {"corr": corr, "stream": stream, "grid": grid[0] if grid else 128}))
                 gpu_free = ks + int(dur) if delay >= 0 else gpu_free
@@ -69,7 +73,7 @@ def _layout(cs: list[Call], period_ns: float):
                 t += 2_500
         for name, stream, dur in c.helper:
             ht = t0 + 800
-            out.append(("api", "cudaLaunchKernel_v7000", ht, ht + 2_000, {"corr": corr, "tid": HELPER_TID}))
+            out.append(("api", launch_api, ht, ht + 2_000, {"corr": corr, "tid": HELPER_TID}))
             out.append(("kernel", name, ht + 3_000, ht + 3_000 + int(dur), {"corr": corr, "stream": stream, "grid": 128}))
             corr += 1
         end = t0 + int(c.range_ns) if c.range_ns is not None else last_end + 1_000
@@ -104,11 +108,12 @@ def nsys_sqlite(path: Path, cs: list[Call], *, period_ns: float = 400_000, devic
     })
 
 
-def kineto_json(path: Path, cs: list[Call], *, period_ns: float = 400_000, device: str = H100, range_name: str = "call", numbered: bool = False) -> Path:
+def kineto_json(path: Path, cs: list[Call], *, period_ns: float = 400_000, device: str = H100, range_name: str = "call", numbered: bool = False, api: str = "cuda") -> Path:
     """A torch.profiler (Kineto) Chrome trace of the calls: microsecond `ts`/`dur`, kernels on
     pid = device and tid = stream, runtime calls on the host thread, linked by `correlation`.
-    `numbered` names the ranges as torch.profiler names its steps ("ProfilerStep#3")."""
-    events = _layout(cs, period_ns)
+    `numbered` names the ranges as torch.profiler names its steps ("ProfilerStep#3"); `api="hip"`
+    writes a ROCm trace (hipLaunchKernel, hipGraphLaunch under cat cuda_runtime, as Kineto does)."""
+    events = _layout(cs, period_ns, api)
     trace = []
     for kind, name, s, e, x in events:
         ts, dur = s / 1000.0, (e - s) / 1000.0

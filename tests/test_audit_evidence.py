@@ -566,3 +566,22 @@ def test_only_the_side_with_escaping_work_needs_a_trace(tmp_path):
     # without the candidate's trace nothing can correct it
     c2 = side("candidate", 30_000, seed=2, n=60, runs=1, meta={"time_source": "perf_counter", "synchronized": False}, profiles=None)
     assert audit(tclaim(b, c2, speedup=3.33)).supported.status == "not supported"
+
+
+def test_hip_graph_launches_and_hip_malloc_on_rocm(tmp_path):
+    # A ROCm Kineto trace: hipGraphLaunch on the candidate only; hipMalloc inside the baseline's
+    # first timed call.
+    mi300 = "AMD Instinct MI300X"
+
+    def kside(role, timed, cs, seed):
+        path = kineto_json(tmp_path / f"{role}.pt.trace.json", cs, api="hip", device=mi300)
+        return side(role, timed, seed=seed, n=60, runs=1, meta={"timed_range": "call", "profiled_calls": 20, "device": mi300}, profiles=load(path), device_column=mi300)
+
+    cs = calls(20, BASE_CALLS)
+    cs[0].apis = [("hipMalloc", 5e6)]
+    b = kside("baseline", 100_000, cs, 1)
+    c = kside("candidate", 60_000, calls(20, [("k1", 7, 30_000, 0), ("k2", 7, 25_000, 0)], graph=True), 2)
+    report = audit(tclaim(b, c, speedup=1.67, statistic="mean"))
+    f = [x for x in triggered(report, "PA303") if x.severity is Severity.FAIL]
+    assert f and "graph launches" in f[0].message and "cuda_graphs" in f[0].message
+    assert any("hipMalloc" in x.message for x in _pa(report, "PA102"))
