@@ -24,7 +24,12 @@ class DatasetParser:
         from profaudit.dataset import read_dataset
 
         _check_manifests(Path(path))
-        return list(read_dataset(path))
+        try:
+            return list(read_dataset(path))
+        except ValueError as exc:
+            # a part file whose bytes were damaged can still decode, with a column name no table
+            # declares (Parquet pages carry no checksum by default)
+            raise InputError(path, f"damaged dataset: {str(exc).splitlines()[0][:200]}") from None
 
 
 def _check_manifests(path: Path) -> None:
@@ -50,7 +55,7 @@ def _check_manifests(path: Path) -> None:
             for i, e in enumerate(entries):
                 e = jsonshape.mapping(e, f"{where}: {key}[{i}]", f)
                 for k in fields:
-                    jsonshape.text(e.get(k), f"{where}: {key}[{i}].{k}", f, optional=False)
+                    jsonshape.text(e.get(k), f"{where}: {key}[{i}].{k}", f, optional=False, numbers=False)
         replaces = m.get("replaces", [])
         if not isinstance(replaces, list) or not all(isinstance(b, str) for b in replaces):
             raise InputError(f, f"{where}: replaces: expected a list of batch names")

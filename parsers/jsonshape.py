@@ -38,8 +38,9 @@ def mapping(v: Any, where: str, path, *, optional: bool = False) -> dict:
     return v
 
 
-def text(v: Any, where: str, path, *, optional: bool = True) -> str | None:
-    """`v` as text: numbers are written out (names like 128 are common), lists and objects refused."""
+def text(v: Any, where: str, path, *, optional: bool = True, numbers: bool = True) -> str | None:
+    """`v` as text: numbers are written out (names like 128 are common) unless `numbers=False`
+    (a file path, a key), lists and objects refused."""
     if v is None and optional:
         return None
     if isinstance(v, str):
@@ -48,7 +49,7 @@ def text(v: Any, where: str, path, *, optional: bool = True) -> str | None:
         except UnicodeEncodeError:  # JSON's "\ud800": a lone surrogate no file or table can hold
             raise InputError(path, f"{where}: not valid Unicode text ({v[:30]!r})") from None
         return v
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
+    if numbers and isinstance(v, (int, float)) and not isinstance(v, bool):
         return str(v)
     raise InputError(path, f"{where}: expected text, found {kind(v)}")
 

@@ -273,6 +273,15 @@ def _tid(col: str) -> pl.Expr:
     return (pl.col(col) % _PID_SHIFT).cast(pl.Int64)
 
 
+def _int_cell(db: _Db, v, where: str) -> int:
+    """A nanosecond count from one cell: an integer of 0..2^63 (a damaged file holds text or bytes)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if not isinstance(v, int) or not 0 <= v < 2**63:
+        raise InputError(db.path, f"damaged SQLite database: {where} holds {v!r:.40} where a nanosecond count belongs")
+    return v
+
+
 def _strings(db: _Db) -> pl.DataFrame:
     if not db.has("StringIds", "id", "value"):
         return pl.DataFrame(schema={"id": pl.Int64, "value": pl.Utf8})
@@ -766,13 +775,13 @@ def _metadata(db: _Db, gpus: list[dict], kernels: pl.DataFrame, ranges: pl.DataF
     if db.has("TARGET_INFO_SESSION_START_TIME", "utcEpochNs"):
         row = db.rows("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
         if row and row[0][0] is not None:
-            ns = int(row[0][0])
+            ns = _int_cell(db, row[0][0], "TARGET_INFO_SESSION_START_TIME.utcEpochNs")
             md["session_start_utc_ns"] = ns
             md["capture_time"] = _dt.datetime.fromtimestamp(ns // 1_000_000_000, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{ns % 1_000_000_000:09d}Z"
     if db.has("ANALYSIS_DETAILS", "duration"):
         row = db.rows("SELECT duration FROM ANALYSIS_DETAILS LIMIT 1")
         if row and row[0][0] is not None:
-            md["session_duration_ns"] = int(row[0][0])
+            md["session_duration_ns"] = _int_cell(db, row[0][0], "ANALYSIS_DETAILS.duration")
     md["time_base"] = "ns since session start (nsys session time; can be negative)"
     md["nsys_tables"] = sorted(t for t in db.tables if not t.startswith("ENUM_"))
     if notes:

@@ -84,8 +84,8 @@ class ProtonParser:
                     if isinstance(props, dict):
                         p = dict(props)
                         for k in ("clock_rate", "memory_clock_rate"):
-                            if isinstance(p.get(k), (int, float)):
-                                p[k.replace("rate", "mhz")] = p[k] / 1e3
+                            if isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool):
+                                p[k.replace("rate", "mhz")] = jsonshape.number(p[k], f"device {dtype}/{did}: {k}", path) / 1e3
                         devices[(str(dtype), str(did))] = p
         cols: dict[str, list] = {k: [] for k in ("benchmark", "params", "duration_ns", "statistic", "sample_count", "device_name")}
         extra_metrics: list[dict] = []

@@ -254,3 +254,47 @@ def test_rocprof_sdk_record_of_the_wrong_type(tmp_path):
     f = tmp_path / "results.json"
     f.write_text(json.dumps(doc))
     _refused(f, "damaged rocprofiler-sdk JSON: a record holds a value of the wrong JSON type")
+
+
+def test_nsys_session_start_that_is_not_a_count(tmp_path):
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = ?", (b"\x00\xff",))
+    con.commit()
+    con.close()
+    _refused(db, "damaged SQLite database: TARGET_INFO_SESSION_START_TIME.utcEpochNs holds b'\\x00\\xff'")
+
+
+def test_proton_clock_rate_beyond_float(tmp_path):
+    f = tmp_path / "p.hatchet"
+    tree = {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+        {"frame": {"name": "kernel_a"}, "metrics": {"time (ns)": 1000, "count": 2, "device_id": "0", "device_type": "HIP"}, "children": []}]}
+    f.write_text(json.dumps([tree, {"HIP": {"0": {"arch": "gfx942", "memory_clock_rate": 10**400}}}]))
+    _refused(f, "device HIP/0: memory_clock_rate: the number")
+
+
+def _dataset(tmp_path):
+    from profaudit.dataset import write_dataset
+
+    log = tmp_path / "times.csv"
+    log.write_text("name,time_ms\nk1,1.5\nk2,2.5\n")
+    return write_dataset(profaudit.load(log), tmp_path / "ds")
+
+
+def test_dataset_manifest_path_that_is_a_number(tmp_path):
+    ds = _dataset(tmp_path)
+    man = next((ds / "_manifests").glob("*.json"))
+    doc = json.loads(man.read_text())
+    doc["files"][0]["path"] = -1
+    man.write_text(json.dumps(doc))
+    _refused(ds, "broken batch manifest: files[0].path: expected text, found the number -1")
+
+
+def test_dataset_part_with_a_damaged_column_name(tmp_path):
+    import polars as pl
+
+    ds = _dataset(tmp_path)
+    part = next(ds.glob("metadata/**/*.parquet"))
+    df = pl.read_parquet(part)
+    df.rename({"kernel_count": "kernel_c\x7f\x7fnt"}).write_parquet(part)
+    _refused(ds, "damaged dataset: table 'metadata' has no column(s)")
