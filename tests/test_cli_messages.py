@@ -21,3 +21,26 @@ def test_ingest_stopped_by_a_bad_file_mentions_skip_bad(cli, tmp_path):
     res = cli("ingest", src / "cut.jsonl", "-o", tmp_path / "ds2")
     assert_one_line_error(res, "cut.jsonl")
     assert "--skip-bad" not in res.err
+
+
+def test_pa407_names_the_supported_interval_once(cli):
+    res = cli("audit", SAMPLES / "claims" / "softmax_overstated.yaml")
+    line = next(l for l in res.out.splitlines() if "PA407 claim-outside-interval" in l)
+    interval = line[line.index("recomputed ") + len("recomputed "):].split(" (")[0]
+    assert line.count(interval) == 1, line
+
+
+def test_pa202_says_a_version_once(cli):
+    import pytest
+
+    from conftest import corpus_file
+
+    a = corpus_file("ncu-rep", "Lashi0812__CudaProgramming__smemTranspose")
+    b = corpus_file("ncu-rep", "Lashi0812__CudaProgramming__smemReduceInteger")
+    res = cli("compare", a, b, "-f", "json")
+    import json
+
+    msgs = [f["message"] for f in json.loads(res.out)["findings"] if f.get("rule") == "PA202" or f.get("code") == "PA202"]
+    if not msgs:
+        pytest.skip("PA202 did not fire on this pair")
+    assert msgs[0].count("535.104.05") == 1, msgs[0]

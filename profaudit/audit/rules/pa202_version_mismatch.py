@@ -54,9 +54,12 @@ class VersionMismatch(Rule):
                 if _norm(pb[1]) != _norm(pc[1]):
                     diffs.append({"key": "framework", "baseline": fb, "candidate": fc})
         vb, vc = b.get("versions") or {}, c.get("versions") or {}
+        # the same fact under another name (ncu's "Display Driver Version" is the driver) is said once
+        said = {(_norm(getattr(d["baseline"], "value", d["baseline"])), _norm(getattr(d["candidate"], "value", d["candidate"]))) for d in diffs}
         for lib in sorted(set(vb) & set(vc)):
             compared.append(lib)
-            if _norm(vb[lib]) != _norm(vc[lib]):
+            if _norm(vb[lib]) != _norm(vc[lib]) and (_norm(vb[lib]), _norm(vc[lib])) not in said:
+                said.add((_norm(vb[lib]), _norm(vc[lib])))
                 diffs.append({"key": lib, "baseline": vb[lib], "candidate": vc[lib]})
         if diffs:
             text = "; ".join(f"{d['key']} {getattr(d['baseline'], 'value', d['baseline'])} vs {getattr(d['candidate'], 'value', d['candidate'])}" for d in diffs)

@@ -60,7 +60,9 @@ class ClaimOutsideInterval(Rule):
         evid = {"claimed": claimed, "interval": iv, "tolerance": tol, "noise_threshold": noise}
         support = cmp.primary_interval if cmp.primary_interval is not None else iv
         if claimed > hi:
-            return [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} is above the recomputed {iv.describe()}: the evidence supports {support.describe()}", "both", correction=support, correction_note="the interval the evidence supports", **evid)]
+            # one interval named once: the supported one repeats the recomputed one unless they differ
+            supports = ", the interval the evidence supports" if support.describe() == iv.describe() else f": the evidence supports {support.describe()}"
+            return [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} is above the recomputed {iv.describe()}{supports}", "both", correction=support, correction_note="the interval the evidence supports", **evid)]
         return [self.flag(Severity.WARN, f"the claimed {fx(claimed)} is below the recomputed {iv.describe()}: the evidence supports more than claimed; check how the claim was computed", "both", **evid)]
 
 
