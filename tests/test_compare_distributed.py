@@ -195,3 +195,23 @@ def test_one_nsys_capture_of_two_gpus(tmp_path):
     assert cmp.runs["steps"].height == 0 and "job_step" in cmp.totals and cmp.totals.get("headline") == "gpu_time"
     assert any("no step matched by number" in n for n in cmp.notes)
     assert any("per profile (1 profile holding 2 ranks" in n for n in cmp.notes)
+
+
+def test_step_pattern_names_nvtx_steps(cli, tmp_path):
+    from ranks_synth import nsys_two_gpus
+
+    _, nvtx = nsys_two_gpus(tmp_path / "run.sqlite")
+    # job step = latest end - earliest start of `train_step N` over both GPUs' processes (one clock)
+    by_step: dict[int, list[tuple[int, int]]] = {}
+    for row in nvtx:
+        by_step.setdefault(row[9] - 5, []).append((row[0], row[1]))
+    want = [max(e for _, e in w) - min(s for s, _ in w) for _, w in sorted(by_step.items())]
+    res = cli("compare", tmp_path / "run.sqlite", tmp_path / "run.sqlite", "--step-pattern", r"train_step (\d+)", "-f", "json")
+    assert res.code == 0, res
+    doc = json.loads(res.out)
+    assert [s["baseline_job_step_ns"] for s in doc["runs"]["steps"]] == want
+    assert doc["totals"]["headline"] == "job_step_time" and doc["totals"]["job_step"]["job_step_speedup"] == 1.0
+    assert doc["verdict"].startswith("candidate job step time (sum over 2 matched steps;")
+    from conftest import assert_one_line_error
+
+    assert_one_line_error(cli("compare", tmp_path / "run.sqlite", tmp_path / "run.sqlite", "--step-pattern", "train_step (\\d+"))

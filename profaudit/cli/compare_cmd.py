@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         junit: Optional[Path] = JUNIT_OPTION,
         sarif: Optional[Path] = typer.Option(None, "--sarif", help="Write the fairness findings as SARIF 2.1.0 to this file."),
         summary: Optional[Path] = SUMMARY_OPTION,
+        step_pattern: Optional[str] = typer.Option(None, "--step-pattern", help="Two distributed runs: regex naming step ranges (first group: the step number). Default: ProfilerStep#N and XLA steps."),
         kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Show one matched kernel pair in full (ncu profiles): every kernel-report value before and after, largest move first, then both reports."),
         plotlyjs: str = typer.Option("embed", "--plotlyjs", help="HTML output: embed plotly.js (offline, ~4.8 MB), cdn (a <script> from cdn.plot.ly), or directory (plotly.min.js written beside the report, shared by reports in that folder)."),
     ) -> int:
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
         for role, path in (("baseline", baseline), ("candidate", candidate)):
             sides.append(Side(role, path, load_with_progress([path], device=device, time_column=time_column, time_unit=time_unit, nsys=nsys)))
         wanted = tuple(x.strip() for x in (intended or "").split(",") if x.strip())
-        cmp = compare(sides[0], sides[1], match=match, device=device, intended=wanted)
+        cmp = compare(sides[0], sides[1], match=match, device=device, intended=wanted, step_pattern=step_pattern)
         gate = gate_comparison(cmp, fail_on=fail_on, max_slowdown=max_slowdown)
         if kernel is not None:
             from profaudit.compare.kernel_pairs import find_pair, render_pair

@@ -201,6 +201,7 @@ def compare(
     device: str | None = None,
     intended: Sequence[str] = (),
     max_tests: int | None = None,
+    step_pattern: str | None = None,
     **load_options: Any,
 ) -> Comparison:
     """Compare two profiles (or timing logs): matched kernels, added/removed ones, where the time
@@ -214,7 +215,8 @@ def compare(
     compare two GPUs, `("dtype",)` for a precision change): the audit reports them as warnings
     instead of making the pair not comparable. `max_tests`: how many matched kernel groups (the
     largest time differences first) get a significance test (default 500; each costs about a
-    millisecond). Other keywords (`time_column=`, `time_unit=`,
+    millisecond). `step_pattern`: for two distributed runs, a regex naming the step ranges (first
+    group: the step number; default ProfilerStep#N and XLA steps). Other keywords (`time_column=`, `time_unit=`,
     `nsys=`, ...) go to `profaudit.load` for inputs given as paths.
     """
     from profaudit.compare.match import MATCH_MODES
@@ -229,7 +231,7 @@ def compare(
         from profaudit.compare.kernels import compare_kernels
 
         cmp = compare_kernels(b, c, match=match, device=device, intended=tuple(intended), max_tests=max_tests)
-        attach_runs(cmp)
+        attach_runs(cmp, step_pattern=step_pattern)
         return cmp
     from profaudit.compare.timing import compare_samples
 

@@ -24,7 +24,7 @@ MIN_STEPS_TESTED = 5
 _RANK_EVIDENCE = ("distributed_info", "file_name", "device_order")
 
 
-def multi_rank_run(ps):
+def multi_rank_run(ps, step_pattern: str | None = None):
     """The side as a `DistributedRun` when it holds more than one rank, else None.
 
     A cheap identity pass first (`identify_ranks`, no second read of the files): a side counts as
@@ -38,16 +38,18 @@ def multi_rank_run(ps):
         return None
     if not ident["rank_source"].is_in(list(_RANK_EVIDENCE)).any():
         return None
-    run = DistributedRun(ps)
+    run = DistributedRun(ps, step_pattern=step_pattern)
     return run if run.ranks.height > 1 else None
 
 
-def attach_runs(cmp) -> None:
+def attach_runs(cmp, step_pattern: str | None = None) -> None:
     """Add the steps and collectives of two multi-rank sides to `cmp` (in place); a pair where a
-    side holds one rank is left exactly as it was."""
+    side holds one rank is left exactly as it was. `step_pattern`: a regex naming the step ranges
+    (first group: the step number), as `profaudit ranks --step-pattern`; default ProfilerStep#N
+    and XLA steps."""
     from profaudit.ranks import compare_runs
 
-    a, b = multi_rank_run(cmp.baseline.ps), multi_rank_run(cmp.candidate.ps)
+    a, b = multi_rank_run(cmp.baseline.ps, step_pattern), multi_rank_run(cmp.candidate.ps, step_pattern)
     if a is None and b is None:
         return
     if a is None or b is None:
@@ -64,7 +66,8 @@ def attach_runs(cmp) -> None:
     cmp.notes.append(f"distributed runs ({nb} vs {nc} ranks): kernel totals are {_per(cmp.baseline, nb)} on the baseline side and "
                      f"{_per(cmp.candidate, nc)} on the candidate side; the job's time is in the job step table")
     if js["steps"] == 0:
-        cmp.notes.append("no step matched by number on both sides (no ProfilerStep or step ranges): the headline stays the kernels' GPU time")
+        cmp.notes.append("no step matched by number on both sides (no ProfilerStep or step ranges; --step-pattern names others): "
+                         "the headline stays the kernels' GPU time")
         return
     from profaudit.compare.kernels import verdict_line
 
