@@ -16,7 +16,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audit_fixtures import claim, side
 from nsys_synth import KERNEL_DDL, NVTX_DDL, RUNTIME_DDL, gpid, gtid, make_db
+from profaudit.audit import Severity, Status
 
 H100 = "NVIDIA H100 80GB HBM3"
 PID, TID, HELPER_TID = 4242, 11, 12
@@ -136,3 +138,31 @@ def load(path: Path):
     import profaudit
 
     return profaudit.load(str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# audit sides and claims with traces attached
+# ---------------------------------------------------------------------------------------------
+
+FORMATS = {"nsys": (nsys_sqlite, "sqlite"), "kineto": (kineto_json, "pt.trace.json")}
+
+
+def traced(tmp_path, role, timed_ns, cs, *, fmt="nsys", meta=None, seed=1, n=60, period_ns=400_000, **kw):
+    """A side timed at `timed_ns` per call whose attached trace holds the calls `cs`."""
+    write, ext = FORMATS[fmt]
+    path = write(tmp_path / f"{role}-{len(list(tmp_path.iterdir()))}.{ext}", cs, period_ns=period_ns)
+    m = {"timed_range": "call", "profiled_calls": len(cs)}
+    m.update(meta or {})
+    return side(role, timed_ns, seed=seed, n=n, runs=1, meta=m, profiles=load(path), **kw)
+
+
+def tclaim(b, c, **kw):
+    """A claim without the softmax fixture's 1 GB workload (these kernels take ~100 us)."""
+    return claim(b, c, workload={}, **kw)
+
+
+def triggered(report, code):
+    return [f for f in report.findings if f.rule == code and f.status is Status.FAIL and f.severity > Severity.INFO]
+
+
+BASE_CALLS = [("softmax_kernel", 7, 100_000, 0)]
