@@ -334,3 +334,17 @@ def test_hip_graph_launches_and_hip_malloc_on_rocm(tmp_path):
     f = [x for x in triggered(report, "PA303") if x.severity is Severity.FAIL]
     assert f and "graph launches" in f[0].message and "cuda_graphs" in f[0].message
     assert any("hipMalloc" in x.message for x in _pa(report, "PA102"))
+
+
+def test_causal_attention_kernels_on_one_side_only_are_different_work(tmp_path):
+    # Both metas say "attention" (no op difference declared); the candidate's flash kernel is
+    # instantiated with Is_causal=true, the baseline's with false.
+    base = [("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, Is_dropout=false, Is_causal=false>(Flash_fwd_params)", 7, 200_000, 0)]
+    cand = [("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, Is_dropout=false, Is_causal=true>(Flash_fwd_params)", 7, 100_000, 0)]
+    meta = {"op": "attention", "shape": [2, 16, 4096, 128]}
+    b = traced(tmp_path, "baseline", 200_000, calls(20, base), meta=meta)
+    c = traced(tmp_path, "candidate", 100_000, calls(20, cand), meta=meta, seed=2)
+    f = triggered(audit(tclaim(b, c)), "PA302")
+    assert f and f[0].severity is Severity.FAIL and "causal" in f[0].message and f[0].non_comparable
+    c2 = traced(tmp_path, "candidate", 100_000, calls(20, [(base[0][0], 7, 100_000, 0)]), meta=meta, seed=2)
+    assert not triggered(audit(tclaim(b, c2)), "PA302")

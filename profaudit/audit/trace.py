@@ -428,3 +428,18 @@ def derive_facts(se: "SideEvidence") -> None:
             counts = [c for c in _count_within(inner["start_ns"].to_numpy(), outer) if c > 0]
             if counts:
                 se.add("calls_per_sample_traced", int(np.median(counts)), f"attached trace: median {int(np.median(counts))} {call!r} ranges per {timed!r} range", "recorded")
+
+
+ATTENTION_NAME = re.compile(r"attn|attention|flash|fmha|sdpa|mha_", re.IGNORECASE)
+_CAUSAL_TRUE = re.compile(r"is_?causal\s*=\s*(true|1)\b|causal\s*=\s*(true|1)\b|(?<![a-z])causal(?![a-z_]*\s*=\s*(false|0))", re.IGNORECASE)
+
+
+def attention_masking(se: "SideEvidence") -> tuple[bool, list[str]] | None:
+    """(causal, attention kernel names) from the side's kernel names: causal when a name says so
+    (`causal`, `Is_causal=true`), not causal when attention kernels exist and none does; None
+    without attention kernels."""
+    names = [n for n in kernel_names(se) if ATTENTION_NAME.search(n)]
+    if not names:
+        return None
+    causal = [n for n in names if _CAUSAL_TRUE.search(n)]
+    return (True, causal[:2]) if causal else (False, names[:2])

@@ -6,6 +6,7 @@ import re
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import differ_text
+from profaudit.audit.trace import attention_masking
 from profaudit.workload import normalise_op
 
 # Parameter names that describe the problem (not the implementation's tuning knobs).
@@ -40,8 +41,8 @@ class WorkloadMismatch(Rule):
     Why it matters: a speedup on a different problem is not a speedup (robust-kbench: kernels
     that overfit shapes; triton PR #1849: a non-causal FLOP count doubled for a causal kernel).
 
-    Different ops (`op`: attention against causal_attention) are different work even with equal
-    shapes (FAIL); a causal op's FLOP count equal to twice the recomputed count is named as the
+    Different ops (`op`: attention against causal_attention, or attention kernels whose names say
+    causal on one side only) are different work even with equal shapes (FAIL); a causal op's FLOP count equal to twice the recomputed count is named as the
     known causal FLOP inflation.
 
     Example: baseline shape [8192, 8192], candidate [4096, 4096]: FAIL.
@@ -65,6 +66,13 @@ class WorkloadMismatch(Rule):
             if normalise_op(ob.value) != normalise_op(oc.value):
                 sev = Severity.WARN if ev.intended("op") else Severity.FAIL
                 out.append(self.flag(sev, "different operations: " + differ_text("op", ob, oc) + " (equal shapes do not make equal work)", "both", non_comparable=True, op_baseline=ob, op_candidate=oc))
+        mb, mc = attention_masking(b), attention_masking(c)
+        if mb is not None and mc is not None:
+            compared.append("attention masking from kernel names")
+            if mb[0] != mc[0] and not ev.intended("op"):
+                causal, plain = ("baseline", "candidate") if mb[0] else ("candidate", "baseline")
+                kc, kp = (mb, mc) if mb[0] else (mc, mb)
+                out.append(self.flag(Severity.FAIL, f"different operations: the {causal}'s attention kernels are causal ({', '.join(kc[1])}) and the {plain}'s are not ({', '.join(kp[1])}): a causal kernel computes half the score matrix", "both", non_comparable=True, kernels_baseline=mb[1], kernels_candidate=mc[1]))
         for key in ("shape", "batch_size"):
             fb, fc = b.fact(key), c.fact(key)
             if fb is None or fc is None:
