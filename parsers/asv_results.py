@@ -165,6 +165,8 @@ class AsvResultsParser:
         mparams = doc.get("params") if isinstance(doc.get("params"), dict) else {}
         reqs = doc.get("requirements") if isinstance(doc.get("requirements"), dict) else {}
         date = _num(doc.get("date"))
+        if date is not None and not 0 <= date < 253402300800000:  # ms since 1970, before year 10000
+            raise InputError(path, f"date: {doc.get('date')!r} is not a time in ms since 1970 (out of range)")
         md: dict[str, Any] = {
             "tool": "asv",
             "capture_time": datetime.fromtimestamp(date / 1e3, tz=timezone.utc).isoformat() if date is not None else None,

@@ -298,3 +298,10 @@ def test_dataset_part_with_a_damaged_column_name(tmp_path):
     df = pl.read_parquet(part)
     df.rename({"kernel_count": "kernel_c\x7f\x7fnt"}).write_parquet(part)
     _refused(ds, "damaged dataset: table 'metadata' has no column(s)")
+
+
+def test_asv_date_out_of_range(tmp_path):
+    from tests.test_asv import RESULTS, _tree
+
+    f = _tree(tmp_path, results={**RESULTS, "date": -(2**63) - 1})
+    _refused(f, "date: -9223372036854775809 is not a time in ms since 1970")

@@ -58,7 +58,10 @@ def _candidates(roots: list[Path]) -> list[Path]:
 def generated_seeds(workdir: Path) -> list[Path]:
     """Inputs built by the test suite's own fixture makers, for formats the corpus lacks."""
     out = []
-    sys.path.insert(0, str(REPO))
+    # the fixture makers live in test modules, some of which import `conftest` as pytest does
+    for p in (str(REPO), str(REPO / "tests")):
+        if p not in sys.path:
+            sys.path.append(p)
     try:
         from tests.test_neuron import make_explorer_profile
 
@@ -108,6 +111,11 @@ def generated_seeds(workdir: Path) -> list[Path]:
         out.append(d)
     except Exception:
         pass
+    for maker in (_rocpd_seed, _pyperf_seed, _asv_seed):
+        try:
+            out.append(maker(workdir))
+        except Exception:
+            pass
     try:
         from tests import nsys_synth
 
@@ -118,6 +126,35 @@ def generated_seeds(workdir: Path) -> list[Path]:
     except Exception:
         pass
     return out
+
+
+def _rocpd_seed(workdir: Path) -> Path:
+    from tests.rocpd_synth import build_app_db
+
+    f = workdir / "rocpd_app.db"
+    if not f.exists():
+        build_app_db(f)
+    return f
+
+
+def _pyperf_seed(workdir: Path) -> Path:
+    from tests.test_pyperf import _suite_file
+
+    f = workdir / "pyperf" / "bench.json"
+    if not f.exists():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        _suite_file(f.parent)
+    return f
+
+
+def _asv_seed(workdir: Path) -> Path:
+    from tests.test_asv import _tree
+
+    d = workdir / "asv"
+    if not d.exists():
+        d.mkdir(parents=True)
+        _tree(d)
+    return next((d / "results").glob("*/*-*.json"))
 
 
 def discover_seeds(workdir: Path, *, corpus: bool = True, max_bytes: int = SEED_MAX_BYTES, per_format: int | None = None) -> dict[str, list[Seed]]:
