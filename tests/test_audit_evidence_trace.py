@@ -348,3 +348,11 @@ def test_causal_attention_kernels_on_one_side_only_are_different_work(tmp_path):
     assert f and f[0].severity is Severity.FAIL and "causal" in f[0].message and f[0].non_comparable
     c2 = traced(tmp_path, "candidate", 100_000, calls(20, [(base[0][0], 7, 100_000, 0)]), meta=meta, seed=2)
     assert not triggered(audit(tclaim(b, c2)), "PA302")
+
+
+def test_autoranged_batches_on_both_sides_are_not_a_mode_mismatch():
+    # timeit-style autorange picks 100 calls per sample for one side and 1000 for the faster one:
+    # both amortise launches, so both run the same way.
+    b = side("baseline", 1.0e6, seed=1, meta={"calls_per_sample": 100})
+    c = side("candidate", 0.5e6, seed=2, meta={"calls_per_sample": 1000})
+    assert not triggered(audit(claim(b, c)), "PA303")
