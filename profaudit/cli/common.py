@@ -163,7 +163,8 @@ def _column_units(df: pl.DataFrame) -> dict[str, str]:
     from profaudit import schema
 
     units = {}
-    for t in schema.TABLES.values():
+    # the stored tables, then the derived ones (ranks, collectives, ...) where the schema has them
+    for t in (*schema.TABLES.values(), *getattr(schema, "DERIVED_TABLES", {}).values()):
         for c in t.columns:
             if c.name in df.columns and c.unit:
                 units.setdefault(c.name, c.unit)
