@@ -16,7 +16,7 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
 
 
 def section_view(s) -> html.Div:
-    from profaudit.kernel_report import item_text, missing_line
+    from profaudit.kernel_report import item_text, rule_line
 
     parts: list = [html.H4([s.title, " ", html.Code(s.ident, className="muted")])]
     parts += [html.P(html.B(x), className="kr-summary") for x in s.summary]
@@ -27,9 +27,7 @@ def section_view(s) -> html.Div:
     if s.missing:
         parts.append(html.Details([html.Summary(f"{len(s.missing)} metric(s) missing: collect with --section {s.collect or s.ident}", className="muted kr-missing"), html.P(", ".join(s.missing), className="muted")]))
     for r in s.rules:
-        from profaudit.kernel_report import _rule_line
-
-        parts.append(html.Div(_rule_line(r), className=f"kr-rule kr-rule-{r.kind or 'rule'}"))
+        parts.append(html.Div(rule_line(r), className=f"kr-rule kr-rule-{r.kind or 'rule'}"))
     return html.Div(parts, className="kr-section", id=f"kr-{s.ident}")
 
 

@@ -687,7 +687,7 @@ def missing_line(s: Section) -> str | None:
     return f"{what}: {', '.join(s.missing)} (collect with `--section {s.collect or s.ident}`)"
 
 
-def _rule_line(r: RuleResult) -> str:
+def rule_line(r: RuleResult) -> str:
     est = f" (estimated {r.speedup_kind + ' ' if r.speedup_kind and r.speedup_kind != 'unknown' else ''}speedup {fmt_pct(r.speedup_pct)})" if r.speedup_pct is not None else ""
     return f"[{r.kind or 'rule'}] {r.rule}{est}: {r.text}"
 
@@ -726,7 +726,7 @@ def render_markdown(rep: KernelReport) -> str:
         if (ml := missing_line(s)):
             out += [f"_{ml}_", ""]
         for r in s.rules:
-            out.append(f"> {_md_cell(_rule_line(r))}")
+            out.append(f"> {_md_cell(rule_line(r))}")
             out.append(">")
         if s.rules:
             out.pop()
@@ -754,7 +754,7 @@ def render_text(rep: KernelReport, width: int = 100) -> str:
             out += ["    " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in t.rows]
         if (ml := missing_line(s)):
             out.append(f"  ({ml})")
-        out += [textwrap.fill(_rule_line(r), width, initial_indent="  > ", subsequent_indent="    ") for r in s.rules]
+        out += [textwrap.fill(rule_line(r), width, initial_indent="  > ", subsequent_indent="    ") for r in s.rules]
     return "\n".join(out) + "\n"
 
 
@@ -785,7 +785,7 @@ def render_html(rep: KernelReport, *, full_page: bool = True) -> str:
             out.append("</table>")
         if (ml := missing_line(s)):
             out.append(f"<p class='missing'>{e(ml)}</p>")
-        out += [f"<div class='rule'>{e(_rule_line(r))}</div>" for r in s.rules]
+        out += [f"<div class='rule'>{e(rule_line(r))}</div>" for r in s.rules]
     body = "\n".join(out)
     if not full_page:
         return body
