@@ -310,9 +310,11 @@ class Series:
         return ~(self.labelled_warmup | self.head)
 
 
-def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None) -> list[Series]:
+def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None, labels: Mapping[str, str] | None = None) -> list[Series]:
     """Per-iteration series, one per (profile, variant, run), with warm-up, drift and throttling
-    marked. `samples` holds raw rows of one benchmark case."""
+    marked. `samples` holds raw rows of one benchmark case; `labels` names profiles (profile_id ->
+    the label a person tells apart, see dashboards.labels)."""
+    labels = labels or {}
     from profaudit.audit import stats
 
     out: list[Series] = []
@@ -346,7 +348,7 @@ def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None
             ref = reference_clock_mhz or (float(np.nanmax(clocks)) if np.isfinite(clocks).any() else None)
             if ref:
                 thr |= np.nan_to_num(clocks, nan=np.inf) < 0.75 * ref
-        vname = variant if variant is not None else str(pid)
+        vname = variant if variant is not None else labels.get(str(pid), str(pid))
         parts = [vname]
         if run is not None:
             parts.append(f"run {run}")
@@ -358,7 +360,7 @@ def build_series(samples: pl.DataFrame, reference_clock_mhz: float | None = None
         seen[s_.label] = seen.get(s_.label, 0) + 1
     for s_, pid in zip(out, pids, strict=True):
         if seen[s_.label] > 1:
-            s_.label = f"{s_.label} · {pid}"
+            s_.label = f"{s_.label} · {labels.get(pid, pid)}"
     return out
 
 

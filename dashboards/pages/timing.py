@@ -179,7 +179,7 @@ def update(source, case):
     if raw.is_empty():
         return _summary_view(sel)
     sel = raw
-    series = build_series(sel, _reference_clock(st, sel))
+    series = build_series(sel, _reference_clock(st, sel), st.labels())
     trace, violin, ecdf, notes = timing_figures(series)
     hdr, rows = series_rows(series)
     stats = html.Div([*[message(n, "info") for n in notes], table(hdr, rows, id="tm-stats-table")])
