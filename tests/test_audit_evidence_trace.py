@@ -356,3 +356,14 @@ def test_autoranged_batches_on_both_sides_are_not_a_mode_mismatch():
     b = side("baseline", 1.0e6, seed=1, meta={"calls_per_sample": 100})
     c = side("candidate", 0.5e6, seed=2, meta={"calls_per_sample": 1000})
     assert not triggered(audit(claim(b, c)), "PA303")
+
+
+def test_allocation_in_every_call_is_steady_state_not_one_time(tmp_path):
+    # Fair twin of the compile test: the baseline allocates in every call (no caching
+    # allocator); that is its per-call cost, not one-time work to remove.
+    cs = calls(20, BASE_CALLS, apis=[("cudaMalloc_v3020", 20_000)])
+    b = traced(tmp_path, "baseline", 120_000, cs)
+    c = traced(tmp_path, "candidate", 50_000, calls(20, [("fused_kernel", 7, 50_000, 0)]), seed=2)
+    f = _pa(audit(tclaim(b, c, speedup=2.4, statistic="mean")), "PA102")
+    assert [x.status for x in f] == [Status.PASS]
+    assert "cudaMalloc" in f[0].evidence["baseline_trace"]["recurring_every_call"]

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # inside the timed NVTX range").
 ONE_TIME = re.compile(
     r"cuModuleLoad|cuLibraryLoad|cuModuleGetFunction|cuLinkComplete|hipModuleLoad|hiprtc|nvrtc|ptxas|nvJitLink|"
-    r"triton.*compil|autotun|torch\._dynamo|torch\._inductor|compile_fx|Torch-Compiled Region|"
+    r"triton.*compil|autotun|torch\._dynamo|torch\._inductor|compile_fx|"
     r"XlaCompile|xla.*compile|jit_compile|neuron.*compil|^cudaMalloc$|^cuMemAlloc|^cudaMallocAsync$|^hipMalloc$|^hipMallocAsync$|^hipExtMallocWithFlags$",
     re.IGNORECASE,
 )
@@ -215,6 +215,7 @@ class OneTime:
     one_time_per_call_ns: np.ndarray | None = None
     timed_ns: float = 0.0
     names: dict[str, int] = field(default_factory=dict)
+    recurring: list[str] = field(default_factory=list)  # one-time-looking names every call has
 
     @property
     def share(self) -> float:
@@ -243,6 +244,22 @@ def one_time_work(se: "SideEvidence") -> OneTime | None:
     res = OneTime(0.0, timed_ns=total)
     s, e = ot["start_ns"].to_numpy().astype(np.float64), ot["end_ns"].to_numpy().astype(np.float64)
     names = np.array(ot["name"].cast(pl.Utf8).to_list(), dtype=object)
+    inside = np.zeros(s.size, dtype=bool)
+    for ts, te in zip(timed["start_ns"].to_list(), timed["end_ns"].to_list()):
+        inside |= (s >= ts) & (s < te)
+    # A name that recurs in most calls is per-call work (an allocation every call, a compiled
+    # region's wrapper), part of the steady state, not one-time work.
+    cr = call_ranges(se)
+    calls, _ = se.profiled_calls()
+    n_calls = cr[0].height if cr is not None else (calls or timed.height)
+    if n_calls >= 2 and inside.any():
+        counts: dict[str, int] = {}
+        for n in names[inside]:
+            counts[n] = counts.get(n, 0) + 1
+        res.recurring = sorted(n for n, k in counts.items() if k > 0.5 * n_calls)
+        if res.recurring:
+            inside &= ~np.isin(names, res.recurring)
+    s, e, names = s[inside], e[inside], names[inside]
     for ts, te in zip(timed["start_ns"].to_list(), timed["end_ns"].to_list()):
         m = (s >= ts) & (s < te)
         if m.any():

@@ -60,7 +60,7 @@ class CompileInTimedRegion(Rule):
         one timed range, the range time with and without it. A median or minimum over one range
         is inflated only where the one-time work reaches most calls, which one range cannot show."""
         stat = ev.statistic if ev.statistic is not None and ev.statistic.kind in ("mean", "total", "quantile", "trimmed_mean") else st.MEDIAN
-        out = {"statistic": stat.name, "one_time_ns": ot.total_ns, "timed_ns": ot.timed_ns, "share_of_timed": ot.share, "calls": ot.names, "range": se.get("timed_range")}
+        out = {"statistic": stat.name, "one_time_ns": ot.total_ns, "timed_ns": ot.timed_ns, "share_of_timed": ot.share, "calls": ot.names, "recurring_every_call": ot.recurring, "range": se.get("timed_range")}
         if ot.per_call_ns is not None and ot.per_call_ns.size >= 2:
             with_ = st.compute(ot.per_call_ns, stat)
             without = st.compute(np.maximum(ot.per_call_ns - ot.one_time_per_call_ns, 0.0), stat)
