@@ -124,6 +124,12 @@ def _serve(req_r: int, resp_w: int) -> None:
         except ImportError:
             pass
         gc.enable()  # forked from inside a read that had switched it off
+        # the reader's own logging (protobuf's "Can't parse message ... missing required fields",
+        # absl's preamble) would add lines to the user's one-line error; the parent words everything
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
         _limit_memory()
         while True:
             head = _read_exact(req_r, _LEN.size, None)

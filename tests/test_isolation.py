@@ -45,6 +45,13 @@ def _allocate(send):
     return len(bytearray(1 << 46))  # 64 TiB: beyond any address-space cap
 
 
+def _noisy(send):
+    # what ncu_report's protobuf does on a damaged result: a log line straight to fd 2
+    os.write(2, b"E0000 message_lite.cc:195] Can't parse message of type ProfileResult\n")
+    os.write(1, b"stray stdout\n")
+    return "read"
+
+
 def _type_error(send):
     return 1 + "x"  # noqa - an unforeseen bug inside the reader
 
@@ -189,3 +196,12 @@ def test_damaged_parquet_that_panics_polars(tmp_path, cli, capfd, name):
     assert_one_line_error(res, "Instruction.parquet: unreadable Parquet table")
     fd_out, fd_err = capfd.readouterr()
     assert "panicked" not in fd_err and "stack backtrace" not in fd_err, fd_err
+
+
+def test_the_readers_own_logging_stays_off_the_terminal(tmp_path, capfd):
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    capfd.readouterr()
+    assert isolate.run_isolated(f, _noisy, lambda c: None, "the test reader") == "read"
+    out, err = capfd.readouterr()
+    assert "Can't parse message" not in err and "stray stdout" not in out
