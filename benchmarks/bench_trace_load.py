@@ -7,17 +7,28 @@ shifted correlation / External / flow ids until the file reaches `--size-mb` (un
 written the way Kineto writes today (`ts`/`dur` as `<us>.<3 digits>` relative to
 `baseTimeNanoseconds`). `--gzip` writes `.json.gz` instead.
 
-Each loader runs in a child process (a fresh interpreter that imports its library first). Time is
-measured around the load call inside the child; peak memory is the child's maximum resident set
-size from `wait4` (interpreter and libraries included on both sides).
+Each loader runs in a child process (a fresh interpreter that imports its library first: for
+profaudit that includes the parser modules `load` would otherwise import on first use, as HTA's
+child imports its parser module). Measured inside the child around the load call: wall time and
+CPU time (user + system of every thread, `getrusage(RUSAGE_SELF)`); for the whole child: CPU time
+and peak resident set size from `wait4` (interpreter and libraries included on both sides).
+
+CPU time is the figure that survives a busy machine: wall time shrinks profaudit's lead when other
+work competes for the cores (profaudit decodes on several threads, HTA on one), CPU time does not.
 
 Baseline: `hta.common.trace_parser.parse_trace_dataframe(path, ParserConfig.get_default_cfg())`,
 HTA's trace loader with its default backend, which `TraceAnalysis` runs for every rank. It builds
 one frame of events; profaudit builds kernels (with launch, op and annotation attribution),
-transfers, nested ranges, counters and metadata. Goals: HTA time / profaudit time >= 5 and
-profaudit peak RSS <= HTA peak RSS / 4.
+transfers, nested ranges, counters and metadata. HTA needs pandas < 3: `--hta-python` (or
+`HTA_PYTHON`) names an interpreter of another virtual environment that has it. Goals: HTA time /
+profaudit time >= 5, in CPU time as well as wall time, and profaudit peak RSS <= HTA peak RSS / 4.
+
+`--baseline-parser FILE` also loads the trace with another version of the Chrome-trace parser
+module (e.g. `git show REV:parsers/chrome_trace.py > /tmp/old.py`), in the same run, for the
+CPU-time ratio of a change.
 
     .venv/bin/python benchmarks/bench_trace_load.py [--size-mb 300] [--gzip] [--source TRACE] [--repeat 1]
+        [--hta-python /path/to/venv/bin/python] [--baseline-parser /tmp/old_chrome_trace.py]
     .venv/bin/python benchmarks/bench_trace_load.py --size-mb 1000 --skip-hta      # the 1 GB case
 """
 
@@ -44,24 +55,39 @@ GOAL_TIME, GOAL_MEM = 5.0, 0.25
 ID_STRIDE = 10_000_000
 _MARK = re.compile(r'"@@(TS|DUR|ID-?\d+)@@"')
 
-PROFAUDIT_CHILD = """
-import sys, time
-import profaudit
-t0 = time.perf_counter()
-ps = profaudit.load(sys.argv[1], parallel=False)
-dt = time.perf_counter() - t0
-print("RESULT", dt, f"kernels={ps.kernels.height} ranges={ps.ranges.height} transfers={ps.transfers.height}")
+_CPU = """
+import resource
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 """
 
-HTA_CHILD = """
+PROFAUDIT_CHILD = _CPU + """
+import sys, time
+import profaudit, profaudit.parsers
+if len(sys.argv) > 2:  # another version of the Chrome-trace parser module, in place of the current one
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("profaudit.parsers._baseline_chrome_trace", sys.argv[2])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    reg = profaudit.parsers.REGISTRY
+    reg[[p.name for p in reg].index(mod.PARSER.name)] = mod.PARSER
+c0, t0 = cpu(), time.perf_counter()
+ps = profaudit.load(sys.argv[1], parallel=False)
+dt, dc = time.perf_counter() - t0, cpu() - c0
+print("RESULT", dt, dc, f"kernels={ps.kernels.height} ranges={ps.ranges.height} transfers={ps.transfers.height}")
+"""
+
+HTA_CHILD = _CPU + """
 import sys, time, logging
 logging.disable(logging.CRITICAL)
 from hta.common.trace_parser import parse_trace_dataframe
 from hta.configs.parser_config import ParserConfig
-t0 = time.perf_counter()
+c0, t0 = cpu(), time.perf_counter()
 meta, df, sym = parse_trace_dataframe(sys.argv[1], ParserConfig.get_default_cfg())
-dt = time.perf_counter() - t0
-print("RESULT", dt, f"events={len(df)}")
+dt, dc = time.perf_counter() - t0, cpu() - c0
+print("RESULT", dt, dc, f"events={len(df)}")
 """
 
 
@@ -129,11 +155,13 @@ def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
     return n_events, copies
 
 
-def run_child(code: str, path: Path, workdir: Path) -> tuple[float, float, float, str]:
-    """(seconds inside the load call, peak RSS in MB, CPU seconds of the whole child, summary)."""
+def run_child(code: str, path: Path, workdir: Path, python: str = sys.executable,
+              extra: tuple[str, ...] = ()) -> tuple[float, float, float, float, str]:
+    """(seconds inside the load call, CPU seconds inside the load call, peak RSS in MB, CPU
+    seconds of the whole child, summary)."""
     out_p, err_p = workdir / "child.out", workdir / "child.err"
     with open(out_p, "w") as out, open(err_p, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=out, stderr=err, cwd=REPO)
+        proc = subprocess.Popen([python, "-c", code, str(path), *extra], stdout=out, stderr=err, cwd=REPO)
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     text = out_p.read_text()
@@ -141,8 +169,8 @@ def run_child(code: str, path: Path, workdir: Path) -> tuple[float, float, float
     if proc.returncode != 0 or line is None:
         tail = err_p.read_text().strip().splitlines()
         raise SystemExit(f"child failed (exit {proc.returncode}): {tail[-1] if tail else text}")
-    _, seconds, summary = line.split(" ", 2)
-    return float(seconds), usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime, summary
+    _, seconds, cpu, summary = line.split(" ", 3)
+    return float(seconds), float(cpu), usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime, summary
 
 
 def main(argv=None) -> int:
@@ -153,9 +181,14 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per loader (median reported)")
     ap.add_argument("--skip-hta", action="store_true", help="profaudit only (HTA needs ~7x the file size in memory)")
     ap.add_argument("--keep", type=Path, help="write the generated trace here and keep it")
+    ap.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON", sys.executable),
+                    help="interpreter with holistictraceanalysis installed (default: $HTA_PYTHON, else this one)")
+    ap.add_argument("--baseline-parser", type=Path, help="another chrome_trace.py to load the trace with, in the same run")
     args = ap.parse_args(argv)
     if not args.source.is_file():
         raise SystemExit(f"no source trace at {args.source}; pass --source")
+    if args.baseline_parser is not None and not args.baseline_parser.is_file():
+        raise SystemExit(f"no parser module at {args.baseline_parser}")
     with tempfile.TemporaryDirectory(prefix="bench_trace_") as tmp:
         tmp = Path(tmp)
         path = args.keep or tmp / ("trace.json.gz" if args.gzip else "trace.json")
@@ -164,22 +197,34 @@ def main(argv=None) -> int:
         raw_mb = args.size_mb if args.gzip else size / 1e6
         print(f"trace: {path.name}, {size / 1e6:.1f} MB on disk (~{raw_mb:.0f} MB of JSON), {n_events:,} events "
               f"({copies} copies of {args.source.name})")
+        loaders = [("profaudit", PROFAUDIT_CHILD, sys.executable, ())]
+        if args.baseline_parser is not None:
+            loaders.append(("baseline", PROFAUDIT_CHILD, sys.executable, (str(args.baseline_parser.resolve()),)))
+        if not args.skip_hta:
+            loaders.append(("hta", HTA_CHILD, args.hta_python, ()))
         results = {}
-        for name, code in (("profaudit", PROFAUDIT_CHILD), ("hta", HTA_CHILD)):
-            if name == "hta" and args.skip_hta:
-                continue
-            runs = [run_child(code, path, tmp) for _ in range(args.repeat)]
-            t = statistics.median(r[0] for r in runs)
-            m = max(r[1] for r in runs)
-            c = statistics.median(r[2] for r in runs)
-            results[name] = (t, m, c)
-            print(f"{name:10s} load {t:7.2f} s  {raw_mb / t:7.1f} MB/s  peak RSS {m:8.0f} MB  child CPU {c:6.2f} s  ({runs[-1][3]})")
+        for _ in range(args.repeat):  # loaders interleaved, so a change in the machine's load hits all of them
+            for name, code, python, extra in loaders:
+                results.setdefault(name, []).append(run_child(code, path, tmp, python, extra))
+        med = {}
+        for name, runs in results.items():
+            t, c = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            m, cc = max(r[2] for r in runs), statistics.median(r[3] for r in runs)
+            med[name] = (t, c, m, cc)
+            print(f"{name:10s} load {t:7.2f} s wall {raw_mb / t:7.1f} MB/s | {c:6.2f} s CPU {raw_mb / c:7.1f} MB/s of CPU time | "
+                  f"peak RSS {m:6.0f} MB  whole-child CPU {cc:6.2f} s  ({runs[-1][4]})")
         load = os.getloadavg()[0]
-        if "hta" in results:
-            (pt, pm, pc), (ht, hm, hc) = results["profaudit"], results["hta"]
-            tr, mr = ht / pt, pm / hm
-            print(f"time ratio HTA/profaudit = {tr:.2f}x (goal >= {GOAL_TIME:g}x: {'met' if tr >= GOAL_TIME else 'NOT met'}); "
-                  f"CPU-time ratio {hc / pc:.2f}x (includes interpreter start-up and imports)")
+        (pt, pc, pm, pcc) = med["profaudit"]
+        if "baseline" in med:
+            bt, bc, bm, bcc = med["baseline"]
+            print(f"baseline/profaudit: CPU time {bc / pc:.2f}x, wall time {bt / pt:.2f}x, whole-child CPU {bcc / pcc:.2f}x, "
+                  f"peak RSS {pm / bm:.2f}x of the baseline's")
+        if "hta" in med:
+            ht, hc, hm, hcc = med["hta"]
+            tr, cr, mr = ht / pt, hc / pc, pm / hm
+            print(f"time ratio HTA/profaudit = {tr:.2f}x (goal >= {GOAL_TIME:g}x: {'met' if tr >= GOAL_TIME else 'NOT met'})")
+            print(f"CPU-time ratio HTA/profaudit = {cr:.2f}x (goal >= {GOAL_TIME:g}x: {'met' if cr >= GOAL_TIME else 'NOT met'}); "
+                  f"whole child, interpreter start-up and imports included: {hcc / pcc:.2f}x")
             print(f"memory ratio profaudit/HTA = {mr:.3f} (goal <= {GOAL_MEM:g}: {'met' if mr <= GOAL_MEM else 'NOT met'})")
         print(f"load average during the run: {load:.1f} on {os.cpu_count()} CPUs (wall-time ratios shrink on a busy machine: "
               "profaudit decodes on several threads, HTA on one)")
