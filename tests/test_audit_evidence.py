@@ -242,3 +242,16 @@ def test_contaminated_mean_in_summaries_is_restated_on_the_medians():
     assert report.supported.interval.estimate == pytest.approx(2.0)
     twin = Claim(summ("baseline", 1.02e6, 1.0e6), summ("candidate", 0.51e6, 0.5e6), speedup=2.0, speedup_text="2.0", statistic=parse_statistic("mean"))
     assert audit(twin).supported.status == "recomputed"
+
+
+def test_an_approximate_claim_of_one_is_an_equivalence_claim(tmp_path):
+    from profaudit.audit import load_claim
+    from profaudit.audit.claim import parse_speedup
+
+    assert parse_speedup("~1.0x", "speedup", None) == 1.0 and parse_speedup("≈ 2x", "speedup", None) == 2.0
+    rng = np.random.default_rng(4)
+    for role in ("baseline", "candidate"):
+        (tmp_path / f"{role}.csv").write_text("iteration,time_ms\n" + "\n".join(f"{i},{v:.6f}" for i, v in enumerate(rng.lognormal(0, 0.01, 200))) + "\n")
+    (tmp_path / "c.yaml").write_text("claim: the rewrite runs at the same speed\nspeedup: '~1.0x'\nstatistic: median\nbaseline: {timings: baseline.csv}\ncandidate: {timings: candidate.csv}\n")
+    f = next(f for f in audit(load_claim(tmp_path / "c.yaml")).findings if f.rule == "PA406")
+    assert f.status is Status.PASS and "no difference within" in f.message

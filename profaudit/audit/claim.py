@@ -474,6 +474,8 @@ def parse_speedup(value: Any, where: str, path: Any) -> float:
     text = str(value).strip().lower()
     if text.endswith("x") or text.endswith("×"):
         text = text[:-1].strip()
+    # "~1.0x" / "≈1.0": an approximate claim is still a number (the audit widens by its digits)
+    text = text.lstrip("~≈").strip()
     try:
         f = float(text)
     except ValueError:
