@@ -5,7 +5,7 @@ import re
 from profaudit.audit.evidence import Evidence, SideEvidence, dtype_of
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import _call, differ_text, unrecorded
-from profaudit.audit.trace import matmul_kernels, reduced_precision_kernels
+from profaudit.audit.trace import call_times, matmul_kernels, reduced_precision_kernels
 
 # Ops where TF32 (and reduced-precision reductions) apply: matmuls and convolutions. An
 # element-wise add or a softmax has no TF32 path, so asking about TF32 there is noise.
@@ -41,7 +41,8 @@ def not_strict_fp32(ev: Evidence, se: SideEvidence) -> list[str]:
     # tensor-core path (an element-wise op above the FP32 peak is a physics problem, PA501).
     rec = se.fact("flops_from_shape")
     flops, fsrc = (float(rec.value), rec.source) if rec is not None else ev.workload_value("flops", se)
-    t = se.typical_time_ns()
+    ct = call_times(se)
+    t = ct.median if ct is not None and ct.median > 0 else se.typical_time_ns()  # the GPU's own time when traced
     peak = _call(se.spec.peak_flops_per_s, "fp32") if se.spec is not None else None
     if flops and t and peak and matmul_like(se) is not False:
         rate = flops / (t * 1e-9)
