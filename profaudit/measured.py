@@ -14,6 +14,11 @@ Sources read:
   FLOPs by 1e9). `MFMAF32Flops` (full-FP32 matrix ops) has no profaudit precision key (tf32_tensor
   is another format) and `MFMAF6Flops` none either: both stay in `other` and are shown, not used.
 - a folder holding `roofline.csv` (a rocprofiler-compute workload folder).
+- a ceilings file written by `profaudit bench ceilings` (JSON, `"format": "profaudit-ceilings"`,
+  see profaudit.bench.ceilings): its `roofs` (bytes/s per memory level, FLOP/s per precision,
+  each the best-of-N rate of the microbenchmark named in `from`) and the device it ran on, which
+  must be the device the profiles name (a ceiling of another GPU is refused). Files from the
+  simulated (`fake`) backend are refused: they are not measurements.
 
 `measured_spec()` turns them into a `DeviceSpec` that `roofline()` and `ceilings()` take as
 `device=`: its key ends in `@measured`, its name in "(measured ceilings)", and every value cites the
@@ -46,6 +51,9 @@ PEAK_COLUMNS = {
 }
 BANDWIDTH_COLUMNS = {"HBMBw": "dram", "MALLBw": "llc", "L2Bw": "l2", "L1Bw": "l1", "LDSBw": "lds"}
 MEASURED_SOURCE = "measured"
+CEILINGS_FORMAT = "profaudit-ceilings"
+CEILINGS_VERSION = 1
+BENCH_SOURCE = "profaudit bench ceilings"
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,7 @@ class MeasuredCeilings:
     path: str
     device_index: str | None = None
     other: Mapping[str, float] = field(default_factory=dict)  # measured figures without a profaudit key, in the file's units
+    device_name: str | None = None  # the device the file says it measured (ceilings files; roofline.csv has none)
 
 
 def read_roofline_csv(path: str | Path, device: str | int | None = None) -> MeasuredCeilings:
@@ -124,6 +133,66 @@ def read_roofline_csv(path: str | Path, device: str | int | None = None) -> Meas
                             row[id_col].strip() if id_col is not None else None, MappingProxyType(other))
 
 
+def read_ceilings(path: str | Path, device: str | int | None = None) -> MeasuredCeilings:
+    """Any measured-ceilings input: a `profaudit bench ceilings` file (JSON) or rocprofiler-compute's
+    roofline.csv (or its workload folder)."""
+    p = Path(path)
+    if p.is_file():
+        try:
+            head = p.read_bytes()[:64].lstrip()
+        except OSError as exc:
+            raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+        if head.startswith(b"{"):
+            return read_ceilings_file(p)
+    return read_roofline_csv(path, device)
+
+
+def read_ceilings_file(path: str | Path) -> MeasuredCeilings:
+    """A `profaudit bench ceilings` file -> MeasuredCeilings (its `roofs`, validated)."""
+    import json
+
+    from profaudit.schema import MEMORY_LEVELS, PRECISIONS
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(p, f"not a ceilings file: invalid JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or doc.get("format") != CEILINGS_FORMAT:
+        raise InputError(p, f'not a profaudit ceilings file (no "format": "{CEILINGS_FORMAT}"; write one with profaudit bench ceilings)')
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InputError(p, f"ceilings file version {version!r} is not a version number")
+    if version > CEILINGS_VERSION:
+        raise InputError(p, f"ceilings file version {version} was written by a newer profaudit (this one reads up to {CEILINGS_VERSION})")
+    if doc.get("simulated"):
+        raise InputError(p, "ceilings from the simulated (fake) backend are not measurements: measure with --backend torch or numpy")
+    roofs = doc.get("roofs")
+    if not isinstance(roofs, dict):
+        raise InputError(p, "ceilings file has no roofs object")
+    tables = {}
+    for table, keys in (("bandwidth_bytes_per_s", MEMORY_LEVELS), ("peak_flops_per_s", PRECISIONS)):
+        got = roofs.get(table, {})
+        if not isinstance(got, dict):
+            raise InputError(p, f"roofs.{table} is not an object")
+        tables[table] = {}
+        for k, entry in got.items():
+            if k not in keys:
+                raise InputError(p, f"roofs.{table}: unknown key {k!r} (known: {', '.join(keys)})")
+            v = entry.get("value") if isinstance(entry, dict) else None
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise InputError(p, f"roofs.{table}.{k}: value {v!r} is not a positive rate")
+            tables[table][k] = float(v)
+    if not tables["bandwidth_bytes_per_s"] and not tables["peak_flops_per_s"]:
+        raise InputError(p, "ceilings file holds no roof (every microbenchmark failed? see its measurements)")
+    name = doc.get("device_name")
+    return MeasuredCeilings(MappingProxyType(tables["peak_flops_per_s"]), MappingProxyType(tables["bandwidth_bytes_per_s"]),
+                            f"{BENCH_SOURCE}, {doc.get('statistic', 'best of N').split(':')[0]}", str(p), None,
+                            device_name=str(name) if isinstance(name, str) and name else None)
+
+
 def measured_spec(m: MeasuredCeilings, base: DeviceSpec | None = None) -> DeviceSpec:
     """A DeviceSpec holding only the measured ceilings, labelled as such; `base` (the datasheet
     spec of the measured device) lends its identity (key, name, vendor, clocks), not its peaks."""
@@ -159,7 +228,7 @@ def measured_device(ps, path: str | Path, device=None, extra_specs=()) -> Device
     from profaudit.errors import UsageError
     from profaudit.specs import get_spec, load_specs, resolve_device
 
-    m = read_roofline_csv(path)
+    m = read_ceilings(path)
     if device is not None:
         base = device if isinstance(device, DeviceSpec) else get_spec(device, extra_specs)
         return measured_spec(m, base)
@@ -170,4 +239,7 @@ def measured_device(ps, path: str | Path, device=None, extra_specs=()) -> Device
     found = {s.key: s for s in (resolve_device(n, specs=specs).spec for n in names) if s is not None}
     if len(found) > 1:
         raise UsageError(f"--ceilings: the profiles name {len(found)} devices ({', '.join(sorted(found))}); measured ceilings belong to one: pass --device")
-    return measured_spec(m, next(iter(found.values()), None))
+    own = resolve_device(m.device_name, specs=specs).spec if m.device_name else None
+    if m.device_name and found and (own is None or own.key not in found):
+        raise UsageError(f"--ceilings {path}: measured on {m.device_name} but the profiles ran on {next(iter(found))}: measure on that GPU (or pass --device to draw anyway)")
+    return measured_spec(m, next(iter(found.values()), own))

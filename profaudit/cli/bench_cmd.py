@@ -395,6 +395,15 @@ def _make(run: bool, doc: str):
 bench_app.command("ncu")(_make(True, "Re-run benchmark cases under Nsight Compute (ncu) and write .ncu-rep reports beside the manifest; prints each exact command."))
 
 
+def _ceilings_hook() -> None:
+    from profaudit.cli.bench_ceilings_cmd import ceilings_cmd
+
+    bench_app.command("ceilings")(ceilings_cmd)
+
+
+_ceilings_hook()
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
     app.command("ncu-command")(_make(False, "Print the exact ncu command(s) `profaudit bench ncu` would run, without running them."))
