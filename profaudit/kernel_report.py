@@ -236,7 +236,11 @@ LAUNCH_ITEMS = (
     ("# SMs", ("launch__sm_count", "device__attribute_multiprocessor_count")),
     ("Waves Per SM", ("launch__waves_per_multiprocessor",)),
     ("Stream", ("launch__stream_id",)),
+    ("Cluster Size", ("launch__cluster_size",)),
 )
+# metrics only newer ncu versions or GPUs record (barrier limit since 2023.x, clusters on Hopper):
+# their absence says nothing is missing from the capture
+OPTIONAL_METRICS = frozenset({"launch__occupancy_limit_barriers", "launch__cluster_size"})
 OCCUPANCY_ITEMS = (
     ("Theoretical Occupancy", ("sm__maximum_warps_per_active_cycle_pct",)),
     ("Theoretical Active Warps per SM", ("sm__maximum_warps_avg_per_active_cycle",)),
@@ -246,6 +250,7 @@ OCCUPANCY_ITEMS = (
     ("Block Limit Shared Mem", ("launch__occupancy_limit_shared_mem",)),
     ("Block Limit Warps", ("launch__occupancy_limit_warps",)),
     ("Block Limit SM", ("launch__occupancy_limit_blocks",)),
+    ("Block Limit Barriers", ("launch__occupancy_limit_barriers",)),
 )
 SCHEDULER_ITEMS = (
     ("One or More Eligible", ("smsp__issue_active.avg.pct_of_peak_sustained_active",)),
@@ -282,6 +287,7 @@ _LIMITERS = {
     "Block Limit Shared Mem": "shared memory",
     "Block Limit Warps": "warps (block size)",
     "Block Limit SM": "blocks per SM",
+    "Block Limit Barriers": "barriers",
 }
 # where a breakdown metric's unit prefix sits in the memory/compute hierarchy, in ncu's words
 _UNIT_NAMES = {
@@ -299,7 +305,8 @@ def _items(section: Section, mx: _Metrics, spec) -> None:
             section.items.append(Item(label, hit[0], hit[1], f"{section.title}: {label} (ncu CSV)"))
             continue
         if v is None:
-            section.missing.append(names[0])
+            if names[0] not in OPTIONAL_METRICS:
+                section.missing.append(names[0])
             continue
         section.items.append(Item(label, v, mx.units.get(used, ""), used))
 
