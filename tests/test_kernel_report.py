@@ -302,3 +302,33 @@ def test_several_profiles_need_profile():
     assert kr.kernel_report(ps, "sgemm", profile="synthetic-trace").source == "kineto"
     with pytest.raises(Exception, match="--profile 'nope': not loaded"):
         kr.kernel_report(ps, "sgemm", profile="nope")
+
+
+_NCU_LIMITER_WORDS = {
+    "number of required registers": "registers",
+    "required amount of shared memory": "shared memory",
+    "number of warps within each block": "warps (block size)",
+    "number of blocks that can fit on the SM": "blocks per SM",
+}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("contains", ["victor-lvsy__seq_align", "bobschreiner__NuKEXC", "cornflexxx__HomCmprsr", "Syswea__cuda-fused"])
+def test_corpus_occupancy_limiter_agrees_with_ncu_rule(contains):
+    """The limiter computed from the block limits names what ncu's own TheoreticalOccupancy rule
+    text names, on every kernel of these reports where ncu wrote that rule."""
+    import profaudit
+
+    ps = profaudit.load([str(corpus_file("ncu-rep", contains))])
+    checked = 0
+    for kid in ps.kernels["kernel_id"].to_list():
+        occ = kr.kernel_report(ps, kernel_id=kid).section("Occupancy")
+        text = " ".join(r.text for r in occ.rules if r.rule == "TheoreticalOccupancy")
+        if "limited by" not in text:
+            continue
+        ncu = {name for words, name in _NCU_LIMITER_WORDS.items() if words in text}
+        ours = set(next(x for x in occ.summary if x.startswith("Limiter: "))[len("Limiter: "):].split(" (")[0].split(" and "))
+        ours = {"warps (block size)" if o == "warps" else o for o in ours}
+        assert ours == ncu, (kid, ours, text)
+        checked += 1
+    assert checked
