@@ -255,3 +255,14 @@ def test_an_approximate_claim_of_one_is_an_equivalence_claim(tmp_path):
     (tmp_path / "c.yaml").write_text("claim: the rewrite runs at the same speed\nspeedup: '~1.0x'\nstatistic: median\nbaseline: {timings: baseline.csv}\ncandidate: {timings: candidate.csv}\n")
     f = next(f for f in audit(load_claim(tmp_path / "c.yaml")).findings if f.rule == "PA406")
     assert f.status is Status.PASS and "no difference within" in f.message
+
+
+def test_no_recomputable_speedup_is_inconclusive_not_pass():
+    # Cannot-check raises nothing, but a claim with no timing evidence at all supports nothing.
+    from profaudit import schema
+    from profaudit.audit import Claim, Side
+
+    empty = schema.SAMPLES.empty()
+    report = audit(Claim(Side("baseline", "b", empty), Side("candidate", "c", empty), speedup=2.0, speedup_text="2.0"))
+    assert report.verdict == "INCONCLUSIVE" and "no speedup can be recomputed" in report.reasons[0]
+    assert report.supported.status == "not supported"
