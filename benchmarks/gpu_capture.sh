@@ -16,11 +16,14 @@
 #      cuda_graphs, jax eager vs jit with --intended compile_mode) -> OUTDIR/timing/claims/;
 #   4. runs benchmarks/gpu_sabotage.py (five torch matmul candidates, four sabotaged): bench run
 #      must exit 1 with exactly the saboteurs failed -> OUTDIR/sabotage/;
-#   5. captures ncu reports with --clock-control none and the cache control that matches the
+#   5. measures the GPU's ceilings (bench ceilings: copy/triad/reduce bandwidth, Triton fp32 FMA,
+#      fp16/bf16/tf32/fp32 GEMMs, best of N) -> OUTDIR/ceilings.json; the first ncu report of
+#      step 6 is drawn against them (roofline --ceilings -> OUTDIR/ceilings_roofline.csv);
+#   6. captures ncu reports with --clock-control none and the cache control that matches the
 #      timing mode: NVTX start/end ranges (gpu_softmax, gpu_autograd: backward kernels launched
 #      from autograd's thread; gpu_jax_matmul: the `profaudit` NVTX domain) and the kernel-name
 #      filter with the harness-launch skip (gpu_tiny_add) -> OUTDIR/timing/ncu/*.ncu-rep;
-#   6. checks the outcomes (OUTDIR/checks.json; exit 1 if one failed).
+#   7. checks the outcomes (OUTDIR/checks.json; exit 1 if one failed).
 # It never changes GPU clocks, power limits, persistence or MIG settings: no nvidia-smi -lgc/-pl/
 # -pm/-mig, no ncu --clock-control base.
 set -uo pipefail
@@ -65,13 +68,13 @@ cat "$OUT/frameworks.json" | tee -a "$OUT/capture.log"
 unset TRITON_INTERPRET
 
 T0=$(date +%s)
-log "1/5 timing runs"
+log "1/6 timing runs"
 timeout 240 "${PROFAUDIT[@]}" bench run benchmarks/gpu_kernels.py -o "$OUT/timing" --max-time 1.0 --warmup-max-time 0.5 --max-samples 2000 \
   --auto-processes 2 --cool-down-below 90 --cool-down-max-time 5 --hard-time-limit 20 2>&1 | tee -a "$OUT/capture.log"
 RUN_RC=${PIPESTATUS[0]}
 log "bench run exit code $RUN_RC ($(( $(date +%s) - T0 )) s)"
 
-log "2/5 claims and audits"
+log "2/6 claims and audits"
 for b in gpu_vector_add gpu_softmax; do
   timeout 60 "${PROFAUDIT[@]}" bench compare "$OUT/timing" --baseline torch --candidate triton -k "$b" 2>&1 | tee -a "$OUT/capture.log"
 done
@@ -80,11 +83,15 @@ for b in gpu_matmul gpu_tiny_add; do
 done
 timeout 60 "${PROFAUDIT[@]}" bench compare "$OUT/timing" --baseline jax_eager --candidate jax -k gpu_jax_matmul --intended compile_mode 2>&1 | tee -a "$OUT/capture.log"
 
-log "3/5 sabotaged candidates (bench run must exit 1)"
+log "3/6 sabotaged candidates (bench run must exit 1)"
 timeout 120 "${PROFAUDIT[@]}" bench run benchmarks/gpu_sabotage.py -o "$OUT/sabotage" --max-time 0.5 --warmup-max-time 0.3 --processes 1 --spot-checks 16 2>&1 | tee -a "$OUT/capture.log"
 log "sabotage run exit code ${PIPESTATUS[0]} (expected 1) ($(( $(date +%s) - T0 )) s)"
 
-log "4/5 ncu reports (--clock-control none)"
+log "4/6 measured ceilings (bench ceilings)"
+timeout 240 "${PROFAUDIT[@]}" bench ceilings --backend torch --device cuda -o "$OUT/ceilings.json" --max-time 1.0 2>&1 | tee -a "$OUT/capture.log"
+log "bench ceilings exit code ${PIPESTATUS[0]} ($(( $(date +%s) - T0 )) s)"
+
+log "5/6 ncu reports (--clock-control none)"
 if [ -z "$NCU_BIN" ]; then
   log "ncu not found: skipping the reports; the commands would be:"
   "${PROFAUDIT[@]}" ncu-command benchmarks/gpu_kernels.py -o "$OUT/timing" 2>&1 | tee -a "$OUT/capture.log"
@@ -100,9 +107,15 @@ else
     [ -f "$rep" ] || continue
     timeout 60 "${PROFAUDIT[@]}" kernels "$rep" -f csv > "${rep%.ncu-rep}.kernels.csv" 2>>"$OUT/capture.log" || true
   done
+  # the ncu kernels (same GPU) on the roofline of the ceilings measured in step 4
+  REP_ONE=$(ls "$OUT"/timing/ncu/*.ncu-rep 2>/dev/null | head -1)
+  if [ -n "$REP_ONE" ] && [ -f "$OUT/ceilings.json" ]; then
+    timeout 60 "${PROFAUDIT[@]}" roofline "$REP_ONE" --ceilings "$OUT/ceilings.json" --format csv -o "$OUT/ceilings_roofline.csv" 2>&1 | tee -a "$OUT/capture.log"
+    log "roofline --ceilings exit code ${PIPESTATUS[0]}"
+  fi
 fi
 
-log "5/5 checks"
+log "6/6 checks"
 "$PY" benchmarks/gpu_capture_checks.py "$OUT" 2>&1 | tee -a "$OUT/capture.log"
 CHECK_RC=${PIPESTATUS[0]}
 du -sh "$OUT" | tee -a "$OUT/capture.log"

@@ -23,6 +23,44 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()]
 
 
+# a measured ceiling over the datasheet peak (at boost) means the bytes or FLOPs are overcounted;
+# under 30 % of it, that the kernel does not reach the roof it claims to measure
+CEILING_VS_DATASHEET = (0.3, 1.05)
+
+
+def _ceiling_checks(out: Path, check) -> None:
+    """bench ceilings on the GPU: every microbenchmark ran on CUDA events, every roof is there and
+    sits between 30 % and 105 % of the datasheet peak of the GPU it names."""
+    try:
+        doc = json.loads((out / "ceilings.json").read_text())
+    except (OSError, ValueError) as exc:
+        check("ceilings file readable", False, str(exc))
+        return
+    for rec in doc.get("measurements", []):
+        who = f"ceilings {rec['name']}"
+        check(f"{who}: ok on CUDA events", rec.get("status") == "ok" and rec.get("time_source") == "cuda_events", f"{rec.get('status')} {rec.get('error') or rec.get('time_source')}")
+    roofs = doc.get("roofs", {})
+    have = set(roofs.get("bandwidth_bytes_per_s", {})) | set(roofs.get("peak_flops_per_s", {}))
+    want = {"dram", "fp32", "fp16_tensor", "bf16_tensor", "tf32_tensor"}
+    check("ceilings: every roof measured", want <= have, f"{sorted(have)}")
+    from profaudit.specs import match_device
+
+    spec = match_device(doc.get("device_name"))
+    if spec is None:
+        check("ceilings: device has a datasheet spec", False, str(doc.get("device_name")))
+        return
+    lo, hi = CEILING_VS_DATASHEET
+    for key, entry in roofs.get("bandwidth_bytes_per_s", {}).items():
+        sheet = spec.bandwidth_bytes_per_s(key)
+        check(f"ceilings {key} bandwidth within {lo:.0%}-{hi:.0%} of the datasheet", bool(sheet) and lo <= entry["value"] / sheet <= hi, f"{entry['value']:.4g} vs {sheet}")
+    for key, entry in roofs.get("peak_flops_per_s", {}).items():
+        sheet = spec.peak_flops_per_s(key)
+        check(f"ceilings {key} peak within {lo:.0%}-{hi:.0%} of the datasheet", bool(sheet) and lo <= entry["value"] / sheet <= hi, f"{entry['value']:.4g} vs {sheet}")
+    if (out / "ceilings_roofline.csv").exists():
+        text = (out / "ceilings_roofline.csv").read_text()
+        check("roofline --ceilings drew the ncu kernels against the measured roofs", "@measured" in text, text[:200])
+
+
 def main(out: Path) -> int:
     checks: list[dict] = []
 
@@ -75,6 +113,8 @@ def main(out: Path) -> int:
     except (OSError, ValueError, IndexError, KeyError) as exc:
         got = {"error": str(exc)}
     check("sabotaged candidates caught, honest one passed", got == EXPECTED, json.dumps(got))
+
+    _ceiling_checks(out, check)
 
     ncu = doc.get("ncu") or []
     if ncu:

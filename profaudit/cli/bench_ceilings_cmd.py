@@ -18,6 +18,9 @@ def ceilings_cmd(
     only: Optional[List[str]] = typer.Option(None, "--only", help="Only these microbenchmarks (copy, triad, reduce, fma_fp32, matmul_fp16_tensor, ...; repeatable)."),
     min_samples: int = typer.Option(30, "--min-samples", help="Measured samples per microbenchmark at least."),
     max_time: float = typer.Option(2.0, "--max-time", help="Measurement budget per microbenchmark (s)."),
+    # the kernels are profaudit's own, so the sabotage spot checks (new values drawn on the host
+    # for arrays of hundreds of MiB) matter less than for user code: 2 by default, not bench run's 8
+    spot_checks: int = typer.Option(2, "--spot-checks", min=1, help="Timed calls per microbenchmark verified on new input values (bench run's spot checks)."),
     telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Read GPU clocks through NVML (recorded per measurement)."),
 ) -> None:
     """Measure this device's ceilings (best of N) through the bench harness and write a ceilings file for `roofline --ceilings`."""
@@ -32,7 +35,7 @@ def ceilings_cmd(
     if backend == "numpy" and device not in ("auto", "cpu"):
         raise UsageError(f"--backend numpy runs on the cpu, not {device!r}")
     console = stderr_console()
-    opts = RunOptions(min_samples=min_samples, max_time_s=max_time, telemetry=telemetry)
+    opts = RunOptions(min_samples=min_samples, max_time_s=max_time, telemetry=telemetry, spot_checks=spot_checks)
     doc = run_ceilings(output, backend=backend, device=device, opts=opts, array_bytes=array_bytes, matmul_n=matmul_n, only=only,
                        progress=lambda msg: console.print(msg, markup=False, highlight=False))
     print(f"{doc['device_name']} ({doc['framework']}): {doc['statistic']}")

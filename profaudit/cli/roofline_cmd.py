@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         sparse: bool = typer.Option(False, "--sparse", help="Use the 2:4-sparse tensor peaks."),
         flops_precision: Optional[str] = typer.Option(None, "--flops-precision", help="Precision of untyped FLOP totals (XLA, Neuron), e.g. bf16_tensor."),
         cores: Optional[int] = typer.Option(None, "--cores", help="TPU/Neuron: cores the program ran on (scales the chip's ceilings)."),
-        measured: Optional[Path] = typer.Option(None, "--ceilings", help="Measured ceilings (rocprofiler-compute roofline.csv or its workload folder) instead of the datasheet peaks they cover; device key gets '@measured'."),
+        measured: Optional[Path] = typer.Option(None, "--ceilings", help="Measured ceilings (a `profaudit bench ceilings` file, or rocprofiler-compute roofline.csv or its workload folder) instead of the datasheet peaks they cover; device key gets '@measured'."),
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
