@@ -332,3 +332,33 @@ def test_corpus_occupancy_limiter_agrees_with_ncu_rule(contains):
         assert ours == ncu, (kid, ours, text)
         checked += 1
     assert checked
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("contains", ["AlpriElse__cs599k", "armleth__cuda-mlp", "iamcoleman__monte-carlo", "thedavidchu__speedy_scan", "AveryClapp__ESMM", "MgMap__Hyper-Spec"])
+def test_corpus_speed_of_light_verdict_agrees_with_ncu_rule(contains):
+    """Compute-bound / memory-bound / balanced / latency-bound as ncu's SOLBottleneck rule says."""
+    import profaudit
+
+    ps = profaudit.load([str(corpus_file("ncu-rep", contains))])
+    checked = 0
+    for kid in ps.kernels["kernel_id"].to_list()[:4]:
+        sol = kr.kernel_report(ps, kernel_id=kid).section("SpeedOfLight")
+        text = " ".join(r.text for r in sol.rules if r.rule == "SOLBottleneck")
+        if not text or not sol.summary:
+            continue
+        ours = sol.summary[0]
+        if "low compute throughput and memory" in text or text.startswith("Small Grid"):
+            assert ours.startswith("Neither"), (kid, ours, text)
+        elif "Memory is more heavily utilized" in text:
+            assert ours.startswith("Memory-bound"), (kid, ours, text)
+        elif "Compute is more heavily utilized" in text:
+            assert ours.startswith("Compute-bound"), (kid, ours, text)
+        elif "well-balanced" in text:
+            assert ours.startswith("Balanced"), (kid, ours, text)
+        elif "greater than 80.0%" in text:
+            assert ours.endswith("-bound", 0, ours.index(":")) or ours.startswith("Balanced"), (kid, ours, text)
+        else:
+            continue
+        checked += 1
+    assert checked
