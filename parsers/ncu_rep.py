@@ -680,6 +680,10 @@ def _read_actions(path: Path, send) -> dict[str, Any]:
     gc.disable()
     try:
         return _read_all_actions(path, send)
+    except (TypeError, UnicodeError) as exc:
+        # bit flips in a result's strings: the reader hands back names its own lookups refuse
+        # (SWIG: "argument 2 of type 'char const *'") or text that is not UTF-8
+        raise InputError(path, f"corrupt Nsight Compute report: the reader returned an unreadable metric name or value ({str(exc)[:100]})") from None
     finally:
         if enabled:
             gc.enable()

@@ -370,7 +370,10 @@ def _emit_row(rows: _Rows, roles, cells: list, parse_cell, device_names: dict, o
 def read_csv(path: Path, parser, options: ReadOptions):
     with open_maybe_gzip(path) as fh:
         text = fh.read().decode("utf-8-sig", errors="replace")
-    table = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    try:
+        table = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    except csv.Error as exc:  # a stray carriage return or NUL inside an unquoted field
+        raise InputError(path, f"malformed nvbench CSV: {exc}") from None
     if not table or table[0][:3] != ["Benchmark", "Device", "Device Name"]:
         raise InputError(path, "not nvbench CSV (expected a 'Benchmark,Device,Device Name,...' header)")
     headers = table[0]

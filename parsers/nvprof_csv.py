@@ -287,7 +287,8 @@ def _str(df_fields, field: str) -> pl.Expr:
 
 
 def _int(e: pl.Expr) -> pl.Expr:
-    return e.round(0).cast(pl.Int64)
+    # a cell beyond Int64 (damage: ids, dims and sizes are small) is unknown, not a failed cast
+    return e.round(0).cast(pl.Int64, strict=False)
 
 
 def _unit_scale(fields, field: str, kind: str, path: Path, t: _Table) -> float:

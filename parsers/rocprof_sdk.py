@@ -172,7 +172,7 @@ class RocprofSdkParser:
     def read(self, path: Path, options: ReadOptions):
         try:
             return self._read(path, options)
-        except (AttributeError, TypeError) as exc:
+        except (AttributeError, TypeError, pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError) as exc:
             # the records are read by key at every level; a damaged file puts a list, a number or
             # null where an object belongs
             raise InputError(path, f"damaged rocprofiler-sdk JSON: a record holds a value of the wrong JSON type ({str(exc)[:120]})") from None

@@ -305,3 +305,38 @@ def test_asv_date_out_of_range(tmp_path):
 
     f = _tree(tmp_path, results={**RESULTS, "date": -(2**63) - 1})
     _refused(f, "date: -9223372036854775809 is not a time in ms since 1970")
+
+
+@pytest.mark.corpus
+def test_ncu_rep_bit_flip_in_a_metric_name(tmp_path, cli):
+    """A flipped bit inside a metric name: ncu_report hands back a name its own lookup refuses."""
+    from tests.conftest import corpus_file
+
+    data = bytearray(corpus_file("ncu-rep", "seq_align").read_bytes())
+    assert data[186922] == 0x5F  # the '_' of a metric name
+    data[186922] = 0xDF
+    f = tmp_path / "flipped.ncu-rep"
+    f.write_bytes(bytes(data))
+    assert_one_line_error(cli("kernels", f), "corrupt Nsight Compute report: the reader returned an unreadable metric name")
+
+
+def test_torch_benchmark_raw_time_beyond_float(tmp_path):
+    f = tmp_path / "measurements.json"
+    spec = {"stmt": "x", "label": "l", "description": "d", "num_threads": 1}
+    f.write_text(json.dumps([{"number_per_run": 10, "raw_times": [1e-4, 10**400], "task_spec": spec, "metadata": None}]))
+    _refused(f, "measurement 0: raw_times[1]: the number")
+
+
+def test_nvbench_csv_with_a_carriage_return_inside_a_field(tmp_path):
+    f = tmp_path / "bench.csv"
+    f.write_text("Benchmark,Device,Device Name,State,GPU Time (sec)\nb,0,GPU,s\r x,1e-3\n", newline="")
+    _refused(f, "malformed nvbench CSV: new-line character seen in unquoted field")
+
+
+def test_nvprof_id_beyond_int64_is_unknown(tmp_path):
+    from tests.test_nvprof_csv import TRACE_WITH_API
+
+    f = tmp_path / "trace.csv"
+    f.write_text(TRACE_WITH_API.replace(',"1","7","volta_sgemm_128x64_nn",280', ',"1","7","volta_sgemm_128x64_nn",9223372036854775807000'))
+    k = next(iter(profaudit.load(f))).kernels
+    assert k.height == 1 and k["correlation_id"][0] is None
