@@ -90,7 +90,7 @@ def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
     shown = list(cmp.intervals.items()) + (list(cmp.time_intervals.items()) if cmp.space == "cycles" else [])
     rows = []
     for name, iv in shown:
-        rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "n/a"
+        rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "—"
         rows.append((name, fx(iv.estimate), rng, iv.space))
     return rows
 

@@ -640,7 +640,7 @@ class Interval:
 
     def describe(self) -> str:
         if not math.isfinite(self.estimate):
-            return "n/a"
+            return "—"
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             return f"{self.estimate:.3g}x ({self.statistic}, no interval)"
         return f"{self.estimate:.3g}x [{self.low:.3g}, {self.high:.3g}] ({self.statistic}, {self.space}, {self.confidence:.0%})"
