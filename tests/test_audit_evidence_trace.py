@@ -367,3 +367,20 @@ def test_allocation_in_every_call_is_steady_state_not_one_time(tmp_path):
     f = _pa(audit(tclaim(b, c, speedup=2.4, statistic="mean")), "PA102")
     assert [x.status for x in f] == [Status.PASS]
     assert "cudaMalloc" in f[0].evidence["baseline_trace"]["recurring_every_call"]
+
+
+def test_flop_accounting_on_the_same_work_keeps_the_time_ratio():
+    # Both sides run the same causal attention; the baseline counts the non-causal FLOPs. The work
+    # is equal, so the time ratio is still the supported speedup, named as the FLOP recount.
+    causal = 4.0 * 2 * 16 * 4096 * 4096 * 128 * 0.5
+    meta = {"op": "causal_attention", "shape": ATTN, "dtype": "bf16"}
+    b = side("baseline", 2.0e6, seed=1, meta=dict(meta, flops=2 * causal))
+    c = side("candidate", 1.0e6, seed=2, meta=dict(meta, flops=causal))
+    report = audit(claim(b, c, workload={}))
+    f = [x for x in triggered(report, "PA302") if "the time ratio stands" in x.message]
+    assert f and not f[0].non_comparable
+    assert report.supported.status == "corrected" and "PA302" in report.supported.corrected_by
+    assert report.supported.interval.estimate == pytest.approx(2.0, rel=0.03)
+    # different shapes recomputed: different work, no speedup holds
+    c2 = side("candidate", 1.0e6, seed=2, meta=dict(meta, shape=[2, 16, 2048, 128], flops=causal / 4))
+    assert audit(claim(b, c2, workload={})).supported.status == "not supported"

@@ -88,6 +88,14 @@ class WorkloadMismatch(Rule):
             compared.append(key)
             vb, vc = float(fb.value), float(fc.value)
             if abs(vb - vc) > 0.01 * max(vb, vc):
+                rb, rc = b.fact(f"{key}_from_shape"), c.fact(f"{key}_from_shape")
+                if rb is not None and rc is not None and abs(float(rb.value) - float(rc.value)) <= 0.01 * max(float(rb.value), float(rc.value)):
+                    # Recomputed from each side's op and shape the work is the same: only the
+                    # counting differs, so the time ratio stands; a rate-based claim does not.
+                    cmp = ev.comparison
+                    out.append(self.flag(Severity.WARN, f"the sides count different {key} per call ({vb:.4g} vs {vc:.4g}) for the same work ({float(rb.value):.4g} recomputed from op and shape on both): a FLOP/s or GB/s comparison is inflated; the time ratio stands", "both",
+                                         correction=cmp.primary_interval if cmp.available else None, correction_note=f"recomputed {key}: the same op and shape on both sides, so the time ratio stands", **{f"{key}_baseline": fb, f"{key}_candidate": fc, f"{key}_recomputed": rb}))
+                    continue
                 sev = Severity.WARN if ev.intended(key) else Severity.FAIL
                 out.append(self.flag(sev, f"the sides count different {key} per call ({vb:.4g} vs {vc:.4g}): different work or different accounting", "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
         for se in ev.sides:
