@@ -75,7 +75,7 @@ def test_non_comparable_sides_state_no_speedup():
     assert "PA301" in report.supported.reason
 
 
-@pytest.mark.parametrize("rule", ["PA101", "PA403", "PA204", "PA404", "PA407"])
+@pytest.mark.parametrize("rule", ["PA101", "PA102", "PA104", "PA204", "PA207", "PA302", "PA403", "PA404", "PA407"])
 def test_every_correcting_rule_names_its_correction(rule):
     # Each rule that vouches for a corrected interval says how it was corrected.
     from profaudit.audit.rules import BY_CODE
