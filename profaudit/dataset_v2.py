@@ -1,7 +1,8 @@
 """Dataset layout 2: coarse Parquet partitions by ingest batch, one append-only manifest per batch.
 
     DS/_profaudit_dataset.json                      marker (format, layout 2, schema); written once
-    DS/_manifests/<batch>.json                      one per committed batch, never rewritten
+    DS/_manifests/<batch>[.s<bytes>].json           one per committed batch, never rewritten
+                                                    (.s<bytes>: a small batch and its Parquet bytes)
     DS/<table>/batch=<batch>/part-<task>-<n>.parquet   rows of many profiles, `profile_id` a column
     DS/metadata/batch=<batch>/part-<task>-<n>.parquet  one row per profile
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -29,8 +31,10 @@ from datetime import datetime, timezone
 import polars as pl
 
 from profaudit import __version__, schema
-from profaudit.errors import InputError
+from profaudit.errors import InputError, UsageError
 from profaudit.profile import Profile, ProfileSet
+
+log = logging.getLogger(__name__)
 
 MARKER = "_profaudit_dataset.json"
 FORMAT = "profaudit-dataset"
@@ -41,6 +45,13 @@ LAYOUT = 2
 # that one task's part fits a worker's memory.
 TARGET_FILE_BYTES = 128 << 20
 TABLES_WITH_METADATA: tuple[str, ...] = (*schema.DATA_TABLES, "metadata")
+# After each append, `auto_compact` merges small batches of one size class once this many have
+# piled up (see there). 4 keeps a scan to a few files per table (a query over many small files
+# pays a per-file cost: 55 files made a DuckDB group-by 2.4x one file) while a byte is rewritten
+# once per size class it passes through (classes are powers of 4 above 64 KiB: at most 5 below a
+# full 128 MB batch).
+AUTO_COMPACT_FANOUT = 4
+AUTO_COMPACT_BASE_BYTES = 64 << 10
 
 
 def marker_doc() -> dict:
@@ -148,7 +159,44 @@ def _entry(p: Profile) -> dict:
     }
 
 
-def commit_batch(store, batch: str, entries: list[dict], files: list[dict], *, replaces: list[str] | None = None, skipped: list | None = None) -> dict:
+def manifest_name(batch: str, files: list[dict], target_file_bytes: int) -> str:
+    """`<batch>.json`, or `<batch>.s<bytes>.json` for a small batch (under half the target file
+    size): what auto-compaction needs to know is in the name, so an append that has nothing to
+    merge lists the manifest folder and reads no manifest."""
+    size = sum(f["bytes"] for f in files)
+    if size < target_file_bytes // 2:
+        return f"{batch}.s{size}.json"
+    return f"{batch}.json"
+
+
+def small_batch_bytes(name: str) -> int | None:
+    """The Parquet bytes a manifest's name gives a small batch; None for a full (or older) one."""
+    parts = name.split(".")
+    if len(parts) == 3 and parts[2] == "json" and parts[1][:1] == "s" and parts[1][1:].isdigit():
+        return int(parts[1][1:])
+    return None
+
+
+def size_class(nbytes: int, fanout: int = AUTO_COMPACT_FANOUT, base_bytes: int = AUTO_COMPACT_BASE_BYTES) -> int:
+    """0 below `base_bytes`, then one more per factor `fanout`: batches of one class differ in
+    size by less than `fanout`x, so merging them costs about what they hold."""
+    c = 0
+    while nbytes >= base_bytes:
+        nbytes //= fanout
+        c += 1
+    return c
+
+
+def commit_batch(
+    store,
+    batch: str,
+    entries: list[dict],
+    files: list[dict],
+    *,
+    replaces: list[str] | None = None,
+    skipped: list | None = None,
+    target_file_bytes: int = TARGET_FILE_BYTES,
+) -> dict:
     """Write the batch's manifest: the moment its parts become part of the dataset."""
     ensure_marker(store)
     manifest = {
@@ -163,16 +211,28 @@ def commit_batch(store, batch: str, entries: list[dict], files: list[dict], *, r
         "files": files,
         "skipped": [list(s) for s in (skipped or [])],
     }
-    store.write_bytes(f"{MANIFESTS}/{batch}.json", json.dumps(manifest, indent=1).encode())
+    name = manifest_name(batch, files, target_file_bytes)
+    store.write_bytes(f"{MANIFESTS}/{name}", json.dumps(manifest, indent=1).encode())
+    manifest["_file"] = name
     return manifest
 
 
-def append(ps: ProfileSet, store, *, target_file_bytes: int = TARGET_FILE_BYTES, batch: str | None = None) -> dict:
-    """Append `ps` as one new batch; cost grows with `ps`, not with the dataset."""
+def append(ps: ProfileSet, store, *, target_file_bytes: int = TARGET_FILE_BYTES, batch: str | None = None, auto_compact_fanout: int | None = AUTO_COMPACT_FANOUT) -> dict:
+    """Append `ps` as one new batch, then merge small batches if enough have piled up (see
+    `auto_compact`; None turns that off); cost grows with `ps`, not with the dataset."""
     batch = batch or new_batch_id()
     ensure_marker(store)
     entries, files = write_parts(ps, store, batch, "00000", target_file_bytes)
-    return commit_batch(store, batch, entries, files, skipped=ps.skipped)
+    manifest = commit_batch(store, batch, entries, files, skipped=ps.skipped, target_file_bytes=target_file_bytes)
+    if auto_compact_fanout:
+        try:
+            auto_compact(store, fanout=auto_compact_fanout, target_file_bytes=target_file_bytes)
+        except (OSError, InputError) as exc:
+            # the batch is committed: a merge that failed leaves the dataset readable as it was
+            # (or with its replaced batches still around, which readers skip), so it must not
+            # turn a successful append into an error
+            log.warning("%s: automatic compaction stopped (%s); the appended batch is committed; `profaudit dataset compact` tidies up", store.url(), exc)
+    return manifest
 
 
 # --------------------------------------------------------------------------------------- reading
@@ -185,6 +245,7 @@ class Snapshot:
 
     manifests: list[dict]
     owner: dict[str, str] = field(default_factory=dict)  # profile_id -> batch holding the newest copy
+    replaced: list[str] = field(default_factory=list)  # manifest files of batches a compaction replaced
 
     @property
     def ids(self) -> list[str]:
@@ -205,24 +266,55 @@ class Snapshot:
         return {e["profile_id"] for e in m["profiles"] if self.owner.get(e["profile_id"]) != batch}
 
 
-def snapshot(store) -> Snapshot:
+def snapshot(store, since: str | None = None) -> Snapshot:
+    """The live batches. `since` (a batch id): only batches from that one on, which is all a merge
+    of batches from there on needs (what supersedes or replaces a batch always sorts after it),
+    without reading the manifests of the whole dataset."""
     read_marker(store)
+    # a manifest listed and then gone was replaced by a compaction whose own manifest our listing
+    # may predate: list again (a compaction writes its manifest before removing the old ones)
+    for _ in range(4):
+        try:
+            return _snapshot(store, since)
+        except _VanishedManifest:
+            continue
+    try:
+        return _snapshot(store, since)
+    except _VanishedManifest as exc:
+        raise InputError(str(exc), "batch manifests keep disappearing while listed (compactions running back to back?); try again") from None
+
+
+class _VanishedManifest(Exception):
+    pass
+
+
+def _snapshot(store, since: str | None = None) -> Snapshot:
     manifests = []
     for name in store.listdir(MANIFESTS):
-        if not name.endswith(".json"):
+        if not name.endswith(".json") or (since is not None and name.split(".", 1)[0] < since):
             continue
         try:
-            m = json.loads(store.read_bytes(f"{MANIFESTS}/{name}"))
+            raw = store.read_bytes(f"{MANIFESTS}/{name}")
+        except FileNotFoundError:
+            raise _VanishedManifest(store.url(f"{MANIFESTS}/{name}")) from None
+        except OSError as exc:
+            raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
+        try:
+            m = json.loads(raw)
             m["batch"], m["profiles"], m["files"]  # noqa: B018 - the keys every manifest has
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
+        m["_file"] = name  # not stored: where this manifest is, to remove it after a compaction
         manifests.append(m)
     # a compaction that was interrupted after writing its batch leaves the batches it replaced
     # behind for a moment: they are already covered
     replaced = {b for m in manifests for b in m.get("replaces", [])}
-    manifests = sorted((m for m in manifests if m["batch"] not in replaced), key=lambda m: m["batch"])
+    # one manifest per batch (a commit retried after the batch changed size class wrote a second name)
+    live = {m["batch"]: m for m in manifests if m["batch"] not in replaced}
+    gone = [m["_file"] for m in manifests if m["batch"] in replaced]
+    manifests = sorted(live.values(), key=lambda m: m["batch"])
     owner = {e["profile_id"]: m["batch"] for m in manifests for e in m["profiles"]}
-    return Snapshot(manifests, owner)
+    return Snapshot(manifests, owner, gone)
 
 
 def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
@@ -335,6 +427,31 @@ def _part_files(store) -> list[tuple[str, int, float]]:
     return out
 
 
+def _small(m: dict, target_file_bytes: int) -> bool:
+    return sum(f["bytes"] for f in m["files"]) < target_file_bytes // 2
+
+
+def _merge_batches(store, snap: Snapshot, chosen: list[dict], target_file_bytes: int) -> int:
+    """Rewrite the live rows of the `chosen` batches as one new batch, then delete them; returns
+    the number of part files removed. Crash-safe: the new manifest is written last of the new
+    batch (temp + rename) and names the batches it replaces, so a reader sees either the old
+    batches or the new one, never both nor neither; the old manifests go before their files."""
+    names = {m["batch"] for m in chosen}
+    sub = Snapshot(chosen, snap.owner)
+    tables = {t: _live_frame(store, sub, t) for t in TABLES_WITH_METADATA}
+    batch = new_batch_id(after=max(names))
+    entries, files = _write_frames(store, batch, sub.ids, tables, target_file_bytes, chosen)
+    commit_batch(store, batch, entries, files, replaces=sorted(names), target_file_bytes=target_file_bytes)
+    for m in chosen:
+        store.remove(f"{MANIFESTS}/{m['_file']}")
+    removed = 0
+    for m in chosen:
+        for f in m["files"]:
+            store.remove(f["path"])
+            removed += 1
+    return removed
+
+
 def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: float = 3600.0) -> dict:
     """Rewrite small batches (and batches holding superseded copies) into one batch of target-size
     files, then delete what it replaces. Part files no manifest lists and older than `orphan_age_s`
@@ -343,27 +460,15 @@ def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: 
     Readers are safe throughout: the new manifest names the batches it replaces, so a reader that
     sees both reads each row once; the old files go only after their manifests."""
     snap = snapshot(store)
-    small = []
-    for m in snap.manifests:
-        size = sum(f["bytes"] for f in m["files"])
-        if size < target_file_bytes // 2 or snap.superseded(m["batch"]):
-            small.append(m)
+    small = [m for m in snap.manifests if _small(m, target_file_bytes) or snap.superseded(m["batch"])]
     result = {"batches_before": len(snap.manifests), "batches_rewritten": 0, "files_removed": 0, "orphans_removed": 0}
     if len(small) > 1 or (small and snap.superseded(small[0]["batch"])):
-        chosen = {m["batch"] for m in small}
-        sub = Snapshot([m for m in snap.manifests if m["batch"] in chosen], snap.owner)
-        tables = {t: _live_frame(store, sub, t) for t in TABLES_WITH_METADATA}
-        batch = new_batch_id(after=max(chosen))
-        entries, files = _write_frames(store, batch, sub.ids, tables, target_file_bytes, small)
-        commit_batch(store, batch, entries, files, replaces=sorted(chosen))
-        for m in small:
-            store.remove(f"{MANIFESTS}/{m['batch']}.json")
-        for m in small:
-            for f in m["files"]:
-                store.remove(f["path"])
-                result["files_removed"] += 1
+        result["files_removed"] = _merge_batches(store, snap, small, target_file_bytes)
         result["batches_rewritten"] = len(small)
-    listed = {f["path"] for m in snapshot(store).manifests for f in m["files"]}
+    after = snapshot(store)
+    for name in after.replaced:  # an interrupted compaction's leftovers (its new batch covers them)
+        store.remove(f"{MANIFESTS}/{name}")
+    listed = {f["path"] for m in after.manifests for f in m["files"]}
     now = time.time()
     for rel, _size, mtime in _part_files(store):
         if rel not in listed and now - mtime > orphan_age_s:
@@ -371,6 +476,59 @@ def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: 
             result["orphans_removed"] += 1
     result["batches_after"] = len(snapshot(store).manifests)
     return result
+
+
+def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes: int = TARGET_FILE_BYTES, base_bytes: int | None = None) -> dict:
+    """Size-tiered compaction run after each append: once `fanout` small batches (under half the
+    target file size) fall in one size class (`size_class`: powers of `fanout` above
+    `base_bytes`), they are merged into one batch, which lands a class up; repeated until no class
+    holds `fanout` small batches.
+
+    Why tiers and not "merge every small batch": a merge only combines batches of about one size,
+    so its cost is about what they hold, and a byte is rewritten once per class it climbs through
+    (log_fanout(target / base) at most, 5 with the defaults): appends stay O(their rows) amortised
+    whatever the dataset holds, while a scan meets at most (fanout - 1) small batches per class
+    instead of one per append. Which batches are small and how big is in the manifests' names: an
+    append with nothing due lists one folder and reads nothing.
+
+    Idempotent (nothing due, nothing done) and safe with concurrent writers: two writers merging
+    the same batches at once each commit a batch replacing them; readers keep one copy of each
+    profile (its newest) and the next `compact` drops the other; a writer that finds the parts
+    already gone leaves the merge to the one that removed them. The append has committed before
+    this runs, so a failure here never loses its batch (see `append`)."""
+    if fanout < 2:
+        raise UsageError(f"auto-compaction fan-out {fanout}: must be at least 2 (batches merged at once)")
+    base = base_bytes or AUTO_COMPACT_BASE_BYTES
+    result = {"merges": 0, "batches_rewritten": 0, "files_removed": 0}
+
+    def classes(names) -> dict[int, list]:
+        by: dict[int, list] = {}
+        for name in names:
+            size = small_batch_bytes(name)
+            if size is not None and size < target_file_bytes // 2:
+                by.setdefault(size_class(size, fanout, base), []).append(name)
+        return by
+
+    def first_due(names) -> list | None:
+        return next((v for _, v in sorted(classes(names).items()) if len(v) >= fanout), None)
+
+    while True:
+        listed = first_due(store.listdir(MANIFESTS))
+        if listed is None:
+            return result
+        # the live batches from the oldest candidate on (a crashed merge's replaced ones drop out)
+        snap = snapshot(store, since=min(n.split(".", 1)[0] for n in listed))
+        by_file = {m["_file"]: m for m in snap.manifests}
+        due = first_due(by_file)
+        if due is None:
+            return result
+        chosen = [by_file[n] for n in due]
+        try:
+            result["files_removed"] += _merge_batches(store, snap, chosen, target_file_bytes)
+        except _MissingPart:
+            return result  # another writer is merging these very batches
+        result["merges"] += 1
+        result["batches_rewritten"] += len(chosen)
 
 
 def _write_frames(store, batch: str, ids: list[str], tables: dict[str, pl.DataFrame], target: int, old: list[dict]) -> tuple[list[dict], list[dict]]:

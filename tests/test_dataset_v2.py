@@ -53,7 +53,9 @@ def test_layout_is_batches_with_profile_id_a_column(tmp_path):
     ds = write_dataset(ps, tmp_path / "ds")
     manifests = list((ds / "_manifests").glob("*.json"))
     assert len(manifests) == 1
-    batch = manifests[0].stem
+    batch = json.loads(manifests[0].read_text())["batch"]
+    # a small batch, its Parquet bytes in the manifest's name (auto-compaction's input)
+    assert manifests[0].name == f"{batch}.s{sum(f['bytes'] for f in json.loads(manifests[0].read_text())['files'])}.json"
     # two profiles share one file per table, not a folder each
     parts = sorted(p.relative_to(ds).as_posix() for p in ds.rglob("*.parquet"))
     assert parts == [f"kernels/batch={batch}/part-00000-000.parquet", f"metadata/batch={batch}/part-00000-000.parquet"]
@@ -159,7 +161,10 @@ def test_two_concurrent_writer_processes_lose_nothing(tmp_path):
         assert p.wait(timeout=120) == 0, p.stderr.read()
     back = read_dataset(ds)
     assert sorted(back.ids) == sorted([f"x{i}" for i in range(6)] + [f"y{i}" for i in range(6)])
-    assert dataset_info(ds)["batches"] == 12
+    # both writers' auto-compactions merged small batches as they went (racing on the same ones
+    # at times); every profile is still read once, by the library and by a lazy scan
+    assert dataset_info(ds)["batches"] < 12
+    assert profaudit.scan(ds, "kernels").collect()["profile_id"].sort().to_list() == sorted(back.ids)
 
 
 def test_layout_1_is_read_converted_and_not_appended_to(tmp_path, cli):

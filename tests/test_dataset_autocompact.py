@@ -1,0 +1,137 @@
+"""Automatic size-tiered compaction after appends (dataset_v2.auto_compact): few files per table
+for scans, merges of like-sized batches only, crash safety and idempotence."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import profaudit
+from profaudit import dataset_v2 as v2
+from profaudit.dataset import compact_dataset, dataset_info, read_dataset, write_dataset
+from profaudit.datastore import open_store
+from profaudit.errors import UsageError
+from profaudit.profile import Profile, ProfileSet
+
+
+def _profile(pid: str, n: int = 3) -> Profile:
+    # durations that do not compress away, so that Parquet sizes grow with the rows
+    seed = zlib.crc32(pid.encode()) * 1000
+    k = pl.DataFrame({"kernel_id": list(range(n)), "name": [f"k{i % 7}" for i in range(n)], "duration_ns": [((seed + i) * 2654435761 % 1000003) / 7.0 for i in range(n)]})
+    return Profile(pid, {"source": "test", "tool": "unit"}, {"kernels": k})
+
+
+def _manifests(ds: Path) -> list[str]:
+    return sorted(p.name for p in (ds / "_manifests").glob("*.json"))
+
+
+def test_size_classes_are_powers_of_the_fan_out():
+    assert [v2.size_class(b, 4, 100) for b in (0, 99, 100, 399, 400, 1599, 1600)] == [0, 0, 1, 1, 2, 2, 3]
+    assert v2.small_batch_bytes("20260101T000000000000-abcd.s1234.json") == 1234
+    assert v2.small_batch_bytes("20260101T000000000000-abcd.json") is None
+
+
+def test_small_batches_never_pile_up_and_every_row_is_read_once(tmp_path):
+    ds = tmp_path / "ds"
+    for i in range(3):
+        write_dataset(ProfileSet([_profile(f"p{i:02d}")]), ds)
+    assert len(_manifests(ds)) == 3  # below the fan-out: nothing merged yet
+    write_dataset(ProfileSet([_profile("p03")]), ds)
+    assert len(_manifests(ds)) == 1  # the 4th small batch of one size class merges the four
+    for i in range(4, 30):
+        write_dataset(ProfileSet([_profile(f"p{i:02d}")]), ds)
+        assert len(_manifests(ds)) < v2.AUTO_COMPACT_FANOUT
+    back = read_dataset(ds)
+    assert back.ids == [f"p{i:02d}" for i in range(30)]
+    assert back.kernels.height == 30 * 3
+    # no file of a replaced batch left behind: a glob reader sees each row once
+    listed = {f["path"] for m in v2.snapshot(open_store(ds)).manifests for f in m["files"]}
+    assert {p.relative_to(ds).as_posix() for p in ds.rglob("*.parquet")} == listed
+    assert pl.scan_parquet(str(ds / "kernels" / "*" / "*.parquet")).select(pl.len()).collect().item() == 90
+
+
+def test_a_big_batch_is_not_rewritten_with_small_ones(tmp_path, monkeypatch):
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile(f"big{i:03d}", 300) for i in range(200)]), ds)
+    big = {p: p.stat().st_ino for p in ds.rglob("*.parquet")}
+    big_bytes = sum(p.stat().st_size for p in big)
+    big_manifest = _manifests(ds)[0]
+    store_cls = type(open_store(ds))
+    real_read = store_cls.read_bytes
+    reads = []
+    monkeypatch.setattr(store_cls, "read_bytes", lambda self, rel: reads.append(rel) or real_read(self, rel))
+    for i in range(9):
+        write_dataset(ProfileSet([_profile(f"s{i}")]), ds)
+    # merges of the newer small batches read only the manifests from the oldest one merged on
+    assert any(r.startswith(v2.MANIFESTS) for r in reads) and f"{v2.MANIFESTS}/{big_manifest}" not in reads
+    # the big batch sits size classes above the one-profile batches: never merged with them
+    smalls = [v2.small_batch_bytes(n) for n in _manifests(ds)]
+    assert v2.size_class(big_bytes) > max(v2.size_class(b) for b in smalls if b is not None and b < big_bytes)
+    assert all(p.exists() and p.stat().st_ino == ino for p, ino in big.items())
+    assert len(_manifests(ds)) < 1 + v2.AUTO_COMPACT_FANOUT
+    assert len(read_dataset(ds)) == 209
+
+
+def test_superseded_copies_are_dropped_by_the_merge(tmp_path):
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 2), _profile("b", 2)]), ds)
+    write_dataset(ProfileSet([_profile("a", 5)]), ds)  # re-ingested: this copy wins
+    write_dataset(ProfileSet([_profile("c", 1)]), ds)
+    write_dataset(ProfileSet([_profile("d", 1)]), ds)
+    info = dataset_info(ds)
+    assert (info["batches"], info["superseded_copies"], info["tables"]["kernels"]["rows"]) == (1, 0, 5 + 2 + 1 + 1)
+    back = read_dataset(ds)
+    assert sorted(back.ids) == ["a", "b", "c", "d"]
+    assert back.kernels.filter(pl.col("profile_id") == "a").height == 5
+
+
+def test_a_merge_interrupted_before_deleting_is_read_right_and_tidied_later(tmp_path, monkeypatch, caplog):
+    ds = tmp_path / "ds"
+    for i in range(3):
+        write_dataset(ProfileSet([_profile(f"p{i}")]), ds)
+    store_cls = type(open_store(ds))
+    real_remove = store_cls.remove
+
+    def crash(self, rel):
+        raise OSError("killed")
+
+    monkeypatch.setattr(store_cls, "remove", crash)
+    write_dataset(ProfileSet([_profile("p3")]), ds)  # the append itself succeeded
+    assert "automatic compaction stopped (killed)" in caplog.text
+    # the merged batch was committed, the four it replaces are still there: each row read once
+    assert len(_manifests(ds)) == 5
+    assert read_dataset(ds).ids == ["p0", "p1", "p2", "p3"]
+    assert profaudit.scan(ds, "kernels").collect().height == 12
+    assert dataset_info(ds)["batches"] == 1
+    monkeypatch.setattr(store_cls, "remove", real_remove)
+    # running it again merges nothing (one live batch; the replaced ones do not count) ...
+    assert v2.auto_compact(open_store(ds))["merges"] == 0
+    # ... and `compact` removes the leftovers of the crash once they are old
+    r = compact_dataset(ds, orphan_age_s=0)
+    assert r["batches_after"] == 1 and r["orphans_removed"] == 4 * 2  # kernels + metadata part of each
+    assert len(_manifests(ds)) == 1
+    assert read_dataset(ds).ids == ["p0", "p1", "p2", "p3"]
+
+
+def test_full_batches_are_left_alone_and_an_append_with_nothing_due_reads_no_manifest(tmp_path, monkeypatch):
+    ds = tmp_path / "ds"
+    # a tiny target makes every batch "full" (not under half the target): never merged automatically
+    for i in range(5):
+        write_dataset(ProfileSet([_profile(f"p{i}")]), ds, target_file_bytes=64)
+    assert [v2.small_batch_bytes(n) for n in _manifests(ds)] == [None] * 5
+    store_cls = type(open_store(ds))
+    real_read = store_cls.read_bytes
+    reads = []
+    monkeypatch.setattr(store_cls, "read_bytes", lambda self, rel: reads.append(rel) or real_read(self, rel))
+    write_dataset(ProfileSet([_profile("p5")]), ds, target_file_bytes=64)
+    assert not [r for r in reads if r.startswith(v2.MANIFESTS)]
+    assert dataset_info(ds)["batches"] == 6
+
+
+def test_fan_out_below_two_is_refused(tmp_path):
+    write_dataset(ProfileSet([_profile("a")]), tmp_path / "ds")
+    with pytest.raises(UsageError, match="at least 2"):
+        v2.auto_compact(open_store(tmp_path / "ds"), fanout=1)
