@@ -28,13 +28,10 @@ _SI_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (
 
 
 def si(v: float | None, unit: str) -> str:
-    """A number as '1.23 TFLOP/s' text ('—' when missing or not finite)."""
-    if v is None or not math.isfinite(v):
-        return "—"
-    for scale, prefix in _SI_PREFIXES:
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {prefix}{unit}"
-    return f"{v:.3g} {unit}"
+    """A number as '1.23 TFLOP/s' text ('—' when missing or not finite): profaudit.fmt's rule."""
+    from profaudit.fmt import fmt_si
+
+    return fmt_si(v, unit)
 
 
 def _scaled_text(c: pl.Expr, unit: str, prefixes) -> pl.Expr:
