@@ -28,7 +28,18 @@ as roofline microbenchmarks report it.
 
 The statistic is STATISTIC (best of N), as roofline microbenchmarks (ERT, rocprofiler-compute's
 roofline benchmark) report a ceiling: the highest rate the device reached. The median rate is
-recorded beside it. The file format is `profaudit.measured.CEILINGS_FORMAT`.
+recorded beside it.
+
+The ceilings file (JSON, read by `profaudit.measured.read_ceilings`): `format`
+("profaudit-ceilings"), `version` (1), `device_name` and `device` (the backend's device facts),
+`simulated` (true from the fake backend: refused by the reader), `backend`, `framework`,
+`statistic`, `cache_bytes` and its source, `array_bytes`, `clocks` (max SM clock from NVML, the
+telemetry source), `run_options`, `roofs` (`bandwidth_bytes_per_s` per memory level and
+`peak_flops_per_s` per precision key, each `{value, from}`: the measurement it came from), and
+`measurements` (one per microbenchmark: `how` in words, `sizes`, `bytes_per_call`,
+`flops_per_call`, `samples`, `best_ns`, `median_ns`, `best_`/`median_` `bytes_per_s` or
+`flops_per_s`, the harness's timing facts, `sm_clock_mhz_range`; `status` and `error` when it
+failed), `not_measured` (name, roof, why).
 """
 
 from __future__ import annotations
@@ -40,7 +51,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from profaudit.bench.backends import Backend, get_backend
+from profaudit.bench.check import default_tolerance
 from profaudit.bench.runner import RunOptions, run_case
 from profaudit.bench.spec import Benchmark, Variant
 from profaudit.errors import UsageError
@@ -96,18 +110,12 @@ class _Ops:
         self.torch = getattr(backend, "torch", None)
 
     def empty_like(self, x):
-        if self.torch is not None:
-            return self.torch.empty_like(x)
-        import numpy as np
-
-        return np.empty_like(x)
+        return self.torch.empty_like(x) if self.torch is not None else np.empty_like(x)
 
     def copy(self, a, out):
         if self.torch is not None:
             out.copy_(a)
         else:
-            import numpy as np
-
             np.copyto(out, a)
         return out
 
@@ -115,15 +123,12 @@ class _Ops:
         return self.torch.sum(a) if self.torch is not None else a.sum()
 
     def matmul(self, a, b, out):
-        if self.torch is not None:
-            return self.torch.matmul(a, b, out=out)
-        import numpy as np
-
-        return np.matmul(a, b, out=out)
+        return self.torch.matmul(a, b, out=out) if self.torch is not None else np.matmul(a, b, out=out)
 
 
 def _model(backend: Backend, rate_of: Callable[[dict], float], work: Callable[[dict], float]) -> Callable[[dict], float] | None:
-    """Simulated ns per call for the fake backend (its `rate` option, work per second)."""
+    """Simulated ns per call for the fake backend (options bandwidth_bytes_per_s and
+    <roof>_flops_per_s, default 1e12): what the tests check the rates against."""
     if backend.name != "fake":
         return None
     return lambda p: work(p) / rate_of(p) * 1e9
@@ -221,8 +226,6 @@ def plan_suite(backend: Backend, *, array_bytes: int | None = None, matmul_n: in
     for roof, dtype, fp32_precision in gemms:
         elem = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[dtype]
         mm_flops, mm_bytes = 2 * mn**3, 3 * mn * mn * elem
-        from profaudit.bench.check import default_tolerance
-
         rtol, _ = default_tolerance(dtype, fp32_precision == "high")
         name = f"matmul_{roof}"
         model = _model(backend, lambda p, r=roof: fake_rate(f"{r}_flops_per_s", 1e12), lambda p: mm_flops)

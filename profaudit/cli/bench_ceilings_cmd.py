@@ -23,7 +23,9 @@ def ceilings_cmd(
     spot_checks: int = typer.Option(2, "--spot-checks", min=1, help="Timed calls per microbenchmark verified on new input values (bench run's spot checks)."),
     telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Read GPU clocks through NVML (recorded per measurement)."),
 ) -> None:
-    """Measure this device's ceilings (best of N) through the bench harness and write a ceilings file for `roofline --ceilings`."""
+    """Measure this device's ceilings (best of N) through the bench harness and write a ceilings file for `roofline --ceilings`.
+
+    Exit 0 when every microbenchmark ran and passed its correctness checks, 1 when one failed (the file is written with the others), 2 for unusable options."""
     from profaudit.bench import RunOptions
     from profaudit.bench.ceilings import run_ceilings
     from profaudit.cli.common import stderr_console
