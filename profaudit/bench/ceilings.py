@@ -316,7 +316,7 @@ def run_ceilings(path: str | Path | None = None, *, backend: str = "torch", devi
         plans = [p for p in suite.plans if not only or p.name in only]
         if only and not plans:
             raise UsageError(f"--only {','.join(only)}: no such microbenchmark here (have: {', '.join(p.name for p in suite.plans)})")
-        dev = be.device_info()
+        dev, framework = be.device_info(), be.framework()
         tele = be.telemetry() if opts.telemetry else None
         ident = tele.identity() if tele is not None else {}
         live = tele if (tele is not None and tele.available) else None
@@ -334,7 +334,7 @@ def run_ceilings(path: str | Path | None = None, *, backend: str = "torch", devi
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "profaudit_version": __version__,
         "device_name": dev.get("device_name"), "device": dev, "simulated": bool(dev.get("simulated")),
-        "backend": backend, "framework": be.framework(),
+        "backend": backend, "framework": framework,
         "statistic": STATISTIC,
         "cache_bytes": suite.cache_bytes, "cache_bytes_source": suite.cache_source, "array_bytes": suite.array_bytes,
         "clocks": {"max_sm_clock_mhz": ident.get("max_sm_clock_mhz"), "telemetry": tele.source if live is not None else (ident.get("reason") or "unavailable"),
