@@ -384,3 +384,35 @@ def test_flop_accounting_on_the_same_work_keeps_the_time_ratio():
     # different shapes recomputed: different work, no speedup holds
     c2 = side("candidate", 1.0e6, seed=2, meta=dict(meta, shape=[2, 16, 2048, 128], flops=causal / 4))
     assert audit(claim(b, c2, workload={})).supported.status == "not supported"
+
+
+def _with_checker(path):
+    """Rename the trace's last NVTX range to 'check': it runs after the timed calls."""
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    last = con.execute("SELECT MAX(start) FROM NVTX_EVENTS").fetchone()[0]
+    con.execute("UPDATE NVTX_EVENTS SET text = 'check' WHERE start = ?", (last,))
+    con.commit()
+    con.close()
+    return path
+
+
+def test_work_deferred_past_the_timed_calls_escapes_the_timer(tmp_path):
+    # The candidate's calls only record what to do (a 2 us bookkeeping kernel each); the 20
+    # matmuls run after the loop, when the checker reads the outputs.
+    from audit_traces import Call
+
+    meta = {"timed_range": "call", "profiled_calls": 20}
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS))
+    lazy = calls(20, [("record_kernel", 7, 2_000, 0)]) + [Call([("fused_kernel", 7, 50_000, 0)] * 20)]
+    c = side("candidate", 5_000, seed=2, n=60, runs=1, meta=meta, profiles=load(_with_checker(nsys_sqlite(tmp_path / "lazy.sqlite", lazy))))
+    report = audit(tclaim(b, c, speedup=20.0))
+    f = triggered(report, "PA105")
+    assert f and "deferred past the timer" in f[0].message
+    # 20 x 2 us + 20 x 50 us over 20 calls = 52 us a call against the baseline's 100 us
+    assert report.supported.status == "corrected" and report.supported.interval.estimate == pytest.approx(100_000 / 52_000, rel=0.02)
+    # Fair twin: a correctness check after the loop runs the kernel once more and compares.
+    checked = calls(20, [("fused_kernel", 7, 50_000, 0)]) + [Call([("fused_kernel", 7, 50_000, 0), ("allclose_kernel", 7, 5_000, 0)])]
+    c2 = side("candidate", 50_000, seed=2, n=60, runs=1, meta=meta, profiles=load(_with_checker(nsys_sqlite(tmp_path / "checked.sqlite", checked))))
+    assert not triggered(audit(tclaim(b, c2)), "PA105")

@@ -64,6 +64,7 @@ class CallTimes:
     streams: int = 1
     foreign_ns: float = 0.0  # kernel time on streams other than the main one, all calls
     main_stream_ns: np.ndarray | None = None  # per call: union of the main stream's kernels only
+    after_ns: float = 0.0  # kernel time launched after the last timed call (outside every call)
 
     @property
     def n(self) -> int:
@@ -158,7 +159,7 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
     if cr is None:
         return _whole_range(se, k)
     ranges, how, key = cr
-    values, summed, foreign, main_only = [], [], 0.0, []
+    values, summed, foreign, main_only, after = [], [], 0.0, [], 0.0
     streams = set()
     for rr, kk, idx in _assigned(se, k, ranges):
         ks, ke = kk["start_ns"].to_numpy().astype(np.int64), kk["end_ns"].to_numpy().astype(np.int64)
@@ -168,6 +169,8 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
         if inside.any():
             vals, counts = np.unique(stream[inside], return_counts=True)
             main = vals[np.argmax(counts)]
+        later = idx >= rr.height
+        after += union_ns(ks[later], ke[later])
         for i in range(rr.height):
             m = idx == i
             values.append(union_ns(ks[m], ke[m]))
@@ -183,7 +186,7 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
         if isinstance(k, (int, float)) and k > 1:
             per = float(k)
             how += f", / {k:g} calls per range"
-    return CallTimes(np.asarray(values, dtype=np.float64) / per, f"union of kernel intervals per call over all streams ({how})", np.asarray(summed) / per, max(1, len(streams)), foreign / per, np.asarray(main_only) / per)
+    return CallTimes(np.asarray(values, dtype=np.float64) / per, f"union of kernel intervals per call over all streams ({how})", np.asarray(summed) / per, max(1, len(streams)), foreign / per, np.asarray(main_only) / per, after)
 
 
 

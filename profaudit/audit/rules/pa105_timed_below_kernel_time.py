@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import math
+
 from profaudit.audit.evidence import Evidence, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.audit.stats import Interval
 from profaudit.audit.rules._common import clock_state, fmt_time, time_family
 from profaudit.audit.trace import call_times
 
@@ -23,6 +26,9 @@ class TimedBelowKernelTime(Rule):
     PR #82, gpu-mode reference-kernels #162). Event time below the ncu duration of the same
     kernel is impossible once clocks and flushing are accounted for.
 
+    With per-call ranges in a trace, more kernel time after the last timed call than during all
+    of them means the work was deferred past the timer (lazy outputs computed in the checker).
+
     Example: the candidate reports 40 us per call while nsys shows 95 us of kernels per call: FAIL.
     """
 
@@ -36,6 +42,11 @@ class TimedBelowKernelTime(Rule):
     def check(self, ev: Evidence) -> list[Finding]:
         out, checked = [], []
         for se in ev.sides:
+            deferred = self._deferred(ev, se)
+            if deferred is not None:
+                checked.append(se.role)
+                out.append(deferred)
+                continue
             res = self._side(se)
             if res is None:
                 continue
@@ -54,6 +65,38 @@ class TimedBelowKernelTime(Rule):
         if not checked:
             return [self.cannot("no side has both per-call times and an attached profile with kernel durations from another source")]
         return [self.ok(f"timed time per call covers the profiled kernel time ({', '.join(checked)})")]
+
+    def _deferred(self, ev: Evidence, se: SideEvidence) -> Finding | None:
+        """More kernel time after the last timed call than in all the timed calls together: the
+        work was deferred past the timer (lazy outputs computed in the checker). A correctness
+        check after timing costs a call or two, not the whole loop."""
+        ct = call_times(se)
+        if ct is None or ct.n < 2 or ct.after_ns <= 0:
+            return None
+        during = float(ct.values.sum())
+        if ct.after_ns < max(during, 1.0):
+            return None
+        # the call's real cost: its share of all the work, deferred or not; against the other
+        # side's traced (else measured) time per call
+        real = (during + ct.after_ns) / ct.n
+        other = ev.candidate if se is ev.baseline else ev.baseline
+        oc = call_times(other)
+        ot = oc.median if oc is not None and oc.median > 0 else other.typical_time_ns()
+        corr = None
+        if ot:
+            est = ot / real if se is ev.candidate else real / ot
+            corr = Interval(est, math.nan, math.nan, ev.confidence, "mean", "time", "per-call GPU time including the deferred work (no interval)", 0, 0, 0)
+        return self.flag(
+            Severity.FAIL,
+            f"in the {se.role}'s trace, {fmt_time(ct.after_ns)} of kernel time runs after its {ct.n} timed calls against {fmt_time(during)} during them: the work is deferred past the timer (lazy outputs computed outside it)",
+            se.role,
+            correction=corr,
+            correction_note=f"the {se.role}'s per-call GPU time including the work deferred past its timer ({fmt_time(real)})",
+            after_ns=ct.after_ns,
+            during_ns=during,
+            calls=ct.n,
+            how=ct.how,
+        )
 
     @staticmethod
     def _side(se: SideEvidence):
