@@ -72,6 +72,9 @@ class DashboardState:
                 raise UsageError(f"upload folder {self.upload_dir} is not a folder")
         self.policy = AccessPolicy([*self.paths, *self.specs, self.upload_dir])
         self._groups: "OrderedDict[str, list[Profile]]" = OrderedDict()
+        # profaudit datasets given on the command line, read only when a page needs their rows
+        # (the Overview does not: see `summary`)
+        self.datasets: list[str] = []
         self.skipped: list[tuple[str, str]] = []
         self.notes: list[str] = []
         self.claims: "OrderedDict[str, ClaimEntry]" = OrderedDict()
@@ -103,6 +106,12 @@ class DashboardState:
             self._add_claim(c, CLI, trusted=True)
         for c in claim_files:
             self._add_claim(c, CLI)
+        # a dataset of 10,000 profiles is not read at start: the Overview summarises it from its
+        # manifests, and the first page that needs rows reads it (`ps`)
+        from profaudit.dataset import is_dataset
+
+        self.datasets = [raw for raw in profile_args if Path(raw).is_dir() and is_dataset(raw) and self.policy.allows(Path(raw))]
+        profile_args = [raw for raw in profile_args if raw not in self.datasets]
         if not profile_args:
             return
         # A symlink inside a given folder that leads out of it is not read: the same rule the
@@ -178,9 +187,22 @@ class DashboardState:
             self._cache.clear()
 
     # -- what pages read ---------------------------------------------------------------------------
+    def _read_datasets(self) -> None:
+        from profaudit.loader import load
+
+        with self.lock:
+            if self.datasets and "datasets" not in self._groups:
+                ps = load(self.datasets, skip_bad=True, **self.load_options)
+                # a dataset's profiles come before later uploads, as if loaded at start
+                self._groups["datasets"] = list(ps)
+                self.skipped.extend(ps.skipped)
+                self._groups.move_to_end("datasets", last=False)
+                self._ps = None
+
     @property
     def ps(self) -> ProfileSet:
         with self.lock:
+            self._read_datasets()
             if self._ps is None:
                 keyed = [(key, p) for key, group in self._groups.items() for p in group]
                 self._ps = ProfileSet([p for _, p in keyed], skipped=list(self.skipped))
@@ -220,8 +242,31 @@ class DashboardState:
 
     def origin_of(self, pid: str) -> str:
         with self.lock:
+            if self.datasets and "datasets" not in self._groups:
+                # datasets not read yet (the Overview): their profiles were given on the command line
+                uploaded = any(p.profile_id == pid for key, g in self._groups.items() if key.startswith("upload:") for p in g)
+                return "upload" if uploaded else CLI
             self.ps  # noqa: B018 - builds the id -> origin map with the set
             return self._origins.get(pid, "")
+
+    def summary(self):
+        """Counts, sources, devices and metadata rows of everything loaded
+        (`profaudit.dataset_summary.DatasetSummary`); datasets not read yet are summarised from
+        their manifests and metadata without reading their data tables."""
+        from profaudit.dataset_summary import summarize_dataset, summarize_profiles
+
+        def build():
+            with self.lock:
+                if not self.datasets or "datasets" in self._groups:
+                    return summarize_profiles(self.ps)
+                eager = ProfileSet([p for g in self._groups.values() for p in g], skipped=list(self.skipped))
+            # datasets first, as `ps` orders them once read
+            total = None
+            for d in self.datasets:
+                total = summarize_dataset(d) if total is None else total + summarize_dataset(d)
+            return total + summarize_profiles(eager)
+
+        return self.cached(("summary",), build)
 
     def claim(self, cid: str) -> ClaimEntry:
         try:
@@ -304,6 +349,8 @@ class DashboardState:
         (the device specs' YAML, scipy.stats for the steady-state and drift detectors)."""
         try:
             self.device_specs  # noqa: B018
+            if self.datasets:
+                return  # a dataset is read by the first page that needs its rows, not up front
             self.kernels()
             if self.ps.kernels.height:
                 self.roofline(None, None, False)

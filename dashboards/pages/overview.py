@@ -31,16 +31,21 @@ def layout(**_query):
     )
 
 
+# a profiles table of 10,000 rows is no overview (and slow to send): the first this many, and a count
+MAX_PROFILE_ROWS = 500
+
+
 def content(st) -> list:
-    ps = st.ps
+    # counts from the library's summary: a dataset given on the command line is not read for them
+    sm = st.summary()
     counts = [
-        ("profiles", len(ps)),
-        ("kernel rows", ps.kernels.height),
-        ("metric rows", ps.metrics.height),
-        ("timing samples", ps.samples.height),
-        ("ranges", ps.ranges.height),
-        ("transfers", ps.transfers.height),
-        ("counter samples", ps.counters.height),
+        ("profiles", sm.profiles),
+        ("kernel rows", sm.rows["kernels"]),
+        ("metric rows", sm.rows["metrics"]),
+        ("timing samples", sm.rows["samples"]),
+        ("ranges", sm.rows["ranges"]),
+        ("transfers", sm.rows["transfers"]),
+        ("counter samples", sm.rows["counters"]),
         ("claims", len(st.claims)),
     ]
     out: list = [html.Div([html.Div([html.Div(fmt_num(v), className="card-value"), html.Div(k, className="card-label")], className="card", id=f"ov-count-{k.replace(' ', '-')}") for k, v in counts], className="cards")]
@@ -48,10 +53,12 @@ def content(st) -> list:
     if problems:
         out.append(html.Div([message(f"not loaded: {p}", "warn") for p in problems], id="ov-problems"))
     out.append(html.H3("Profiles"))
-    out.append(profiles_table(st) if len(ps) else message("No profiles loaded: pass files or folders on the command line, or upload them below.", "info"))
-    if len(ps):
+    out.append(profiles_table(st) if sm.profiles else message("No profiles loaded: pass files or folders on the command line, or upload them below.", "info"))
+    if sm.profiles > MAX_PROFILE_ROWS:
+        out.append(message(f"the first {fmt_num(MAX_PROFILE_ROWS)} of {fmt_num(sm.profiles)} profiles", "info"))
+    if sm.profiles:
         out.append(html.H3("Devices"))
-        out.append(devices_table(ps, st.device_specs))
+        out.append(devices_table(sm.devices, st.device_specs))
     return out
 
 
@@ -65,7 +72,7 @@ def _with_origin(md: pl.DataFrame, col: str) -> pl.Expr:
 
 
 def profiles_table(st) -> html.Table:
-    md = st.ps.metadata
+    md = st.summary().metadata.head(MAX_PROFILE_ROWS)
     view = md.select(
         "profile_id",
         pl.concat_str([pl.col("source").fill_null("?"), pl.lit(" / "), pl.col("format").fill_null("?")]).alias("source / format"),
@@ -83,14 +90,11 @@ def profiles_table(st) -> html.Table:
     return table([*view.columns, "given on"], rows, id="ov-profiles")
 
 
-def devices_table(ps, specs: dict) -> html.Table:
-    """Every reported device name and the spec (of `specs`, by key) it resolves to."""
+def devices_table(names, specs: dict) -> html.Table:
+    """Every reported device name (`DatasetSummary.devices`) and the spec (of `specs`, by key) it
+    resolves to."""
     from profaudit.specs import resolve_device
 
-    names = set(ps.metadata["device_name"].drop_nulls().to_list())
-    for t in (ps.kernels, ps.samples):
-        if t.height:
-            names.update(t["device_name"].drop_nulls().unique().to_list())
     rows = []
     for n in sorted(names):
         m = resolve_device(n, specs=specs)
