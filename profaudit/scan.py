@@ -42,6 +42,14 @@ def _batch_of(url: str) -> str:
     return url.rsplit("/batch=", 1)[1].split("/", 1)[0]
 
 
+def _split(files: list[str], gone: set[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """(files holding no superseded copy, files that do): only the second need the anti-join,
+    which costs a hash join over every row it sees (3.7x a plain group-by when it saw them all)."""
+    dirty_batches = {b for b, _ in gone}
+    clean = [f for f in files if _batch_of(f) not in dirty_batches]
+    return clean, [f for f in files if _batch_of(f) in dirty_batches]
+
+
 def scan(path, table: str = "kernels", *, engine: str = "polars", storage_options: dict | None = None, connection=None):
     """A lazy view of `table` over every live profile of the dataset at `path` (folder or URL).
 
@@ -74,7 +82,12 @@ def _polars(store, files, gone, layout1, t, _connection):
         else:
             lf = pl.scan_pyarrow_dataset(pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=fs))
     else:
-        lf = pl.scan_parquet(files, hive_partitioning=True) if gone else pl.scan_parquet(files, hive_partitioning=False)
+        clean, dirty = _split(files, gone)
+        frames = [pl.scan_parquet(clean, hive_partitioning=False).select(t.names)] if clean else []
+        if dirty:
+            lf = pl.scan_parquet(dirty, hive_partitioning=True)
+            frames.append(lf.join(_superseded_filter_frame(gone).lazy(), on=["batch", "profile_id"], how="anti").select(t.names))
+        return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
     if gone:
         lf = lf.join(_superseded_filter_frame(gone).lazy(), on=["batch", "profile_id"], how="anti")
     return lf.select(t.names)
@@ -95,7 +108,13 @@ def _duckdb(store, files, gone, layout1, t, connection):
         ds = pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=store.arrow_filesystem(), partitioning="hive")
         rel = con.from_arrow(ds)
     else:
-        rel = con.read_parquet(files, hive_partitioning=True)
+        clean, dirty = _split(files, gone)
+        out = con.read_parquet(clean, hive_partitioning=False).select(cols) if clean else None
+        if dirty:
+            gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
+            rel = con.read_parquet(dirty, hive_partitioning=True).set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti").select(cols)
+            out = rel if out is None else out.union(rel)
+        return out
     if gone:
         gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
         rel = rel.set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti")
