@@ -217,7 +217,10 @@ def parse_dims(cell: str | None) -> tuple[int, int, int] | None:
     if not cell:
         return None
     m = _DIMS.match(cell.strip())
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+    if not m:
+        return None
+    dims = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return dims if max(dims) < 2**63 else None  # beyond any launch: damage, unknown
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +241,13 @@ def _finite(v: Any) -> float | None:
 def _int(v: Any) -> int | None:
     f = _finite(v)
     return int(round(f)) if f is not None else None
+
+
+def id_value(v: float | None) -> int | None:
+    """An id cell (process, context, stream, device) as an integer; a value no id can have
+    (infinite, beyond Int64: damage) is unknown."""
+    f = _finite(v)
+    return int(f) if f is not None and abs(f) < 2**63 else None
 
 
 def _counter_total(vals: Mapping[str, Any], base: str, units: Mapping[str, str] | None = None) -> tuple[float | None, str | None]:

@@ -260,12 +260,12 @@ def _kernel_rows(kernels: list[_Kernel], dc: bool = False) -> list[dict[str, Any
         name = info.get("Kernel Name") or None
         row.update(kernel_id=kid, name=name, short_name=short_name(name) if name else None)
         for col, field in (("process_id", "Process ID"), ("context_id", "Context"), ("stream", "Stream")):
-            v = ncu_common.parse_number(info.get(field, ""), dc)
+            v = ncu_common.id_value(ncu_common.parse_number(info.get(field, ""), dc))
             if v is not None:
-                row[col] = int(v)
-        dev = ncu_common.parse_number(info.get("Device", ""), dc)
+                row[col] = v
+        dev = ncu_common.id_value(ncu_common.parse_number(info.get("Device", ""), dc))
         if dev is not None:
-            row["device_id"] = int(dev)
+            row["device_id"] = dev
         row["module"] = info.get("Process Name") or None
         for prefix, dims in (("block", ncu_common.parse_dims(info.get("Block Size"))), ("grid", ncu_common.parse_dims(info.get("Grid Size")))):
             if dims and row.get(f"{prefix}_x") is None:

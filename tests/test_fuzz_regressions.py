@@ -340,3 +340,24 @@ def test_nvprof_id_beyond_int64_is_unknown(tmp_path):
     f.write_text(TRACE_WITH_API.replace(',"1","7","volta_sgemm_128x64_nn",280', ',"1","7","volta_sgemm_128x64_nn",9223372036854775807000'))
     k = next(iter(profaudit.load(f))).kernels
     assert k.height == 1 and k["correlation_id"][0] is None
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("cell", ["-1e309", "1e400", "99999999999999999999999"])
+def test_ncu_csv_id_cells_no_id_can_hold(tmp_path, cell):
+    """The issue's `cannot read as ncu-csv: OverflowError: cannot convert float infinity to integer`."""
+    import csv
+    import io
+
+    from tests.conftest import corpus_file
+
+    rows = list(csv.reader(io.StringIO(corpus_file("ncu-csv", "copy_blocked").read_text())))
+    col = rows[0].index("Process ID")
+    for r in rows[1:]:
+        r[col] = cell
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows(rows)
+    f = tmp_path / "details.csv"
+    f.write_text(out.getvalue())
+    k = next(iter(profaudit.load(f))).kernels
+    assert k.height > 0 and k["process_id"].null_count() == k.height
