@@ -647,6 +647,16 @@ TRACE_NOTE = (
 )
 
 
+def trace_note(row: dict, profile_device: str | None = None) -> str:
+    """What a trace-only kernel lacks and which tool would give it, by where it ran."""
+    device = (row.get("device_name") or profile_device or "").lower()
+    if "cpu" in device:
+        return "This kernel ran on the host CPU: the GPU counter sections (speed of light, memory chart, occupancy, stalls) do not apply"
+    if any(w in device for w in ("amd", "instinct", "radeon", "mi2", "mi3")):
+        return "Hardware-counter sections need rocprofiler-compute (omniperf) counters of this kernel: `rocprof-compute profile -n WORKLOAD -k KERNEL -- <app>`"
+    return TRACE_NOTE.format(name=re.escape(row.get("short_name") or row["name"]))
+
+
 def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, launch: int | None = None, profile: str | None = None, device: str | None = None) -> KernelReport:
     """The analysis view of one kernel of a loaded ProfileSet (see the module docstring)."""
     pick = select_kernel(ps, name, kernel_id=kernel_id, launch=launch, profile=profile)
@@ -660,7 +670,7 @@ def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, 
         if row.get("duration_ns") is None and not any(s.items for s in sections if s.ident == "SpeedOfLight"):
             notes.append("ncu recorded no measurements for this launch (its replay failed); rule results below say why")
     else:
-        notes.append(TRACE_NOTE.format(name=re.escape(row.get("short_name") or row["name"])))
+        notes.append(trace_note(row, p.metadata.get("device_name")))
     sections.append(launches_section(pick["launches"]))
     sections.append(roofline_section(p, row["kernel_id"], device))
     if pick["launches"].height > 1:

@@ -362,3 +362,9 @@ def test_corpus_speed_of_light_verdict_agrees_with_ncu_rule(contains):
             continue
         checked += 1
     assert checked
+
+
+def test_trace_note_names_the_right_tool():
+    assert "host CPU" in kr.trace_note({"device_name": "CPU", "name": "ynn_fusion"})
+    assert "rocprofiler-compute" in kr.trace_note({"device_name": "AMD Instinct MI210", "name": "k"})
+    assert "ncu --set full -k regex:volta_sgemm" in kr.trace_note({"device_name": "Tesla V100-SXM2-32GB", "name": "volta_sgemm_64x64_nn", "short_name": "volta_sgemm_64x64_nn"})
