@@ -245,7 +245,7 @@ class Snapshot:
 
     manifests: list[dict]
     owner: dict[str, str] = field(default_factory=dict)  # profile_id -> batch holding the newest copy
-    replaced: list[str] = field(default_factory=list)  # manifest files of batches a compaction replaced
+    replaced: list[dict] = field(default_factory=list)  # manifests of batches a compaction replaced (left by a crash)
 
     @property
     def ids(self) -> list[str]:
@@ -311,7 +311,7 @@ def _snapshot(store, since: str | None = None) -> Snapshot:
     replaced = {b for m in manifests for b in m.get("replaces", [])}
     # one manifest per batch (a commit retried after the batch changed size class wrote a second name)
     live = {m["batch"]: m for m in manifests if m["batch"] not in replaced}
-    gone = [m["_file"] for m in manifests if m["batch"] in replaced]
+    gone = [m for m in manifests if m["batch"] in replaced]
     manifests = sorted(live.values(), key=lambda m: m["batch"])
     owner = {e["profile_id"]: m["batch"] for m in manifests for e in m["profiles"]}
     return Snapshot(manifests, owner, gone)
@@ -452,6 +452,17 @@ def _merge_batches(store, snap: Snapshot, chosen: list[dict], target_file_bytes:
     return removed
 
 
+def finish_replaced(store, snap: Snapshot) -> int:
+    """Delete what an interrupted compaction left: the batches its committed batch replaces (no
+    reader reads them). Their files go first, the manifest last, so a crash here leaves a record
+    to finish from. Returns the number of batches removed."""
+    for m in snap.replaced:
+        for f in m["files"]:
+            store.remove(f["path"])
+        store.remove(f"{MANIFESTS}/{m['_file']}")
+    return len(snap.replaced)
+
+
 def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: float = 3600.0) -> dict:
     """Rewrite small batches (and batches holding superseded copies) into one batch of target-size
     files, then delete what it replaces. Part files no manifest lists and older than `orphan_age_s`
@@ -466,8 +477,7 @@ def compact(store, *, target_file_bytes: int = TARGET_FILE_BYTES, orphan_age_s: 
         result["files_removed"] = _merge_batches(store, snap, small, target_file_bytes)
         result["batches_rewritten"] = len(small)
     after = snapshot(store)
-    for name in after.replaced:  # an interrupted compaction's leftovers (its new batch covers them)
-        store.remove(f"{MANIFESTS}/{name}")
+    finish_replaced(store, after)
     listed = {f["path"] for m in after.manifests for f in m["files"]}
     now = time.time()
     for rel, _size, mtime in _part_files(store):
@@ -521,6 +531,8 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
         by_file = {m["_file"]: m for m in snap.manifests}
         due = first_due(by_file)
         if due is None:
+            # what the names counted were batches a crashed merge had replaced: finish that merge
+            finish_replaced(store, snap)
             return result
         chosen = [by_file[n] for n in due]
         try:
