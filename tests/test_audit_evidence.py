@@ -266,3 +266,14 @@ def test_no_recomputable_speedup_is_inconclusive_not_pass():
     report = audit(Claim(Side("baseline", "b", empty), Side("candidate", "c", empty), speedup=2.0, speedup_text="2.0"))
     assert report.verdict == "INCONCLUSIVE" and "no speedup can be recomputed" in report.reasons[0]
     assert report.supported.status == "not supported"
+
+
+def test_trace_correction_keeps_the_clock_correction(tmp_path):
+    # The candidate's timer misses a helper kernel AND it ran at a higher clock (1980 against
+    # 1500 MHz): the traced times still need cycle space.
+    b = traced(tmp_path, "baseline", 100_000, calls(20, BASE_CALLS), clock=1500.0)
+    c = traced(tmp_path, "candidate", 30_000, calls(20, [("fused_kernel", 7, 30_000, 0)], helper=[("helper_kernel", 14, 50_000)]), seed=2, clock=1980.0)
+    sup = audit(tclaim(b, c, speedup=3.33)).supported
+    assert "PA105" in sup.corrected_by and "PA204" in sup.corrected_by
+    assert sup.interval.space == "cycles"
+    assert sup.interval.estimate == pytest.approx(100_000 / 50_300 * 1500 / 1980, rel=0.02)

@@ -313,7 +313,18 @@ def supported_speedup(ev: Evidence, findings: list[Finding]) -> SupportedSpeedup
             return SupportedSpeedup(None, True, "not supported: the timing is invalid", supported=False, reason=why)
         iv, note = tr
         by = [f"{f.rule}: {note}" for f in sorted(broken, key=lambda f: f.rule)]
-        return SupportedSpeedup(iv, True, f"{iv.statistic} per-call GPU time from the traces", Corrections(by))
+        basis = f"{iv.statistic} per-call GPU time from the traces"
+        fb, fc = cmp.clock_mhz.get("baseline"), cmp.clock_mhz.get("candidate")
+        cycles = cmp.available and cmp.space == "cycles" and fb and fc
+        if cycles:
+            # the traces time the kernels in seconds; where both clocks are known the audit
+            # compares in cycles (time x SM clock), so the traced ratio is moved there too
+            k = fb / fc
+            iv = Interval(iv.estimate * k, iv.low * k, iv.high * k, iv.confidence, iv.statistic, "cycles", iv.method + ", x baseline/candidate SM clock", iv.n_baseline, iv.n_candidate, iv.resamples)
+            basis += f" in cycle space ({fb:.0f} / {fc:.0f} MHz)"
+        for f in sorted(fixes, key=lambda f: f.rule):
+            by.append(f"{f.rule}: {_correction_note(f)} (applied through the traced per-call median{' in cycle space' if cycles else ''})")
+        return SupportedSpeedup(iv, True, basis, Corrections(by))
     if not cmp.available or cmp.primary_interval is None:
         return SupportedSpeedup(None, True, cmp.reason or "no recomputable speedup", supported=False, reason=cmp.reason or "no recomputable speedup")
     base = cmp.primary_interval
