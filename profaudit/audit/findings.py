@@ -115,9 +115,10 @@ class Rule:
     severity: ClassVar[Severity]  # the most severe outcome this rule can report
     pitfalls: ClassVar[tuple[str, ...]]
     needs: ClassVar[tuple[str, ...]]  # evidence the rule reads, in words
-    # Severity of "cannot check": WARN for the facts that decide comparability (a claim whose
-    # parity cannot be verified is only partly verifiable), INCONCLUSIVE where the verdict itself
-    # depends on the missing evidence, INFO otherwise.
+    # How decisive a "cannot check" is: WARN for the facts that decide comparability,
+    # INCONCLUSIVE where the verdict itself depends on the missing evidence, INFO otherwise. The
+    # audit's verdict never counts it (it lists it as coverage and an assumption); `profaudit
+    # compare` reads it to label a comparison "with warnings".
     unknown_severity: ClassVar[Severity] = Severity.INFO
     # The rule judges the claim against the recomputed numbers (statistic choice, interval), not
     # the measurement: its FAIL does not make the recomputed speedup unsupported.
