@@ -148,6 +148,8 @@ def test_dashboard_overview_of_a_10000_profile_dataset_reads_no_data_table(big, 
     assert cards["ov-count-timing-samples"] == "0"
     text = str(page)
     assert "the first 500 of 10,000 profiles" in text and A100 in text and H100 in text
+    sources = next(c for c in page if getattr(c, "id", None) == "ov-sources")
+    assert "nsys / sqlite" in str(sources) and "9,900" in str(sources) and "ncu / ncu-rep" in str(sources)
     assert "datasets" not in st._groups  # nothing read into memory
 
 

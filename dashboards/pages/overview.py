@@ -56,6 +56,8 @@ def content(st) -> list:
     out.append(profiles_table(st) if sm.profiles else message("No profiles loaded: pass files or folders on the command line, or upload them below.", "info"))
     if sm.profiles > MAX_PROFILE_ROWS:
         out.append(message(f"the first {fmt_num(MAX_PROFILE_ROWS)} of {fmt_num(sm.profiles)} profiles", "info"))
+        # what the shortened table cannot show: where all of them came from
+        out.append(table(["source / format", "profiles"], [[k, fmt_num(v)] for k, v in sm.sources.items()], id="ov-sources"))
     if sm.profiles:
         out.append(html.H3("Devices"))
         out.append(devices_table(sm.devices, st.device_specs))
