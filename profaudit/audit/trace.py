@@ -148,10 +148,40 @@ def _kernel_frame(se: "SideEvidence") -> pl.DataFrame | None:
     return k if k.height else None
 
 
+def union_per_group(group: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
+    """Union length of the intervals of each group 0..n-1 (`group` per interval), vectorised:
+    sorted by (group, start), a new busy stretch opens where an interval starts after every
+    earlier one of its group ended."""
+    out = np.zeros(n)
+    if starts.size == 0:
+        return out
+    order = np.lexsort((starts, group))
+    g, s, e = group[order], starts[order].astype(np.float64), ends[order].astype(np.float64)
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    # running max of ends within each group: offset each group far above the previous ones
+    span = float(e.max() - s.min()) + 1.0
+    rank = np.cumsum(new_group) - 1
+    run_end = np.maximum.accumulate(e + rank * span) - rank * span
+    opens = new_group | np.r_[True, s[1:] > run_end[:-1]]
+    idx = np.flatnonzero(opens)
+    closes = np.r_[idx[1:] - 1, s.size - 1]
+    np.add.at(out, g[idx], np.maximum(run_end[closes] - s[idx], 0.0))
+    return out
+
+
 def call_times(se: "SideEvidence") -> CallTimes | None:
     """Per-call GPU time from the attached trace: a call costs the union of the intervals of the
     kernels it launched (see `_assigned`), over every stream and launching thread. With a single
-    timed range and `profiled_calls`, the one value is the union over the range / calls."""
+    timed range and `profiled_calls`, the one value is the union over the range / calls. Computed
+    once per side (the rules share it)."""
+    cached = se.__dict__.get("_call_times", False)
+    if cached is not False:
+        return cached
+    se.__dict__["_call_times"] = res = _call_times(se)
+    return res
+
+
+def _call_times(se: "SideEvidence") -> CallTimes | None:
     k = _kernel_frame(se)
     if k is None:
         return None
@@ -159,26 +189,27 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
     if cr is None:
         return _whole_range(se, k)
     ranges, how, key = cr
-    values, summed, foreign, main_only, after = [], [], 0.0, [], 0.0
+    values, summed, main_only = [], [], []
+    foreign = after = 0.0
     streams = set()
     for rr, kk, idx in _assigned(se, k, ranges):
+        n = rr.height
         ks, ke = kk["start_ns"].to_numpy().astype(np.int64), kk["end_ns"].to_numpy().astype(np.int64)
         stream = kk["stream"].fill_null(-1).to_numpy() if "stream" in kk.columns else np.zeros(kk.height)
+        inside = (idx >= 0) & (idx < n)
+        later = idx >= n
+        after += union_ns(ks[later], ke[later])
         main = None
-        inside = (idx >= 0) & (idx < rr.height)
         if inside.any():
             vals, counts = np.unique(stream[inside], return_counts=True)
             main = vals[np.argmax(counts)]
-        later = idx >= rr.height
-        after += union_ns(ks[later], ke[later])
-        for i in range(rr.height):
-            m = idx == i
-            values.append(union_ns(ks[m], ke[m]))
-            summed.append(float((ke[m] - ks[m]).sum()))
-            on = m & (stream == main) if main is not None else m
-            main_only.append(union_ns(ks[on], ke[on]))
-            foreign += float((ke[m & ~on] - ks[m & ~on]).sum())
-            streams.update(np.unique(stream[m]).tolist())
+            streams.update(vals.tolist())
+        g, s_, e_ = idx[inside], ks[inside], ke[inside]
+        values.append(union_per_group(g, s_, e_, n))
+        summed.append(np.bincount(g, weights=(e_ - s_).astype(np.float64), minlength=n))
+        on = stream[inside] == main if main is not None else np.ones(g.size, dtype=bool)
+        main_only.append(union_per_group(g[on], s_[on], e_[on], n))
+        foreign += float((e_[~on] - s_[~on]).sum())
     per = 1.0
     if key == "timed_range":
         # timed ranges that each hold k back-to-back calls: a call costs 1/k of the range's work
@@ -186,8 +217,7 @@ def call_times(se: "SideEvidence") -> CallTimes | None:
         if isinstance(k, (int, float)) and k > 1:
             per = float(k)
             how += f", / {k:g} calls per range"
-    return CallTimes(np.asarray(values, dtype=np.float64) / per, f"union of kernel intervals per call over all streams ({how})", np.asarray(summed) / per, max(1, len(streams)), foreign / per, np.asarray(main_only) / per, after)
-
+    return CallTimes(np.concatenate(values) / per, f"union of kernel intervals per call over all streams ({how})", np.concatenate(summed) / per, max(1, len(streams)), foreign / per, np.concatenate(main_only) / per, after)
 
 
 def _whole_range(se: "SideEvidence", k: pl.DataFrame) -> CallTimes | None:
