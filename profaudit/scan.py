@@ -32,6 +32,23 @@ def _files(path, table: str, storage_options: dict | None):
     return store, urls, gone, False
 
 
+# up to this many superseded (batch, profile) pairs are dropped by a SQL predicate; more by a join
+_PREDICATE_MAX_PAIRS = 1000
+
+
+def _sql_str(v: str) -> str:
+    return "'" + v.replace("'", "''") + "'"
+
+
+def _not_superseded_sql(gone: set[tuple[str, str]]) -> str:
+    """A DuckDB predicate keeping the rows that are no superseded copy."""
+    by_batch: dict[str, list[str]] = {}
+    for b, pid in sorted(gone):
+        by_batch.setdefault(b, []).append(pid)
+    terms = [f'(CAST("batch" AS VARCHAR) = {_sql_str(b)} AND "profile_id" IN ({", ".join(map(_sql_str, pids))}))' for b, pids in by_batch.items()]
+    return "NOT (" + " OR ".join(terms) + ")"
+
+
 def _superseded_filter_frame(gone: set[tuple[str, str]]):
     import polars as pl
 
@@ -111,8 +128,14 @@ def _duckdb(store, files, gone, layout1, t, connection):
         clean, dirty = _split(files, gone)
         out = con.read_parquet(clean, hive_partitioning=False).select(cols) if clean else None
         if dirty:
-            gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
-            rel = con.read_parquet(dirty, hive_partitioning=True).set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti").select(cols)
+            rel = con.read_parquet(dirty, hive_partitioning=True)
+            if len(gone) <= _PREDICATE_MAX_PAIRS:
+                # a filter DuckDB evaluates as it reads: a hash anti-join over a big batch that
+                # holds one superseded profile cost 1.8x the plain query
+                rel = rel.filter(_not_superseded_sql(gone)).select(cols)
+            else:
+                gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
+                rel = rel.set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti").select(cols)
             out = rel if out is None else out.union(rel)
         return out
     if gone:

@@ -252,3 +252,18 @@ def test_a_read_racing_a_compaction_lists_again(tmp_path, monkeypatch):
     monkeypatch.setattr(v2, "snapshot", real_snapshot)
     with pytest.raises(profaudit.InputError, match="gone.parquet: part file listed in its batch manifest is missing"):
         read_dataset(ds)
+
+
+def test_duckdb_scan_drops_superseded_copies_by_predicate_and_by_join(tmp_path, monkeypatch):
+    import importlib
+
+    scan_mod = importlib.import_module("profaudit.scan")  # the module (profaudit.scan is also the function)
+
+    ds = write_dataset(ProfileSet([_profile("it's", 3), _profile("b", 2), _profile("c", 1)]), tmp_path / "ds")
+    write_dataset(ProfileSet([_profile("it's", 4, base=500.0)]), ds)
+    want = sorted(zip(read_dataset(ds).kernels["profile_id"], read_dataset(ds).kernels["duration_ns"]))
+    for limit in (1000, 0):  # a SQL predicate for few superseded copies, an anti-join for many
+        monkeypatch.setattr(scan_mod, "_PREDICATE_MAX_PAIRS", limit)
+        got = profaudit.scan(ds, "kernels", engine="duckdb").pl()
+        assert sorted(zip(got["profile_id"], got["duration_ns"])) == want, limit
+        assert got.columns == schema.ALL_TABLES["kernels"].names
