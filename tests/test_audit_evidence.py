@@ -36,6 +36,7 @@ def test_work_escaping_the_timer_is_corrected_to_the_traced_gpu_time(tmp_path, f
     assert sup.interval.estimate == pytest.approx(100_000 / 50_300, rel=0.01)
     d = report.as_dict()["supported_speedup"]
     assert d["status"] == "corrected" and any(e.startswith("PA105: per-call GPU time") for e in d["corrected_by"])
+    assert "PA105" in d["corrected_by_rules"]
     for fmt_ in ("text", "markdown", "html"):
         out = render(report, fmt_)
         assert "corrected by PA105" in out and "3.33" not in out.split("supported speedup", 1)[-1].split("\n", 1)[0].lower()

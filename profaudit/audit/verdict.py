@@ -84,6 +84,7 @@ class SupportedSpeedup:
             "comparable": self.comparable,
             "basis": self.basis,
             "corrected_by": list(self.corrected_by),
+            "corrected_by_rules": self.corrected_by.rules,
             "reason": self.reason or None,
         }
         return d
