@@ -1,6 +1,6 @@
 """Dataset layout 2 and Dask ingest at fleet scale: the ratios issue 12 asks for, measured in one run.
 
-    .venv/bin/python benchmarks/bench_dataset_scale.py [--profiles 5000] [--files 5000] [--reps 5]
+    .venv/bin/python benchmarks/bench_dataset_scale.py [--profiles 5000] [--files 5000] [--reps 5] [--query-reps 21] [--skip ingest]
 
 1. Append one profile to a 5,000-profile dataset (50 batches of 100, as a CI farm leaves it, with
    the automatic tiered compaction every append runs) vs writing the same profile into an empty
@@ -224,6 +224,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200, help="kernel rows per synthetic profile")
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--query-reps", type=int, default=21, help="paired repetitions of each DuckDB query (10-50 ms each; many, as a shared machine's load drifts)")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: append,ingest,duckdb")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -232,7 +233,7 @@ def main() -> None:
         if "append" not in skip or "duckdb" not in skip:
             ds, kernels = bench_append(root, args.profiles, args.rows, args.reps)
             if "duckdb" not in skip:
-                bench_duckdb(root, ds, kernels, args.reps)
+                bench_duckdb(root, ds, kernels, args.query_reps)
         if "ingest" not in skip:
             bench_ingest(root, args.files)
     finally:

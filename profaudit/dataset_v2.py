@@ -16,6 +16,10 @@ A profile ingested again lands in a newer batch; readers keep its newest copy (m
 batch id order: a UTC timestamp, then a random suffix) and `compact` drops the superseded rows.
 Glob readers (DuckDB, polars, dask) see every part file, superseded copies and the parts of an
 ingest still running included; `profaudit dataset compact` leaves one copy of each profile.
+
+Every append ends with `auto_compact`: small batches of about one size are merged four at a time,
+so a dataset grown by many small appends is still a few files per table for a scan (55 files had
+made a DuckDB group-by 2.4x one file), at a bounded number of rewrites per row.
 """
 
 from __future__ import annotations
