@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 # inside the timed NVTX range").
 ONE_TIME = re.compile(
     r"cuModuleLoad|cuLibraryLoad|cuModuleGetFunction|cuLinkComplete|hipModuleLoad|hiprtc|nvrtc|ptxas|nvJitLink|"
-    r"triton.*compil|autotun|torch\._dynamo|torch\._inductor|compile_fx|"
+    r"triton.*compil|autotun|torch\._dynamo|torch\._inductor|compile_fx|torch/_dynamo/(convert_frame|symbolic_convert|output_graph)|"
+    r"torch/_inductor/(compile_fx|codecache|select_algorithm)|"
     r"XlaCompile|xla.*compile|jit_compile|neuron.*compil|^cudaMalloc$|^cuMemAlloc|^cudaMallocAsync$|^hipMalloc$|^hipMallocAsync$|^hipExtMallocWithFlags$",
     re.IGNORECASE,
 )
@@ -296,7 +297,7 @@ def one_time_work(se: "SideEvidence") -> OneTime | None:
     for ts, te in zip(timed["start_ns"].to_list(), timed["end_ns"].to_list()):
         m = (s >= ts) & (s < te)
         if m.any():
-            res.total_ns += float((np.minimum(e[m], te) - s[m]).sum())
+            res.total_ns += union_ns(s[m], np.minimum(e[m], te))  # nested annotations count once
             for n in names[m]:
                 res.names[n] = res.names.get(n, 0) + 1
     cr = call_ranges(se)
@@ -347,7 +348,7 @@ def _per_call(se: "SideEvidence", ranges: pl.DataFrame, res: OneTime, s: np.ndar
         for i, (a, b) in enumerate(zip(rs, re_)):
             m = (s >= a) & (s < b)
             if m.any():
-                o[i] = float((np.minimum(e[m], b) - s[m]).sum())
+                o[i] = union_ns(s[m], np.minimum(e[m], b))
         typical = float(np.median(d[o == 0])) if (o == 0).any() else float(np.median(d))
         if kk is not None and kk.height and d.size >= 4:
             # kernel variants (name + launch configuration) that the second half of the calls,
