@@ -229,14 +229,18 @@ def append(ps: ProfileSet, store, *, target_file_bytes: int = TARGET_FILE_BYTES,
     entries, files = write_parts(ps, store, batch, "00000", target_file_bytes)
     manifest = commit_batch(store, batch, entries, files, skipped=ps.skipped, target_file_bytes=target_file_bytes)
     if auto_compact_fanout:
-        try:
-            auto_compact(store, fanout=auto_compact_fanout, target_file_bytes=target_file_bytes)
-        except (OSError, InputError) as exc:
-            # the batch is committed: a merge that failed leaves the dataset readable as it was
-            # (or with its replaced batches still around, which readers skip), so it must not
-            # turn a successful append into an error
-            log.warning("%s: automatic compaction stopped (%s); the appended batch is committed; `profaudit dataset compact` tidies up", store.url(), exc)
+        auto_compact_after_commit(store, fanout=auto_compact_fanout, target_file_bytes=target_file_bytes)
     return manifest
+
+
+def auto_compact_after_commit(store, **kwargs) -> None:
+    """`auto_compact` once a batch is committed: a merge that fails leaves the dataset readable as
+    it was (or with replaced batches still around, which readers skip), so it must not turn a
+    successful append or ingest into an error; it is logged instead."""
+    try:
+        auto_compact(store, **kwargs)
+    except (OSError, InputError) as exc:
+        log.warning("%s: automatic compaction stopped (%s); the appended batch is committed; `profaudit dataset compact` tidies up", store.url(), exc)
 
 
 # --------------------------------------------------------------------------------------- reading

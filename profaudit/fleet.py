@@ -226,7 +226,7 @@ def _run(inputs, store, executor: Executor, options, skip_bad: bool, progress, c
             store.remove(f["path"])
         raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
     v2.commit_batch(store, batch, entries, files, skipped=skipped, target_file_bytes=target)
-    v2.auto_compact(store, target_file_bytes=target)  # as a local append does: few small batches pile up
+    v2.auto_compact_after_commit(store, target_file_bytes=target)  # as a local append does: few small batches pile up
     rows = {"kernels": sum(e["rows"].get("kernels", 0) for e in entries), "samples": sum(e["rows"].get("samples", 0) for e in entries)}
     return IngestResult(store.url(), batch, metadata, skipped, rows, len(files))
 

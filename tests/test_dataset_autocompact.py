@@ -138,3 +138,19 @@ def test_fan_out_below_two_is_refused(tmp_path):
     write_dataset(ProfileSet([_profile("a")]), tmp_path / "ds")
     with pytest.raises(UsageError, match="at least 2"):
         v2.auto_compact(open_store(tmp_path / "ds"), fanout=1)
+
+
+def test_an_ingest_on_an_executor_auto_compacts_too(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from profaudit.fleet import ingest
+
+    ds = tmp_path / "ds"
+    with ThreadPoolExecutor(2) as ex:
+        for i in range(5):
+            log = tmp_path / f"log{i}.csv"
+            log.write_text("iteration,time_ms\n" + "".join(f"{j},{1.0 + 0.01 * (i + j)}\n" for j in range(10)))
+            ingest([str(log)], ds, executor=ex)
+    assert len(_manifests(ds)) < v2.AUTO_COMPACT_FANOUT
+    back = read_dataset(ds)
+    assert len(back) == 5 and back.samples.height == 50
