@@ -191,7 +191,11 @@ def main(argv: list[str] | None = None) -> int:
         if nt is None:
             return False
         fmt, i, seed, rng = nt
-        path, m = write_mutant(seed, rng, w.scratch)
+        try:
+            path, m = write_mutant(seed, rng, w.scratch)
+        except Exception as exc:  # a mutator bug must not end a long run: note it, take the next
+            print(f"mutator failed on {fmt} #{i} ({seed.path.name}): {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            return dispatch(w)
         w.send({"format": fmt, "i": i, "seed": str(seed.path), "path": str(path), "label": m.label, "cut_incomplete": m.cut_incomplete})
         return True
 
@@ -221,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         if now - last_report > args.report_s:
             last_report = now
             _table(counts, now - t0)
+            _summary(args, counts, now - t0)
     for w in workers:
         w.restart() if w.task is not None else None
         w.proc.kill()
@@ -230,12 +235,16 @@ def main(argv: list[str] | None = None) -> int:
     for (fmt, v), ex in sorted(examples.items()):
         for e in ex:
             print(f"  {fmt} {v}: {e}")
-    summary = {"elapsed_s": round(elapsed, 1), "argv": sys.argv, "counts": {f: dict(c) for f, c in sorted(counts.items())},
-               "total": sum(sum(c.values()) for c in counts.values())}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    _summary(args, counts, elapsed)
     shutil.rmtree(scratch, ignore_errors=True)
     bad = sum(c[v] for c in counts.values() for v in BAD)
     return 1 if bad else 0
+
+
+def _summary(args, counts: dict[str, Counter], elapsed: float) -> None:
+    summary = {"elapsed_s": round(elapsed, 1), "argv": sys.argv, "counts": {f: dict(c) for f, c in sorted(counts.items())},
+               "total": sum(sum(c.values()) for c in counts.values())}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
 def _table(counts: dict[str, Counter], elapsed: float) -> None:

@@ -83,7 +83,7 @@ def bitflip(data: bytes, rng: random.Random) -> Mutant:
 
 
 def set_bytes(data: bytes, rng: random.Random) -> Mutant:
-    if len(data) < 8:
+    if len(data) <= 8:
         return bitflip(data, rng)
     b = bytearray(data)
     i = rng.randrange(len(b) - 8)
