@@ -105,7 +105,10 @@ class _Cols:
 def _fin(v) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v) if math.isfinite(v) else None
+    try:
+        return float(v) if math.isfinite(v) else None
+    except OverflowError:  # an integer beyond float range: no time
+        return None
 
 
 def read_json(path: Path, parser, options: ReadOptions):

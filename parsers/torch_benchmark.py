@@ -267,7 +267,7 @@ class TorchBenchmarkParser:
             cols["params"] += [pj] * n
             cols["run"] += [run] * n
             cols["iteration"] += list(range(n))
-            cols["duration_ns"] += [jsonshape.number(x, f"measurement {i}: raw_times[{k}]", path) / npr * 1e9 for k, x in enumerate(raw)]
+            cols["duration_ns"] += [jsonshape.number(x, f"measurement {i}: raw_times[{k}]", path, optional=False) / npr * 1e9 for k, x in enumerate(raw)]
             cols["calls_per_sample"] += [npr] * n
             if m.get("metadata"):
                 user_meta.append({"benchmark": bench, "variant": variant, "metadata": m["metadata"]})

@@ -361,3 +361,19 @@ def test_ncu_csv_id_cells_no_id_can_hold(tmp_path, cell):
     f.write_text(out.getvalue())
     k = next(iter(profaudit.load(f))).kernels
     assert k.height > 0 and k["process_id"].null_count() == k.height
+
+
+def test_torch_benchmark_null_raw_time(tmp_path):
+    f = tmp_path / "measurements.json"
+    spec = {"stmt": "x", "label": "l", "description": "d", "num_threads": 1}
+    f.write_text(json.dumps([{"number_per_run": 10, "raw_times": [1e-4, None], "task_spec": spec, "metadata": None}]))
+    _refused(f, "measurement 0: raw_times[1]: expected a number, found null")
+
+
+def test_gbench_time_beyond_float_is_no_time(tmp_path):
+    f = tmp_path / "bench.json"
+    doc = _gbench()
+    doc["benchmarks"].append({**doc["benchmarks"][0], "name": "BM_y", "run_name": "BM_y", "real_time": 10**400, "cpu_time": 10**400})
+    f.write_text(json.dumps(doc))
+    s = next(iter(profaudit.load(f))).samples
+    assert set(s["benchmark"].to_list()) == {"BM_x"}
