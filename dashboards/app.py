@@ -20,6 +20,7 @@ import webbrowser
 from pathlib import Path
 from typing import Sequence
 
+from profaudit.dashboards.plotly_preload import index_string as plotly_index
 from profaudit.dashboards.state import DEFAULT_MAX_UPLOAD_BYTES, STATE_KEY, DashboardState
 from profaudit.dashboards.uploads import request_limit
 from profaudit.errors import UsageError
@@ -27,6 +28,8 @@ from profaudit.errors import UsageError
 ASSETS = Path(__file__).resolve().parent / "assets"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
+# the pages that draw plotly charts (the others, e.g. the kernel grid, never need plotly.js)
+CHART_PAGES = ("timeline", "roofline", "timing", "ranks", "compare")
 
 
 def create_app(
@@ -75,6 +78,8 @@ def create_app(
         mod.register(app)
 
     app.layout = _shell(modules, title)
+    # chart pages opened directly fetch plotly.js while the server builds them (plotly_preload.py)
+    app.index_string = plotly_index(app, [m.PATH for m in modules if m.__name__.rsplit(".", 1)[-1] in CHART_PAGES])
     app._profaudit_state = st  # for tests and callers holding the app
     if warm:
         threading.Thread(target=st.warm, name="profaudit-dashboard-warm", daemon=True).start()

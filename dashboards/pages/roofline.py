@@ -70,6 +70,7 @@ def layout(**_query):
             dcc.Loading(dcc.Graph(id="rf-graph", figure=figure, config={"displaylogo": False}), type="dot"),
             html.Div(notes, id="rf-notes"),
             dcc.Store(id="rf-view", data=view),
+            dcc.Store(id="rf-zoom"),
             html.Div(id="rf-detail", className="detail"),
         ],
         className="page page-roofline",
@@ -118,16 +119,14 @@ def view_from_relayout(relayout: dict | None, current: list | None) -> list | No
 @guarded(fallback=[empty_figure("no chart"), no_update, no_update, None], msg_at=3)
 def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view=None):
     st = state()
-    zoomed = _triggered() == "rf-graph"
+    zoomed = _triggered() == "rf-zoom"
     new_view = view_from_relayout(relayout, view) if zoomed else view
     if not pids:
         return empty_figure("choose at least one profile with kernels"), message("No profile with kernels is selected.", "info"), None, ""
     rf = _frame(st, pids, device, "sparse" in (sparse or []))
     if zoomed and new_view == view:
         return no_update, no_update, no_update, no_update
-    res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(new_view) if new_view else None, labels=st.labels())
-    # a click on this chart maps its point back to a kernel through these rows (see point_row)
-    st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, new_view), lambda: res.rows)
+    res = _figure(st, rf, pids, device, sparse, levels, precisions, clocks, new_view)
     if zoomed and res.sent == res.points:
         # every point is already in the chart: plotly zooms on its own
         return no_update, no_update, new_view, no_update
@@ -144,19 +143,25 @@ def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view
 
 
 def _rows_key(pids, device, sparse, levels, precisions, clocks, view) -> tuple:
-    return ("roofline-trace-rows", tuple(pids or []), device, bool(sparse), tuple(levels or []), tuple(precisions or []), tuple(clocks or []), tuple(view) if view else None)
+    return ("roofline-figure", tuple(pids or []), device, bool(sparse), tuple(levels or []), tuple(precisions or []), tuple(clocks or []), tuple(view) if view else None)
+
+
+def _figure(st, rf, pids, device, sparse, levels, precisions, clocks, view):
+    """The chart for these controls, built once per data version: every visit to the page draws
+    the same figure, and building it for 100k kernels costs more than serving it. A click maps
+    its point back to a kernel through the same result's rows (see point_row)."""
+
+    def build():
+        frame = _frame(st, pids, device, "sparse" in (sparse or [])) if rf is None else rf
+        return roofline_figure(frame, _specs(st, frame), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(view) if view else None, labels=st.labels())
+
+    return st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, view), build)
 
 
 def trace_rows(st, pids, device, sparse, levels, precisions, clocks, view) -> list:
     """Per trace of the chart drawn for these controls, the roofline rows of its points (the
     figure is deterministic in them, so a lost cache entry is rebuilt identically)."""
-
-    def build():
-        rf = _frame(st, pids, device, "sparse" in (sparse or []))
-        res = roofline_figure(rf, _specs(st, rf), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(view) if view else None)
-        return res.rows
-
-    return st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, view), build)
+    return _figure(st, None, pids, device, sparse, levels, precisions, clocks, view).rows
 
 
 def point_row(st, point: dict, pids, device, sparse, levels, precisions, clocks, view) -> int | None:
@@ -202,7 +207,18 @@ def show_point(click, pids, device, sparse, levels=None, precisions=None, clocks
     ])
 
 
+# The relayout events the server would ignore (view_from_relayout keeps the view) stop in the
+# browser: plotly reports {"autosize": true} once it has drawn a chart, and a round trip for it
+# would hold the chart's loading state (and the page's first render) for nothing.
+ZOOM_FILTER = """function (relayout, view) {
+    if (!relayout) { return window.dash_clientside.no_update; }
+    var axes = Object.keys(relayout).some(function (k) { return k.indexOf("xaxis.") === 0 || k.indexOf("yaxis.") === 0; });
+    return axes || (relayout.autosize && view) ? relayout : window.dash_clientside.no_update;
+}"""
+
+
 def register(app) -> None:
+    app.clientside_callback(ZOOM_FILTER, Output("rf-zoom", "data"), Input("rf-graph", "relayoutData"), State("rf-view", "data"), prevent_initial_call=True)
     app.callback(
         Output("rf-graph", "figure"),
         Output("rf-notes", "children"),
@@ -214,7 +230,7 @@ def register(app) -> None:
         Input("rf-precisions", "value"),
         Input("rf-clocks", "value"),
         Input("rf-sparse", "value"),
-        Input("rf-graph", "relayoutData"),
+        Input("rf-zoom", "data"),
         State("rf-view", "data"),
         prevent_initial_call=True,
     )(update)

@@ -1,0 +1,53 @@
+"""Start loading plotly.js with the page, not after the page's content arrives.
+
+dcc.Graph loads plotly.js (4.8 MB) only when the first graph mounts: on a chart page that is
+after the Dash shell, its layout, the page callback and the figure have all arrived, and the
+browser then parses and starts plotly.js with nothing else left to do, so the whole page costs
+the sum of the two. Opening a chart page directly (a bookmark, a reload), the index page built
+here fetches plotly.js at once, asynchronously: the browser parses it while the server builds the
+page and its figure. Until it has run, `window.Plotly` is a thenable that resolves when it has:
+dcc.Graph waits on `Promise.resolve(window.Plotly || <inject its own script>)`, so it waits for
+this load instead of starting a second one, and plotly.js replaces the placeholder with itself.
+Other pages (the kernel grid has no chart) do not load it; navigating to a chart page from them
+loads it the usual way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+PLOTLY_JS = "_dash-component-suites/plotly/package_data/plotly.min.js"  # the URL dash-renderer gives dcc.Graph
+
+_LOADER = """<script>
+(function () {
+  var charts = %(paths)s;
+  var here = location.pathname.replace(/\\/+$/, "") || "/";
+  if (charts.indexOf(here) < 0 || window.Plotly) { return; }
+  var s = document.createElement("script");
+  var loaded = new Promise(function (resolve, reject) {
+    s.onload = function () { resolve(window.Plotly); };
+    s.onerror = function (e) { window.Plotly = undefined; reject(e); };
+  });
+  window.Plotly = { then: function (ok, fail) { return loaded.then(ok, fail); } };
+  s.async = true;
+  s.src = %(src)s;
+  document.head.appendChild(s);
+})();
+</script>"""
+
+
+def index_string(app, chart_paths: Iterable[str]) -> str:
+    """Dash's index page for `app` with the plotly.js loader for `chart_paths` (page paths as
+    registered, e.g. "/roofline") in its head. Only for a locally served plotly.js (Dash's
+    default); otherwise the index is left as it is."""
+    index = app.index_string
+    if not app.config.serve_locally or "{%css%}" not in index:
+        return index
+    prefix = app.config.requests_pathname_prefix or "/"
+    paths = sorted({(prefix.rstrip("/") + "/" + p.strip("/")).rstrip("/") or "/" for p in chart_paths})
+    loader = _LOADER % {"paths": json.dumps(paths), "src": json.dumps(prefix + PLOTLY_JS)}
+    return index.replace("{%css%}", "{%css%}\n" + loader, 1)
+
+
+__all__ = ["index_string", "PLOTLY_JS"]
