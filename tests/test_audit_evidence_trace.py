@@ -236,7 +236,7 @@ def test_claim_file_with_nsys_exports_end_to_end(tmp_path, cli):
     sup = d["supported_speedup"]
     assert sup["status"] == "corrected" and any(e.startswith("PA105") for e in sup["corrected_by"])
     assert sup["estimate"] == pytest.approx(100 / 50.3, rel=0.02)
-    assert d["coverage"]["line"].split(" of ")[1].startswith("35 rules could check")
+    assert d["coverage"]["line"].split(" of ")[1].startswith("36 rules could check")
 
 
 @pytest.mark.parametrize("fmt", ["nsys", "kineto"])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from audit_fixtures import A100, claim, fair_claim, ratio, side, trace
+from audit_ranks_fixtures import fair_multi_claim, one_rank_claim
 from profaudit import schema
 from profaudit.audit import PITFALLS, RULES, Claim, Side, Severity, Status, audit, gather
 from profaudit.audit.rules import BY_CODE, select_rules
@@ -220,6 +221,7 @@ BAD = {
     "PA207": (_contention, Severity.WARN),
     "PA208": (_governor, Severity.FAIL),
     "PA209": (_cache_mismatch, Severity.FAIL),
+    "PA210": (one_rank_claim, Severity.FAIL),
     "PA301": (_precision, Severity.FAIL),
     "PA302": (_workload, Severity.FAIL),
     "PA303": (_exec_mode, Severity.FAIL),
@@ -273,6 +275,7 @@ GOOD_EXTRA = {
     "PA403": _outliers_with_median,
     "PA208": _launch_bound_same_governor,
     "PA303": _declared_precision_change,
+    "PA210": fair_multi_claim,
 }
 
 

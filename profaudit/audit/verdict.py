@@ -236,7 +236,7 @@ TOPICS = {
     "PA104": "batched or skipped calls", "PA105": "timer against kernel time", "PA106": "time sources",
     "PA107": "work on other streams", "PA108": "metadata consistency", "PA109": "timer against wall clock",
     "PA201": "device", "PA202": "versions", "PA203": "throttling", "PA204": "clocks", "PA205": "drift",
-    "PA206": "power limit", "PA207": "contention", "PA208": "host governor", "PA209": "cache control",
+    "PA206": "power limit", "PA207": "contention", "PA208": "host governor", "PA209": "cache control", "PA210": "multi-GPU job",
     "PA301": "precision", "PA302": "workload", "PA303": "execution mode", "PA304": "correctness",
     "PA305": "cached results", "PA306": "baseline strength", "PA401": "sample count", "PA402": "noise",
     "PA403": "outliers", "PA404": "statistic", "PA405": "tail statistic", "PA406": "significance",
