@@ -3,7 +3,7 @@
 The roofline chart sends its points as typed arrays (base64 buffers plotly.js reads directly) in
 WebGL traces. Up to `MAX_EXACT_POINTS` points go as they are. Beyond that, points that would land
 on the same spot of the chart are sent once (screen-space level of detail: the visible log-log
-range is cut into `BINS_X` x `BINS_Y` cells, finer than the chart's pixels, and each occupied
+range is cut into `BINS_X` x `BINS_Y` cells, under half a marker across, and each occupied
 cell keeps one kernel and the count of kernels in it), so 100k kernels x 3 memory levels cost
 what their distinct positions cost; zooming asks the server for the zoomed range at the same
 resolution, so detail comes back where the user looks. Ceilings come from `DeviceSpec` peaks, at
@@ -32,8 +32,13 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 DEVICE_COLORS = ["#333333", "#7a3e9d", "#00707a", "#a0522d", "#4b6cb7"]
 # Up to this many points every point is sent; beyond, one point per occupied screen cell.
 MAX_EXACT_POINTS = 20_000
-# About one cell per pixel of the chart's plotting area at its default size.
-BINS_X, BINS_Y = 1000, 600
+# Markers are MARKER_SIZE px across; the plotting area is at most about PLOT_PX at the chart's
+# default size. A cell is under half a marker there (2.6 x 1.7 px), so kernels sharing a cell
+# would draw as overlapping markers anyway: finer cells only add points for WebGL to draw (at 100k
+# kernels x 3 levels, 1000 x 600 cells sent 13,406 points, these 3,855, each costing WebGL time).
+MARKER_SIZE = 7
+PLOT_PX = (1300, 520)
+BINS_X, BINS_Y = 500, 300
 MAX_PROFILE_TRACES = 10
 CLOCK_LABEL = {"boost": "datasheet", "kernel": "measured clock"}
 
@@ -161,7 +166,7 @@ def roofline_figure(
                 "x": typed(x.astype(np.float64)),
                 "y": typed(y.astype(np.float64)),
                 "customdata": typed(idx),
-                "marker": {"symbol": symbol, "size": 7, "opacity": 0.7, "color": PALETTE[gi % len(PALETTE)]},
+                "marker": {"symbol": symbol, "size": MARKER_SIZE, "opacity": 0.7, "color": PALETTE[gi % len(PALETTE)]},
                 "hovertemplate": f"<b>%{{text}}</b><br>AI ({label}) %{{x:.3g}} FLOP/B<br>%{{y:.3s}}FLOP/s<extra>{gname}</extra>",
             }
             names = names_all[idx]

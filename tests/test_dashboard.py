@@ -535,7 +535,7 @@ def test_roofline_points_and_toggles(app, ctx):
 
 def test_roofline_level_of_detail(app, ctx):
     """Past the exact-point limit, one point per occupied screen cell; a zoom re-bins its range."""
-    from profaudit.dashboards.figures import BINS_X, roofline_figure
+    from profaudit.dashboards.figures import BINS_X, BINS_Y, MARKER_SIZE, PLOT_PX, roofline_figure
 
     st = ctx
     rf = st.roofline(["gemm-before", "gemm-after"], None, False)
@@ -561,7 +561,8 @@ def test_roofline_level_of_detail(app, ctx):
     assert zoomed.figure["layout"]["xaxis"]["range"] == [view[0], view[1]]
     for x, _, _ in pts(zoomed):
         assert np.all((np.log10(x) >= view[0]) & (np.log10(x) <= view[1]))
-    assert BINS_X >= 1000
+    # a cell is under half a marker at the chart's default size: merging in it hides nothing
+    assert PLOT_PX[0] / BINS_X <= MARKER_SIZE / 2 and PLOT_PX[1] / BINS_Y <= MARKER_SIZE / 2
     assert roofline_page.view_from_relayout({"xaxis.range[0]": -1, "xaxis.range[1]": 2, "yaxis.range[0]": 9, "yaxis.range[1]": 14}, None) == [-1.0, 2.0, 9.0, 14.0]
     assert roofline_page.view_from_relayout({"xaxis.range": [0, 1]}, [-1, 2, 9, 14]) == [0.0, 1.0, 9, 14]
     assert roofline_page.view_from_relayout({"xaxis.autorange": True}, [-1, 2, 9, 14]) is None
