@@ -1,0 +1,75 @@
+"""Chart pages opened directly fetch plotly.js with the page (dashboards/plotly_preload.py): once,
+shared with dcc.Graph, and only on pages that draw charts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+
+pytest.importorskip("dash")
+
+from browser_util import browser_missing, launch  # noqa: E402
+from profaudit.dashboards.plotly_preload import PLOTLY_JS, index_string  # noqa: E402
+
+
+def _loader_config(index: str) -> tuple[list[str], str]:
+    paths = json.loads(re.search(r"var charts = (\[.*?\]);", index).group(1))
+    src = json.loads(re.search(r"s\.src = (\".*?\");", index).group(1))
+    return paths, src
+
+
+def test_index_names_the_chart_pages_under_the_url_prefix():
+    import dash
+
+    app = dash.Dash(__name__, url_base_pathname="/pa/")
+    index = index_string(app, ["/roofline", "/timing/"])
+    assert _loader_config(index) == (["/pa/roofline", "/pa/timing"], "/pa/" + PLOTLY_JS)
+    for placeholder in ("{%metas%}", "{%css%}", "{%config%}", "{%scripts%}", "{%renderer%}", "{%app_entry%}"):
+        assert placeholder in index  # Dash still fills the page in
+    plain = dash.Dash(__name__ + ".cdn", serve_locally=False)
+    assert index_string(plain, ["/roofline"]) == plain.index_string  # plotly.js from a CDN: untouched
+
+
+@pytest.mark.browser
+def test_roofline_loads_plotly_once_and_the_grid_not_at_all(tmp_path):
+    why = browser_missing()
+    if why:
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    from dashboard_data import make_inputs
+    from profaudit.dashboards.app import ServerThread, create_app
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    inputs = make_inputs(tmp_path / "in")
+    app = create_app([inputs["data"]], upload_dir=tmp_path / "up")
+    assert _loader_config(app.index_string)[0] == ["/compare", "/ranks", "/roofline", "/timeline", "/timing"]
+    with ServerThread(app) as srv, sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            fetched = {}
+            for path, ready in (
+                ("/roofline", "() => (document.querySelector('#rf-graph .js-plotly-plot')?._fullData || []).some(t => t.type === 'scattergl') && !!document.querySelector('#rf-graph canvas')"),
+                ("/kernels", "() => !!document.querySelector('#kn-grid .ag-center-cols-container .ag-row[row-id] .ag-cell')"),
+            ):
+                ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+                page = ctx.new_page()
+                page.set_default_timeout(30_000)
+                urls: list[str] = []
+                page.on("request", lambda r, urls=urls: urls.append(r.url))
+                page.goto(srv.url + path)
+                page.wait_for_function(ready)
+                fetched[path] = sum(PLOTLY_JS in u for u in urls)
+                if path == "/roofline":
+                    # asked for with the page, before the page's content (and its figure) is
+                    first = next(i for i, u in enumerate(urls) if PLOTLY_JS in u)
+                    assert first < next(i for i, u in enumerate(urls) if "_dash-update-component" in u)
+                    # the placeholder was replaced by plotly.js itself, which drew the chart
+                    assert page.evaluate("() => typeof window.Plotly.newPlot === 'function' && typeof window.Plotly.then === 'undefined'")
+                ctx.close()
+        finally:
+            browser.close()
+    assert fetched == {"/roofline": 1, "/kernels": 0}
