@@ -4,8 +4,8 @@ dcc.Graph loads plotly.js (4.8 MB) only when the first graph mounts: on a chart 
 after the Dash shell, its layout, the page callback and the figure have all arrived, and the
 browser then parses and starts plotly.js with nothing else left to do, so the whole page costs
 the sum of the two. Opening a chart page directly (a bookmark, a reload), the index page built
-here fetches plotly.js at once, asynchronously: the browser parses it while the server builds the
-page and its figure. Until it has run, `window.Plotly` is a thenable that resolves when it has:
+here fetches plotly.js at once and runs it as soon as the page's content has been requested: the
+browser parses it while the server builds the page and its figure. Until it has run, `window.Plotly` is a thenable that resolves when it has:
 dcc.Graph waits on `Promise.resolve(window.Plotly || <inject its own script>)`, so it waits for
 this load instead of starting a second one, and plotly.js replaces the placeholder with itself.
 Other pages (the kernel grid has no chart) do not load it; navigating to a chart page from them
@@ -24,15 +24,33 @@ _LOADER = """<script>
   var charts = %(paths)s;
   var here = location.pathname.replace(/\\/+$/, "") || "/";
   if (charts.indexOf(here) < 0 || window.Plotly) { return; }
+  var src = %(src)s, started = false, fetch0 = window.fetch;
   var s = document.createElement("script");
   var loaded = new Promise(function (resolve, reject) {
     s.onload = function () { resolve(window.Plotly); };
     s.onerror = function (e) { window.Plotly = undefined; reject(e); };
   });
-  window.Plotly = { then: function (ok, fail) { return loaded.then(ok, fail); } };
-  s.async = true;
-  s.src = %(src)s;
-  document.head.appendChild(s);
+  function start() {
+    if (started) { return; }
+    started = true;
+    if (window.fetch === watch) { window.fetch = fetch0; }
+    s.async = true;
+    s.src = src;
+    document.head.appendChild(s);
+  }
+  // Download now; run it once the page's content has been asked for, so the server builds the
+  // page while the browser parses plotly.js (running it first would hold that request back).
+  var link = document.createElement("link");
+  link.rel = "preload"; link.as = "script"; link.href = src;
+  document.head.appendChild(link);
+  function watch(input) {
+    var r = fetch0.apply(this, arguments);
+    if (String((input && input.url) || input).indexOf("_dash-update-component") >= 0) { start(); }
+    return r;
+  }
+  window.fetch = watch;
+  setTimeout(start, 2000);  // a page that asks for nothing still gets it
+  window.Plotly = { then: function (ok, fail) { start(); return loaded.then(ok, fail); } };
 })();
 </script>"""
 

@@ -17,7 +17,7 @@ from profaudit.dashboards.plotly_preload import PLOTLY_JS, index_string  # noqa:
 
 def _loader_config(index: str) -> tuple[list[str], str]:
     paths = json.loads(re.search(r"var charts = (\[.*?\]);", index).group(1))
-    src = json.loads(re.search(r"s\.src = (\".*?\");", index).group(1))
+    src = json.loads(re.search(r"var src = (\".*?\"),", index).group(1))
     return paths, src
 
 
