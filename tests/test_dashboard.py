@@ -575,6 +575,13 @@ def test_profile_text_is_shown_literally_in_charts():
     assert plain("gemm<float, 128>&%{x}") == "gemm&lt;float, 128&gt;&amp;&#37;{x}"
 
 
+def test_roofline_figure_is_built_once_per_controls(app, ctx):
+    pids = ["gemm-before", "gemm-after"]
+    first = roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram"], ["fp32"], ["boost"], [])[0]
+    assert roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram"], ["fp32"], ["boost"], [])[0] is first  # a revisit: the cached figure
+    assert roofline_page.update(pids, roofline_page.AS_REPORTED, ["dram", "l2"], ["fp32"], ["boost"], [])[0] is not first  # other controls: another
+
+
 def test_roofline_click_shows_kernel(app, ctx):
     pids = ["gemm-before", "gemm-after"]
     out = roofline_page.show_point({"points": [{"customdata": 3}]}, pids, roofline_page.AS_REPORTED, [])

@@ -142,7 +142,7 @@ def update(pids, device, levels, precisions, clocks, sparse, relayout=None, view
     return res.figure, notes, new_view, ""
 
 
-def _rows_key(pids, device, sparse, levels, precisions, clocks, view) -> tuple:
+def _figure_key(pids, device, sparse, levels, precisions, clocks, view) -> tuple:
     return ("roofline-figure", tuple(pids or []), device, bool(sparse), tuple(levels or []), tuple(precisions or []), tuple(clocks or []), tuple(view) if view else None)
 
 
@@ -155,7 +155,7 @@ def _figure(st, rf, pids, device, sparse, levels, precisions, clocks, view):
         frame = _frame(st, pids, device, "sparse" in (sparse or [])) if rf is None else rf
         return roofline_figure(frame, _specs(st, frame), levels=levels or [], precisions=precisions or [], clocks=clocks or [], sparse="sparse" in (sparse or []), view=tuple(view) if view else None, labels=st.labels())
 
-    return st.cached(_rows_key(pids, device, sparse, levels, precisions, clocks, view), build)
+    return st.cached(_figure_key(pids, device, sparse, levels, precisions, clocks, view), build)
 
 
 def trace_rows(st, pids, device, sparse, levels, precisions, clocks, view) -> list:
