@@ -7,6 +7,11 @@ That is the same information profaudit puts into its `metrics` table; profaudit 
 validates the file framing, decodes the session block, derives the kernel table and builds polars
 frames. Goal: profaudit / baseline <= 1.3 on the largest corpus reports.
 
+Each read runs ncu_report in a fresh forked worker (parsers/isolate.py: a worker kept between reads
+gave later reports the first one's derived-metric units). That costs about 25 ms of CPU per report
+(the fork, and ncu_report's first-report set-up in the child), which dominates reports that hold
+little: on reports of a few thousand metric rows the ratio exceeds the goal by that fixed cost.
+
 Times are CPU seconds of this process, its children and profaudit's reader worker (median of
 interleaved runs): on a
 shared machine wall time mostly measures the neighbours. Wall-clock medians are printed too.

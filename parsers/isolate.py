@@ -6,9 +6,12 @@ and a dashboard with it. Here the reader runs in a worker forked from this proce
 which streams its results back through a pipe as pickled messages; the parent sees a crash, an
 abort, a memory blow-up or a hang as one `InputError`, and the next read forks a fresh worker.
 
-The worker stays up between reads: `ncu_report` spends ~80 ms initialising itself on its first
-report, which a worker per read would pay every time (five times the read of a 2 MB report).
-Reads are serialised through it (one lock), so threads of a dashboard share it safely.
+Each read gets a fresh worker, which exits after it. A worker kept up between reads gave wrong
+answers: `ncu_report` registers the units of a report's derived metrics process-wide, first report
+wins, so after reading one report a second report's `derived__*` metrics came back with the
+first report's units ('sector' for 'byte', 'inst' for 'thread'). A fresh fork of a process that
+has loaded no report reads each file as ncu_report reads it alone. Reads are serialised (one lock),
+so threads of a dashboard share the reader safely.
 
 The worker must not touch polars: a forked child inherits polars' thread pool without its
 threads, so work functions build plain Python lists and the parent builds the frames (chunks
@@ -220,8 +223,8 @@ def run_isolated(path: Path, work: Callable[[Callable[[Any], None]], Any], on_ch
     with _lock:
         if _worker is not None and _owner_pid != os.getpid():
             _worker = None  # inherited through a fork of this process: not ours to talk to
-        if _worker is None:
-            _worker, _owner_pid = _Worker(), os.getpid()
+        # a fresh worker per read (see the module docstring: ncu_report keeps state across reports)
+        _worker, _owner_pid = _Worker(), os.getpid()
         w = _worker
         deadline = time.monotonic() + limit
         outcome: tuple | None = None
@@ -263,16 +266,14 @@ def run_isolated(path: Path, work: Callable[[Callable[[Any], None]], Any], on_ch
             if status is not None and os.WIFSIGNALED(status):  # SIGKILL: the kernel's OOM killer
                 raise InputError(path, f"{what} was killed while reading this file (out of memory?): it is damaged")
             raise InputError(path, f"{what} stopped without a result: the file is damaged")
+        _worker = None
+        w.stop()  # end of its input: the worker exits; reaped here
     kind = outcome[0]
     if kind == "done":
         return outcome[1]
     if kind == "input_error":
         raise InputError(outcome[1], outcome[2])
     if kind == "memory":
-        with _lock:
-            if _worker is w:  # a worker that ran out of memory may hold on to fragments: start afresh
-                _worker = None
-                w.stop(signal.SIGKILL)
         raise InputError(path, f"{what} ran out of memory on this file (a damaged count asks for more than it holds)")
     raise IsolatedReaderError(f"{outcome[1]}: {outcome[2]}")
 

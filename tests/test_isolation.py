@@ -67,9 +67,12 @@ def test_results_and_chunks_come_back(tmp_path):
     res = isolate.run_isolated(f, functools.partial(_echo, 41), chunks.append, "the test reader")
     assert res["value"] == 41 and chunks == [["chunk", 41]]
     assert res["pid"] != os.getpid()
-    # the worker stays up between reads
+    # each read gets a fresh worker (ncu_report keeps state across the reports of one process),
+    # and the finished one is reaped, not left running
     res2 = isolate.run_isolated(f, functools.partial(_echo, 42), chunks.append, "the test reader")
-    assert res2["pid"] == res["pid"] and res2["value"] == 42
+    assert res2["pid"] != res["pid"] and res2["value"] == 42
+    with pytest.raises(ChildProcessError):
+        os.waitpid(res["pid"], os.WNOHANG)
 
 
 def test_a_crash_is_one_error_and_the_next_read_works(tmp_path):

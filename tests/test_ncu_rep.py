@@ -474,3 +474,39 @@ def test_strings_lose_a_c_terminator():
 def test_2019_report_module_has_no_trailing_nul():
     k = _one(_corpus("evozone96__matrixMul__profile.nsight-cuprof-report")).kernels
     assert all(not m.endswith("\x00") for m in k["module"].drop_nulls().to_list())
+
+
+
+def _in_fresh_python(code: str, *args) -> dict:
+    """Run `code` in a new interpreter (ncu_report registers derived-metric units process-wide, and
+    this test process has used it in-process) and return the JSON it prints."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, check=True, cwd=str(Path(__file__).parents[1])).stdout
+    return json.loads(out)
+
+
+@pytest.mark.corpus
+def test_units_of_one_report_do_not_leak_into_the_next():
+    # Read one report, then another whose derived metrics ncu_report names with other units
+    # (an sm_86 report's 'inst' against an sm_70's 'thread'): the second must get its own units,
+    # as ncu_report gives them for that file alone (a reader kept up between reports did not).
+    first = _corpus("victor-lvsy__seq_align__profile.ncu-rep")
+    second = _corpus("armleth__cuda-mlp-inference__report.ncu-rep")
+    alone = _in_fresh_python(
+        "import json, sys, ncu_report\n"
+        "a = ncu_report.load_report(sys.argv[1])[0][0]\n"
+        "print(json.dumps({n: a[n].unit() for n in a.metric_names() if n.startswith('derived__')}))\n",
+        second,
+    )
+    after = _in_fresh_python(
+        "import json, sys, polars as pl, profaudit\n"
+        "profaudit.load(sys.argv[1], parallel=False)\n"
+        "p = next(iter(profaudit.load(sys.argv[2], parallel=False)))\n"
+        "m = p.metrics.filter((pl.col('kernel_id') == p.kernels['kernel_id'].min()) & pl.col('instance').is_null() & pl.col('metric').str.starts_with('derived__'))\n"
+        "print(json.dumps(dict(zip(m['metric'].to_list(), m['unit'].to_list()))))\n",
+        first,
+        second,
+    )
+    assert alone and {k: after.get(k) for k in alone} == alone
