@@ -67,6 +67,14 @@ def cli():
     return run_cli
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    # CLI tables fit $COLUMNS when it is set; a value left by the shell (or by anything else in
+    # the test process) would make table contents depend on where the suite runs. Tests that
+    # are about the width set it themselves.
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def assert_one_line_error(res: CliResult, needle: str | None = None) -> None:
     """Bad input: exit 2, exactly one line on stderr naming the problem, no traceback."""
     assert res.code == 2, res
