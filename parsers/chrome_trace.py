@@ -208,7 +208,9 @@ def us_ns_expr(x: pl.Expr) -> pl.Expr:
     and only the fraction is scaled and rounded. Larger integral values are exact too; larger
     fractional ones are rounded from the double (see `inexact_expr`)."""
     fl = x.floor()
-    return fl.cast(I64) * 1000 + ((x - fl) * 1000).round(0, mode="half_away_from_zero").cast(I64)
+    ns = fl.cast(I64, strict=False) * 1000 + ((x - fl) * 1000).round(0, mode="half_away_from_zero").cast(I64, strict=False)
+    # beyond the 64-bit nanosecond range (292 years: damage, 1e308) the time is unknown, not a failed cast
+    return pl.when(x.abs() < 9.2e15).then(ns)
 
 
 def inexact_expr(x: pl.Expr) -> pl.Expr:

@@ -29,6 +29,11 @@ def _fits(value: Any, dtype) -> bool:
     integers beyond Int64 (scalars of another type are cast as before)."""
     if isinstance(value, (Mapping, list, tuple, set, bytes)):
         return False
+    if isinstance(value, str) and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a JSON "\ud800" (lone surrogate): JSON-escaped in extra_json
+            return False
     if dtype == pl.Int64 and isinstance(value, int) and not -(2**63) <= value < 2**63:
         return False
     return True

@@ -377,3 +377,23 @@ def test_gbench_time_beyond_float_is_no_time(tmp_path):
     f.write_text(json.dumps(doc))
     s = next(iter(profaudit.load(f))).samples
     assert set(s["benchmark"].to_list()) == {"BM_x"}
+
+
+def test_chrome_trace_timestamp_beyond_64_bit_ns_is_unknown(tmp_path):
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps(_trace([{"ph": "X", "name": "op2", "cat": "cpu_op", "pid": 1, "tid": 2, "ts": 1e308, "dur": 2}])))
+    p = next(iter(profaudit.load(f)))  # loads; that event has no time instead of failing a cast
+    assert p.ranges.height >= 4
+
+
+def test_metadata_text_with_a_lone_surrogate(tmp_path):
+    f = tmp_path / "0001_run.json"
+    good = {"name": "test_a", "fullname": "t.py::test_a", "params": None, "stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6,
+            "rounds": 2, "iterations": 1, "data": [1e-6, 2e-6]}}
+    f.write_text(json.dumps({"machine_info": {"node": "\ud800"}, "commit_info": {}, "benchmarks": [good]}))
+    try:
+        ps = profaudit.load(f)
+    except InputError as exc:  # refused deliberately is fine too
+        assert not isinstance(exc, UnexpectedReadError)
+        return
+    assert ps.metadata.height == 1  # building the table does not fail
