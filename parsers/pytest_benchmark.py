@@ -181,7 +181,7 @@ class PytestBenchmarkParser:
                     cols["calls_per_sample"].append(iters)
                     cols["run"].append(0)
         df = samples.frame(cols, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
-        mi = doc.get("machine_info") or {}
+        mi = jsonshape.mapping(doc.get("machine_info") or {}, "machine_info", path)
         cpu = mi.get("cpu") or {}
         md: dict[str, Any] = {
             "tool": "pytest-benchmark",

@@ -397,3 +397,11 @@ def test_metadata_text_with_a_lone_surrogate(tmp_path):
         assert not isinstance(exc, UnexpectedReadError)
         return
     assert ps.metadata.height == 1  # building the table does not fail
+
+
+def test_pytest_benchmark_machine_info_not_an_object(tmp_path):
+    f = tmp_path / "0001_run.json"
+    good = {"name": "test_a", "fullname": "t.py::test_a", "params": None, "stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6,
+            "rounds": 2, "iterations": 1, "data": [1e-6, 2e-6]}}
+    f.write_text(json.dumps({"machine_info": "x", "commit_info": {}, "benchmarks": [good]}))
+    _refused(f, "machine_info: expected a JSON object, found the text 'x'")
