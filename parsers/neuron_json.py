@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import HEAD_BYTES, Probe, ReadOptions, apply_device_option, new_profile
 from profaudit.parsers.neuron_common import capture_evidence, col_f64, col_i64, col_str, device_from_instance_type, summary_facts
 from profaudit.parsers.neuron_parquet import dma_to_transfers, instructions_to_kernels
@@ -133,9 +134,14 @@ def _system(doc: dict) -> tuple[dict, dict]:
     return tabs, md
 
 
-def _device(doc: dict, name: str) -> tuple[dict, dict]:
+def _device(doc: dict, path: Path) -> tuple[dict, dict]:
+    name = path.name
     summary = _summary_row(doc.get("summary", {}))
     device = device_from_instance_type(summary.get("instance_type"))
+    for k in ("nc_idx", "nd_idx"):  # core/device indices: a number beyond 64 bits fits no id column
+        v = summary.get(k)  # (orjson gives an integer beyond 64 bits as a float)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not abs(v) < 2**63:
+            jsonshape.int64(v, f"summary {k}", path)
     device_id = summary.get("nc_idx")
     try:
         device_id = int(device_id) if device_id is not None else None
@@ -198,7 +204,7 @@ class NeuronJsonParser:
         if kind == "system" and isinstance(doc, dict):
             tabs, md = _system(doc)
         elif kind == "device" and isinstance(doc, dict) and isinstance(doc.get("instruction", []), list):
-            tabs, md = _device(doc, path.name)
+            tabs, md = _device(doc, path)
         else:
             summary = _summary_row(doc)
             if not summary or "total_time" not in summary:

@@ -405,3 +405,15 @@ def test_pytest_benchmark_machine_info_not_an_object(tmp_path):
             "rounds": 2, "iterations": 1, "data": [1e-6, 2e-6]}}
     f.write_text(json.dumps({"machine_info": "x", "commit_info": {}, "benchmarks": [good]}))
     _refused(f, "machine_info: expected a JSON object, found the text 'x'")
+
+
+@pytest.mark.parametrize("value", [2**64, 1e308])
+def test_neuron_json_nc_idx_beyond_64_bits(tmp_path, cli, value):
+    from tests.test_neuron import _device_json
+
+    doc = _device_json()
+    doc["summary"][0]["nc_idx"] = value
+    f = tmp_path / "profile.json"
+    f.write_text(json.dumps(doc))
+    _refused(f, "summary nc_idx: ")
+    assert_one_line_error(cli("kernels", f), "summary nc_idx: ")
