@@ -282,6 +282,16 @@ def _int_cell(db: _Db, v, where: str) -> int:
     return v
 
 
+def _id_cell(db: _Db, v, where: str) -> int | None:
+    """An id (pid, GPU id) from one cell: NULL or an integer that fits Int64 (a damaged file holds
+    bytes, text or 1e308, which no id column can hold)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
+        v = int(v)
+    if v is None or (isinstance(v, int) and -(2**63) <= v < 2**63):
+        return v
+    raise InputError(db.path, f"damaged SQLite database: {where} holds {v!r:.40} where an integer id belongs")
+
+
 def _strings(db: _Db) -> pl.DataFrame:
     if not db.has("StringIds", "id", "value"):
         return pl.DataFrame(schema={"id": pl.Int64, "value": pl.Utf8})
@@ -319,6 +329,7 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
         sel = ([f'"{idcol}"'] if idcol else ["NULL"]) + [f'"{c}"' for c in want]
         for row in db.rows(f'SELECT {", ".join(sel)} FROM TARGET_INFO_GPU'):
             d = dict(zip(["id"] + want, row))
+            d["id"] = _id_cell(db, d["id"], f"TARGET_INFO_GPU.{idcol}")
             g = {
                 "id": d.get("id"),
                 "name": (d.get("name") or None),
@@ -340,6 +351,7 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
         names = {g.get("id"): g.get("name") for g in gpus}
         pidcol = db.col("TARGET_INFO_CUDA_DEVICE", "pid")
         for gpu_id, cuda_id, pid in db.rows(f"SELECT gpuId, cudaId, {pidcol} FROM TARGET_INFO_CUDA_DEVICE"):
+            gpu_id, cuda_id, pid = (_id_cell(db, v, f"TARGET_INFO_CUDA_DEVICE.{c}") for v, c in ((gpu_id, "gpuId"), (cuda_id, "cudaId"), (pid, "pid")))
             pid_rows.append((pid, cuda_id, gpu_id, names.get(gpu_id)))
     if db.has("TARGET_INFO_CUDA_GPU", "name"):
         # nsys 2020.x-2021.x: one row per (process, CUDA ordinal); 2021 exports also have a slim
@@ -703,6 +715,7 @@ def _processes(db: _Db) -> pl.DataFrame:
     rows = db.rows(f'SELECT {pidexpr}, {db.col("PROCESSES", "globalPid")}, name FROM PROCESSES')
     out = []
     for pid, gpid, name in rows:
+        pid, gpid = _id_cell(db, pid, "PROCESSES.pid"), _id_cell(db, gpid, "PROCESSES.globalPid")
         if pid is None and gpid is not None:
             pid = (gpid >> 24) & 0xFFFFFF
         out.append((pid, name))

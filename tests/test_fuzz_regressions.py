@@ -417,3 +417,20 @@ def test_neuron_json_nc_idx_beyond_64_bits(tmp_path, cli, value):
     f.write_text(json.dumps(doc))
     _refused(f, "summary nc_idx: ")
     assert_one_line_error(cli("kernels", f), "summary nc_idx: ")
+
+
+@pytest.mark.parametrize("sql, args, needle", [
+    ("UPDATE PROCESSES SET pid = ?", (1e308,), "PROCESSES.pid holds 1e+308 where an integer id belongs"),
+    ("ALTER TABLE TARGET_INFO_GPU RENAME COLUMN id TO deviceId", (), None),
+])
+def test_nsys_ids_no_id_column_can_hold(tmp_path, cli, sql, args, needle):
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute(sql, args)
+    if needle is None:  # older exports name the GPU's id deviceId; there it is stored as bytes
+        con.execute("UPDATE TARGET_INFO_GPU SET deviceId = ?", (b"\x00\x01",))
+        needle = "TARGET_INFO_GPU.deviceId holds b'\\x00\\x01' where an integer id belongs"
+    con.commit()
+    con.close()
+    _refused(db, needle)
+    assert_one_line_error(cli("kernels", db), needle)
