@@ -18,6 +18,8 @@ def kind(v: Any) -> str:
         return "null"
     if isinstance(v, bool):
         return "a boolean"
+    if isinstance(v, int) and not -_INT64 <= v < _INT64:  # repr of an integer over 4,300 digits raises
+        return f"an integer of {len(str(v)) if v.bit_length() < 14000 else 'over 4,000'} digits"
     if isinstance(v, (int, float)):
         return f"the number {v!r}"[:60]
     if isinstance(v, str):
@@ -49,7 +51,7 @@ def text(v: Any, where: str, path, *, optional: bool = True, numbers: bool = Tru
         except UnicodeEncodeError:  # JSON's "\ud800": a lone surrogate no file or table can hold
             raise InputError(path, f"{where}: not valid Unicode text ({v[:30]!r})") from None
         return v
-    if numbers and isinstance(v, (int, float)) and not isinstance(v, bool):
+    if numbers and isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, int) and not -_INT64 <= v < _INT64):
         return str(v)
     raise InputError(path, f"{where}: expected text, found {kind(v)}")
 

@@ -26,12 +26,14 @@ are refused by name.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.parsers.textsafe import clean
 
@@ -49,8 +51,12 @@ def _merged(*layers: Any) -> dict:
     return out
 
 
-def _int(v) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() else None
+def _int(v, where: str, path: Path) -> int | None:
+    """A loop count: None when absent or not a whole number; refused when beyond 64 bits (no
+    calls-per-sample column holds it, and float() of it overflows)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or (isinstance(v, float) and not (math.isfinite(v) and v.is_integer())):
+        return None
+    return jsonshape.int64(v, where, path)
 
 
 def _cpu_config_facts(cpu_config: str | None) -> dict[str, Any]:
@@ -120,19 +126,23 @@ class PyperfParser:
                 if not isinstance(r, dict):
                     raise InputError(path, f"benchmark {name!r}: run {ri} is not an object")
                 m = _merged(bmeta, r.get("metadata"))
-                loops, inner = _int(m.get("loops")), _int(m.get("inner_loops", 1))
+                where = f"benchmark {name!r}: run {ri}"
+                loops, inner = _int(m.get("loops"), f"{where} loops", path), _int(m.get("inner_loops", 1), f"{where} inner_loops", path)
                 values, warmups = r.get("values") or [], r.get("warmups") or []
                 if not isinstance(values, list) or not isinstance(warmups, list):
                     raise InputError(path, f"benchmark {name!r}: run {ri} 'values' and 'warmups' must be lists")
                 for wi, w in enumerate(warmups):
                     if not (isinstance(w, list) and len(w) == 2 and all(isinstance(x, (int, float)) for x in w)):
                         raise InputError(path, f"benchmark {name!r}: run {ri} warmup {wi} is not a [loops, value] pair")
-                    self._row(cols, name, ri, wi, w[1], _int(w[0]) * (inner or 1) if _int(w[0]) else None, "warmup")
+                    wloops = _int(w[0], f"{where} warmup {wi} loops", path)
+                    value = jsonshape.number(w[1], f"{where} warmup {wi} value", path, optional=False)
+                    self._row(cols, name, ri, wi, value, wloops * (inner or 1) if wloops else None, "warmup")
                 for vi, v in enumerate(values):
                     if not isinstance(v, (int, float)) or isinstance(v, bool):
                         raise InputError(path, f"benchmark {name!r}: run {ri} value {vi} is not a number")
+                    v = jsonshape.number(v, f"{where} value {vi}", path, optional=False)  # 1e400 is inf, 10**400 overflows
                     self._row(cols, name, ri, vi, v, loops * (inner or 1) if loops else None, "measure")
-                wcalls = [_int(w[0]) for w in warmups]
+                wcalls = [_int(w[0], f"{where} warmup loops", path) for w in warmups]
                 run_meta.append({"benchmark": name, "has_values": bool(values),
                                  "warmups": sum(c * (inner or 1) for c in wcalls) if None not in wcalls else None, "calls": loops * (inner or 1) if loops else None, "date": m.get("date"), "meta": m})
         if not cols["benchmark"]:
@@ -140,7 +150,7 @@ class PyperfParser:
                 raise InputError(path, f"pyperf JSON holds no timings: every benchmark has a non-time unit ({', '.join(f'{k}: {v}' for k, v in skipped.items())})")
             raise InputError(path, "pyperf JSON holds no benchmark values (no runs with values or warmups)")
         df = samples.frame(cols, cache_state="unknown", time_source="host", device_name=options.device)
-        return new_profile(path, self, {"samples": df}, self._metadata(top, run_meta, skipped, options))
+        return new_profile(path, self, {"samples": df}, self._metadata(top, run_meta, skipped, options, path))
 
     @staticmethod
     def _row(cols, name, run, it, value, calls, phase):
@@ -152,7 +162,7 @@ class PyperfParser:
         cols["phase"].append(phase)
 
     @staticmethod
-    def _metadata(top, run_meta: list[dict], skipped: dict, options: ReadOptions) -> dict[str, Any]:
+    def _metadata(top, run_meta: list[dict], skipped: dict, options: ReadOptions, path: Path) -> dict[str, Any]:
         measured = [r for r in run_meta if r["has_values"]]
         first = (measured or run_meta)[0]["meta"]
         # a key is a fact of the file only when every measured run agrees on it
@@ -168,7 +178,7 @@ class PyperfParser:
         dates = sorted(str(r["date"]) for r in run_meta if r.get("date"))
         md: dict[str, Any] = {
             "tool": "pyperf",
-            "tool_version": agreed("perf_version"),
+            "tool_version": jsonshape.text(agreed("perf_version"), "metadata perf_version", path),
             "host": agreed("hostname"),
             "command_line": agreed("command"),
             "capture_time": dates[0] if dates else None,

@@ -434,3 +434,16 @@ def test_nsys_ids_no_id_column_can_hold(tmp_path, cli, sql, args, needle):
     con.close()
     _refused(db, needle)
     assert_one_line_error(cli("kernels", db), needle)
+
+
+@pytest.mark.parametrize("perf_version, value, needle", [
+    ("1" + "0" * 400, "0.02", "metadata perf_version: expected text, found an integer of 401 digits"),
+    ('"2.1"', "1" + "0" * 400, "benchmark 'telco': run 0 value 1: the number 1000"),
+    ('"2.1"', "1e400", "benchmark 'telco': run 0 value 1: expected a finite number"),
+])
+def test_pyperf_numbers_beyond_range(tmp_path, cli, perf_version, value, needle):
+    f = tmp_path / "bench.json"
+    f.write_text('{"version": "1.0", "metadata": {"name": "telco", "loops": 8, "perf_version": %s}, "benchmarks": '
+                 '[{"runs": [{"warmups": [[8, 0.023]], "values": [0.0221, %s, 0.0224]}]}]}' % (perf_version, value))
+    _refused(f, needle)
+    assert_one_line_error(cli("kernels", "-t", "samples", f), needle)
