@@ -19,7 +19,9 @@ def kind(v: Any) -> str:
     if isinstance(v, bool):
         return "a boolean"
     if isinstance(v, int) and not -_INT64 <= v < _INT64:  # repr of an integer over 4,300 digits raises
-        return f"an integer of {len(str(v)) if v.bit_length() < 14000 else 'over 4,000'} digits"
+        if v.bit_length() > 14000:
+            return "the number of over 4,000 digits"
+        return f"the number {str(v)[:20]}... ({len(str(v))} digits)"
     if isinstance(v, (int, float)):
         return f"the number {v!r}"[:60]
     if isinstance(v, str):
