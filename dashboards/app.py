@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from profaudit.dashboards.plotly_preload import index_string as plotly_index
+from profaudit.dashboards.limits import DEFAULT_CALLBACK_TIMEOUT_S
 from profaudit.dashboards.state import DEFAULT_MAX_UPLOAD_BYTES, STATE_KEY, DashboardState
 from profaudit.dashboards.uploads import request_limit
 from profaudit.errors import UsageError
@@ -40,6 +41,7 @@ def create_app(
     specs: Sequence[str | os.PathLike] = (),
     title: str = "profaudit",
     warm: bool = True,
+    callback_timeout_s: float = DEFAULT_CALLBACK_TIMEOUT_S,
     **load_options,
 ):
     """A Dash app over the profiles, timing logs and claim files in `paths`.
@@ -49,6 +51,8 @@ def create_app(
     are refused before they are read. `specs`: extra device-spec YAML files for the roofline.
     `warm`: compute the kernel grid's table and the roofline in a background thread at once, so
     the first visit to those pages does not wait for them.
+    `callback_timeout_s`: the most one callback waits for its audit, comparison or upload load
+    before the page says "stopped after N s" (see `profaudit.dashboards.limits`).
     `load_options` (device=, time_column=, ...) go to `profaudit.load`. Unreadable inputs are
     listed on the Overview page; a path that does not exist raises `InputError`.
     """
@@ -56,7 +60,7 @@ def create_app(
 
     from profaudit.dashboards import pages as pages_pkg
 
-    st = DashboardState(paths, upload_dir=upload_dir, max_upload_bytes=max_upload_bytes, specs=specs, load_options=load_options)
+    st = DashboardState(paths, upload_dir=upload_dir, max_upload_bytes=max_upload_bytes, specs=specs, load_options=load_options, callback_timeout_s=callback_timeout_s)
     app = dash.Dash(
         __name__,
         use_pages=True,
@@ -173,13 +177,14 @@ def serve(
     upload_dir: str | os.PathLike | None = None,
     specs: Sequence[str | os.PathLike] = (),
     log=None,
+    callback_timeout_s: float = DEFAULT_CALLBACK_TIMEOUT_S,
     **load_options,
 ) -> None:
     """Serve the dashboard until interrupted. The port is checked before anything is loaded, so a
     taken port fails at once with a one-line UsageError (the CLI prints it and exits 2)."""
     check_port(host, port)
     say = log or (lambda msg: print(msg, file=sys.stderr))
-    app = create_app(paths, upload_dir=upload_dir, max_upload_bytes=max_upload_bytes, specs=specs, **load_options)
+    app = create_app(paths, upload_dir=upload_dir, max_upload_bytes=max_upload_bytes, specs=specs, callback_timeout_s=callback_timeout_s, **load_options)
     st = app._profaudit_state
     url = f"http://{'localhost' if is_loopback(host) else host}:{port}/"
     if not is_loopback(host):

@@ -9,6 +9,7 @@ Everything here calls the library's public API; no file format is parsed here.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 import polars as pl
 
 from profaudit.dashboards.access import AccessPolicy, looks_like_claim
+from profaudit.dashboards.limits import DEFAULT_CALLBACK_TIMEOUT_S, check_timeout, run_limited, start, wait
 from profaudit.errors import InputError, UsageError
 from profaudit.profile import Profile, ProfileSet
 
@@ -52,6 +54,7 @@ class DashboardState:
         max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
         specs: Sequence[str | os.PathLike] = (),
         load_options: dict[str, Any] | None = None,
+        callback_timeout_s: float = DEFAULT_CALLBACK_TIMEOUT_S,
     ):
         if max_upload_bytes <= 0:
             raise UsageError(f"the upload limit must be positive, got {max_upload_bytes} bytes")
@@ -59,6 +62,8 @@ class DashboardState:
         self.specs = tuple(os.fspath(s) for s in specs)
         self.max_upload_bytes = int(max_upload_bytes)
         self.load_options = dict(load_options or {})
+        # the most one callback waits for its heavy work (see `profaudit.dashboards.limits`)
+        self.callback_timeout_s = check_timeout(callback_timeout_s)
         self.lock = threading.RLock()
         # Uploaded files are the user's data: a folder only this user can read (mkdtemp makes 0700).
         if upload_dir is None:
@@ -166,7 +171,7 @@ class DashboardState:
 
         if not self.policy.allows(path):  # pragma: no cover - uploads are written inside by construction
             raise InputError(path, "not inside the upload folder")
-        ps = load([str(path)], **self.load_options)
+        ps = run_limited(lambda: load([str(path)], **self.load_options), f"loading {path.name}", self.callback_timeout_s)
         with self.lock:
             self._groups[f"upload:{path.name}"] = list(ps)
             self._changed()
@@ -288,6 +293,22 @@ class DashboardState:
                 self._cache.popitem(last=False)
         return value
 
+    def cached_limited(self, key: tuple, compute: Callable[[], Any], what: str) -> Any:
+        """`cached`, with `compute` run under the callback time limit. The entry is the running
+        computation itself, so a failure is cached like a result (a refresh of a failed audit
+        answers at once with the same line) and a refresh after a timeout waits on the same
+        computation again instead of starting a second one."""
+        full = (self.version, *key)
+        with self.lock:
+            fut = self._cache.get(full)
+            if fut is None:
+                fut = self._cache[full] = start(compute)
+                while len(self._cache) > _CACHE_ENTRIES:
+                    self._cache.popitem(last=False)
+            else:
+                self._cache.move_to_end(full)
+        return wait(fut, what, self.callback_timeout_s)
+
     # -- library calls, cached -----------------------------------------------------------------------
     def kernels(self) -> pl.DataFrame:
         """The kernels table of every profile, with `_row` (a stable row key for the grid)."""
@@ -308,13 +329,15 @@ class DashboardState:
         return self.cached(key, lambda: roofline(self.subset(pids), device=device, clock="both", sparse=sparse, extra_specs=self.specs))
 
     def audit(self, cid: str, select: str | None, ignore: str | None):
-        """Audit a claim after checking every file it names is allowed."""
+        """Audit a claim after checking every file it names is allowed; cached per (claim content,
+        the files it names as they are now, rules), failures included, and time-limited."""
         entry = self.claim(cid)
         try:
-            mtime = entry.path.stat().st_mtime_ns
+            digest = hashlib.sha256(entry.path.read_bytes()).hexdigest()
         except OSError as exc:
             raise InputError(entry.path, f"cannot read: {exc.strerror or exc}") from None
-        return self.cached(("audit", cid, mtime, select or "", ignore or ""), lambda: self._audit(entry, select, ignore))
+        key = ("audit", cid, digest, _evidence_identity(entry.path), select or "", ignore or "")
+        return self.cached_limited(key, lambda: self._audit(entry, select, ignore), f"auditing {entry.path.name}")
 
     def _audit(self, entry: ClaimEntry, select: str | None, ignore: str | None):
         from profaudit.audit import audit, load_claim
@@ -341,7 +364,8 @@ class DashboardState:
         if baseline == candidate:
             raise UsageError("choose two different profiles to compare")
         key = ("compare", baseline, candidate, match, tuple(intended), device)
-        return self.cached(key, lambda: compare(self.profile(baseline), self.profile(candidate), match=match, intended=tuple(intended), device=device))
+        pair = (self.profile(baseline), self.profile(candidate))  # an unknown id is a line at once, not cached
+        return self.cached_limited(key, lambda: compare(*pair, match=match, intended=tuple(intended), device=device), "comparing the two profiles")
 
     def warm(self) -> None:
         """Fill the caches the Kernels, Roofline and Timing pages open with (run in a background
@@ -369,6 +393,34 @@ class DashboardState:
 
     def device_keys(self) -> list[str]:
         return sorted(self.device_specs)
+
+
+def _evidence_identity(claim_path: Path) -> tuple:
+    """(path, size, mtime_ns) of every file the claim names, as far as they can be listed: the part
+    of an audit's cache key that changes when evidence is replaced on disk. A claim whose
+    references cannot be listed gives () (its audit fails on the claim itself, which its content
+    hash already keys)."""
+    from profaudit.dashboards.access import _lexical, claim_references
+    from profaudit.loader import expand
+
+    try:
+        refs = claim_references(claim_path)
+    except InputError:
+        return ()
+    out: list[tuple] = []
+    for _, ref in refs:
+        try:
+            files = [p for p, _ in expand([str(_lexical(ref, claim_path.parent))])]
+        except (InputError, OSError, ValueError):
+            out.append((ref, None))  # missing: the audit says so, and keys on the absence
+            continue
+        for f in files:
+            try:
+                st = f.stat()
+                out.append((str(f), st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append((str(f), None))
+    return tuple(out)
 
 
 __all__ = ["DashboardState", "ClaimEntry", "STATE_KEY", "DEFAULT_MAX_UPLOAD_BYTES"]

@@ -35,6 +35,7 @@ def register(app: typer.Typer) -> None:
         no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser tab."),
         spec: Optional[List[Path]] = typer.Option(None, "--spec", help="Extra device spec YAML file or folder for the roofline (repeatable)."),
         device: Optional[str] = typer.Option(None, "--device", help="Device the profiles ran on, where they do not say."),
+        callback_timeout: float = typer.Option(60.0, "--callback-timeout", help="Most seconds one page action (an audit, a comparison, loading an upload) may take before the page says it stopped waiting."),
     ) -> None:
         """Serve the dashboard: overview, kernels, roofline, timing, compare and audit pages.
 
@@ -44,6 +45,8 @@ def register(app: typer.Typer) -> None:
 
         if not max_upload_mb > 0:
             raise UsageError(f"--max-upload-mb {max_upload_mb}: must be positive")
+        if not 0 < callback_timeout < float("inf"):
+            raise UsageError(f"--callback-timeout {callback_timeout}: must be a positive number of seconds")
         if not paths:
             found = sample_reports()
             if found is None:
@@ -64,5 +67,6 @@ def register(app: typer.Typer) -> None:
             max_upload_bytes=int(max_upload_mb * (1 << 20)),
             specs=[str(s) for s in spec or []],
             log=lambda m: console.print(m, markup=False, highlight=False),
+            callback_timeout_s=callback_timeout,
             **({"device": device} if device else {}),
         )
