@@ -152,8 +152,8 @@ class PytestBenchmarkParser:
                 groups[name] = b.get("group")
             params = b.get("params") if isinstance(b.get("params"), dict) else {}
             pj = canonical_params(params)
-            iters = stats.get("iterations")
-            rounds = stats.get("rounds")
+            iters = jsonshape.int64(stats.get("iterations"), f"benchmark {name!r}: stats.iterations", path)
+            rounds = jsonshape.int64(stats.get("rounds"), f"benchmark {name!r}: stats.rounds", path)
             timer = jsonshape.mapping(b.get("options"), f"benchmark {name!r}: options", path, optional=True).get("timer")
             if timer:
                 timers.add(str(timer))
@@ -175,7 +175,8 @@ class PytestBenchmarkParser:
                     cols["benchmark"].append(name)
                     cols["params"].append(pj)
                     cols["iteration"].append(0)
-                    cols["duration_ns"].append(float(v) * 1e9)
+                    # 1e400 reads as inf and 10**400 overflows float(): neither is a time
+                    cols["duration_ns"].append(jsonshape.number(v, f"benchmark {name!r}: stats.{key}", path) * 1e9)
                     cols["statistic"].append(stat)
                     cols["sample_count"].append(rounds)
                     cols["calls_per_sample"].append(iters)

@@ -447,3 +447,16 @@ def test_pyperf_numbers_beyond_range(tmp_path, cli, perf_version, value, needle)
                  '[{"runs": [{"warmups": [[8, 0.023]], "values": [0.0221, %s, 0.0224]}]}]}' % (perf_version, value))
     _refused(f, needle)
     assert_one_line_error(cli("kernels", "-t", "samples", f), needle)
+
+
+@pytest.mark.parametrize("bad, needle", [("1" + "0" * 400, "benchmark 'test_a': stats.stddev: the number 1000"),
+                                         ("1e400", "benchmark 'test_a': stats.stddev: expected a finite number"),
+                                         ("1" + "0" * 30, "benchmark 'test_a': stats.rounds: the integer 1000")])
+def test_pytest_benchmark_stat_beyond_range(tmp_path, cli, bad, needle):
+    f = tmp_path / "0001_run.json"
+    stddev, rounds = (bad, "2") if "stddev" in needle else ("1e-7", bad)
+    f.write_text('{"machine_info": {}, "commit_info": {}, "benchmarks": [{"name": "test_a", "fullname": "t.py::test_a", "params": null, '
+                 '"stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6, "stddev": %s, "rounds": %s, "iterations": 1, "data": [1e-6, 2e-6]}}]}'
+                 % (stddev, rounds))
+    _refused(f, needle)
+    assert_one_line_error(cli("kernels", "-t", "samples", f), needle)
