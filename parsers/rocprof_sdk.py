@@ -23,12 +23,14 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile, open_maybe_gzip
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
 _TOOL = "rocprofiler-sdk-tool"
 _SNIFF = re.compile(rb'^\s*\{\s*"rocprofiler-sdk-tool"\s*:\s*\[')
 _RECORD_KINDS = ("hip_api", "hsa_api", "marker_api", "rccl_api", "memory_copy")
+_MAX_DEPTH = 64
 _NONEMPTY = re.compile(rb'"(' + b"|".join(k.encode() for k in _RECORD_KINDS) + rb')"\s*:\s*\[\s*\{')
 _COPY_DIRECTION = {"HOST_TO_DEVICE": "HtoD", "DEVICE_TO_HOST": "DtoH", "DEVICE_TO_DEVICE": "DtoD", "HOST_TO_HOST": "HtoH"}
 # buffer-record kind names (strings.buffer_records[kind].kind) -> range kind
@@ -170,6 +172,18 @@ class RocprofSdkParser:
         return not probe.is_dir and bool(_SNIFF.match(probe.head))
 
     def read(self, path: Path, options: ReadOptions):
+        path = Path(path)
+        # rocprofiler-sdk writes records 8 deep; a damaged file nested thousands deep took ijson's
+        # several passes over 30 s: one vectorised scan refuses it first
+        import zlib
+
+        try:
+            with open_maybe_gzip(path) as f:
+                depth = jsonshape.max_depth(iter(lambda: f.read(1 << 22), b""), _MAX_DEPTH)
+        except (OSError, EOFError, zlib.error):
+            depth = 0  # damaged gzip framing or an unreadable file: the full read says which, as before
+        if depth > _MAX_DEPTH:
+            raise InputError(path, f"damaged rocprofiler-sdk JSON: nested more than {_MAX_DEPTH} deep (rocprofiler-sdk writes about 8)")
         try:
             return self._read(path, options)
         except (AttributeError, TypeError, pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError) as exc:

@@ -460,3 +460,21 @@ def test_pytest_benchmark_stat_beyond_range(tmp_path, cli, bad, needle):
                  % (stddev, rounds))
     _refused(f, needle)
     assert_one_line_error(cli("kernels", "-t", "samples", f), needle)
+
+
+@pytest.mark.parametrize("deep", ["[" * 1500 + "1" + "]" * 1500, '{"a": ' * 1500 + "1" + "}" * 1500])
+def test_rocprof_sdk_nested_too_deep_is_refused_before_parsing(tmp_path, cli, deep):
+    f = tmp_path / "results.json"
+    f.write_text('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}, "agents": [], "strings": {"s": "[[[[\\"{{"}, '
+                 '"buffer_records": {"kernel_dispatch": [%s]}}]}' % deep)
+    _refused(f, "damaged rocprofiler-sdk JSON: nested more than 64 deep")
+    assert_one_line_error(cli("kernels", f), "nested more than 64 deep")
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 4096])
+def test_json_depth_scan_skips_strings_and_escapes(chunk):
+    from profaudit.parsers.jsonshape import max_depth
+
+    doc = {"a": ["[[{\\\"", {"b\\\\": [[1, "]]}}\\\\\""]], "c": []}], "d": "\\"}
+    text = json.dumps(doc).encode()
+    assert max_depth([text[i:i + chunk] for i in range(0, len(text), chunk)], 100) == 5  # { [ { [ [
