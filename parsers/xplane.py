@@ -128,6 +128,13 @@ class XPlaneParser:
     def read(self, path: Path, options: ReadOptions):
         space = read_xspace(path)
         tables, md = space_to_tables(space, path)
+        if not space.hostnames:
+            # the profiler writes XSpace.hostnames (field 4) last; every capture seen has it. Without it
+            # the file may have been cut at a field boundary, which the wire format cannot show
+            # otherwise (planes after the cut would be missing)
+            from profaudit.parsers.completeness import mark_incomplete
+
+            mark_incomplete(md, "the XSpace ends without the hostname the profiler writes last: the file was probably cut short (planes may be missing)")
         apply_device_option(tables, md, options.device)
         return new_profile(path, self, tables, md)
 

@@ -478,3 +478,24 @@ def test_json_depth_scan_skips_strings_and_escapes(chunk):
     doc = {"a": ["[[{\\\"", {"b\\\\": [[1, "]]}}\\\\\""]], "c": []}], "d": "\\"}
     text = json.dumps(doc).encode()
     assert max_depth([text[i:i + chunk] for i in range(0, len(text), chunk)], 100) == 5  # { [ { [ [
+
+
+@pytest.mark.corpus
+def test_xplane_cut_before_its_hostname_loads_as_incomplete(tmp_path, cli):
+    """A cut at a top-level field boundary leaves a well-formed XSpace: the missing hostname (written last) shows it."""
+    from tests.conftest import corpus_file
+
+    data = corpus_file("xplane", "jax08_attention").read_bytes()
+    assert data[-7:-5] == b"\x22\x05"  # XSpace.hostnames, 5 bytes, the last field
+    f = tmp_path / "cut.xplane.pb"
+    for cut in (7, 3):  # at the field boundary (well-formed); inside the hostname (a length past the end)
+        f.write_bytes(data[:-cut])
+        if cut == 7:
+            p = next(iter(profaudit.load(f)))
+            assert p.metadata["complete"] is False and p.kernels.height > 0
+            assert "the XSpace ends without the hostname the profiler writes last" in cli("kernels", f).err
+        else:
+            assert_one_line_error(cli("kernels", f), "corrupt or truncated XSpace protobuf")
+    whole = tmp_path / "whole.xplane.pb"
+    whole.write_bytes(data)
+    assert "complete" not in next(iter(profaudit.load(whole))).metadata
