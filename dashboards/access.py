@@ -155,20 +155,19 @@ def _items(value: Any) -> Iterator[str]:
 
 def _read_yaml_mapping(path: Path) -> tuple[Mapping | None, str]:
     """(mapping, "") or (None, why not)."""
-    import yaml
+    from profaudit import safe_yaml
 
     try:
         if path.stat().st_size > CLAIM_MAX_BYTES:
             return None, f"larger than {CLAIM_MAX_BYTES >> 20} MiB: not a claim file"
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # the bounded loader: an upload with nested aliases is refused before it expands
+        data = safe_yaml.load(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
         return None, f"cannot read: {exc.strerror or exc}"
     except UnicodeDecodeError:
         return None, "not UTF-8 text: not a claim file"
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        return None, f"not valid YAML: {where}{getattr(exc, 'problem', None) or 'parse error'}"
+    except InputError as exc:
+        return None, exc.problem
     if not isinstance(data, Mapping):
         return None, "a claim file is a YAML mapping with baseline and candidate"
     return data, ""
@@ -180,7 +179,19 @@ def looks_like_claim(path: str | os.PathLike) -> bool:
     if not p.name.lower().endswith(CLAIM_SUFFIXES) or not p.is_file():
         return False
     data, _ = _read_yaml_mapping(p)
-    return data is not None and all(k in data for k in CLAIM_SIDES)
+    if data is not None:
+        return all(k in data for k in CLAIM_SIDES)
+    # a claim whose content the bounded loader refuses (aliases beyond the budget) is still a
+    # claim: the audit page then says why it is refused, instead of "not a profile format"
+    from profaudit import safe_yaml
+
+    try:
+        if p.stat().st_size > CLAIM_MAX_BYTES:
+            return False
+        keys = safe_yaml.top_level_keys(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return keys is not None and all(k in keys for k in CLAIM_SIDES)
 
 
 __all__ = ["AccessPolicy", "claim_references", "looks_like_claim", "CLAIM_PATH_KEYS"]

@@ -44,6 +44,25 @@ def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
         raise InputError(path, f"not valid {what}: nested more than {MAX_DEPTH} levels deep") from None
 
 
+def top_level_keys(text: str) -> list[str] | None:
+    """The scalar keys of a YAML document's top-level mapping, read from its node graph without
+    constructing or expanding anything (aliases stay references): what a file claims to be, even
+    when `load` refuses its content. None when the text is not YAML or not a mapping."""
+    import yaml
+
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, RecursionError):
+        return None
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+
+
 def _check_budget(root, path, what: str) -> None:
     """Count aliases (a node met again) and the expanded size, iteratively (no recursion limit)."""
     import yaml

@@ -92,3 +92,16 @@ def test_pytest_benchmark_machine_info_mapping(tmp_path):
     md = ps.metadata.row(0, named=True)  # building the table must not fail
     assert md["format"] == "pytest-benchmark"
     assert {1000.0, 2000.0} <= set(ps.samples["duration_ns"].round(6).to_list())
+
+
+def test_dashboard_claim_check_uses_the_bounded_loader(tmp_path):
+    # the dashboard lists a claim's file references before it is audited: that read is bounded
+    # too, so an uploaded billion-laughs claim is refused before any alias is expanded
+    from profaudit.dashboards import access
+
+    f = tmp_path / "laughs.yaml"
+    f.write_text(LAUGHS)
+    with pytest.raises(InputError, match="expands to more than 100,000 values through its aliases"):
+        access.claim_references(f)
+    # still recognised as a claim (its top-level keys say so), so the page says why it is refused
+    assert access.looks_like_claim(f)

@@ -57,23 +57,38 @@ def _count_audits(monkeypatch, inner=None) -> list:
 
 
 def test_failed_audit_is_computed_once_across_refreshes(tmp_path, monkeypatch):
-    app, st, cid, claim = _app(tmp_path, LAUGHS)
+    claim_text = "baseline: {timings: b.jsonl}\ncandidate: {timings: c.jsonl}\n"
+    app, st, cid, claim = _app(tmp_path, claim_text)
     calls = _count_audits(monkeypatch)
     with app.server.test_request_context():
         out1, msg1 = audit_page.run(1, cid, "", "")
         out2, msg2 = audit_page.run(2, cid, "", "")
         assert out1 is None and out2 is None
         line = _text(msg1)
-        assert "claim.yaml" in line and "alias" in line, line
+        assert "b.jsonl" in line, line  # the named timing log does not exist: the audit fails
         assert _text(msg2) == line
         assert calls == ["claim.yaml"]
         # other rules are another audit
         audit_page.run(3, cid, "PA1", "")
         assert len(calls) == 2
         # the claim's content is part of the key: an edited claim is audited again
-        claim.write_text(LAUGHS.replace("[lol]", "[lal]"))
+        claim.write_text(claim_text.replace("c.jsonl", "c2.jsonl"))
         audit_page.run(4, cid, "", "")
         assert len(calls) == 3
+
+
+def test_billion_laughs_claim_is_refused_once(tmp_path, monkeypatch):
+    # recognised as a claim from its top-level keys, refused by the bounded YAML loader in its
+    # one audit, and the refusal is cached across refreshes
+    app, st, cid, claim = _app(tmp_path, LAUGHS)
+    calls = _count_audits(monkeypatch)
+    with app.server.test_request_context():
+        out1, msg1 = audit_page.run(1, cid, "", "")
+        out2, msg2 = audit_page.run(2, cid, "", "")
+        line = _text(msg1)
+        assert out1 is None and "claim.yaml" in line and "alias" in line, line
+        assert _text(msg2) == line
+        assert calls == ["claim.yaml"]
 
 
 def test_evidence_replaced_on_disk_is_audited_again(tmp_path, monkeypatch):
