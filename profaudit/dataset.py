@@ -119,12 +119,13 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
     target = target_file_bytes or v2.TARGET_FILE_BYTES
     store = open_store(out)
     if store.remote:
-        if merge and is_dataset(out):
+        ours = is_dataset(out)  # one request to the bucket, not one per question
+        if merge and ours:
             _refuse_layout_1(store)
         elif store.exists():
-            if store.listdir("") and not is_dataset(out):
+            if store.listdir("") and not ours:
                 raise UsageError(f"{out}: exists, is not empty and is not a profaudit dataset; choose another -o")
-            if is_dataset(out):
+            if ours:
                 _remove_dataset(store)
         v2.append(ps, store, target_file_bytes=target, batch=batch)
         return out
