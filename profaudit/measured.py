@@ -139,7 +139,8 @@ def read_ceilings(path: str | Path, device: str | int | None = None) -> Measured
     p = Path(path)
     if p.is_file():
         try:
-            head = p.read_bytes()[:64].lstrip()
+            with p.open("rb") as f:
+                head = f.read(64).lstrip()
         except OSError as exc:
             raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
         if head.startswith(b"{"):

@@ -329,6 +329,7 @@ def run_ceilings(path: str | Path | None = None, *, backend: str = "torch", devi
         be.close()
     from profaudit import __version__
 
+    run_opts = opts.as_dict()
     doc = {
         "format": CEILINGS_FORMAT, "version": CEILINGS_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -339,7 +340,7 @@ def run_ceilings(path: str | Path | None = None, *, backend: str = "torch", devi
         "cache_bytes": suite.cache_bytes, "cache_bytes_source": suite.cache_source, "array_bytes": suite.array_bytes,
         "clocks": {"max_sm_clock_mhz": ident.get("max_sm_clock_mhz"), "telemetry": tele.source if live is not None else (ident.get("reason") or "unavailable"),
                    "note": "sm_clock_mhz_range per measurement: the clocks read during its measured blocks"},
-        "run_options": {k: opts.as_dict()[k] for k in ("min_samples", "max_samples", "min_time_s", "max_time_s", "noise_target", "min_warmup_calls", "seed")},
+        "run_options": {k: run_opts[k] for k in ("min_samples", "max_samples", "min_time_s", "max_time_s", "noise_target", "min_warmup_calls", "seed")},
         "roofs": roofs_of(records),
         "measurements": records,
         "not_measured": [{"name": s.name, "roof": s.roof, "why": s.why} for s in suite.skipped if not only or s.name in only],
