@@ -36,6 +36,7 @@ from typing import Any
 
 from profaudit import samples
 from profaudit.errors import InputError
+from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
 from profaudit.parsers.textsafe import clean
 from profaudit.samples import canonical_params
@@ -53,16 +54,6 @@ def _param_value(text):
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
     return v if isinstance(v, (int, float, str, bool)) or v is None else text
-
-
-def _num(v) -> float | None:
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:  # an integer beyond any float: no time
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _v1_to_columns(results: dict) -> tuple[list[str], dict[str, list]]:
@@ -138,10 +129,10 @@ class AsvResultsParser:
             if len(combos) != len(values):
                 raise InputError(path, f"benchmark {name!r}: {len(values)} result(s) for {len(combos)} parameter combination(s)")
             names = bdef.get("param_names") or [f"param{i + 1}" for i in range(len(axes))]
-            started = _num(r.get("started_at"))
+            started = jsonshape.finite(r.get("started_at"))
             per = {c: (r.get(c) if isinstance(r.get(c), list) else [None] * len(values)) for c in ("stats_number", "stats_repeat", "samples", *(s for s, _ in _STAT_COLUMNS))}
             for j, combo in enumerate(combos):
-                median = _num(values[j])
+                median = jsonshape.finite(values[j])
                 if median is None:
                     # asv writes null for a failed benchmark and NaN for a skipped one
                     (skipped if isinstance(values[j], float) and math.isnan(values[j]) else failed).append(name + (f" {list(combo)}" if combo else ""))
@@ -149,13 +140,13 @@ class AsvResultsParser:
                 pj = canonical_params({str(n): _param_value(v) for n, v in zip(names, combo)})
                 number = per["stats_number"][j] if j < len(per["stats_number"]) else None
                 repeat = per["stats_repeat"][j] if j < len(per["stats_repeat"]) else None
-                stats = [("median", median)] + [(stat, _num(per[c][j]) if j < len(per[c]) else None) for c, stat in _STAT_COLUMNS]
+                stats = [("median", median)] + [(stat, jsonshape.finite(per[c][j]) if j < len(per[c]) else None) for c, stat in _STAT_COLUMNS]
                 for stat, v in stats:
                     if v is not None:
                         self._row(cols, name, pj, 0, v, stat, repeat, number, started)
                 raw = per["samples"][j] if j < len(per["samples"]) else None
                 for k, v in enumerate(raw if isinstance(raw, list) else []):
-                    if (sec := _num(v)) is not None:
+                    if (sec := jsonshape.finite(v)) is not None:
                         self._row(cols, name, pj, k, sec, None, None, number, started)
         if not cols["benchmark"]:
             why = (f"every timing benchmark failed or was skipped ({len(failed)} failed, {len(skipped)} skipped)" if failed or skipped
@@ -164,7 +155,7 @@ class AsvResultsParser:
         df = samples.frame(cols, run=0, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
         mparams = doc.get("params") if isinstance(doc.get("params"), dict) else {}
         reqs = doc.get("requirements") if isinstance(doc.get("requirements"), dict) else {}
-        date = _num(doc.get("date"))
+        date = jsonshape.finite(doc.get("date"))
         if date is not None and not 0 <= date < 253402300800000:  # ms since 1970, before year 10000
             raise InputError(path, f"date: {doc.get('date')!r} is not a time in ms since 1970 (out of range)")
         md: dict[str, Any] = {

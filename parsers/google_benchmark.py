@@ -26,7 +26,6 @@ Console text (the default reporter's table) loads too, at its printed precision:
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -102,15 +101,6 @@ class _Cols:
         return len(self.c["benchmark"])
 
 
-def _fin(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        return float(v) if math.isfinite(v) else None
-    except OverflowError:  # an integer beyond float range: no time
-        return None
-
-
 def read_json(path: Path, parser, options: ReadOptions):
     with open_maybe_gzip(path) as fh:
         text = fh.read().decode("utf-8", errors="replace")
@@ -153,7 +143,7 @@ def read_json(path: Path, parser, options: ReadOptions):
             continue
         unit = jsonshape.text(r.get("time_unit", "ns"), f"benchmark {name!r}: time_unit", path) or "ns"
         f = ns_per(unit)
-        real, cpu = _fin(r.get("real_time")), _fin(r.get("cpu_time"))
+        real, cpu = jsonshape.finite(r.get("real_time")), jsonshape.finite(r.get("cpu_time"))
         if f is None or (real is None and cpu is None):
             untimed += 1
             continue
@@ -263,7 +253,7 @@ def read_console(path: Path, parser, options: ReadOptions):
             reps[(family, pj)] = run + 1
             common = dict(statistic=None, sample_count=None, run=run)
         for val, unit, ts in ((m.group("t"), m.group("tu"), src), (m.group("c"), m.group("cu"), "host_cpu")):
-            v = _fin(float(val))
+            v = jsonshape.finite(float(val))
             if v is not None:
                 cols.add(benchmark=family, params=pj, iteration=0, duration_ns=v * ns_per(unit), time_source=ts, phase="measure", cache_state="unknown", calls_per_sample=None if agg else it, **common)
     if len(cols) == 0:

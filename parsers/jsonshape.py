@@ -79,6 +79,18 @@ def number(v: Any, where: str, path, *, optional: bool = True) -> float | None:
     return f
 
 
+def finite(v: Any) -> float | None:
+    """`v` as a finite float when it is a JSON number, else None (text, booleans, NaN, infinities
+    and integers beyond float range are no value, not an error)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return f if math.isfinite(f) else None
+
+
 def int64(v: Any, where: str, path, *, optional: bool = True) -> int | None:
     """`v` as an integer that fits Int64 (integral floats accepted)."""
     if v is None and optional:
