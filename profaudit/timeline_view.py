@@ -17,6 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from profaudit.profile import Profile
+from profaudit.timeline import _duration_expr
 
 COLUMNS = ("lane", "lane_order", "kind", "name", "start_ns", "end_ns")
 
@@ -26,7 +27,7 @@ def _str(c: str) -> pl.Expr:
 
 
 def _frame(df: pl.DataFrame, lane: pl.Expr, order: pl.Expr, kind: pl.Expr) -> pl.DataFrame:
-    dur = pl.coalesce(pl.col("duration_ns"), (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64))
+    dur = _duration_expr()
     return df.filter(pl.col("start_ns").is_not_null() & dur.is_not_null()).select(
         lane.alias("lane"), order.alias("lane_order"), kind.alias("kind"), pl.col("name").fill_null("?"),
         pl.col("start_ns").cast(pl.Int64), (pl.col("start_ns").cast(pl.Float64) + dur).round(0).cast(pl.Int64).alias("end_ns"),

@@ -30,6 +30,7 @@ from typing import Any, Iterable
 import polars as pl
 
 from profaudit.profile import Profile, ProfileSet
+from profaudit.timeline import _duration_expr as _dur
 
 EXPORT_VERSION = 1
 # lanes that are not a stream or a thread get thread ids no CUDA stream or OS thread uses (and that
@@ -64,10 +65,6 @@ class _Lanes:
 def _us(ns_expr: pl.Expr) -> pl.Expr:
     # microseconds with nanosecond resolution (3 decimals)
     return (ns_expr.cast(pl.Float64) / 1e3).round(3)
-
-
-def _dur() -> pl.Expr:
-    return pl.coalesce(pl.col("duration_ns"), (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64))
 
 
 def _origin(p: Profile) -> int | None:
