@@ -380,10 +380,10 @@ def _read(store) -> ProfileSet:
 def live_files(store, table: str) -> tuple[list[str], set[tuple[str, str]]]:
     """(part URLs of `table`, (batch, profile id) pairs superseded in them) for lazy scans."""
     snap = snapshot(store)
-    urls, gone = [], set()
-    for batch, f in snap.files(table):
-        urls.append(store.url(f["path"]))
-        gone |= {(batch, pid) for pid in snap.superseded(batch)}
+    files = snap.files(table)
+    urls = [store.url(f["path"]) for _, f in files]
+    # once per batch, not once per part file (a batch may hold many parts of one table)
+    gone = {(batch, pid) for batch in {b for b, _ in files} for pid in snap.superseded(batch)}
     return urls, gone
 
 
