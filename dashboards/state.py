@@ -288,10 +288,14 @@ class DashboardState:
                 return self._cache[full]
         value = compute()
         with self.lock:
-            self._cache[full] = value
-            while len(self._cache) > _CACHE_ENTRIES:
-                self._cache.popitem(last=False)
+            self._store(full, value)
         return value
+
+    def _store(self, full: tuple, value: Any) -> None:
+        """Put one cache entry, dropping the least recently used past _CACHE_ENTRIES (hold the lock)."""
+        self._cache[full] = value
+        while len(self._cache) > _CACHE_ENTRIES:
+            self._cache.popitem(last=False)
 
     def cached_limited(self, key: tuple, compute: Callable[[], Any], what: str) -> Any:
         """`cached`, with `compute` run under the callback time limit. The entry is the running
@@ -302,9 +306,8 @@ class DashboardState:
         with self.lock:
             fut = self._cache.get(full)
             if fut is None:
-                fut = self._cache[full] = start(compute)
-                while len(self._cache) > _CACHE_ENTRIES:
-                    self._cache.popitem(last=False)
+                fut = start(compute)
+                self._store(full, fut)
             else:
                 self._cache.move_to_end(full)
         return wait(fut, what, self.callback_timeout_s)
