@@ -149,7 +149,8 @@ class Rocprofv3CsvParser:
             with open_maybe_gzip(path) as fh:
                 data = fh.read()
             df = pl.read_csv(io.BytesIO(data), infer_schema=False, truncate_ragged_lines=False)
-            return df.rename(dict(zip(df.columns, _canon(df.columns)))) if _canon(df.columns) != df.columns and len(set(_canon(df.columns))) == df.width else df
+            canon = _canon(df.columns)
+            return df.rename(dict(zip(df.columns, canon))) if canon != df.columns and len(set(canon)) == df.width else df
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError, EOFError, OSError) as exc:
             raise InputError(path, f"not a readable rocprofv3 CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
