@@ -249,7 +249,11 @@ class SideEvidence:
 
     def timed_ranges(self) -> pl.DataFrame | None:
         """The closed ranges named by `timed_range` in the attached trace, or None."""
-        name = self.get("timed_range")
+        return self.named_ranges("timed_range")
+
+    def named_ranges(self, key: str) -> pl.DataFrame | None:
+        """The closed ranges named by the meta `key` (`timed_range`, `call_range`), or None."""
+        name = self.get(key)
         if not name or self.ranges is None or self.ranges.height == 0:
             return None
         r = self.ranges.filter(range_named(self.ranges, name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())

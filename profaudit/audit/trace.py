@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from profaudit.audit.evidence import range_named
-
 if TYPE_CHECKING:  # pragma: no cover
     from profaudit.audit.evidence import SideEvidence
 
@@ -89,11 +87,8 @@ def union_ns(starts: np.ndarray, ends: np.ndarray) -> float:
 
 
 def _named_ranges(se: "SideEvidence", key: str) -> pl.DataFrame | None:
-    name = se.get(key)
-    if not name or se.ranges is None or se.ranges.height == 0:
-        return None
-    r = se.ranges.filter(range_named(se.ranges, name) & pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null())
-    return r.sort("start_ns") if r.height else None
+    r = se.named_ranges(key)
+    return r.sort("start_ns") if r is not None else None
 
 
 def call_ranges(se: "SideEvidence") -> tuple[pl.DataFrame, str, str] | None:
@@ -300,7 +295,6 @@ def one_time_work(se: "SideEvidence") -> OneTime | None:
             res.total_ns += union_ns(s[m], np.minimum(e[m], te))  # nested annotations count once
             for n in names[m]:
                 res.names[n] = res.names.get(n, 0) + 1
-    cr = call_ranges(se)
     if cr is not None:
         _per_call(se, cr[0], res, s, e)
     res.names = dict(sorted(res.names.items(), key=lambda kv: -kv[1])[:8])
