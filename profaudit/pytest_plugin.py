@@ -103,7 +103,6 @@ class _Runner:
     def __init__(self, request: pytest.FixtureRequest):
         self.request = request
         self.config = request.config
-        self.results: list[dict] = []
 
     def __call__(self, fn: Callable | Any, *, inputs: Callable | None = None, reference: Callable | None = None,
                  backend: str = "numpy", params: Any = None, name: str | None = None, **bench_kwargs: Any) -> dict | list[dict]:
@@ -147,7 +146,6 @@ class _Runner:
         res = {"case": case.id, "variants": {v: {"median_ns": ve.get("median_ns"), "samples": ve.get("samples"), "log": str(outdir / ve["log"])} for v, ve in entry["variants"].items()}}
         if len(res["variants"]) == 1:
             res.update(next(iter(res["variants"].values())))
-        self.results.append(res)
         return res
 
 
