@@ -70,10 +70,11 @@ def register(app: typer.Typer) -> None:
 
         run = load_run_with_progress(paths, align, step_pattern, step_basis)
         if against:
-            from profaudit.ranks import compare_runs
+            from profaudit.ranks.compare import compare_steps
 
             other = load_run_with_progress(against, align, step_pattern, step_basis)
-            emit_frame(compare_runs(run, other)["steps"], fmt, output, title="steps: baseline (RUN) vs candidate (--against)", limit=limit or None)
+            # only the steps are shown: compare_runs would also match both runs' collectives
+            emit_frame(compare_steps(run, other), fmt, output, title="steps: baseline (RUN) vs candidate (--against)", limit=limit or None)
             return
         tables = {
             Show.summary: (lambda: run.summary(), "ranks"),
