@@ -22,6 +22,8 @@ LINE_FORMATS = frozenset({
     "ncu-csv", "nvbench", "profaudit-timing", "google-benchmark", "nvprof-csv", "nsys-stats-csv", "timing-table",
 })
 _TAIL = 64
+# the reason given for a file cut inside its last line
+CUT_LAST_LINE = "the last line has no line end: the file was probably cut short (its last row may be partial)"
 
 
 def mark_incomplete(metadata: dict[str, Any], reason: str) -> None:
@@ -55,4 +57,4 @@ def check_read(path: Path, parser, profiles: list) -> None:
         return
     if unterminated_last_line(Path(path)):
         for p in profiles:
-            mark_incomplete(p.metadata, "the last line has no line end: the file was probably cut short (its last row may be partial)")
+            mark_incomplete(p.metadata, CUT_LAST_LINE)

@@ -35,7 +35,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
-from profaudit.parsers.completeness import mark_incomplete, unterminated_last_line
+from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.rocprof_sdk import _strip_kd
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -192,7 +192,7 @@ class RocprofComputeParser:
         }
         for f in ("pmc_perf.csv", "sysinfo.csv", "roofline.csv"):
             if (path / f).is_file() and unterminated_last_line(path / f):
-                mark_incomplete(md, f"{f}: the last line has no line end: the file was probably cut short (its last row may be partial)")
+                mark_incomplete(md, f"{f}: {CUT_LAST_LINE}")
         tables = {"kernels": kernels, "metrics": metrics}
         apply_device_option(tables, md, options.device)
         return new_profile(path, self, tables, md)

@@ -40,7 +40,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
-from profaudit.parsers.completeness import mark_incomplete, unterminated_last_line
+from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -138,7 +138,7 @@ class Rocprofv3CsvParser:
         if len(names) > 1:
             md["notes"] = [f"{len(names)} GPU models in agent_info.csv: {', '.join(names)}"]
         if unterminated_last_line(path):
-            mark_incomplete(md, "the last line has no line end: the file was probably cut short (its last row may be partial)")
+            mark_incomplete(md, CUT_LAST_LINE)
         apply_device_option(tables, md, options.device)
         return new_profile(path, self, tables, md)
 
