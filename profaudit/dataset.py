@@ -208,9 +208,14 @@ def read_dataset(path) -> ProfileSet:
     store = open_store(path)
     if v2.layout_of(store) >= v2.LAYOUT:
         return v2.read(store)
+    return _read_layout_1(layout_1_root(store, path))
+
+
+def layout_1_root(store, where) -> Path:
+    """The folder of a layout-1 dataset: a local one only (`where` names it in the error)."""
     if store.remote:
-        raise InputError(path, "a layout-1 dataset is read from a local folder only; copy it here and run `profaudit dataset convert`")
-    return _read_layout_1(store.root)
+        raise InputError(where, "a layout-1 dataset is read from a local folder only; copy it here and run `profaudit dataset convert`")
+    return store.root
 
 
 def _read_layout_1(path: Path) -> ProfileSet:

@@ -22,11 +22,9 @@ def _files(path, table: str, storage_options: dict | None):
     store = open_store(path, storage_options)
     if v2.layout_of(store) < v2.LAYOUT:
         # layout 1: one folder per profile, the id in the folder name
-        if store.remote:
-            from profaudit.errors import InputError
+        from profaudit.dataset import layout_1_root
 
-            raise InputError(store.url(), "a layout-1 dataset is read from a local folder only; copy it here and run `profaudit dataset convert`")
-        files = sorted(str(f) for f in (store.root / table).glob("profile_id=*/*.parquet"))
+        files = sorted(str(f) for f in (layout_1_root(store, store.url()) / table).glob("profile_id=*/*.parquet"))
         return store, files, set(), True
     urls, gone = v2.live_files(store, table)
     return store, urls, gone, False
