@@ -510,10 +510,14 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
 
     batch: dict[str, int] = {}  # back-to-back calls per sample of a tiny variant (step 4)
 
+    def per_sample(n: str, c: BoundCall) -> BoundCall:
+        """`c` as one timed sample of `n`: its batch of back-to-back calls when `n` is batched."""
+        return _batched(c, batch[n]) if batch.get(n, 1) > 1 else c
+
     def next_call(n: str) -> BoundCall:
         c = bound[n][nxt[n] % n_sets]
         nxt[n] += 1
-        return _batched(c, batch[n]) if batch.get(n, 1) > 1 else c
+        return per_sample(n, c)
 
     def order(rnd: int, names: list[str]) -> list[str]:
         if not opts.interleave or len(names) < 2:
@@ -742,7 +746,7 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                     _poison_finite(backend, o, spot_rng)
             backend.sync()
             got: list = []
-            base = _batched(bound[n][s], batch[n]) if batch.get(n, 1) > 1 else bound[n][s]
+            base = per_sample(n, bound[n][s])
             call = BoundCall(lambda base=base: got.append(base()), n, base.params, base.model_ns, s)
             call.repeat = base.repeat
             it = iteration[n]
