@@ -59,12 +59,12 @@ class ExecutionModeMismatch(Rule):
         b, c = ev.baseline, ev.candidate
         out, compared, notes = [], [], []
         pairs = (
-            ("compile_mode", "compile_mode", _mode, b.fact("compile_mode"), c.fact("compile_mode")),
-            ("cuda_graphs", "cuda_graphs", _bool, _graphs(b), _graphs(c)),
-            ("calls_per_sample", "calls_per_sample", int, _calls(b), _calls(c)),
-            ("timing_method", "timing_method", _method, b.fact("timing_method"), c.fact("timing_method")),
+            ("compile_mode", _mode, b.fact("compile_mode"), c.fact("compile_mode")),
+            ("cuda_graphs", _bool, _graphs(b), _graphs(c)),
+            ("calls_per_sample", int, _calls(b), _calls(c)),
+            ("timing_method", _method, b.fact("timing_method"), c.fact("timing_method")),
         )
-        for key, intended_key, norm, fb, fc in pairs:
+        for key, norm, fb, fc in pairs:
             if fb is None or fc is None:
                 continue
             compared.append(key)
@@ -76,7 +76,7 @@ class ExecutionModeMismatch(Rule):
             else:
                 differs = norm(fb.value) != norm(fc.value)
             if differs:
-                if ev.intended(intended_key):
+                if ev.intended(key):
                     out.append(self.flag(Severity.INFO, "declared difference: " + differ_text(key, fb, fc), "both"))
                 else:
                     why = " (one side amortises launch overhead over several calls per sample)" if key in ("calls_per_sample", "timing_method") else ""
