@@ -49,8 +49,15 @@ def _canon(key) -> str:
     return str(key).lower().replace(" ", "").replace("_", "")
 
 
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+def _num(v, where: str, path) -> float | None:
+    """A metric's number; None when it is not a JSON number. An integer beyond any float is a
+    damaged file, said in one line (not the loader's catch-all)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        raise InputError(path, f"{where}: the number {str(v)[:30]}... is beyond float range") from None
 
 
 def _device_types(v) -> tuple[str, ...]:
@@ -103,14 +110,14 @@ class ProtonParser:
             name = jsonshape.text(frame.get("name"), f"Proton call tree under {'/'.join(str(x) for x in scopes) or 'the root'}: frame.name", path, optional=False)
             metrics = {_canon(k): v for k, v in raw.items()}
             is_kernel = "deviceid" in metrics or "devicetype" in metrics
-            if not is_kernel and _num(metrics.get(_TIME)) is not None:
+            if not is_kernel and _num(metrics.get(_TIME), f"Proton node {name}: Time (ns)", path) is not None:
                 # files without device keys: a kernel is a timed node none of whose children is timed
                 is_kernel = not any(isinstance(ch, dict) and isinstance(ch.get("metrics"), dict)
                                     and any(_canon(k) == _TIME for k in ch["metrics"]) for ch in children)
             if name != "ROOT" and any(k in ("cycles", "normalizedcycles") for k in metrics):
                 cycle_nodes += 1
             if is_kernel and name != "ROOT":
-                t = _num(metrics.get(_TIME))
+                t = _num(metrics.get(_TIME), f"Proton kernel {name}: Time (ns)", path)
                 count = metrics.get("count")
                 count = int(count) if isinstance(count, float) and count.is_integer() else count
                 dtypes = _device_types(metrics.get("devicetype"))

@@ -499,3 +499,12 @@ def test_xplane_cut_before_its_hostname_loads_as_incomplete(tmp_path, cli):
     whole = tmp_path / "whole.xplane.pb"
     whole.write_bytes(data)
     assert "complete" not in next(iter(profaudit.load(whole))).metadata
+
+
+def test_proton_time_beyond_float_range(tmp_path, cli):
+    # an integer time no float can hold (10**400) was the loader's catch-all "OverflowError" line
+    tree = [{"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+        {"frame": {"name": "k"}, "metrics": {"Time (ns)": 10**400, "Count": 1, "DeviceId": "0", "DeviceType": 1}, "children": []}]}]
+    f = tmp_path / "p.hatchet"
+    f.write_text(json.dumps(tree))
+    assert_one_line_error(cli("kernels", f), "Proton kernel k: Time (ns): the number 1000")
