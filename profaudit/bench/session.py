@@ -362,20 +362,16 @@ def _run_auto(path: Path, outdir: Path, pattern, variants, opts: RunOptions, pro
     first = _run_in_process(path, outdir, pattern, variants, first_opts, progress, manifest_name="manifest.run0.json", run_index=0)
     unmet = noise_unmet(first)
     if not unmet or processes < 2:
-        merged = _merge(outdir, [first])
-        merged["auto_processes"] = {"noise_target_met": not unmet, "extra_processes": 0, "reason": None if not unmet else f"noise target missed by {len(unmet)} variant(s); --auto-processes {processes} allows no more"}
-        write_manifest(outdir, merged)
-        return merged
+        return _merge(outdir, [first], {"noise_target_met": not unmet, "extra_processes": 0,
+                                        "reason": None if not unmet else f"noise target missed by {len(unmet)} variant(s); --auto-processes {processes} allows no more"})
     # the first run's logs now belong to a set of `processes` runs: their headers say so
     for c in first["cases"]:
         for ve in c["variants"].values():
             if ve.get("log"):
                 _set_repetitions(outdir / ve["log"], processes)
     parts = [first] + [_spawn(path, outdir, pattern, variants, opts, k, processes, progress) for k in range(1, processes)]
-    merged = _merge(outdir, parts)
-    merged["auto_processes"] = {"noise_target_met": False, "extra_processes": processes - 1, "reason": f"noise target missed in the first run by {len(unmet)} variant(s): {', '.join(unmet[:5])}"}
-    write_manifest(outdir, merged)
-    return merged
+    return _merge(outdir, parts, {"noise_target_met": False, "extra_processes": processes - 1,
+                                  "reason": f"noise target missed in the first run by {len(unmet)} variant(s): {', '.join(unmet[:5])}"})
 
 
 def _set_repetitions(log: Path, processes: int) -> None:
@@ -390,8 +386,9 @@ def _set_repetitions(log: Path, processes: int) -> None:
     atomic_write_text(log, json.dumps(h, ensure_ascii=False, allow_nan=False) + "\n" + body)
 
 
-def _merge(outdir: Path, parts: list[dict]) -> dict:
-    """One manifest from the part manifests of process-level runs (per variant: a list per run)."""
+def _merge(outdir: Path, parts: list[dict], auto_processes: dict | None = None) -> dict:
+    """One manifest from the part manifests of process-level runs (per variant: a list per run);
+    `auto_processes` (processes="auto": whether and why more runs were made) is written with it."""
     processes = len(parts)
     merged = dict(parts[0])
     merged["status"] = "complete"
@@ -425,6 +422,8 @@ def _merge(outdir: Path, parts: list[dict]) -> dict:
         merged["cases"].append(c)
     merged["failures"] = sum(p.get("failures", 0) for p in parts)
     merged["processes"] = processes
+    if auto_processes is not None:
+        merged["auto_processes"] = auto_processes
     write_manifest(outdir, merged)
     for k in range(processes):
         (outdir / f"manifest.run{k}.json").unlink(missing_ok=True)
