@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from profaudit.fmt import plural
+
 # Fewer matched steps than this give no significance test: a bootstrap over two or three step
 # times says nothing about the next run.
 MIN_STEPS_TESTED = 5
@@ -81,11 +83,11 @@ def _per(side, ranks: int) -> str:
     n = len(side.ps)
     if n == ranks:
         return "per rank (the mean over the rank traces, as for repeated profiles)"
-    return f"per profile ({n} profile{'s' if n != 1 else ''} holding {ranks} ranks: a capture of several GPUs sums them)"
+    return f"per profile ({plural(n, 'profile')} holding {ranks} ranks: a capture of several GPUs sums them)"
 
 
 def headline_label(js: dict) -> str:
-    return (f"job step time (sum over {js['steps']} matched step{'s' if js['steps'] != 1 else ''}; "
+    return (f"job step time (sum over {plural(js['steps'], 'matched step')}; "
             "latest step end - earliest step start across ranks)")
 
 
@@ -115,5 +117,5 @@ def job_step_totals(steps: pl.DataFrame, ranks_b: int, ranks_c: int) -> dict[str
         out["significance"] = totals_significance(tb, tc, f"per-step job times ({n} steps)")
     else:
         out["significance"] = {"verdict": "unknown", "basis": None, "p_value": None,
-                               "reason": f"{n} matched step{'s' if n != 1 else ''}: a test needs at least {MIN_STEPS_TESTED}"}
+                               "reason": f"{plural(n, 'matched step')}: a test needs at least {MIN_STEPS_TESTED}"}
     return out

@@ -16,6 +16,7 @@ import polars as pl
 
 from profaudit.compare.core import Comparison, Side
 from profaudit.errors import UsageError
+from profaudit.fmt import plural
 
 # Pairs shown inside a compare report (the matched groups with the largest time differences) and
 # moved values per pair; `--kernel` shows one pair with all of them.
@@ -129,7 +130,7 @@ def pairs_markdown(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
     if not pairs:
         return ""
     out = ["## Kernel pairs: before and after", "",
-           f"The {len(pairs)} matched kernel{'s' if len(pairs) != 1 else ''} with the largest time difference, "
+           f"The {plural(len(pairs), 'matched kernel')} with the largest time difference, "
            f"each side's first launch; the {top_rows} values that moved most (`profaudit compare A B --kernel NAME` shows one pair in full).", ""]
     for p in pairs:
         out += [_demote(render_pair_markdown(p.before, p.after, p.rows, top=top_rows), 2), ""]
@@ -140,7 +141,7 @@ def pairs_html(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
     if not pairs:
         return ""
     out = ["<h2>Kernel pairs: before and after</h2>",
-           f"<p>The {len(pairs)} matched kernel{'s' if len(pairs) != 1 else ''} with the largest time difference, each side's first launch; "
+           f"<p>The {plural(len(pairs), 'matched kernel')} with the largest time difference, each side's first launch; "
            f"the {top_rows} values that moved most (<code>profaudit compare A B --kernel NAME</code> shows one pair in full).</p>"]
     for p in pairs:
         out.append(pair_table_html(p, top_rows, level=3))

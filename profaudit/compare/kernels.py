@@ -14,7 +14,7 @@ import re
 import polars as pl
 
 from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
-from profaudit.fmt import fmt_ns
+from profaudit.fmt import fmt_ns, plural
 from profaudit.compare.match import (
     Group,
     align_instances,
@@ -312,7 +312,7 @@ def kernels_verdict(comparable: str, findings: list, totals: dict) -> str:
         return verdict_line(comparable, findings, totals, "gpu_time")
     view = {**totals, "significance": totals.get("matched_significance")}
     n = totals["matched_groups"]
-    line = verdict_line(comparable, findings, view, "matched_gpu_time", label=f"GPU time in the {n} matched kernel{'s' if n != 1 else ''}")
+    line = verdict_line(comparable, findings, view, "matched_gpu_time", label=f"GPU time in the {plural(n, 'matched kernel')}")
     if comparable == "no" or totals.get("matched_gpu_time_speedup") is None:
         return line
     return f"{line}; {one_sided_text(totals)}; {whole_program_text(totals)}"
@@ -323,7 +323,7 @@ def one_sided_text(totals: dict) -> str:
     for key, side in (("removed", "baseline only"), ("added", "candidate only")):
         u = totals.get(key) or {}
         if u.get("kernels"):
-            parts.append(f"{u['kernels']} {key} kernel{'s' if u['kernels'] != 1 else ''} ({side}) {fmt_ns(u['gpu_time_ns'])}")
+            parts.append(f"{plural(u['kernels'], f'{key} kernel')} ({side}) {fmt_ns(u['gpu_time_ns'])}")
     return "listed apart: " + " and ".join(parts)
 
 
