@@ -221,8 +221,6 @@ def run_isolated(path: Path, work: Callable[[Callable[[Any], None]], Any], on_ch
     size_mb = path.stat().st_size / 1e6 if path.is_file() else 0.0
     limit = TIMEOUT_S + TIMEOUT_S_PER_MB * size_mb
     with _lock:
-        if _worker is not None and _owner_pid != os.getpid():
-            _worker = None  # inherited through a fork of this process: not ours to talk to
         # a fresh worker per read (see the module docstring: ncu_report keeps state across reports)
         _worker, _owner_pid = _Worker(), os.getpid()
         w = _worker
