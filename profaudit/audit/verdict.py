@@ -27,7 +27,6 @@ from profaudit.audit.stats import Interval
 
 VERDICTS = ("PASS", "WARN", "INCONCLUSIVE", "FAIL")
 _BY_SEVERITY = {Severity.INFO: "PASS", Severity.WARN: "WARN", Severity.INCONCLUSIVE: "INCONCLUSIVE", Severity.FAIL: "FAIL"}
-_BY_SEVERITY_RANK = {v: int(k) for k, v in _BY_SEVERITY.items()}
 REPORT_VERSION = 1
 _SPACE = {"time": "time", "cycles": "cycle"}
 
@@ -381,7 +380,7 @@ def audit_evidence(ev: Evidence, rules: list[Rule]) -> AuditReport:
     findings = run_rules(ev, rules)
     verdict, reasons = decide(findings)
     sup = supported_speedup(ev, findings)
-    if not ev.comparison.available and _BY_SEVERITY_RANK[verdict] < _BY_SEVERITY_RANK["INCONCLUSIVE"]:
+    if not ev.comparison.available and VERDICTS.index(verdict) < VERDICTS.index("INCONCLUSIVE"):
         # Nothing failed, but no speedup can be recomputed at all: no evidence is not a PASS.
         verdict, reasons = "INCONCLUSIVE", [f"no speedup can be recomputed from the evidence: {ev.comparison.reason}"]
     codes = [r.code for r in rules]
