@@ -84,7 +84,8 @@ def profile_html(p) -> str:
     devs = _devices(p)
     if devs and not md.get("device_name"):
         rows.append(("devices", ", ".join(devs)))
-    counts = table(["table", "rows"], [(n, f"{c:,}") for n, c in _tables(p).items()]) if _tables(p) else "<p>no rows</p>"
+    t = _tables(p)
+    counts = table(["table", "rows"], [(n, f"{c:,}") for n, c in t.items()]) if t else "<p>no rows</p>"
     return box(f"Profile {p.profile_id}", facts(rows), counts)
 
 
