@@ -361,6 +361,9 @@ def ncu_plan(
             cc_reason = f"follows the timing cache mode {mode!r} ({mode_src}): " + ("ncu flushes every cache before each replay pass, as the cold timings flush L2" if cc == "all" else "no flushing, as the timings ran with warm caches")
         if cc == "all" and o.replay_mode == "kernel":
             cc_reason += _MULTI_KERNEL_NOTE
+        # the kernel filter's launch skip counts the harness's own launches: one count per case
+        # (it draws the case's inputs), not per variant
+        harness = harness_launches(case) if o.filter != "nvtx" else 0
         for v in vnames:
             rng = range_name(case.id, v)
             stem = f"{case.benchmark.name}__{v}__{case.slug}"
@@ -379,7 +382,6 @@ def ncu_plan(
                 # call and the warm-up (launches_per_call each) and the harness's own GPU work; as
                 # the latter may not match the regex, the target runs that many extra calls
                 # after the profiled ones so a skip that overcounts still lands on the variant
-                harness = harness_launches(case)
                 lpc = o.launches_per_call
                 skip_parts = {"warmup_calls": o.warmup, "check_calls": 1 if o.check else 0, "launches_per_call": lpc, "harness_launches_max": harness}
                 skip = o.launch_skip if o.launch_skip is not None else (o.warmup + (1 if o.check else 0)) * lpc + harness
