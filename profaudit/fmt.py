@@ -171,3 +171,8 @@ def fmt_quantity(v: Any, unit: str | None = None, signed: bool = False) -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 claim', '2 claims', '1,204 kernels'."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def md_cell(v: Any) -> str:
+    """Text for a Markdown table cell or list item: pipes escaped, on one line."""
+    return str(v).replace("|", "\\|").replace("\n", " ")

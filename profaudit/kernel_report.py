@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import polars as pl
 
 from profaudit.errors import UsageError
-from profaudit.fmt import MISSING, fmt_ns, fmt_num, fmt_pct, fmt_quantity, plural
+from profaudit.fmt import MISSING, fmt_ns, fmt_num, fmt_pct, fmt_quantity, md_cell, plural
 
 SECTOR_BYTES = 32  # an L1/L2 sector on every NVIDIA GPU since Maxwell
 
@@ -719,10 +719,6 @@ def _header(rep: KernelReport) -> list[tuple[str, str]]:
     ]
 
 
-def _md_cell(s: str) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(rep: KernelReport) -> str:
     out = [f"# Kernel report: {rep.short_name}", ""]
     out += [f"- **{k}**: `{v}`" if k == "kernel" else f"- **{k}**: {v}" for k, v in _header(rep)]
@@ -734,16 +730,16 @@ def render_markdown(rep: KernelReport) -> str:
             out.append("")
         if s.items:
             out += ["| metric | value | from |", "|---|---:|---|"]
-            out += [f"| {_md_cell(i.label)} | {_md_cell(item_text(i))} | {_md_cell(i.metric or '')} |" for i in s.items]
+            out += [f"| {md_cell(i.label)} | {md_cell(item_text(i))} | {md_cell(i.metric or '')} |" for i in s.items]
             out.append("")
         for t in s.tables:
             out += [f"*{t.title}*", "", "| " + " | ".join(t.headers) + " |", "|" + "---|" * len(t.headers)]
-            out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in t.rows]
+            out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in t.rows]
             out.append("")
         if (ml := missing_line(s)):
             out += [f"_{ml}_", ""]
         for r in s.rules:
-            out.append(f"> {_md_cell(rule_line(r))}")
+            out.append(f"> {md_cell(rule_line(r))}")
             out.append(">")
         if s.rules:
             out.pop()
@@ -875,7 +871,7 @@ def render_pair_markdown(before: KernelReport, after: KernelReport, rows: list[P
         ch = MISSING if r.change is None else (f"{r.change:+.1f} pts" if r.change_kind == "points" else fmt_pct(r.change, signed=True))
         b = r.before if isinstance(r.before, str) else fmt_quantity(r.before, r.unit)
         a = r.after if isinstance(r.after, str) else fmt_quantity(r.after, r.unit)
-        out.append(f"| {r.section} | {_md_cell(r.label)} | {_md_cell(b)} | {_md_cell(a)} | {ch} |")
+        out.append(f"| {r.section} | {md_cell(r.label)} | {md_cell(b)} | {md_cell(a)} | {ch} |")
     d0 = before.value("SpeedOfLight", "Duration") or before.value("Launches", "Median")
     d1 = after.value("SpeedOfLight", "Duration") or after.value("Launches", "Median")
     if _is_num(d0) and _is_num(d1) and d1:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from profaudit.compare.gate import CaseGate, GateResult
-from profaudit.fmt import fmt_x
+from profaudit.fmt import fmt_x, md_cell
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -132,12 +132,12 @@ def _uri(path: str) -> str:
 def markdown_summary(gate: GateResult, cmp=None, *, top: int = 15) -> str:
     """A short pull-request summary: the gate's decision, the comparison's verdict, the gated
     cases (failures first, then the largest changes) and the one-sided case counts."""
-    from profaudit.compare.render import _md_cell, fmt_pct
+    from profaudit.compare.render import fmt_pct
 
     icon = {"pass": "✅", "fail": "❌", "not-comparable": "⚠️"}[gate.status]
-    lines = [f"### {icon} {_md_cell(gate.title)}", "", f"**{_md_cell(gate.summary_line())}**", ""]
+    lines = [f"### {icon} {md_cell(gate.title)}", "", f"**{md_cell(gate.summary_line())}**", ""]
     if cmp is not None:
-        lines += [f"- comparable: {cmp.comparable}", f"- verdict: {_md_cell(cmp.verdict)}"]
+        lines += [f"- comparable: {cmp.comparable}", f"- verdict: {md_cell(cmp.verdict)}"]
         t = cmp.totals
         for key, side in (("removed", "baseline only"), ("added", "candidate only")):
             u = t.get(key) or {}
@@ -153,12 +153,12 @@ def markdown_summary(gate: GateResult, cmp=None, *, top: int = 15) -> str:
         for c in items[: top + 1]:
             mark = "❌" if c.failed else ""
             ci = f" [{c.ci_low:.3g}, {c.ci_high:.3g}]" if c.ci_low is not None and c.ci_high is not None else ""
-            lines.append(f"| {mark} | {_md_cell(c.name)} | {fmt_x(c.speedup)}{ci} | {fmt_pct(c.change_pct)} | {_md_cell(c.significance)} |")
+            lines.append(f"| {mark} | {md_cell(c.name)} | {fmt_x(c.speedup)}{ci} | {fmt_pct(c.change_pct)} | {md_cell(c.significance)} |")
         if len(items) > top + 1:
             lines.append(f"| | {len(items) - top - 1} more | | | |")
         lines.append("")
     if gate.failures:
-        lines += ["Failed:", ""] + [f"- {_md_cell(c.name)}: {_md_cell(c.reason)}" for c in gate.failures[:20]] + [""]
+        lines += ["Failed:", ""] + [f"- {md_cell(c.name)}: {md_cell(c.reason)}" for c in gate.failures[:20]] + [""]
     lines.append("<sub>speedup = baseline time / candidate time; only significant differences are gated (profaudit)</sub>")
     return "\n".join(lines) + "\n"
 

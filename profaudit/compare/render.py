@@ -20,7 +20,7 @@ from profaudit import fmt as _fmt
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
 from profaudit.compare.timing import totals_label
-from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_x
+from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_x, md_cell
 
 FORMATS = ("table", "markdown", "html", "json")
 
@@ -385,31 +385,27 @@ def print_table(c: Comparison, top: int, console) -> None:
         console.print(Text.assemble(("note: ", "bold"), n))
 
 
-def _md_cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(c: Comparison, top: int) -> str:
     lines = ["# profaudit compare", ""]
     for k, v in header_lines(c):
-        lines.append(f"- **{k}**: {_md_cell(v)}")
+        lines.append(f"- **{k}**: {md_cell(v)}")
     lines.append("")
     for title, hdr, rows in sections(c, top, width=80):
         lines += [f"## {title}", ""]
         if not rows:
             lines += ["none", ""]
             continue
-        lines.append("| " + " | ".join(_md_cell(h) for h in hdr) + " |")
+        lines.append("| " + " | ".join(md_cell(h) for h in hdr) + " |")
         lines.append("|" + "|".join("---" for _ in hdr) + "|")
         for r in rows:
-            lines.append("| " + " | ".join(_md_cell(x) for x in r) + " |")
+            lines.append("| " + " | ".join(md_cell(x) for x in r) + " |")
         lines.append("")
     from profaudit.compare.kernel_pairs import pairs_markdown, top_pairs
 
     if (pm := pairs_markdown(top_pairs(c))):
         lines += [pm, ""]
     if c.notes:
-        lines += ["## Notes", ""] + [f"- {_md_cell(n)}" for n in c.notes] + [""]
+        lines += ["## Notes", ""] + [f"- {md_cell(n)}" for n in c.notes] + [""]
     return "\n".join(lines)
 
 
