@@ -38,6 +38,7 @@ Choices, each recorded beside the report:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -48,7 +49,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from profaudit.errors import ProfauditError, UsageError
 
@@ -260,23 +261,33 @@ def ncu_version(ncu: str) -> str | None:
     return lines[-1] if lines else None
 
 
-def _cache_mode_for(outdir: Path, case_id: str, declared: str | None, file: Path) -> tuple[str, str]:
-    """The timing cache mode the profile must match: the benchmark's declared `cache=`; else the
-    mode of this file's own timing run in OUTDIR (its manifest names the same file with the same
-    content: a run of another file, or of an older version of this one, says nothing); else the
-    GPU default, cold."""
-    if declared:
-        return declared, "the benchmark's declared cache mode"
+def _timed_cache_modes(outdir: Path, file: Path) -> dict[str, str]:
+    """case id -> cache mode of this file's own timing run in OUTDIR (its manifest names the same
+    file with the same content: a run of another file, or of an older version of this one, says
+    nothing); {} without one."""
     try:
         from profaudit.bench.session import _sha256, read_manifest
 
         doc = read_manifest(outdir)
         same = doc.get("file") == str(file) and doc.get("file_sha256") == _sha256(file)
+        modes: dict[str, str] = {}
         for c in doc.get("cases", []) if same else []:
-            if c.get("id") == case_id and c.get("cache_mode"):
-                return c["cache_mode"], f"this file's timing run in {outdir / 'manifest.json'} (--cache given there)"
+            if c.get("cache_mode"):
+                modes.setdefault(c.get("id"), c["cache_mode"])
+        return modes
     except ProfauditError:
-        pass
+        return {}
+
+
+def _cache_mode_for(outdir: Path, case_id: str, declared: str | None, timed: Callable[[], dict[str, str]]) -> tuple[str, str]:
+    """The timing cache mode the profile must match: the benchmark's declared `cache=`; else the
+    mode of this file's own timing run in OUTDIR (`timed`: `_timed_cache_modes`, read once for
+    all cases); else the GPU default, cold."""
+    if declared:
+        return declared, "the benchmark's declared cache mode"
+    mode = timed().get(case_id)
+    if mode:
+        return mode, f"this file's timing run in {outdir / 'manifest.json'} (--cache given there)"
     return "cold", "the default cache mode on a GPU (cold; the benchmark declares none)"
 
 
@@ -352,8 +363,10 @@ def ncu_plan(
     if o.check:
         # the profiled process checks the variant first: say now, not on the GPU machine
         require_reference(list({id(c.benchmark): c.benchmark for c, _ in selected}.values()))
+    # the timing run's manifest (and the file's hash) is read once, and only if a case declares no cache mode
+    timed = functools.cache(lambda: _timed_cache_modes(outdir, file))
     for case, vnames in selected:
-        mode, mode_src = _cache_mode_for(outdir, case.id, case.benchmark.cache, file)
+        mode, mode_src = _cache_mode_for(outdir, case.id, case.benchmark.cache, timed)
         if o.cache_control:
             cc, cc_reason = o.cache_control, "requested explicitly"
         else:
