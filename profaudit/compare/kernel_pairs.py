@@ -96,8 +96,9 @@ def find_pair(c: Comparison, name: str) -> KernelPair:
 
     hits = [g for g in rows if name in names(g)] or [g for g in rows if any(name in x for x in names(g))]
     if not hits:
-        listing = ", ".join(g["label"] for g in rows[:8]) + (f", … ({len(rows) - 8} more)" if len(rows) > 8 else "")
-        raise UsageError(f"--kernel {name!r}: no matched kernel has that name; matched: {listing}")
+        from profaudit.kernel_report import _listing
+
+        raise UsageError(f"--kernel {name!r}: no matched kernel has that name; matched: {_listing([g['label'] for g in rows])}")
     if len(hits) > 1:
         raise UsageError(f"--kernel {name!r} matches {len(hits)} matched kernels: {', '.join(g['label'] for g in hits[:8])}; give a longer name")
     p = pair(c, hits[0])
