@@ -150,7 +150,7 @@ def middle_ellipsis(text: str, width: int) -> str:
         return text
     if width <= 1:
         return "…"[:width]
-    head = (width - 1 + 1) // 2
+    head = width // 2
     tail = width - 1 - head
     return text[:head] + "…" + (text[-tail:] if tail else "")
 
@@ -164,7 +164,7 @@ def _column_units(df: pl.DataFrame) -> dict[str, str]:
 
     units = {}
     # the stored tables, then the derived ones (ranks, collectives, ...) where the schema has them
-    for t in (*schema.TABLES.values(), *getattr(schema, "DERIVED_TABLES", {}).values()):
+    for t in (*schema.TABLES.values(), *schema.DERIVED_TABLES.values()):
         for c in t.columns:
             if c.name in df.columns and c.unit:
                 units.setdefault(c.name, c.unit)
