@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, Callable, Sequence
@@ -440,19 +441,14 @@ def nvtx_include(name: str, domain: str | None) -> str:
     return f"{domain}@{name}" if domain else name
 
 
+@contextlib.contextmanager
 def start_end_range(start: Callable[[], Any], end: Callable[[Any], None]):
     """A context manager around a start/end NVTX pair (`start()` returns the id `end` takes)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def ctx():
-        rid = start()
-        try:
-            yield
-        finally:
-            end(rid)
-
-    return ctx()
+    rid = start()
+    try:
+        yield
+    finally:
+        end(rid)
 
 
 def get_backend(name: str, device: str = "auto", options: dict | None = None) -> Backend:
