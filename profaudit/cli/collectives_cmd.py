@@ -37,11 +37,12 @@ def register(app: typer.Typer) -> None:
 
         run = load_run_with_progress(paths, align, step_pattern)
         if against:
-            from profaudit.ranks import compare_runs
+            from profaudit.ranks.compare import compare_collectives
 
             other = load_run_with_progress(against, align, step_pattern)
             title = "collectives by kind and size: baseline (RUN) vs candidate (--against)"
-            emit_frame(compare_runs(run, other)["collectives"], fmt, output, title=title, limit=limit or None)
+            # only the collectives are shown: compare_runs would also match both runs' steps
+            emit_frame(compare_collectives(run, other), fmt, output, title=title, limit=limit or None)
             return
         if per is Per.kernel:
             df, title = run.collectives.drop("profile_id"), "communication kernels per rank"
