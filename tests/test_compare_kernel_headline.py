@@ -9,7 +9,7 @@ import json
 import pytest
 
 from profaudit.compare import compare
-from profaudit.fmt import fmt_ns
+from profaudit.fmt import fmt_ns, fmt_x
 from profaudit.profile import ProfileSet
 from test_compare import profile
 
@@ -26,10 +26,10 @@ def test_fused_kernels_headline_over_matched_only():
     assert t["matched_gpu_time_diff_pct"] == pytest.approx((mc - mb) / mb * 100)
     assert t["gpu_time_speedup"] == pytest.approx(whole_b / whole_c)
     v = cmp.verdict
-    assert v.startswith(f"candidate GPU time in the 1 matched kernel {(mc - mb) / mb * 100:+.1f}% ({mb / mc:.3g}x): candidate faster")
+    assert v.startswith(f"candidate GPU time in the 1 matched kernel {(mc - mb) / mb * 100:+.1f}% ({fmt_x(mb / mc)}): candidate faster")
     assert f"listed apart: 2 removed kernels (baseline only) {fmt_ns(20 * 1_800)} and 1 added kernel (candidate only) {fmt_ns(20 * 9_000)}" in v
     whole_pct = (whole_c - whole_b) / whole_b * 100
-    assert f"whole-program GPU time (all kernels) {whole_pct:+.1f}% ({whole_b / whole_c:.3g}x): differs from the matched kernels' {mb / mc:.3g}x" in v
+    assert f"whole-program GPU time (all kernels) {whole_pct:+.1f}% ({fmt_x(whole_b / whole_c)}): differs from the matched kernels' {fmt_x(mb / mc)}" in v
     # the whole program is slower (+17 %) while the matched GEMM is 2x faster: never "candidate slower" as the headline
     assert whole_pct > 0 and "candidate slower" not in v
 
@@ -50,7 +50,7 @@ def test_whole_program_that_agrees_is_said_to_agree():
     b = profile("b", [("gemm", 20, 10_000), ("tiny_old", 1, 1)], noise=0)
     c = profile("c", [("gemm", 20, 5_000), ("tiny_new", 1, 2)], noise=0)
     v = compare(b, c).verdict
-    assert "whole-program GPU time (all kernels) -50.0% (2x): the same as the matched kernels" in v
+    assert "whole-program GPU time (all kernels) -50.0% (2.00x): the same as the matched kernels" in v
 
 
 def test_matched_significance_uses_matched_kernels_only():
@@ -73,6 +73,6 @@ def test_all_matched_headline_unchanged():
     c = profile("c", [("gemm", 20, 5_000), ("relu", 20, 1_000)], noise=0)
     cmp = compare(b, c)
     assert cmp.totals["headline"] == "gpu_time" and "matched_significance" not in cmp.totals
-    assert cmp.verdict.startswith(f"candidate GPU time {(120_000 - 220_000) / 220_000 * 100:+.1f}% ({220_000 / 120_000:.3g}x): candidate faster")
+    assert cmp.verdict.startswith(f"candidate GPU time {(120_000 - 220_000) / 220_000 * 100:+.1f}% ({fmt_x(220_000 / 120_000)}): candidate faster")
     assert "listed apart" not in cmp.verdict and "removed kernels" not in cmp.render("markdown")
     assert json.loads(cmp.render("json"))["totals"]["headline"] == "gpu_time"

@@ -14,7 +14,7 @@ import re
 import polars as pl
 
 from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
-from profaudit.fmt import fmt_ns, plural
+from profaudit.fmt import fmt_ns, fmt_pct, fmt_x, plural
 from profaudit.compare.match import (
     Group,
     align_instances,
@@ -333,9 +333,9 @@ def whole_program_text(totals: dict) -> str:
     sp, msp, diff = totals.get("gpu_time_speedup"), totals.get("matched_gpu_time_speedup"), totals.get("gpu_time_diff_pct")
     if sp is None or diff is None:
         return "whole-program GPU time: no time on one side"
-    same = f"{sp:.3g}" == f"{msp:.3g}"
-    what = "the same as the matched kernels" if same else f"differs from the matched kernels' {msp:.3g}x"
-    return f"whole-program GPU time (all kernels) {_pct(diff)} ({sp:.3g}x): {what}"
+    same = fmt_x(sp) == fmt_x(msp)
+    what = "the same as the matched kernels" if same else f"differs from the matched kernels' {fmt_x(msp)}"
+    return f"whole-program GPU time (all kernels) {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): {what}"
 
 
 def verdict_line(comparable: str, findings: list, totals: dict, what: str, label: str | None = None) -> str:
@@ -367,16 +367,16 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str, label
         # One untested measurement per side: a difference this small is within the resolution and
         # run-to-run noise of any GPU timer (the same run read through two tools differs by a few ns)
         return (
-            f"candidate {label} {_pct(diff)} ({sp:.3g}x): within the {noise_pct:.3g}% noise threshold and "
+            f"candidate {label} {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): within the {noise_pct:.3g}% noise threshold and "
             f"significance unknown ({sig.get('reason') or 'no repeated runs'}); no winner declared{caveat}"
         )
     direction = "faster" if diff < 0 else "slower" if diff > 0 else "as fast"
-    head = f"candidate {label} {_pct(diff)} ({sp:.3g}x): candidate {direction}"
+    head = f"candidate {label} {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): candidate {direction}"
     basis = sig.get("basis") or ""
     p = sig.get("p_value")
     ptxt = (", p<1e-300" if p == 0 else f", p={p:.2g}") if isinstance(p, float) and p == p else ""
     lo, hi = sig.get("speedup_ci_low"), sig.get("speedup_ci_high")
-    ci = f", 95% CI {lo:.3g}x-{hi:.3g}x" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""
+    ci = f", 95% CI {fmt_x(lo)}-{fmt_x(hi)}" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""
     if state == "unknown":
         tail = f"significance unknown ({sig.get('reason') or 'no repeated runs'})"
     elif state == "same":
@@ -392,11 +392,6 @@ def _noise_threshold() -> float:
     from profaudit.audit.stats import DEFAULT_NOISE_THRESHOLD
 
     return DEFAULT_NOISE_THRESHOLD
-
-
-def _pct(diff: float) -> str:
-    """A signed percentage that does not print a non-zero difference as +0.0%."""
-    return f"{diff:+.1f}%" if diff == 0 or abs(diff) >= 0.05 else f"{diff:+.1g}%"
 
 
 def display_name(name: str, width: int = 60) -> str:
