@@ -24,7 +24,8 @@ _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _TIME = (("s", 1e9), ("ms", 1e6), ("µs", 1e3))
 
 
-def _bad(v: Any) -> bool:
+def is_missing(v: Any) -> bool:
+    """True for what prints as MISSING: None, NaN, infinities, and values that are not numbers."""
     if v is None:
         return True
     try:
@@ -54,7 +55,7 @@ def is_exact_int(v: Any) -> bool:
 
 def fmt_int(v: Any, signed: bool = False) -> str:
     """1,234,567 (exact)."""
-    if _bad(v):
+    if is_missing(v):
         return MISSING
     return f"{int(v):+,}" if signed else f"{int(v):,}"
 
@@ -64,7 +65,7 @@ def fmt_num(v: Any, signed: bool = False) -> str:
     digits (1,234.5 / 97.83 / 0.1235), scientific outside [1e-3, 1e15)."""
     if isinstance(v, bool):
         return str(v)
-    if _bad(v):
+    if is_missing(v):
         return MISSING
     if isinstance(v, str):
         return v
@@ -83,7 +84,7 @@ def fmt_num(v: Any, signed: bool = False) -> str:
 
 def fmt_ns(v: Any, signed: bool = False) -> str:
     """A duration in nanoseconds with the largest fitting unit: 512 ns, 1.00 µs, 97.8 ms, 3.20 s."""
-    if _bad(v):
+    if is_missing(v):
         return MISSING
     v = float(v)
     a = abs(float(f"{v:.3g}"))  # 999.9 ns prints as 1.00 µs, not 1.00e+03 ns
@@ -98,7 +99,7 @@ def fmt_ns(v: Any, signed: bool = False) -> str:
 def fmt_si(v: Any, unit: str = "", signed: bool = False) -> str:
     """20.0 TFLOP/s, 3.35 TB/s, 40.0 M: three significant digits with an SI prefix; numbers below
     1,000 that are exact integers print exact (512 B)."""
-    if _bad(v):
+    if is_missing(v):
         return MISSING
     v = float(v)
     a = abs(float(f"{v:.3g}"))
@@ -117,7 +118,7 @@ def fmt_bytes(v: Any, signed: bool = False) -> str:
 def fmt_pct(v: Any, signed: bool = False, digits: int = 1) -> str:
     """A percentage already in percent (62.3%). A non-zero value that rounds to zero prints as
     <0.1% so that a busy-but-barely unit is not shown idle."""
-    if _bad(v):
+    if is_missing(v):
         return MISSING
     v = float(v)
     if v != 0 and abs(v) < 0.5 * 10**-digits:
@@ -127,12 +128,12 @@ def fmt_pct(v: Any, signed: bool = False, digits: int = 1) -> str:
 
 def fmt_x(v: Any) -> str:
     """A ratio: 1.25x."""
-    return MISSING if _bad(v) else _g3(float(v)) + "x"
+    return MISSING if is_missing(v) else _g3(float(v)) + "x"
 
 
 def fmt_p(v: Any) -> str:
     """A p-value: two significant digits, <1e-4 below that."""
-    return MISSING if _bad(v) else (f"{float(v):.2g}" if float(v) >= 1e-4 else "<1e-4")
+    return MISSING if is_missing(v) else (f"{float(v):.2g}" if float(v) >= 1e-4 else "<1e-4")
 
 
 # units as tools and the schema spell them -> how to print a value in that unit
@@ -146,7 +147,7 @@ def fmt_quantity(v: Any, unit: str | None = None, signed: bool = False) -> str:
     with an SI prefix, counts exact."""
     if isinstance(v, str):
         return v
-    if _bad(v):
+    if is_missing(v):
         return MISSING
     u = (unit or "").strip()
     lu = u.lower()

@@ -48,3 +48,9 @@ def test_quantities_and_units():
     assert fmt.fmt_x(1.25) == "1.25x"
     assert fmt.plural(1, "claim") == "1 claim" and fmt.plural(1204, "kernel") == "1,204 kernels"
     assert fmt.plural(2, "launch", "launches") == "2 launches"
+
+
+@pytest.mark.parametrize("v, missing", [(None, True), (math.nan, True), (math.inf, True), ("abc", True), (0.0, False), (3, False), ("2.5", False)])
+def test_is_missing_is_what_prints_as_missing(v, missing):
+    assert fmt.is_missing(v) is missing
+    assert (fmt.fmt_x(v) == fmt.MISSING) is missing

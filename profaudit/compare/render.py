@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import io
 import json
-import math
 from typing import Any, Callable
 
 import polars as pl
@@ -20,7 +19,7 @@ from profaudit import fmt as _fmt
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
 from profaudit.compare.timing import totals_label
-from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_x, md_cell
+from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_x, is_missing, md_cell
 
 FORMATS = ("table", "markdown", "html", "json")
 
@@ -32,10 +31,6 @@ def fmt_pct(v: Any, signed: bool = True) -> str:
     return _fmt.fmt_pct(v, signed)
 
 
-def _bad(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and not math.isfinite(v))
-
-
 # --- section model: every format renders the same list of (title, headers, rows) ------------------
 
 
@@ -44,12 +39,12 @@ def _sig_cell(r: dict) -> str:
     if s == "unknown":
         return "unknown"
     p = r.get("p_value")
-    return f"{s} (p={fmt_p(p)})" if not _bad(p) else s
+    return f"{s} (p={fmt_p(p)})" if not is_missing(p) else s
 
 
 def _ci_cell(r: dict) -> str:
     lo, hi = r.get("speedup_ci_low"), r.get("speedup_ci_high")
-    if _bad(lo) or _bad(hi):
+    if is_missing(lo) or is_missing(hi):
         return "—"
     return f"[{lo:#.4g}, {hi:#.4g}]"
 
@@ -247,7 +242,7 @@ def metrics_rows(c: Comparison, top_groups: int, per_group: int, width: int) -> 
         keyed = sub.filter(pl.col("key_metric"))
         rest = sub.filter(~pl.col("key_metric")).head(max(0, per_group - keyed.height))
         for r in pl.concat([keyed, rest]).iter_rows(named=True):
-            change = fmt_pct(r["rel_change_pct"]) if not _bad(r["rel_change_pct"]) else "new"
+            change = fmt_pct(r["rel_change_pct"]) if not is_missing(r["rel_change_pct"]) else "new"
             rows.append([short(labels.get(g, str(g)), width), r["metric"], r["category"], fmt_num(r["baseline"]), fmt_num(r["candidate"]), change])
     return hdr, rows
 
