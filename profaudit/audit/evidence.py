@@ -22,6 +22,7 @@ from profaudit.audit.claim import META_KEYS, Claim, Side, normalise_dtype, valid
 from profaudit.audit.stats import SteadyState, Statistic, steady_state
 
 if TYPE_CHECKING:  # pragma: no cover
+    from profaudit.audit.shared_run import SharedRun
     from profaudit.audit.speedup import Comparison
 
 # Fact kinds, most trusted first: what a tool recorded beats what a claim asserts, which beats
@@ -271,6 +272,15 @@ class SideEvidence:
         order = np.argsort(starts)
         return starts[order], k["end_ns"].to_numpy()[order]
 
+    def calls_per_sample(self) -> Fact | None:
+        """Back-to-back calls one timing sample holds: what the attached trace shows (call ranges
+        nested in each timed range) beats what the log or the claim says."""
+        return self.fact("calls_per_sample_traced") or self.fact("calls_per_sample")
+
+    def cuda_graphs(self) -> Fact | None:
+        """CUDA-graph use: graph launches in the attached trace beat what the meta says."""
+        return self.fact("cuda_graphs_traced") or self.fact("cuda_graphs")
+
     def launches_per_call(self) -> tuple[float | None, str]:
         f = self.fact("kernels_per_call")
         if f is not None:
@@ -313,6 +323,13 @@ class Evidence:
 
     def intended(self, key: str) -> bool:
         return key in self.claim.intended_differences
+
+    @cached_property
+    def shared_run(self) -> "SharedRun | None":
+        """Both sides' timings from one file and run (a wide log): what it settles for both sides."""
+        from profaudit.audit.shared_run import shared_run
+
+        return shared_run(self.claim)
 
     @cached_property
     def comparison(self) -> "Comparison":

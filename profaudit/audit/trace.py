@@ -209,7 +209,8 @@ def _call_times(se: "SideEvidence") -> CallTimes | None:
     per = 1.0
     if key == "timed_range":
         # timed ranges that each hold k back-to-back calls: a call costs 1/k of the range's work
-        k = se.get("calls_per_sample_traced") or se.get("calls_per_sample")
+        f = se.calls_per_sample()
+        k = f.value if f is not None else None
         if isinstance(k, (int, float)) and k > 1:
             per = float(k)
             how += f", / {k:g} calls per range"

@@ -3,6 +3,7 @@ from __future__ import annotations
 from profaudit.audit.evidence import Evidence, device_relation
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import differ_text, unrecorded
+from profaudit.audit.shared_run import settled_text
 
 
 def _mig(v) -> str:
@@ -15,7 +16,10 @@ class DeviceMismatch(Rule):
 
     What it detects: device names that name different products (FAIL), different MIG profiles
     (FAIL), and, for the same product, different device UUIDs (WARN: another board of the same
-    model). Device names come from the claim, profile metadata and sample columns.
+    model). Device names come from the claim, profile metadata and sample columns. Both sides timed
+    in one run of one file (a wide log with a column per side) ran on one device, named or not:
+    that passes, unless the file records several devices or hosts or its columns are named after
+    different devices (WARN).
 
     Why it matters: a speedup across devices measures the hardware. Even two boards of one SKU
     differ: one "14 % speedup" turned out to be a different B200 instance (dogacel blog), and MIG
@@ -35,8 +39,15 @@ class DeviceMismatch(Rule):
         b, c = ev.baseline, ev.candidate
         db, dc = b.fact("device"), c.fact("device")
         missing = unrecorded(ev, db, dc)
+        sr = ev.shared_run
+        if sr is not None and sr.column_devices is not None and (missing or device_relation(str(db.value), str(dc.value)) != "different"):
+            # one file, but the columns say two machines: never a pass
+            return [self.flag(Severity.WARN, f"{sr.origin}, but {sr.not_one_device}; the devices cannot be confirmed equal", "both", device_baseline=db, device_candidate=dc, shared_files=list(sr.files))]
         if missing:
-            return [self.cannot(f"the device of the {missing} is not recorded", device_baseline=db, device_candidate=dc)]
+            if sr is not None and sr.not_one_device is None:
+                return [self.ok(settled_text(ev), device_baseline=db, device_candidate=dc, shared_files=list(sr.files))]
+            why = f" ({sr.origin}, but {sr.not_one_device})" if sr is not None else ""
+            return [self.cannot(f"the device of the {missing} is not recorded{why}", device_baseline=db, device_candidate=dc)]
         evid = {"device_baseline": db, "device_candidate": dc}
         rel = device_relation(str(db.value), str(dc.value))
         if rel == "different":
@@ -54,6 +65,8 @@ class DeviceMismatch(Rule):
         if out:
             return out
         same_board = ub is not None and uc is not None
+        if sr is not None and sr.not_one_device is None and rel == "same":
+            return [self.ok(settled_text(ev), shared_files=list(sr.files), **evid)]
         return [self.ok(f"both sides ran on {db.value}" + (" (same board)" if same_board else ""), **evid)]
 
 

@@ -22,7 +22,8 @@ class VersionMismatch(Rule):
 
     What it detects: different GPU driver versions, CUDA (or ROCm/Neuron runtime) versions,
     framework versions (same framework only: torch vs triton is the comparison itself) and
-    versions of the same library in `meta.versions` / `<lib>_version`.
+    versions of the same library in `meta.versions` / `<lib>_version`. Both sides timed in one run
+    of one file (a wide log with a column per side) share every version, recorded or not.
 
     Why it matters: cuBLAS, cuDNN, compilers and drivers change kernel selection and performance
     between releases; a speedup measured across versions mixes the kernel's effect with the
@@ -65,6 +66,10 @@ class VersionMismatch(Rule):
             text = "; ".join(f"{d['key']} {getattr(d['baseline'], 'value', d['baseline'])} vs {getattr(d['candidate'], 'value', d['candidate'])}" for d in diffs)
             return [self.flag(Severity.WARN, f"versions differ between the sides: {text}", "both", differences=diffs)]
         if not compared:
+            sr = ev.shared_run
+            if sr is not None and sr.not_one_device is None:
+                # one process on one machine timed both sides: one driver, one runtime, one of each library
+                return [self.ok(f"{sr.where}, so one driver, CUDA runtime and set of library versions", shared_files=list(sr.files))]
             return [self.cannot("no driver, CUDA or library version is recorded for both sides")]
         return [self.ok(f"same versions on both sides ({', '.join(compared)})")]
 

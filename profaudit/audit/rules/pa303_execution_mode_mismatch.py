@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from profaudit.audit.evidence import Evidence, Fact, SideEvidence
+from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import differ_text
 
@@ -18,15 +18,6 @@ def _bool(v) -> bool:
 
 def _method(v) -> str:
     return str(v).strip().lower().replace("-", "_")
-
-
-def _graphs(se: SideEvidence) -> Fact | None:
-    """Graph use: what the trace shows (graph launches) beats what the meta says."""
-    return se.fact("cuda_graphs_traced") or se.fact("cuda_graphs")
-
-
-def _calls(se: SideEvidence) -> Fact | None:
-    return se.fact("calls_per_sample_traced") or se.fact("calls_per_sample")
 
 
 class ExecutionModeMismatch(Rule):
@@ -60,8 +51,8 @@ class ExecutionModeMismatch(Rule):
         out, compared, notes = [], [], []
         pairs = (
             ("compile_mode", _mode, b.fact("compile_mode"), c.fact("compile_mode")),
-            ("cuda_graphs", _bool, _graphs(b), _graphs(c)),
-            ("calls_per_sample", int, _calls(b), _calls(c)),
+            ("cuda_graphs", _bool, b.cuda_graphs(), c.cuda_graphs()),
+            ("calls_per_sample", int, b.calls_per_sample(), c.calls_per_sample()),
             ("timing_method", _method, b.fact("timing_method"), c.fact("timing_method")),
         )
         for key, norm, fb, fc in pairs:

@@ -37,8 +37,8 @@ class LaunchOverheadFloor(Rule):
             checked.append(se.role)
             fam = time_family(se.get("time_source"))
             includes_launch = fam in ("events", "host", None) or (fam or "").startswith("other")
-            graphs = se.get("cuda_graphs_traced", se.get("cuda_graphs"))  # a trace's graph launches beat the meta
-            batched = bool(graphs) or (se.get("calls_per_sample_traced") or se.get("calls_per_sample") or 1) > 1
+            graphs, calls = se.cuda_graphs(), se.calls_per_sample()
+            batched = bool(graphs and graphs.value) or (calls.value if calls is not None and calls.value else 1) > 1
             if not includes_launch:
                 continue
             if t < 2_000 and not batched:
