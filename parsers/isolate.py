@@ -1,21 +1,29 @@
-"""Run a native reader that can crash the interpreter in a forked worker process.
+"""Run a native reader that can crash the interpreter in a child process, one child per read.
 
 NVIDIA's `ncu_report` segfaults on some damaged reports whose framing is consistent (bit flips
 inside a result, a count set to 2^31): in-process, that kills the CLI without a word (exit 139)
-and a dashboard with it. Here the reader runs in a worker forked from this process (no re-import),
-which streams its results back through a pipe as pickled messages; the parent sees a crash, an
-abort, a memory blow-up or a hang as one `InputError`, and the next read forks a fresh worker.
+and a dashboard with it. Here the reader runs in a child process that streams its results back
+through a pipe as pickled messages; the caller sees a crash, an abort, a memory blow-up or a hang
+as one `InputError`, and the next read works.
 
-Each read gets a fresh worker, which exits after it. A worker kept up between reads gave wrong
+Each read gets a fresh child, which exits after it. A child kept up between reads gave wrong
 answers: `ncu_report` registers the units of a report's derived metrics process-wide, first report
 wins, so after reading one report a second report's `derived__*` metrics came back with the
-first report's units ('sector' for 'byte', 'inst' for 'thread'). A fresh fork of a process that
-has loaded no report reads each file as ncu_report reads it alone. Reads are serialised (one lock),
-so threads of a dashboard share the reader safely.
+first report's units ('sector' for 'byte', 'inst' for 'thread').
 
-The worker must not touch polars: a forked child inherits polars' thread pool without its
-threads, so work functions build plain Python lists and the parent builds the frames (chunks
-arrive while the worker keeps reading, so the two overlap on a multi-core machine).
+The children come from a zygote: a process forked from the caller once, which runs the reader's
+process-wide set-up (`prepare`; for ncu_report, loading its 37 MB metrics library, ~70 ms of CPU
+that a fresh process otherwise pays inside its first report) without reading any report, then
+forks one child per read. A child therefore starts with the library loaded and no report's state,
+and dies after its one report. The zygote is single-threaded whatever the caller is (the dashboard's
+threads, a Dask worker's), reaps its children and reports how each ended (signal, CPU seconds). It
+ends when the caller closes its socket (atexit) or dies (end of file on the socket), and its child
+dies with it (PR_SET_PDEATHSIG); a zygote found dead is replaced and the read retried once. Reads
+are serialised (one lock), so threads of a dashboard share the reader safely.
+
+The children must not touch polars: a forked process inherits polars' thread pool without its
+threads, so work functions build plain Python lists and the caller builds the frames (chunks
+arrive while the child keeps reading, so the two overlap on a multi-core machine).
 
 Where `fork` does not exist (Windows) the work runs in-process, as it did before.
 """
@@ -29,6 +37,7 @@ import os
 import pickle
 import select
 import signal
+import socket
 import struct
 import sys
 import tempfile
@@ -40,7 +49,7 @@ from typing import Any, Callable
 from profaudit.errors import InputError
 
 _LEN = struct.Struct("<Q")
-# A damaged count can make a reader allocate without bound; the worker gets this much address
+# A damaged count can make a reader allocate without bound; the child gets this much address
 # space (at most a third of the machine's memory) beyond what it inherited before its
 # allocations fail (the largest corpus report needs well under 1 GiB).
 CHILD_EXTRA_BYTES = 8 << 30
@@ -48,6 +57,9 @@ CHILD_EXTRA_BYTES = 8 << 30
 # long (plus a per-megabyte allowance) is looping on damaged data.
 TIMEOUT_S = 120.0
 TIMEOUT_S_PER_MB = 10.0
+# How long the zygote may take to say how a finished or killed child ended (it reaps at once;
+# only a zygote that is itself stuck takes longer, and is then replaced).
+_STATUS_GRACE_S = 30.0
 
 
 class IsolatedReaderError(Exception):
@@ -55,16 +67,52 @@ class IsolatedReaderError(Exception):
     last-resort handler words it); carries the child's exception type name."""
 
 
+class _ZygoteGone(Exception):
+    """The zygote died or stopped answering (not the file's fault): the read is retried once."""
+
+
 def can_isolate() -> bool:
     return hasattr(os, "fork") and sys.platform != "win32"
 
 
-def _send(fd: int, obj: Any) -> None:
+def _pack(obj: Any) -> bytes:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_LEN.pack(len(data)) + data)
+    return _LEN.pack(len(data)) + data
+
+
+def _send(fd: int, obj: Any) -> None:
+    view = memoryview(_pack(obj))
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def _recv(fd: int, deadline: float | None) -> Any:
+    """One message; None at end of file; TimeoutError past the deadline."""
+    head = _read_exact(fd, _LEN.size, deadline)
+    if head is None:
+        return None
+    body = _read_exact(fd, _LEN.unpack(head)[0], deadline)
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exact(rfd: int, n: int, deadline: float | None) -> bytes | None:
+    """`n` bytes from the pipe or socket, None at end of file; TimeoutError past the deadline."""
+    parts: list[bytes] = []
+    while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([rfd], [], [], left)[0]:
+                raise TimeoutError
+        try:
+            b = os.read(rfd, min(n, 1 << 20))
+        except ConnectionResetError:
+            b = b""
+        if not b:
+            return None
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
 
 
 def _limit_memory() -> None:
@@ -83,189 +131,310 @@ def _limit_memory() -> None:
         pass
 
 
-class _Worker:
-    def __init__(self):
-        req_r, self.req_w = os.pipe()
-        self.resp_r, resp_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.pid = os.fork()
-        if self.pid == 0:  # pragma: no cover - the worker's coverage is not collected
-            os.close(self.req_w)
-            os.close(self.resp_r)
-            _serve(req_r, resp_w)
-        os.close(req_r)
-        os.close(resp_w)
+def _pdeathsig_setter() -> Callable[[], Any] | None:
+    """Linux: a call that makes the calling process get SIGKILL when its parent dies (a child whose
+    zygote was killed must not read on, orphaned). Only the zygote's children use it: the zygote is
+    single-threaded, so the signal is not sent early by another thread's exit, which is what makes
+    PDEATHSIG unsafe under a threaded caller."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
 
-    def stop(self, sig: int | None = None) -> int | None:
-        """Close the pipes (the worker exits at end of input) or kill it; reap it; its status."""
-        for fd in (self.req_w, self.resp_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if sig is not None:
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass
-        try:
-            return os.waitpid(self.pid, 0)[1]
-        except ChildProcessError:
-            return None
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
-def _serve(req_r: int, resp_w: int) -> None:
-    """The worker's loop; never returns. Each request is a picklable `work(send)` callable."""
+def _quiet() -> None:
+    """Make the zygote (and so every child) silent and the caller's to interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    try:
+        import faulthandler
+
+        faulthandler.disable()  # a crash in a child is the caller's one line, not a dump
+    except ImportError:
+        pass
+    gc.enable()  # forked from inside a read that had switched it off
+    # the reader's own logging (protobuf's "Can't parse message ... missing required fields",
+    # absl's preamble) would add lines to the user's one-line error; the caller words everything
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _child(zygote: int, pdeathsig, work_bytes: bytes, resp_w: int) -> None:
+    """One read, in a fresh child of the zygote; never returns."""
     code = 0
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-        try:
-            import faulthandler
-
-            faulthandler.disable()  # a crash here is the parent's one line, not a dump
-        except ImportError:
-            pass
-        gc.enable()  # forked from inside a read that had switched it off
-        # the reader's own logging (protobuf's "Can't parse message ... missing required fields",
-        # absl's preamble) would add lines to the user's one-line error; the parent words everything
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.close(devnull)
+        if pdeathsig is not None:
+            pdeathsig()
+            if os.getppid() != zygote:  # the zygote died before the prctl took effect
+                os._exit(70)
         _limit_memory()
-        while True:
-            head = _read_exact(req_r, _LEN.size, None)
-            if head is None:
-                break
-            body = _read_exact(req_r, _LEN.unpack(head)[0], None)
-            if body is None:
-                break
-            work = pickle.loads(body)
-            try:
-                result = work(lambda chunk: _send(resp_w, ("chunk", chunk)))
-                _send(resp_w, ("done", result))
-            except InputError as exc:
-                _send(resp_w, ("input_error", exc.path, exc.problem))
-            except MemoryError:
-                _send(resp_w, ("memory", None))
-            except Exception as exc:  # noqa: BLE001 - everything must reach the parent as a message
-                _send(resp_w, ("exc", type(exc).__name__, str(exc)))
+        try:
+            work = pickle.loads(work_bytes)
+            result = work(lambda chunk: _send(resp_w, ("chunk", chunk)))
+            _send(resp_w, ("done", result))
+        except InputError as exc:
+            _send(resp_w, ("input_error", exc.path, exc.problem))
+        except MemoryError:
+            _send(resp_w, ("memory", None))
+        except Exception as exc:  # noqa: BLE001 - everything must reach the caller as a message
+            _send(resp_w, ("exc", type(exc).__name__, str(exc)))
     except BaseException:
         code = 70
     finally:
         os._exit(code)
 
 
-def _read_exact(rfd: int, n: int, deadline: float | None) -> bytes | None:
-    """`n` bytes from the pipe, None at end of file; TimeoutError past the deadline."""
-    parts: list[bytes] = []
-    while n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([rfd], [], [], left)[0]:
-                raise TimeoutError
-        b = os.read(rfd, min(n, 1 << 20))
-        if not b:
-            return None
-        parts.append(b)
-        n -= len(b)
-    return b"".join(parts)
+def _await_child(sock: socket.socket, pid: int) -> tuple[int, float] | None:
+    """Wait for the running child, killing it when the caller asks; (status, CPU s), or None
+    when the caller has gone (the child is then killed and reaped)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd (macOS, Linux < 5.3): poll
+        pidfd = None
+    gone = False
+    try:
+        while True:
+            fds = [sock.fileno()] if pidfd is None else [sock.fileno(), pidfd]
+            ready = select.select(fds, [], [], None if pidfd is not None else 0.005)[0]
+            if sock.fileno() in ready:
+                msg = _recv(sock.fileno(), None)
+                if msg is None:
+                    gone = True
+                if msg is None or msg[0] == "kill":
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            wpid, status, ru = os.wait4(pid, 0 if gone else os.WNOHANG)
+            if wpid:
+                return None if gone else (status, ru.ru_utime + ru.ru_stime)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> None:
+    """The zygote's loop; never returns. A request is ("read", pickled work) with the write end of
+    the caller's response pipe attached; it forks one child per request."""
+    code = 0
+    try:
+        _quiet()
+        if prepare is not None:
+            try:
+                prepare()
+            except Exception:  # noqa: BLE001 - without it each child pays the set-up itself
+                pass
+        me = os.getpid()
+        pdeathsig = _pdeathsig_setter()
+        fd = sock.fileno()
+        while True:
+            try:
+                head, fds, _flags, _addr = socket.recv_fds(sock, _LEN.size, 1)
+            except ConnectionResetError:
+                break
+            if not head:
+                break
+            rest = _read_exact(fd, _LEN.size - len(head), None) if len(head) < _LEN.size else b""
+            body = _read_exact(fd, _LEN.unpack(head + rest)[0], None) if rest is not None else None
+            if body is None:
+                break
+            msg = pickle.loads(body)
+            if msg[0] != "read" or not fds:  # a kill that crossed its child's exit
+                for f in fds:
+                    os.close(f)
+                continue
+            pid = os.fork()
+            if pid == 0:
+                sock.close()  # the caller's end-of-file must not wait for this child
+                _child(me, pdeathsig, msg[1], fds[0])
+            os.close(fds[0])
+            sock.sendall(_pack(("started", pid)))
+            ended = _await_child(sock, pid)
+            if ended is None:
+                break
+            sock.sendall(_pack(("exited", *ended)))
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+class _Zygote:
+    def __init__(self, prepare: Callable[[], None] | None):
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the zygote's coverage is not collected
+            self.sock.close()
+            _zygote_main(theirs, prepare)
+        theirs.close()
+        self.owner = os.getpid()
+        self.children_cpu_s = 0.0  # CPU of the children it reaped (not in our RUSAGE_CHILDREN)
+
+    def request(self, work_bytes: bytes, resp_w: int) -> None:
+        data = _pack(("read", work_bytes))
+        try:
+            sent = socket.send_fds(self.sock, [data], [resp_w])
+            self.sock.sendall(data[sent:])
+        except OSError:  # EPIPE / ECONNRESET: it died since the last read
+            raise _ZygoteGone from None
+
+    def recv(self, deadline: float) -> Any:
+        try:
+            msg = _recv(self.sock.fileno(), deadline)
+        except TimeoutError:
+            raise _ZygoteGone from None
+        if msg is None:
+            raise _ZygoteGone
+        return msg
+
+    def kill_child(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.sendall(_pack(("kill",)))
+
+    def stop(self, sig: int | None = None) -> None:
+        """Close the socket (the zygote exits at end of input) or kill it; reap it."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
 
 
 _lock = threading.Lock()
-_worker: _Worker | None = None
-_owner_pid: int | None = None
+_zygotes: dict[Any, _Zygote] = {}
 
 
 def _stop_worker() -> None:
-    global _worker
-    if _worker is not None and _owner_pid == os.getpid():
-        _worker.stop()
-    _worker = None
+    """Stop every zygote this process started (atexit; tests that need one forked afresh)."""
+    for key, z in list(_zygotes.items()):
+        if z.owner == os.getpid():
+            z.stop()
+        _zygotes.pop(key, None)
+
+
+def _forget_inherited() -> None:
+    """In a process forked from the caller (a process pool's worker, the zygote itself): the
+    caller's zygotes are not ours; close our copies of their sockets so that they still end when
+    the caller does, and start our own if we read."""
+    for z in _zygotes.values():
+        with contextlib.suppress(OSError):
+            z.sock.close()
+    _zygotes.clear()
 
 
 atexit.register(_stop_worker)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited)
+
+
+def _zygote_for(prepare: Callable[[], None] | None) -> _Zygote:
+    z = _zygotes.get(prepare)
+    if z is not None and z.owner == os.getpid():
+        try:
+            if os.waitpid(z.pid, os.WNOHANG)[0] == 0:
+                return z
+        except ChildProcessError:
+            pass
+        z.stop()  # it died (killed, out of memory): a fresh one replaces it
+    z = _zygotes[prepare] = _Zygote(prepare)
+    return z
+
+
+def _forget(z: _Zygote) -> None:
+    """Kill and reap a zygote that stopped answering; the next read forks a fresh one."""
+    for key in [k for k, v in _zygotes.items() if v is z]:
+        del _zygotes[key]
+    z.stop(signal.SIGKILL)
+
+
+def zygote_pid(prepare: Callable[[], None] | None = None) -> int | None:
+    """The pid of the live zygote for `prepare` (None when there is none)."""
+    z = _zygotes.get(prepare)
+    return z.pid if z is not None and z.owner == os.getpid() else None
 
 
 def worker_cpu_seconds() -> float:
-    """CPU seconds the live worker has used so far (Linux; 0 elsewhere or without one): a
-    benchmark adds this to its own, since a live child is not in RUSAGE_CHILDREN. Read from
-    schedstat (nanoseconds) where the kernel has it, else from stat (clock ticks)."""
-    w = _worker
-    if w is None:
-        return 0.0
-    try:
-        with open(f"/proc/{w.pid}/schedstat") as fh:
-            return int(fh.read().split()[0]) / 1e9
-    except (OSError, IndexError, ValueError):
-        pass
-    try:
-        with open(f"/proc/{w.pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+    """CPU seconds of the live zygotes and of the children they have reaped (Linux; 0 elsewhere):
+    a benchmark adds this to its own, since neither is in its RUSAGE_CHILDREN until a zygote is
+    reaped. The zygote's own time is read from schedstat (nanoseconds) where the kernel has it,
+    else from stat (clock ticks)."""
+    total = 0.0
+    for z in list(_zygotes.values()):
+        if z.owner != os.getpid():
+            continue
+        total += z.children_cpu_s
+        try:
+            with open(f"/proc/{z.pid}/schedstat") as fh:
+                total += int(fh.read().split()[0]) / 1e9
+                continue
+        except (OSError, IndexError, ValueError):
+            pass
+        try:
+            with open(f"/proc/{z.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
-def run_isolated(path: Path, work: Callable[[Callable[[Any], None]], Any], on_chunk: Callable[[Any], None], what: str) -> Any:
-    """`work(send)` in the worker; each `send(chunk)` reaches `on_chunk` here; returns work's result.
+def run_isolated(
+    path: Path,
+    work: Callable[[Callable[[Any], None]], Any],
+    on_chunk: Callable[[Any], None],
+    what: str,
+    prepare: Callable[[], None] | None = None,
+) -> Any:
+    """`work(send)` in a fresh child; each `send(chunk)` reaches `on_chunk` here; returns work's result.
 
     `work` must be picklable (a module-level function, or a functools.partial of one). `what`
-    names the reader in the error line ("the ncu_report reader").
+    names the reader in the error line ("the ncu_report reader"). `prepare` (a module-level
+    function) is the reader's process-wide set-up, run once in the zygote that forks the children;
+    one zygote serves each distinct `prepare`.
     """
-    global _worker, _owner_pid
     if not can_isolate():
         return work(on_chunk)
     path = Path(path)
     size_mb = path.stat().st_size / 1e6 if path.is_file() else 0.0
     limit = TIMEOUT_S + TIMEOUT_S_PER_MB * size_mb
+    work_bytes = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
     with _lock:
-        # a fresh worker per read (see the module docstring: ncu_report keeps state across reports)
-        _worker, _owner_pid = _Worker(), os.getpid()
-        w = _worker
-        deadline = time.monotonic() + limit
-        outcome: tuple | None = None
-        try:
-            _send(w.req_w, work)
-            while True:
-                head = _read_exact(w.resp_r, _LEN.size, deadline)
-                if head is None:
-                    break
-                body = _read_exact(w.resp_r, _LEN.unpack(head)[0], deadline)
-                if body is None:
-                    break
-                msg = pickle.loads(body)
-                if msg[0] == "chunk":
-                    on_chunk(msg[1])
-                else:
-                    outcome = msg
-                    break
-        except TimeoutError:
-            _worker = None
-            w.stop(signal.SIGKILL)
-            raise InputError(path, f"{what} did not finish within {limit:.0f} s (stopped): the file is damaged in a way that makes it loop") from None
-        except BrokenPipeError:
-            outcome = None
-        except BaseException:
-            _worker = None
-            w.stop(signal.SIGKILL)
-            raise
-        if outcome is None:  # the worker died mid-read
-            _worker = None
-            status = w.stop(signal.SIGKILL)
-            if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) != signal.SIGKILL:
-                sig = os.WTERMSIG(status)
-                try:
-                    name = signal.Signals(sig).name
-                except ValueError:
-                    name = f"signal {sig}"
-                raise InputError(path, f"{what} crashed on this file ({name}): it is damaged or not a file the reader supports")
-            if status is not None and os.WIFSIGNALED(status):  # SIGKILL: the kernel's OOM killer
-                raise InputError(path, f"{what} was killed while reading this file (out of memory?): it is damaged")
-            raise InputError(path, f"{what} stopped without a result: the file is damaged")
-        _worker = None
-        w.stop()  # end of its input: the worker exits; reaped here
+        for attempt in (1, 2):
+            z = _zygote_for(prepare)
+            try:
+                outcome, status = _one_read(z, work_bytes, on_chunk, limit, path, what)
+                break
+            except _ZygoteGone:
+                # the zygote died (or hangs) outside any child's doing: replace it, try once more
+                _zygotes.pop(prepare, None)
+                z.stop(signal.SIGKILL)
+                if attempt == 2:
+                    raise InputError(path, f"{what}'s helper process died twice while reading this file") from None
+            except InputError:  # the child timed out and was killed; the zygote is fine
+                raise
+            except BaseException:
+                _zygotes.pop(prepare, None)
+                z.stop(signal.SIGKILL)  # its child dies with it (PR_SET_PDEATHSIG)
+                raise
+    if outcome is None:  # the child died mid-read
+        if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) != signal.SIGKILL:
+            sig = os.WTERMSIG(status)
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = f"signal {sig}"
+            raise InputError(path, f"{what} crashed on this file ({name}): it is damaged or not a file the reader supports")
+        if status is not None and os.WIFSIGNALED(status):  # SIGKILL: the kernel's OOM killer
+            raise InputError(path, f"{what} was killed while reading this file (out of memory?): it is damaged")
+        raise InputError(path, f"{what} stopped without a result: the file is damaged")
     kind = outcome[0]
     if kind == "done":
         return outcome[1]
@@ -274,6 +443,48 @@ def run_isolated(path: Path, work: Callable[[Callable[[Any], None]], Any], on_ch
     if kind == "memory":
         raise InputError(path, f"{what} ran out of memory on this file (a damaged count asks for more than it holds)")
     raise IsolatedReaderError(f"{outcome[1]}: {outcome[2]}")
+
+
+def _one_read(z: _Zygote, work_bytes: bytes, on_chunk, limit: float, path: Path, what: str) -> tuple[tuple | None, int | None]:
+    """One request to the zygote: (the child's last message or None, its exit status or None).
+    Raises _ZygoteGone when the zygote is not there to fork or to report."""
+    resp_r, resp_w = os.pipe()
+    try:
+        try:
+            z.request(work_bytes, resp_w)
+        finally:
+            os.close(resp_w)  # the child holds the only write end: its death is our end of file
+        deadline = time.monotonic() + limit
+        z.recv(deadline)  # ("started", pid)
+        outcome: tuple | None = None
+        try:
+            while True:
+                msg = _recv(resp_r, deadline)
+                if msg is None:
+                    break
+                if msg[0] == "chunk":
+                    on_chunk(msg[1])
+                else:
+                    outcome = msg
+                    break
+        except TimeoutError:
+            z.kill_child()
+            try:
+                z.recv(time.monotonic() + _STATUS_GRACE_S)  # ("exited", ...): reaped, nothing left running
+            except _ZygoteGone:  # not answering either: it goes, and its child with it
+                _forget(z)
+            raise InputError(path, f"{what} did not finish within {limit:.0f} s (stopped): the file is damaged in a way that makes it loop") from None
+        try:
+            ended = z.recv(time.monotonic() + _STATUS_GRACE_S)  # ("exited", status, cpu s)
+        except _ZygoteGone:
+            if outcome is not None:  # the answer came whole; only the zygote went (replaced next read)
+                _forget(z)
+                return outcome, None
+            raise
+        z.children_cpu_s += ended[2]
+        return outcome, ended[1]
+    finally:
+        os.close(resp_r)
 
 
 _stderr_lock = threading.Lock()

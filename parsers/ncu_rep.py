@@ -27,6 +27,7 @@ reader opens the original.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import gc
@@ -672,6 +673,46 @@ def _zstd_to_temp(path: Path, tmpdir: str) -> Path:
     return out
 
 
+def nvperf_library() -> Path | None:
+    """The metrics library `ncu_report` loads when it reads its first action: beside the module
+    (the PyPI wheel), else in `../../target/<os-arch>/` (an ncu install's `extras/python`), the
+    places `ncu_report.load_report` passes it as `library_dir`. None when neither holds it."""
+    import platform
+
+    nr = require("ncu_report", "core", "reading Nsight Compute reports")
+    system = {"Linux": ("linux", "libnvperf_host.so"), "Darwin": ("osx", "libnvperf_host.dylib"), "Windows": ("windows", "nvperf_host.dll")}.get(platform.system())
+    if system is None:
+        return None
+    osname, lib = system
+    here = Path(nr.__file__).resolve().parent
+    if (here / lib).is_file():
+        return here / lib
+    arch = {"x86_64": "x64", "AMD64": "x64", "aarch64": "a64", "ARM64": "a64"}.get(platform.machine(), "")
+    target = here.parents[1] / "target" if osname != "osx" else here.parent
+    with contextlib.suppress(OSError):
+        for d in sorted(target.iterdir()):
+            if d.is_dir() and (osname == "osx" or (not d.name.startswith("target") and osname in d.name and arch in d.name)) and (d / lib).is_file():
+                return d / lib
+    return None
+
+
+def prepare_reader() -> None:
+    """The reader's process-wide set-up, done once in the isolation zygote (parsers/isolate.py)
+    and inherited by every child that reads a report: import `ncu_report` and load its metrics
+    library. Loading that 37 MB library (relocations, static constructors) is ~70 ms of the ~75 ms
+    a fresh process spends in its first report's first action; the rest (NVPW host init, the
+    report's own metric tables) is per report and stays in the child. No report is opened here:
+    ncu_report registers a report's derived-metric units process-wide, and a zygote that had read
+    one would hand its units to every later report."""
+    import ctypes
+
+    lib = nvperf_library()
+    if lib is not None:
+        # RTLD_LOCAL, as ncu_report's own dlopen: the library's symbols stay private to it, and
+        # ncu_report's later dlopen of the same file returns this handle
+        ctypes.CDLL(str(lib), mode=ctypes.RTLD_LOCAL)
+
+
 def _read_actions(path: Path, send) -> dict[str, Any]:
     """Every action of the report through `ncu_report`: metric chunks go to `send`, the kernel rows
     and counts are returned. Runs in the isolated worker; plain Python values only (no polars)."""
@@ -764,7 +805,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
     _session_rows(container, out)
     # The reader runs in a forked child: a damaged report that crashes it is one line, not a
     # dead process (see parsers/isolate.py); metric chunks stream back while it reads.
-    res = run_isolated(path, functools.partial(_read_actions, path), out.add_chunk, "the ncu_report reader")
+    res = run_isolated(path, functools.partial(_read_actions, path), out.add_chunk, "the ncu_report reader", prepare=prepare_reader)
     kernels, rule_count, unmeasured, device_ids, reader_version = res["kernels"], res["rule_count"], res["unmeasured"], res["device_ids"], res["reader_version"]
     if res["last_chunk"] is not None:
         out.add_chunk(res["last_chunk"])

@@ -34,7 +34,7 @@ def _segfault(send):
 
 def _echo(value, send):
     send(["chunk", value])
-    return {"value": value, "pid": os.getpid()}
+    return {"value": value, "pid": os.getpid(), "ppid": os.getppid()}
 
 
 def _sleep(send):
@@ -60,6 +60,24 @@ def _input_error(path, send):
     raise InputError(path, "the reader's own deliberate message")
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie left for init to reap is not running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int, within: float = 10.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not _running(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_results_and_chunks_come_back(tmp_path):
     f = tmp_path / "x.bin"
     f.write_bytes(b"x")
@@ -67,12 +85,145 @@ def test_results_and_chunks_come_back(tmp_path):
     res = isolate.run_isolated(f, functools.partial(_echo, 41), chunks.append, "the test reader")
     assert res["value"] == 41 and chunks == [["chunk", 41]]
     assert res["pid"] != os.getpid()
-    # each read gets a fresh worker (ncu_report keeps state across the reports of one process),
-    # and the finished one is reaped, not left running
+    zygote = isolate.zygote_pid()
+    assert zygote is not None and res["ppid"] == zygote
+    # each read gets a fresh child of the same zygote (ncu_report keeps state across the reports
+    # of one process), and the finished child is reaped, not left running
     res2 = isolate.run_isolated(f, functools.partial(_echo, 42), chunks.append, "the test reader")
-    assert res2["pid"] != res["pid"] and res2["value"] == 42
-    with pytest.raises(ChildProcessError):
-        os.waitpid(res["pid"], os.WNOHANG)
+    assert res2["pid"] != res["pid"] and res2["value"] == 42 and res2["ppid"] == zygote
+    assert not _running(res["pid"]) and not _running(res2["pid"])
+    assert isolate.worker_cpu_seconds() > 0
+
+
+def _prepared_value(send):
+    return _PREPARED
+
+
+_PREPARED = "not prepared"
+
+
+def _prepare():
+    global _PREPARED
+    _PREPARED = f"prepared in {os.getpid()}"
+
+
+def test_prepare_runs_once_in_the_zygote_not_in_the_caller(tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    a = isolate.run_isolated(f, _prepared_value, lambda c: None, "the test reader", prepare=_prepare)
+    b = isolate.run_isolated(f, _prepared_value, lambda c: None, "the test reader", prepare=_prepare)
+    z = isolate.zygote_pid(_prepare)
+    assert a == b == f"prepared in {z}" and _PREPARED == "not prepared"
+    # a reader without that set-up gets its own zygote
+    assert isolate.run_isolated(f, _prepared_value, lambda c: None, "the test reader") == "not prepared"
+    assert isolate.zygote_pid() not in (None, z)
+
+
+def _kill_zygote_once(marker, send):
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getppid(), signal.SIGKILL)  # the zygote; PR_SET_PDEATHSIG takes this child along
+        time.sleep(30)
+    return os.getppid()
+
+
+def _kill_zygote(send):
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(30)
+
+
+def test_a_dead_zygote_is_replaced(tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    isolate.run_isolated(f, functools.partial(_echo, 1), lambda c: None, "the test reader")
+    first = isolate.zygote_pid()
+    os.kill(first, signal.SIGKILL)  # killed between reads (the OOM killer, a stray kill)
+    res = isolate.run_isolated(f, functools.partial(_echo, 2), lambda c: None, "the test reader")
+    assert res["value"] == 2 and res["ppid"] == isolate.zygote_pid() != first
+    assert not _running(first)
+
+
+def test_a_zygote_that_dies_mid_read_is_replaced_and_the_read_retried(tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    t0 = time.monotonic()
+    ppid = isolate.run_isolated(f, functools.partial(_kill_zygote_once, str(tmp_path / "m")), lambda c: None, "the test reader")
+    assert time.monotonic() - t0 < 20  # the orphaned child did not sleep on: it died with its zygote
+    assert ppid == isolate.zygote_pid()
+    with pytest.raises(InputError, match="helper process died twice"):
+        isolate.run_isolated(f, _kill_zygote, lambda c: None, "the test reader")
+    assert isolate.run_isolated(f, functools.partial(_echo, 3), lambda c: None, "the test reader")["value"] == 3
+
+
+def test_threads_share_the_reader(tmp_path):
+    """The dashboard reads from several threads at once: each gets its own answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda v: isolate.run_isolated(f, functools.partial(_echo, v), lambda c: None, "the test reader"), range(12)))
+    assert [g["value"] for g in got] == list(range(12))
+    assert len({g["pid"] for g in got}) == 12 and len({g["ppid"] for g in got}) == 1
+
+
+def _read_in_pool_worker(path):
+    res = isolate.run_isolated(Path(path), functools.partial(_echo, 7), lambda c: None, "the test reader")
+    return res["ppid"], isolate.zygote_pid(), os.getpid()
+
+
+def test_a_forked_pool_worker_starts_its_own_zygote(tmp_path):
+    """A process forked from a caller that has a zygote (a process pool's worker, as the loader and
+    Dask use) must not talk to the caller's zygote over the inherited socket."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    isolate.run_isolated(f, functools.partial(_echo, 1), lambda c: None, "the test reader")
+    mine = isolate.zygote_pid()
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as pool:
+        ppid, theirs, worker = pool.submit(_read_in_pool_worker, str(f)).result(timeout=60)
+    assert ppid == theirs and theirs not in (None, mine)
+    assert _wait_gone(theirs)  # the worker's zygote ended with the worker
+    assert isolate.run_isolated(f, functools.partial(_echo, 2), lambda c: None, "the test reader")["ppid"] == mine
+
+
+_AT_EXIT = """
+import functools, os, signal, sys, time
+from pathlib import Path
+from profaudit.parsers import isolate
+from tests.test_isolation import _echo, _sleep
+f = Path(sys.argv[1])
+isolate.run_isolated(f, functools.partial(_echo, 1), lambda c: None, "t")
+print(isolate.zygote_pid(), flush=True)
+if sys.argv[2] == "killed":  # the caller dies mid-read (SIGKILL: no atexit)
+    isolate.run_isolated(f, _sleep, lambda c: None, "t")
+"""
+
+
+@pytest.mark.parametrize("how", ["exits", "killed"])
+def test_nothing_is_left_running(tmp_path, how):
+    import subprocess
+    import sys
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    repo = str(Path(__file__).parents[1])
+    proc = subprocess.Popen([sys.executable, "-c", _AT_EXIT, str(f), how], stdout=subprocess.PIPE, text=True, cwd=repo)
+    zygote = int(proc.stdout.readline())
+    children = []
+    if how == "killed":
+        end = time.monotonic() + 20
+        while not children and time.monotonic() < end:  # the sleeping child's pid
+            with open(f"/proc/{zygote}/task/{zygote}/children") as fh:
+                children = [int(c) for c in fh.read().split()]
+            time.sleep(0.02)
+        assert children
+        proc.kill()
+    assert proc.wait(timeout=60) == (0 if how == "exits" else -signal.SIGKILL)
+    for pid in (zygote, *children):
+        assert _wait_gone(pid), pid
 
 
 def test_a_crash_is_one_error_and_the_next_read_works(tmp_path):
@@ -208,3 +359,30 @@ def test_the_readers_own_logging_stays_off_the_terminal(tmp_path, capfd):
     assert isolate.run_isolated(f, _noisy, lambda c: None, "the test reader") == "read"
     out, err = capfd.readouterr()
     assert "Can't parse message" not in err and "stray stdout" not in out
+
+
+def _nvperf_maps():
+    with open("/proc/self/maps") as fh:
+        return sorted({line.split()[-1] for line in fh if "nvperf_host" in line})
+
+
+def _maps_before_and_after_a_read(path, send):
+    import ncu_report
+
+    before = _nvperf_maps()
+    ncu_report.load_report(str(path))[0][0]  # the first action is where the reader loads its library
+    return before, _nvperf_maps()
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not NCU or not os.path.exists("/proc/self/maps"), reason="needs the corpus ncu-rep folder and /proc")
+def test_the_zygote_preloads_the_library_the_reader_uses():
+    pytest.importorskip("ncu_report")
+    from profaudit.parsers import ncu_rep
+
+    lib = ncu_rep.nvperf_library()
+    assert lib is not None
+    good = min(NCU, key=lambda p: p.stat().st_size)
+    before, after = isolate.run_isolated(good, functools.partial(_maps_before_and_after_a_read, good), lambda c: None, "t", prepare=ncu_rep.prepare_reader)
+    # the child starts with the library loaded, and reading a report maps no second copy of it
+    assert before == after == [str(lib)]
