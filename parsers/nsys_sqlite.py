@@ -158,7 +158,9 @@ def sqlite_table_names(path: Path) -> set[str] | None:
             return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         finally:
             con.close()
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, UnicodeDecodeError):
+        # a damaged schema makes SQLite's own error message hold the damaged bytes, which the
+        # sqlite3 module then fails to decode
         return None
 
 
@@ -173,6 +175,9 @@ class _Db:
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         except sqlite3.DatabaseError as exc:
             raise InputError(self.path, f"damaged SQLite database: {exc}") from None
+        except UnicodeDecodeError:
+            # SQLite's message about a damaged schema quotes the damaged bytes, which sqlite3 cannot decode
+            raise InputError(self.path, "damaged SQLite database: its schema holds bytes that are not UTF-8") from None
         self._cols: dict[str, dict[str, str]] = {}
 
     def close(self) -> None:

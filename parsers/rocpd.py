@@ -69,6 +69,9 @@ class _Db:
             rows = self.con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
         except sqlite3.DatabaseError as exc:
             raise InputError(path, f"damaged SQLite database: {exc}") from None
+        except UnicodeDecodeError:
+            # SQLite's message about a damaged schema quotes the damaged bytes, which sqlite3 cannot decode
+            raise InputError(path, "damaged SQLite database: its schema holds bytes that are not UTF-8") from None
         names = {r[0] for r in rows}
         self.src: dict[str, str] = {}
         for t in sorted(_TABLES, key=len, reverse=True):

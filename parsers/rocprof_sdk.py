@@ -213,13 +213,20 @@ class RocprofSdkParser:
             agent_by_handle[h] = info
         kinds = strings.get("buffer_records") or []
         kind_names = [k.get("kind") if isinstance(k, dict) else None for k in kinds]
-        ops = [k.get("operations") or [] if isinstance(k, dict) else [] for k in kinds]
+        ops = []
+        for i, k in enumerate(kinds):
+            o = k.get("operations") if isinstance(k, dict) else None
+            if o is not None and not isinstance(o, list):
+                raise InputError(path, f"strings.buffer_records[{i}].operations: expected a list, found {jsonshape.kind(o)}")
+            ops.append(o or [])
 
         def op_name(kind, op):
+            # an unknown kind or operation number (or a name that is no text) leaves the name unknown
             try:
-                return ops[int(kind)][int(op)]
-            except (IndexError, TypeError, ValueError):
+                name = ops[int(kind)][int(op)]
+            except (IndexError, TypeError, ValueError, OverflowError):
                 return None
+            return name if isinstance(name, str) else None
 
         watch = _Stream(None)
         cols: dict[str, list] = {c: [] for c in (

@@ -417,6 +417,12 @@ def _load_delimited(path: Path, raw: bytes) -> tuple[pl.DataFrame, dict[str, str
     # trailing delimiters make unnamed, empty columns
     drop = [c for c in df.columns if (not c.strip() or re.fullmatch(r"_duplicated_\d+", c)) and df.get_column(c).null_count() == df.height]
     df = df.drop(drop)
+    stripped = [c.strip() for c in df.columns]
+    if len(set(stripped)) < len(stripped):
+        # a stray quote in the header (seen when fuzzing) runs names together and splits them
+        # elsewhere, leaving ' 1' beside '1'
+        twice = next(c for c in stripped if stripped.count(c) > 1)
+        raise InputError(path, f"malformed table: two columns are named {twice!r} (blanks aside); check the header line's quotes")
     df = df.rename({c: c.strip() for c in df.columns if c != c.strip()})
     if df.width:
         df = df.filter(~pl.all_horizontal(pl.all().is_null()))

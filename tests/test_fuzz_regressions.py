@@ -508,3 +508,61 @@ def test_proton_time_beyond_float_range(tmp_path, cli):
     f = tmp_path / "p.hatchet"
     f.write_text(json.dumps(tree))
     assert_one_line_error(cli("kernels", f), "Proton kernel k: Time (ns): the number 1000")
+
+
+# ------------------------------------------------------- session 12: the formats fuzzed first now
+@pytest.mark.parametrize("suffix", ["sqlite", "db"])
+def test_sqlite_schema_bytes_not_utf8(tmp_path, cli, suffix):
+    # SQLite's "malformed database schema ... near '\xff\xff'" message quotes the damaged bytes,
+    # which the sqlite3 module could not decode: a UnicodeDecodeError out of the sniff, before any
+    # parser was chosen
+    f = tmp_path / f"damaged.{suffix}"
+    con = sqlite3.connect(f)
+    con.execute("CREATE TABLE StringIds(id INTEGER, value TEXT)")
+    con.execute("PRAGMA writable_schema=ON")
+    bad = b"CREATE TABLE StringIds(id INTEGER, value TEXT) \xff\xff".hex()
+    con.execute(f"UPDATE sqlite_master SET sql = CAST(X'{bad}' AS TEXT) WHERE name = 'StringIds'")
+    con.commit()
+    con.close()
+    _refused(f, "damaged SQLite database: its schema holds bytes that are not UTF-8")
+    assert_one_line_error(cli("kernels", f), "its schema holds bytes that are not UTF-8")
+
+
+@pytest.mark.parametrize("context, needle", [
+    ("1e309", "context: expected a JSON object, found the text '1e309'"),
+    ([{"date": "x"}], "context: expected a JSON object, found a list"),
+    ({"date": ["2024"], "num_cpus": 8}, "context.date: expected text, found a list"),
+])
+def test_gbench_context_of_the_wrong_type(tmp_path, context, needle):
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps({**_gbench(), "context": context}))
+    _refused(f, needle)
+
+
+def test_rocprof_sdk_operations_not_a_list(tmp_path):
+    from tests.test_chrome_trace import _sdk_doc
+
+    doc = _sdk_doc()
+    kinds = doc["rocprofiler-sdk-tool"][0]["strings"]["buffer_records"]
+    kinds[10] = {"kind": kinds[10]["kind"], "operations": {str(i): op for i, op in enumerate(kinds[10]["operations"])}}
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(doc))
+    _refused(f, "strings.buffer_records[10].operations: expected a list, found an object")
+    # an operation number past the list, or a name that is no text, leaves that name unknown
+    doc = _sdk_doc()
+    doc["rocprofiler-sdk-tool"][0]["strings"]["buffer_records"][5]["operations"][1] = 7
+    f.write_text(json.dumps(doc))
+    r = profaudit.load(f).ranges
+    assert None in r["name"].to_list() and "my-region" in r["name"].to_list()
+
+
+def test_table_header_with_a_stray_quote(tmp_path, cli):
+    # a quote inserted in a header runs names together ('Grid_Siz"e_X",...'): polars then named
+    # two columns ' 1' and '1', and trimming blanks made them collide (polars DuplicateError)
+    from tests.test_rocprofv3_csv import make_output
+
+    src = next(make_output(tmp_path / "run").glob("*_kernel_trace.csv"))
+    f = tmp_path / src.name  # alone, without agent_info.csv beside it: the generic table reads it
+    f.write_bytes(src.read_bytes().replace(b'"Grid_Size_X"', b'"Grid_Siz"e_X"', 1))  # csv.writer's \r\n kept
+    _refused(f, "malformed table: two columns are named '1' (blanks aside)")
+    assert_one_line_error(cli("kernels", f), "check the header line's quotes")

@@ -46,14 +46,19 @@ def _write(path, head, rows):
     return path
 
 
-@pytest.fixture
-def workload(tmp_path):
-    d = tmp_path / "workloads" / "vcopy" / "MI300X_A1"
+def make_workload(root):
+    """A rocprofv3-era workload folder under `root` (also a fuzz seed: tests/fuzz/harness.py)."""
+    d = root / "workloads" / "vcopy" / "MI300X_A1"
     d.mkdir(parents=True)
     _write(d / "sysinfo.csv", list(SYSINFO_V3), [list(SYSINFO_V3.values())])
     _write(d / "pmc_perf.csv", PMC_V3_HEAD, PMC_V3_ROWS)
     _write(d / "roofline.csv", ROOF_HEAD, [ROOF_ROW])
     return d
+
+
+@pytest.fixture
+def workload(tmp_path):
+    return make_workload(tmp_path)
 
 
 def test_workload_kernels_and_counters_match_plain_csv(workload):

@@ -32,7 +32,12 @@ def _write(path, cols, rows):
 
 @pytest.fixture
 def out(tmp_path):
-    d = tmp_path / "host" / "4242"
+    return make_output(tmp_path)
+
+
+def make_output(root):
+    """A rocprofv3 --output-format csv folder under `root` (also a fuzz seed: tests/fuzz/harness.py)."""
+    d = root / "host" / "4242"
     d.mkdir(parents=True)
     _write(d / "4242_agent_info.csv", ["Node_Id", "Logical_Node_Id", "Agent_Type", "Cu_Count", "Name", "Vendor_Name", "Product_Name", "Model_Name"],
            [[0, 0, "CPU", 0, "AMD EPYC 9654", "CPU", "AMD EPYC 9654", ""], [2, 1, "GPU", 304, "gfx942", "AMD", "AMD Instinct MI300X", "MI300X"],

@@ -1,6 +1,6 @@
 """Long fuzz run over every parser's read: mutants of the corpus and of the project's fixtures.
 
-Each mutant is read in a worker process the way the CLI reads a file (`read_one`, then every table
+Each mutant is made and read in a worker process (reused from one input to the next) the way the CLI reads a file (`read_one`, then every table
 and `ps.metadata` built) and gets one verdict (see tests/fuzz/harness.py): ok, incomplete
 (loaded with `complete: false`), rejected (a deliberate one-line error), undeliberate (the
 loader's catch-all or an exception escaping it), silent_partial (a cut that removed content
@@ -11,7 +11,10 @@ mutation, ready to become regression tests.
 
     nice -n 10 .venv/bin/python tools/fuzz_long.py --per-format 2000 --budget-s 3000 --out /tmp/fuzz-out
 
-Prints a per-format table at the end (and every --report-s seconds) and writes summary.json.
+Prints a per-format table at the end (and every --report-s seconds, with the rate in inputs/s), a
+FINDING line for each bad verdict as it comes, and writes summary.json. Formats read only through a
+vendor tool that is absent here (nsys-rep, neuron_ntff) are fuzzed up to the tool: sniffing, header
+checks, NEFF pairing, tool discovery and the one-line refusal.
 """
 
 from __future__ import annotations
@@ -39,11 +42,14 @@ BAD = {"undeliberate", "silent_partial", "crash", "timeout", "memory"}
 # ------------------------------------------------------------------------------------------------
 # worker side
 # ------------------------------------------------------------------------------------------------
-def worker_main(mem_mb: int) -> int:
+def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int) -> int:
+    """Make each mutant and read it here, in the worker: mutating (gzip recompression, SQLite
+    rewrites, folder copies) costs as much as many reads, and done in the one parent it kept the
+    workers waiting. The parent sends only (format, index); the mutant follows from the seed list
+    and the rng string, so a run is reproducible whatever worker takes which task."""
     import resource
 
-    from tests.fuzz.harness import verdict
-    from tests.fuzz.mutators import Mutant
+    from tests.fuzz.harness import Seed, pick_seed, verdict, write_mutant
 
     # a hard cap well above the --mem-mb verdict line, so a blow-up fails an allocation instead of
     # pushing the machine into swap or the OOM killer
@@ -52,19 +58,33 @@ def worker_main(mem_mb: int) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (cap + _vsz(), resource.RLIM_INFINITY))
     except (ValueError, OSError):
         pass
+    seeds = {fmt: [Seed(fmt, Path(s["path"]), tuple(Path(c) for c in s["companions"])) for s in lst]
+             for fmt, lst in json.loads(seeds_file.read_text()).items()}
     out = sys.stdout
     sys.stdout = sys.stderr  # parsers' prints must not corrupt the protocol
+
+    def send(obj: dict) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
     for line in sys.stdin:
         task = json.loads(line)
-        m = Mutant(b"", task["label"], task["cut_incomplete"])
-        v, detail = verdict(Path(task["path"]), m)
+        rng = random.Random(f"{rng_seed}/{task['format']}/{task['i']}")
+        seed = pick_seed(seeds[task["format"]], rng)
+        try:
+            path, m = write_mutant(seed, rng, scratch)
+        except Exception as exc:  # a mutator bug must not end a long run: the parent notes it
+            send({"skip": f"mutator failed on {seed.path.name}: {type(exc).__name__}: {exc}"})
+            continue
+        # said before the read, so a crash or a timeout still names its input
+        send({"seed": str(seed.path), "path": str(path), "label": m.label})
+        v, detail = verdict(path, m)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if v == "rejected" and "out of memory" in detail:
             v = "memory"
         if peak_mb > mem_mb:
             v, detail = "memory", f"peak RSS {peak_mb:.0f} MB ({v}: {detail[:200]})"
-        out.write(json.dumps({"verdict": v, "detail": detail[:500]}) + "\n")
-        out.flush()
+        send({"verdict": v, "detail": detail[:500]})
         if v == "memory":
             return 0  # start afresh: the peak never comes down
     return 0
@@ -82,26 +102,37 @@ def _vsz() -> int:
 # parent side
 # ------------------------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, idx: int, mem_mb: int, scratch: Path):
-        self.idx, self.mem_mb = idx, mem_mb
-        self.scratch = scratch / f"w{idx}"
+    def __init__(self, idx: int, args, seeds_file: Path, scratch: Path):
+        self.idx = idx
+        self.cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--mem-mb", str(args.mem_mb), "--seed", str(args.seed),
+                    "--seeds-file", str(seeds_file), "--scratch", str(scratch / f"w{idx}")]
         self.task = None
         self.started = 0.0
+        self.restarts = 0
         self._spawn()
 
     def _spawn(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", "--mem-mb", str(self.mem_mb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(REPO), text=True, bufsize=1,
-        )
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     cwd=str(REPO), bufsize=0)
+        self.buf = b""
 
     def send(self, task: dict):
         self.task, self.started = task, time.monotonic()
         try:
-            self.proc.stdin.write(json.dumps({k: task[k] for k in ("path", "label", "cut_incomplete")}) + "\n")
-            self.proc.stdin.flush()
+            self.proc.stdin.write((json.dumps({"format": task["format"], "i": task["i"]}) + "\n").encode())
         except BrokenPipeError:
             pass
+
+    def messages(self) -> list[dict] | None:
+        """The whole lines the worker has written since the last call (read straight from the
+        pipe: a buffered reader could hold a second line that select() would never report), or
+        None when it has exited."""
+        data = os.read(self.proc.stdout.fileno(), 1 << 16)
+        if not data:
+            return None
+        self.buf += data
+        *lines, self.buf = self.buf.split(b"\n")
+        return [json.loads(l) for l in lines if l.strip()]
 
     def restart(self):
         try:
@@ -109,12 +140,15 @@ class Worker:
         except ProcessLookupError:
             pass
         self.proc.wait()
+        self.restarts += 1
         self._spawn()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--seeds-file", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--per-format", type=int, default=2000, help="mutants per format (stop when every format has this many)")
     ap.add_argument("--budget-s", type=float, default=3600, help="stop after this many seconds regardless")
     ap.add_argument("--workers", type=int, default=2)
@@ -127,9 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-s", type=float, default=300, help="print the table this often")
     args = ap.parse_args(argv)
     if args.worker:
-        return worker_main(args.mem_mb)
+        return worker_main(args.mem_mb, args.seeds_file, args.scratch, args.seed)
 
-    from tests.fuzz.harness import discover_seeds, write_mutant
+    from tests.fuzz.harness import discover_seeds
 
     args.out.mkdir(parents=True, exist_ok=True)
     scratch = args.out / "scratch"
@@ -140,14 +174,22 @@ def main(argv: list[str] | None = None) -> int:
     if not seeds:
         print("no seeds found", file=sys.stderr)
         return 2
+    from profaudit.parsers import REGISTRY
+
+    unseeded = sorted({p.name for p in REGISTRY} - set(seeds))
     print(f"seeds: {', '.join(f'{k} {len(v)}' for k, v in sorted(seeds.items()))}", flush=True)
+    if unseeded and not args.formats:
+        print(f"formats without a seed (not fuzzed): {', '.join(unseeded)}", flush=True)
+    seeds_file = scratch / "seeds.json"
+    seeds_file.write_text(json.dumps({f: [{"path": str(s.path), "companions": [str(c) for c in s.companions]} for s in lst]
+                                      for f, lst in seeds.items()}))
     counts: dict[str, Counter] = defaultdict(Counter)
     examples: dict[tuple[str, str], list[str]] = defaultdict(list)
     t0 = time.monotonic()
     last_report = t0
     next_i: Counter = Counter()
     formats = sorted(seeds)
-    workers = [Worker(i, args.mem_mb, scratch) for i in range(max(1, args.workers))]
+    workers = [Worker(i, args, seeds_file, scratch) for i in range(max(1, args.workers))]
     stop = False
 
     def handle_int(*_):
@@ -155,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         stop = True
 
     signal.signal(signal.SIGINT, handle_int)
+    signal.signal(signal.SIGTERM, handle_int)
 
     def next_task():
         # the format with the fewest mutants so far goes next
@@ -164,9 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         fmt = min(todo, key=lambda f: next_i[f])
         i = next_i[fmt]
         next_i[fmt] += 1
-        rng = random.Random(f"{args.seed}/{fmt}/{i}")
-        seed = rng.choice(seeds[fmt])
-        return fmt, i, seed, rng
+        return {"format": fmt, "i": i, "seed": "?", "path": "", "label": "(not yet made)"}
 
     def record(w: Worker, verdict: str, detail: str):
         t = w.task
@@ -176,47 +217,52 @@ def main(argv: list[str] | None = None) -> int:
             if n <= 20:  # enough reproducers per kind and format
                 dest = args.out / "reproducers" / t["format"] / f"{verdict}-{t['i']}"
                 dest.mkdir(parents=True, exist_ok=True)
-                src = Path(t["path"])
-                if src.is_dir():
+                src = Path(t["path"]) if t["path"] else None
+                if src is not None and src.is_dir():
                     shutil.copytree(src, dest / src.name, dirs_exist_ok=True)
-                elif src.exists():
+                elif src is not None and src.exists():
                     shutil.copy(src, dest / src.name)
-                (dest / "note.txt").write_text(f"seed: {t['seed']}\nmutation: {t['label']}\nverdict: {verdict}\ndetail: {detail}\nrng: {args.seed}/{t['format']}/{t['i']}\n")
+                (dest / "note.txt").write_text(f"seed: {t['seed']}\nmutation: {t['label']}\nverdict: {verdict}\ndetail: {detail}\n"
+                                               f"rng: {args.seed}/{t['format']}/{t['i']}\n")
             if len(examples[(t["format"], verdict)]) < 3:
                 examples[(t["format"], verdict)].append(f"{t['label'][:120]} -> {detail[:200]}")
+            print(f"FINDING {t['format']} #{t['i']} {verdict}: {t['label'][:120]} -> {detail[:200]}", flush=True)
         w.task = None
 
     def dispatch(w: Worker) -> bool:
-        nt = next_task()
-        if nt is None:
+        task = next_task()
+        if task is None:
             return False
-        fmt, i, seed, rng = nt
-        try:
-            path, m = write_mutant(seed, rng, w.scratch)
-        except Exception as exc:  # a mutator bug must not end a long run: note it, take the next
-            print(f"mutator failed on {fmt} #{i} ({seed.path.name}): {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            return dispatch(w)
-        w.send({"format": fmt, "i": i, "seed": str(seed.path), "path": str(path), "label": m.label, "cut_incomplete": m.cut_incomplete})
+        w.send(task)
         return True
 
     active = [w for w in workers if dispatch(w)]
     while active and not stop and time.monotonic() - t0 < args.budget_s:
         fds = {w.proc.stdout.fileno(): w for w in active}
-        ready, _, _ = select.select(list(fds), [], [], 1.0)
+        try:
+            ready, _, _ = select.select(list(fds), [], [], 1.0)
+        except InterruptedError:
+            ready = []
         now = time.monotonic()
         for fd in ready:
             w = fds[fd]
-            line = w.proc.stdout.readline()
-            if not line:
+            msgs = w.messages()
+            if msgs is None:
                 code = w.proc.wait()
                 if w.task is not None:
                     record(w, "crash", f"worker died (exit {code})")
                 w.restart()
-            else:
-                res = json.loads(line)
-                record(w, res["verdict"], res["detail"])
-                if res["verdict"] == "memory":
-                    w.restart()
+                continue
+            for res in msgs:
+                if "skip" in res:
+                    print(f"{w.task['format']} #{w.task['i']}: {res['skip']}", file=sys.stderr, flush=True)
+                    w.task = None
+                elif "verdict" not in res:
+                    w.task.update(res)  # the mutant made: seed, path, label
+                else:
+                    record(w, res["verdict"], res["detail"])
+                    if res["verdict"] == "memory":
+                        w.restart()
         for w in active:
             if w.task is not None and now - w.started > args.timeout:
                 record(w, "timeout", f"no verdict after {args.timeout:.0f} s")
@@ -224,14 +270,13 @@ def main(argv: list[str] | None = None) -> int:
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:
             last_report = now
-            _table(counts, now - t0)
+            _table(counts, now - t0, workers)
             _summary(args, counts, now - t0)
     for w in workers:
-        w.restart() if w.task is not None else None
         w.proc.kill()
         w.proc.wait()
     elapsed = time.monotonic() - t0
-    _table(counts, elapsed)
+    _table(counts, elapsed, workers)
     for (fmt, v), ex in sorted(examples.items()):
         for e in ex:
             print(f"  {fmt} {v}: {e}")
@@ -247,14 +292,19 @@ def _summary(args, counts: dict[str, Counter], elapsed: float) -> None:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
-def _table(counts: dict[str, Counter], elapsed: float) -> None:
-    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS) + f"   [{elapsed:.0f} s]")
+def _table(counts: dict[str, Counter], elapsed: float, workers: list) -> None:
     tot = Counter()
+    for c in counts.values():
+        tot.update(c)
+    n = sum(tot.values())
+    rate = n / elapsed if elapsed > 0 else 0.0
+    restarts = sum(w.restarts for w in workers)
+    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS)
+          + f"   [{elapsed:.0f} s, {rate:.1f} inputs/s, {len(workers)} workers, {restarts} restarts]")
     for fmt in sorted(counts):
         c = counts[fmt]
-        tot.update(c)
         print(f"{fmt:20} {sum(c.values()):12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS))
-    print(f"{'all':20} {sum(tot.values()):12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS), flush=True)
+    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ The long run adds crash, timeout and memory (outcomes of its worker process).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import random
@@ -36,10 +37,36 @@ _FOLDER_DATA_SUFFIXES = (".parquet", ".pb", ".json.gz", ".trace.json", ".ntff")
 class Seed:
     format: str
     path: Path  # a file, or a folder for directory formats
+    # unmutated files the parser pairs with the seed (an NTFF's NEFF), copied beside each mutant
+    companions: tuple[Path, ...] = ()
 
     @property
     def is_dir(self) -> bool:
         return self.path.is_dir()
+
+
+# Formats read only through a vendor tool that may be absent (nsys, neuron-explorer/neuron-profile).
+# Without the tool their seeds cannot load, so what is fuzzed is what profaudit does before the
+# tool: sniffing, the header check, NEFF pairing, tool discovery and the one-line refusal.
+def _tool_missing(fmt: str) -> bool:
+    if fmt == "nsys-rep":
+        from profaudit.parsers.nsys_rep import find_nsys
+
+        return find_nsys() is None
+    if fmt == "neuron_ntff":
+        from profaudit.parsers.neuron_ntff import find_tool
+
+        return find_tool() is None
+    return False
+
+
+def _companions(fmt: str, path: Path) -> tuple[Path, ...]:
+    if fmt == "neuron_ntff":
+        from profaudit.parsers.neuron_ntff import find_neff
+
+        neff = find_neff(path)
+        return (neff,) if neff is not None else ()
+    return ()
 
 
 def _candidates(roots: list[Path]) -> list[Path]:
@@ -111,20 +138,79 @@ def generated_seeds(workdir: Path) -> list[Path]:
         out.append(d)
     except Exception:
         pass
-    for maker in (_rocpd_seed, _pyperf_seed, _asv_seed):
+    for maker in (_rocpd_seed, _pyperf_seed, _asv_seeds, _rocprof_sdk_seed, _nsys_sqlite_seed, _rocprof_compute_seed, _rocprofv3_seeds,
+                  _nsys_rep_seed, _ntff_seeds):
         try:
-            out.append(maker(workdir))
-        except Exception:
+            made = maker(workdir)
+            out.extend(made if isinstance(made, list) else [made])
+        except Exception:  # a fixture maker that cannot run here (an optional package) loses its seed only
             pass
-    try:
-        from tests import nsys_synth
+    return out
 
-        f = workdir / "nsys_rich.sqlite"
-        if not f.exists():
-            nsys_synth.rich_db(f)
-        out.append(f)
-    except Exception:
-        pass
+
+def _nsys_sqlite_seed(workdir: Path) -> Path:
+    from tests import nsys_synth
+
+    f = workdir / "nsys_rich.sqlite"
+    if not f.exists():
+        nsys_synth.rich_db(f)
+    return f
+
+
+def _rocprof_compute_seed(workdir: Path) -> Path:
+    from tests.test_rocprof_compute import make_workload
+
+    root = workdir / "rocprof_compute"
+    if not root.exists():
+        root.mkdir(parents=True)
+        return make_workload(root)
+    return next(root.glob("workloads/*/*"))
+
+
+def _rocprofv3_seeds(workdir: Path) -> list[Path]:
+    """The rocprofv3 CSV folder, and its kernel trace and counter files read one by one."""
+    from tests.test_rocprofv3_csv import make_output
+
+    root = workdir / "rocprofv3"
+    if not root.exists():
+        root.mkdir(parents=True)
+        d = make_output(root)
+    else:
+        d = next(root.glob("host/*"))
+    return [d, d / f"{d.name}_kernel_trace.csv", d / f"{d.name}_counter_collection.csv"]
+
+
+def _nsys_rep_seed(workdir: Path) -> Path:
+    """A report header with a small body (as tests/test_nsys_rep.py builds), for runs without the
+    corpus's real reports."""
+    from profaudit.parsers.nsys_rep import REP_MAGIC
+
+    f = workdir / "nsys_rep" / "run.nsys-rep"
+    if not f.exists():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(REP_MAGIC + b" 2024.5.1\n\x00\x01binary body" + bytes(range(256)))
+    return f
+
+
+def _ntff_seeds(workdir: Path) -> list[Path]:
+    """NTFFs with a NEFF beside them (the 64-byte stand-in tests/test_neuron.py uses), so that
+    mutants also reach tool discovery, not only the missing-NEFF refusal; a corpus NTFF is linked,
+    never copied into the repository."""
+    d = workdir / "ntff"
+    d.mkdir(parents=True, exist_ok=True)
+    out = []
+    hashed = d / "123_instid_0_vnc_0.ntff"
+    if not hashed.exists():
+        hashed.write_bytes(b"\x05" + b"\0" * 63)
+        (d / "neff_123.neff").write_bytes(b"\0" * 64)
+    out.append(hashed)
+    real = sorted(CORPUS.glob("neuron/*.ntff"), key=_size)[:1] if CORPUS.is_dir() else []
+    for r in real:
+        link = d / r.name
+        if not link.exists():
+            link.symlink_to(r)
+            (d / f"{r.stem}.neff").write_bytes(b"\0" * 64)
+        out.append(link)
     return out
 
 
@@ -147,14 +233,29 @@ def _pyperf_seed(workdir: Path) -> Path:
     return f
 
 
-def _asv_seed(workdir: Path) -> Path:
+def _asv_seeds(workdir: Path) -> list[Path]:
+    """One asv result file, and the results/ folder that holds it (with benchmarks.json)."""
     from tests.test_asv import _tree
 
     d = workdir / "asv"
     if not d.exists():
         d.mkdir(parents=True)
         _tree(d)
-    return next((d / "results").glob("*/*-*.json"))
+    return [next((d / "results").glob("*/*-*.json")), d / "results"]
+
+
+def _rocprof_sdk_seed(workdir: Path) -> Path:
+    """A small rocprofv3 JSON (every record kind once): the corpus has one 1.6 MB report, whose
+    mutants cost over a second each."""
+    import json
+
+    from tests.test_chrome_trace import _sdk_doc
+
+    f = workdir / "rocprof_sdk" / "results.json"
+    if not f.exists():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(_sdk_doc(), indent=1))
+    return f
 
 
 def discover_seeds(workdir: Path, *, corpus: bool = True, max_bytes: int = SEED_MAX_BYTES, per_format: int | None = None) -> dict[str, list[Seed]]:
@@ -162,8 +263,10 @@ def discover_seeds(workdir: Path, *, corpus: bool = True, max_bytes: int = SEED_
 
     Small seeds keep runs fast: each format keeps its inputs up to `max_bytes` (its smallest one
     when none is that small), at most `per_format` of them, smallest first. A seed must load as it
-    is, or its mutants prove nothing."""
-    from profaudit.loader import read_one
+    is, or its mutants prove nothing (except where the vendor tool a format needs is absent: then
+    its seeds are those refused deliberately, see `_tool_missing`)."""
+    from profaudit.errors import InputError
+    from profaudit.loader import UnexpectedReadError, read_one
     from profaudit.parsers import find_parser
 
     roots = [REPO / "sample_reports"]
@@ -183,46 +286,115 @@ def discover_seeds(workdir: Path, *, corpus: bool = True, max_bytes: int = SEED_
         cands.sort(key=_size)
         small = [c for c in cands if _size(c) <= max_bytes] or cands[:1]
         keep: list[Seed] = []
+        tool_missing = _tool_missing(fmt)
         for c in small:
             if per_format is not None and len(keep) >= per_format:
                 break
             try:
                 read_one(c)
+            except InputError as exc:
+                # without the vendor tool a seed is refused, deliberately: its mutants still test
+                # what profaudit does before the tool
+                if not (tool_missing and not isinstance(exc, UnexpectedReadError)):
+                    continue
             except Exception:
                 continue
-            keep.append(Seed(fmt, c))
+            keep.append(Seed(fmt, c, _companions(fmt, c)))
         if keep:
             by_format[fmt] = keep
     return by_format
 
 
+def pick_seed(seeds: list[Seed], rng: random.Random) -> Seed:
+    """One of a format's seeds, big ones less often (weight 1/size above 64 KB): a mutant's cost
+    grows with its seed, and the small seeds carry the same structure."""
+    weights = [1.0 / max(_size(s.path), 65536) for s in seeds]
+    return rng.choices(seeds, weights=weights)[0]
+
+
+@functools.lru_cache(maxsize=None)
 def _size(p: Path) -> int:
     if p.is_file():
         return p.stat().st_size
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
 
 
+# Seed bytes kept in memory (bounded): the long run makes thousands of mutants of each seed, and
+# re-reading a 1.5 MB seed from disk for each of them showed up in profiles.
+_SEED_BYTES: dict[Path, bytes] = {}
+_SEED_BYTES_MAX = 256 << 20
+
+
+def _seed_bytes(path: Path) -> bytes:
+    data = _SEED_BYTES.get(path)
+    if data is None:
+        data = path.read_bytes()
+        if sum(map(len, _SEED_BYTES.values())) + len(data) <= _SEED_BYTES_MAX:
+            _SEED_BYTES[path] = data
+    return data
+
+
+class _FolderMirror:
+    """The last folder seed copied under one `dest`: the next mutant of the same seed restores the
+    one file the previous mutant changed instead of copying the whole folder again. The mirror is
+    trusted only while it holds exactly the seed's files (a reader that wrote into it, or a
+    mutation that left anything else, means a fresh copy)."""
+
+    def __init__(self):
+        self.seed: Path | None = None
+        self.out: Path | None = None
+        self.files: dict[Path, int] = {}  # relative path -> size, as in the seed
+        self.victim: Path | None = None
+
+    def ready(self, seed: Path, out: Path) -> bool:
+        if self.seed != seed or self.out != out or self.victim is None or not out.is_dir():
+            return False
+        try:
+            (out / self.victim).write_bytes(_seed_bytes(seed / self.victim))
+            now = {f.relative_to(out): f.stat().st_size for f in out.rglob("*") if f.is_file()}
+        except OSError:
+            return False
+        return now == self.files
+
+
+_MIRRORS: dict[Path, _FolderMirror] = {}
+
+
 def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Mutant]:
-    """A mutant of `seed` under `dest` (which is emptied first), keeping the seed's file name."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    """A mutant of `seed` under `dest` (holding nothing else), keeping the seed's file name; the
+    seed's companions are copied beside it unchanged."""
     if seed.is_dir:
         out = dest / seed.path.name
-        shutil.copytree(seed.path, out)
-        files = sorted(f for f in out.rglob("*") if f.is_file())
+        mirror = _MIRRORS.setdefault(dest.resolve(), _FolderMirror())
+        if not mirror.ready(seed.path, out):
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            shutil.copytree(seed.path, out)
+            mirror.seed, mirror.out = seed.path, out
+            mirror.files = {f.relative_to(out): f.stat().st_size for f in out.rglob("*") if f.is_file()}
+        mirror.victim = None
+        files = sorted(out / f for f in mirror.files)
         victim = rng.choice(files)
-        m = mutate(victim.read_bytes(), victim.name, rng)
+        rel = victim.relative_to(out)
+        m = mutate(_seed_bytes(seed.path / rel), victim.name, rng)
         victim.write_bytes(m.data)
-        m.label = f"{victim.relative_to(out)}: {m.label}"
+        mirror.victim = rel
+        m.label = f"{rel}: {m.label}"
         # side files a folder format does not read (a sample's capture notes) lose nothing when cut
         m.cut_incomplete = m.cut_incomplete and victim.name.endswith(_FOLDER_DATA_SUFFIXES)
         if victim.name.endswith(".trace.json.gz") and any(victim.parent.glob("*.xplane.pb")):
             m.cut_incomplete = False  # a JAX run is read from its xplane.pb; the trace.json.gz is not read
         return out, m
+    _MIRRORS.pop(dest.resolve(), None)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
     out = dest / seed.path.name
-    m = mutate(seed.path.read_bytes(), seed.path.name, rng)
+    m = mutate(_seed_bytes(seed.path), seed.path.name, rng)
     out.write_bytes(m.data)
+    for c in seed.companions:
+        shutil.copyfile(c, dest / c.name)
     return out, m
 
 
