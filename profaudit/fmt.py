@@ -131,6 +131,21 @@ def fmt_x(v: Any) -> str:
     return MISSING if is_missing(v) else _g3(float(v)) + "x"
 
 
+def fmt_interval(low: Any, high: Any) -> str:
+    """A ratio's interval at the precision of fmt_x: [1.10, 1.40]; — when either end is unknown."""
+    if is_missing(low) or is_missing(high):
+        return MISSING
+    return f"[{_g3(float(low))}, {_g3(float(high))}]"
+
+
+def fmt_speedup(estimate: Any, low: Any = None, high: Any = None) -> str:
+    """A speedup with its interval when it has one: 1.25x [1.10, 1.40], or 1.25x alone."""
+    if is_missing(estimate):
+        return MISSING
+    rng = fmt_interval(low, high)
+    return fmt_x(estimate) if rng == MISSING else f"{fmt_x(estimate)} {rng}"
+
+
 def fmt_p(v: Any) -> str:
     """A p-value: two significant digits, <1e-4 below that."""
     return MISSING if is_missing(v) else (f"{float(v):.2g}" if float(v) >= 1e-4 else "<1e-4")
@@ -167,6 +182,38 @@ def fmt_quantity(v: Any, unit: str | None = None, signed: bool = False) -> str:
         return fmt_si(v, "FLOP", signed)
     body = fmt_num(v, signed)
     return f"{body} {u}".rstrip() if u else body
+
+
+# table cells: declared units whose values read better scaled (134 MB, 1.41 GHz, 2.10 GFLOP); a column
+# in any other unit (duration_ns, counts) prints plain numbers, since its name already says the unit
+_SCALED_UNITS = {"byte", "Hz", "flop", "FLOP/s", "byte/s", "%"}
+# derived tables (roofline, compare) are not all declared in the schema; their names carry the unit
+_UNIT_SUFFIXES = (("_flops_per_s", "FLOP/s"), ("_bytes_per_s", "byte/s"), ("_hz", "Hz"), ("_bytes", "byte"), ("_pct", "%"))
+
+
+def fmt_cell(v: Any, unit: str = "") -> str:
+    """A table cell (CLI tables, notebook tables): exact integers exact with separators, other
+    numbers visibly rounded; byte, Hz, FLOP and percent columns with an SI prefix or a % sign."""
+    if unit in _SCALED_UNITS and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return fmt_quantity(v, unit)
+    return fmt_num(v) if not isinstance(v, str) else v
+
+
+def column_units(df: Any) -> dict[str, str]:
+    """Column name -> unit for a polars frame's columns: the schema's declared unit, else the unit
+    its name ends in (numeric columns only)."""
+    from profaudit import schema
+
+    units: dict[str, str] = {}
+    # the stored tables, then the derived ones (ranks, collectives, ...) where the schema has them
+    for t in (*schema.TABLES.values(), *schema.DERIVED_TABLES.values()):
+        for c in t.columns:
+            if c.name in df.columns and c.unit:
+                units.setdefault(c.name, c.unit)
+    for c in df.columns:
+        if c not in units and df.schema[c].is_numeric():
+            units[c] = next((u for sfx, u in _UNIT_SUFFIXES if c.endswith(sfx) or f"{sfx}_" in c), "")
+    return units
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

@@ -9,10 +9,11 @@ Every string goes through `html.escape`.
 from __future__ import annotations
 
 import html
-import math
 from typing import Any, Iterable, Sequence
 
 import polars as pl
+
+from profaudit.fmt import column_units, fmt_cell, fmt_speedup, fmt_x
 
 _CSS = (
     "<style>.pa-box{font-family:system-ui,sans-serif;font-size:13px}"
@@ -46,10 +47,6 @@ def facts(items: Iterable[tuple[str, Any]], cls: dict[str, str] | None = None) -
         c = f" class='pa-{esc(cls[k])}'" if k in cls else ""
         out.append(f"<tr><th>{esc(k)}</th><td{c}>{esc(v)}</td></tr>")
     return "<table>" + "".join(out) + "</table>"
-
-
-def _x(v: Any) -> str:
-    return f"{v:.3g}x" if isinstance(v, (int, float)) and math.isfinite(v) else "—"
 
 
 # --- profiles ---------------------------------------------------------------------------------------
@@ -117,11 +114,11 @@ def _interval(sup) -> str:
     iv = sup.interval
     if iv is None:
         return f"not supported ({sup.reason})" if sup.reason else "not supported"
-    return f"{_x(iv.estimate)} [{iv.low:.3g}, {iv.high:.3g}] ({iv.confidence:.0%} CI, {iv.statistic})"
+    return f"{fmt_speedup(iv.estimate, iv.low, iv.high)} ({iv.confidence:.0%} CI, {iv.statistic})"
 
 
 def audit_repr(r) -> str:
-    claimed = _x(r.claim.speedup) if r.claim.speedup is not None else "no number"
+    claimed = fmt_x(r.claim.speedup) if r.claim.speedup is not None else "no number"
     return f"AuditReport({r.verdict}: claimed {claimed}, supported {_interval(r.supported)}; {len(r.problems)} problem(s))"
 
 
@@ -129,7 +126,7 @@ def audit_html(r) -> str:
     items = [
         ("verdict", r.verdict),
         ("claim", r.claim.description),
-        ("claimed", _x(r.claim.speedup) if r.claim.speedup is not None else "—"),
+        ("claimed", fmt_x(r.claim.speedup)),
         ("supported", _interval(r.supported)),
         ("basis", r.supported.basis),
     ]
@@ -211,12 +208,8 @@ class RooflineFrame(pl.DataFrame):
 def roofline_html(rf) -> str:
     cols = [c for c in ROOFLINE_COLUMNS if c in rf.columns] or rf.columns[:8]
     head = rf.select(cols).head(ROWS)
-    rows = [[_cell(v) for v in r] for r in head.iter_rows()]
+    # the same cells as `profaudit roofline` prints
+    units = column_units(head)
+    rows = [[fmt_cell(v, units.get(c, "")) for c, v in zip(cols, r)] for r in head.iter_rows()]
     more = f"<p>{rf.height - ROWS:,} more rows</p>" if rf.height > ROWS else ""
     return box(f"roofline: {roofline_summary(rf)}", table(cols, rows), more)
-
-
-def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}" if math.isfinite(v) else "—"
-    return "—" if v is None else str(v)

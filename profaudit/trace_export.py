@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
+from profaudit.fmt import MISSING, fmt_interval, fmt_x
 from profaudit.profile import Profile, ProfileSet
 from profaudit.timeline import _duration_expr as _dur
 
@@ -195,7 +196,7 @@ def _mark(ev: dict, r: dict, marks: dict, seen: set, out: list[dict]) -> None:
 
 
 def _compare_marks(cmp) -> dict[str, str]:
-    """Candidate kernel name -> 'slower: 0.8x per launch [0.78, 0.82]' for significant groups."""
+    """Candidate kernel name -> 'slower: 0.800x per launch [0.780, 0.820]' for significant groups."""
     if cmp is None or cmp.kind != "kernels" or cmp.matched.height == 0:
         return {}
     out = {}
@@ -204,7 +205,8 @@ def _compare_marks(cmp) -> dict[str, str]:
         if sig not in ("faster", "slower"):
             continue
         sp, lo, hi = r.get("median_speedup"), r.get("speedup_ci_low"), r.get("speedup_ci_high")
-        text = f"{sig}: {sp:.3g}x per launch" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
+        rng = fmt_interval(lo, hi)
+        text = f"{sig}: {fmt_x(sp)} per launch" + ("" if rng == MISSING else f" {rng}")
         for name in r.get("names_c") or []:
             out[name] = text
     return out

@@ -145,7 +145,7 @@ def test_truncated_nvbench_csv_is_refused_not_loaded_in_part(tmp_path, cli):
 
 
 def test_table_cells_exact_or_visibly_rounded():
-    from profaudit.cli.common import _fmt_cell
+    from profaudit.fmt import fmt_cell as _fmt_cell
 
     assert _fmt_cell(431648.0) == "431,648"
     assert _fmt_cell(5000.0) == "5,000"

@@ -54,3 +54,12 @@ def test_quantities_and_units():
 def test_is_missing_is_what_prints_as_missing(v, missing):
     assert fmt.is_missing(v) is missing
     assert (fmt.fmt_x(v) == fmt.MISSING) is missing
+
+
+def test_speedup_with_its_interval():
+    assert fmt.fmt_interval(1.1, 1.4) == "[1.10, 1.40]"
+    assert fmt.fmt_interval(None, 1.4) == fmt.MISSING and fmt.fmt_interval(0.5, math.inf) == fmt.MISSING
+    assert fmt.fmt_speedup(1.25, 1.1, 1.4) == "1.25x [1.10, 1.40]"
+    assert fmt.fmt_speedup(1.25) == "1.25x" and fmt.fmt_speedup(1.25, math.nan, 2.0) == "1.25x"
+    assert fmt.fmt_speedup(None, 1.1, 1.4) == fmt.MISSING
+    assert fmt.fmt_speedup(1234.5, 1000, 1500) == "1.23e+03x [1e+03, 1.5e+03]"  # fmt_x's own form at 1,000x and up

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 import profaudit
+from profaudit.fmt import fmt_interval, fmt_x
 from profaudit.profile import Profile, ProfileSet
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,9 +58,9 @@ def test_comparison_and_audit_reports(tmp_path):
     src = _bench_logs(tmp_path / "logs", 1_300, 1_000)
     rep = profaudit.audit(baseline=str(src / "base.jsonl"), candidate=str(src / "fast.jsonl"), claimed=1.3)
     r = repr(rep)
-    assert "\n" not in r and len(r) < 400 and r.startswith(f"AuditReport({rep.verdict}: claimed 1.3x, supported ")
+    assert "\n" not in r and len(r) < 400 and r.startswith(f"AuditReport({rep.verdict}: claimed 1.30x, supported ")
     iv = rep.supported.interval
-    assert f"[{iv.low:.3g}, {iv.high:.3g}]" in r
+    assert f"{fmt_x(iv.estimate)} {fmt_interval(iv.low, iv.high)} (95% CI" in r  # printed as compare and the CLI print it
     h = rep._repr_html_()
     assert f"pa-{rep.verdict}" in h and html.escape(rep.reasons[0] if rep.reasons else "no finding triggered") in h
     for f in rep.problems[:10]:
@@ -80,6 +81,9 @@ def test_roofline_frame_is_a_polars_frame_with_a_summary():
     assert str(rf) == pl.DataFrame.__str__(rf) and str(rf).startswith("shape: (2, ")  # print shows the table
     h = rf._repr_html_()
     assert "roof_pct_at_boost" in h and "k1" in h
+    # cells as `profaudit roofline` prints them: ns exact, rates with an SI prefix, percentages with %
+    pct = rf["roof_pct_at_boost"][1]
+    assert "<td>2,000,000</td>" in h and "<td>1.00 TFLOP/s</td>" in h and f"<td>{pct:.1f}%</td>" in h
 
 
 def test_py_typed_is_shipped():

@@ -14,12 +14,12 @@ from typing import List, Optional
 
 import typer
 
+from profaudit.fmt import fmt_ns, fmt_p, fmt_speedup, fmt_x
+
 _CACHE_CHOICES = ("cold", "hot", "rotate")
 
 
 def _fmt_ns(v) -> str:
-    from profaudit.fmt import fmt_ns
-
     if isinstance(v, list):
         return ", ".join(fmt_ns(x) for x in v)
     return fmt_ns(v)
@@ -77,7 +77,7 @@ def _order_notes(manifest: dict) -> list[str]:
                     run = f" (run {k})" if isinstance(ve.get("order_effect"), list) else ""
                     out.append(
                         f"{c['id']} {v}{run}: order effect: median {_fmt_ns(eff['after_other_median_ns'])} right after another variant's call "
-                        f"vs {_fmt_ns(eff['after_self_median_ns'])} otherwise (x{eff['ratio']:.3g}, p={eff['p_value']:.2g}): its neighbour changes its time"
+                        f"vs {_fmt_ns(eff['after_self_median_ns'])} otherwise ({fmt_x(eff['ratio'])}, p={fmt_p(eff['p_value'])}): its neighbour changes its time"
                     )
     return out
 
@@ -269,10 +269,7 @@ def compare_cmd(
         style = {"PASS": "green", "WARN": "yellow", "INCONCLUSIVE": "magenta", "FAIL": "red"}
         for o in outs:
             sup = o.supported
-            iv = ""
-            if sup.get("estimate") is not None:
-                lo, hi = sup.get("low"), sup.get("high")
-                iv = f"{sup['estimate']:.3g}x" + (f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else "")
+            iv = fmt_speedup(sup.get("estimate"), sup.get("low"), sup.get("high")) if sup.get("estimate") is not None else ""
             from rich.markup import escape
 
             if o.claim_path is None:

@@ -16,7 +16,7 @@ import polars as pl
 import typer
 
 from profaudit.errors import UsageError
-from profaudit.fmt import plural
+from profaudit.fmt import column_units, fmt_cell, plural
 
 
 class Format(str, Enum):
@@ -123,18 +123,6 @@ _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
 )
 
 
-def _fmt_cell(v: Any, unit: str = "") -> str:
-    """A table cell through the one formatter (`profaudit.fmt`): exact integers exact with
-    separators, other numbers visibly rounded; byte, Hz and FLOP columns with an SI prefix."""
-    from profaudit.fmt import fmt_num, fmt_quantity
-
-    if unit in _SI_UNITS and isinstance(v, (int, float)) and not isinstance(v, bool):
-        return fmt_quantity(v, unit)
-    return fmt_num(v) if not isinstance(v, str) else v
-
-
-# declared units (profaudit.schema) whose values read better scaled: 134 MB, 1.41 GHz, 2.10 GFLOP
-_SI_UNITS = {"byte", "Hz", "flop", "FLOP/s", "byte/s", "%"}
 # text columns that carry names: shortened in the middle to fit (the ends tell kernels apart)
 _NAME_COLUMNS = ("short_name", "profile_id", "name", "benchmark", "variant", "params", "op_name", "nvtx_range", "module", "path", "mangled_name", "device_name", "case")
 # never shortened nor folded: a metric name must be readable and copyable whole
@@ -155,34 +143,15 @@ def middle_ellipsis(text: str, width: int) -> str:
     return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
-# derived tables (roofline, compare) are not declared in the schema; their names carry the unit
-_UNIT_SUFFIXES = (("_flops_per_s", "FLOP/s"), ("_bytes_per_s", "byte/s"), ("_hz", "Hz"), ("_bytes", "byte"), ("_pct", "%"))
-
-
-def _column_units(df: pl.DataFrame) -> dict[str, str]:
-    from profaudit import schema
-
-    units = {}
-    # the stored tables, then the derived ones (ranks, collectives, ...) where the schema has them
-    for t in (*schema.TABLES.values(), *schema.DERIVED_TABLES.values()):
-        for c in t.columns:
-            if c.name in df.columns and c.unit:
-                units.setdefault(c.name, c.unit)
-    for c in df.columns:
-        if c not in units and df.schema[c].is_numeric():
-            units[c] = next((u for sfx, u in _UNIT_SUFFIXES if c.endswith(sfx) or f"{sfx}_" in c), "")
-    return units
-
-
 def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_order: Sequence[str] = ()) -> tuple[list[str], list[list[str]], list[str], list[str]]:
     """(headers, formatted rows, hidden columns, empty columns) for a terminal `width` wide.
 
     Columns without a value in any shown row leave first; then name columns are shortened in the
     middle; then the columns of `drop_order` (default: all but the first, right to left) go, last
     first, until one row fits on one line. `wide` keeps everything whole."""
-    units = _column_units(df)
+    units = column_units(df)
     cols = list(df.columns)
-    rows = [[_fmt_cell(v, units.get(c, "")) for c, v in zip(cols, r)] for r in df.iter_rows()]
+    rows = [[fmt_cell(v, units.get(c, "")) for c, v in zip(cols, r)] for r in df.iter_rows()]
     hidden: list[str] = []
     empty: list[str] = []
     if wide or width is None:

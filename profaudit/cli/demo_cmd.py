@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from profaudit.fmt import MISSING, fmt_x, plural
+from profaudit.fmt import MISSING, fmt_speedup, plural
 
 
 def cpu_only_note(ps) -> str:
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
                     advance(str(c))
                     continue
                 iv = rep.supported.interval
-                sup = f"{fmt_x(iv.estimate)} [{iv.low:.3g}, {iv.high:.3g}]" if iv else MISSING
+                sup = fmt_speedup(iv.estimate, iv.low, iv.high) if iv else MISSING
                 why = "; ".join(dict.fromkeys(f"{f.rule} {f.name}" for f in rep.problems))
                 rows.append({"claim": c.name, "verdict": rep.verdict, "claimed": rep.claimed_speedup, "supported": sup, "why": why})
                 atomic_write_text(output / "audits" / f"{c.stem}.md", render(rep, "markdown"))

@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from profaudit.compare.gate import CaseGate, GateResult
-from profaudit.fmt import fmt_x, md_cell
+from profaudit.fmt import fmt_speedup, md_cell
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
 def _case_text(c: CaseGate) -> str:
-    ci = f" [{c.ci_low:.4g}, {c.ci_high:.4g}]" if c.ci_low is not None and c.ci_high is not None else ""
-    return f"speedup {fmt_x(c.speedup)}{ci}, {c.significance}"
+    return f"speedup {fmt_speedup(c.speedup, c.ci_low, c.ci_high)}, {c.significance}"
 
 
 # --- JUnit XML ------------------------------------------------------------------------------------
@@ -152,8 +151,7 @@ def markdown_summary(gate: GateResult, cmp=None, *, top: int = 15) -> str:
         lines += ["| | case | speedup [95% CI] | time change | significance |", "|---|---|---|---|---|"]
         for c in items[: top + 1]:
             mark = "❌" if c.failed else ""
-            ci = f" [{c.ci_low:.3g}, {c.ci_high:.3g}]" if c.ci_low is not None and c.ci_high is not None else ""
-            lines.append(f"| {mark} | {md_cell(c.name)} | {fmt_x(c.speedup)}{ci} | {fmt_pct(c.change_pct)} | {md_cell(c.significance)} |")
+            lines.append(f"| {mark} | {md_cell(c.name)} | {fmt_speedup(c.speedup, c.ci_low, c.ci_high)} | {fmt_pct(c.change_pct)} | {md_cell(c.significance)} |")
         if len(items) > top + 1:
             lines.append(f"| | {len(items) - top - 1} more | | | |")
         lines.append("")

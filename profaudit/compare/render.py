@@ -19,7 +19,7 @@ from profaudit import fmt as _fmt
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
 from profaudit.compare.timing import totals_label
-from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_x, is_missing, md_cell
+from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_speedup, fmt_x, is_missing, md_cell
 
 FORMATS = ("table", "markdown", "html", "json")
 
@@ -40,13 +40,6 @@ def _sig_cell(r: dict) -> str:
         return "unknown"
     p = r.get("p_value")
     return f"{s} (p={fmt_p(p)})" if not is_missing(p) else s
-
-
-def _ci_cell(r: dict) -> str:
-    lo, hi = r.get("speedup_ci_low"), r.get("speedup_ci_high")
-    if is_missing(lo) or is_missing(hi):
-        return "—"
-    return f"[{lo:#.4g}, {hi:#.4g}]"
 
 
 def header_lines(c: Comparison) -> list[tuple[str, str]]:
@@ -171,9 +164,7 @@ def contributions_rows(c: Comparison, top: int, width: int) -> tuple[list[str], 
 
 
 def _speedup_ci(r: dict, est_key: str) -> str:
-    est = fmt_x(r.get(est_key))
-    ci = _ci_cell(r)
-    return est if ci == "—" else f"{est} {ci}"
+    return fmt_speedup(r.get(est_key), r.get("speedup_ci_low"), r.get("speedup_ci_high"))
 
 
 def matched_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[list[str]]]:
