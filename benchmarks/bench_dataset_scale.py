@@ -107,7 +107,12 @@ def _write_logs(folder: Path, n: int) -> list[str]:
     return paths
 
 
-def bench_ingest(root: Path, n_files: int) -> None:
+def _spread(xs: list[float], fmt: str = "{:.2f}") -> str:
+    """median [min-max] of `xs`."""
+    return f"{fmt.format(statistics.median(xs))} [{fmt.format(min(xs))}-{fmt.format(max(xs))}]"
+
+
+def bench_ingest(root: Path, n_files: int, reps: int) -> None:
     from distributed import Client, LocalCluster
 
     from profaudit import dataset_v2 as v2
@@ -118,57 +123,75 @@ def bench_ingest(root: Path, n_files: int) -> None:
     paths = _write_logs(root / "logs", n_files)
     warm = paths[:4]
     ingest(warm, root / "warm-local")  # imports and first-call costs out of the timings
+    runs = iter(range(10**6))
 
-    t0 = time.perf_counter()
-    ingest(paths, root / "serial")
-    t_serial = time.perf_counter() - t0
+    def timed(executor=None, chunk: int | None = None) -> float:
+        out = root / f"run{next(runs)}"
+        t0 = time.perf_counter()
+        ingest(paths, out, executor=executor, chunk_size=chunk)
+        t = time.perf_counter() - t0
+        shutil.rmtree(out)
+        return t
 
-    # client-side cost: expanding the inputs, and committing a manifest of n entries
-    t0 = time.perf_counter()
+    # client-side cost: expanding the inputs, and committing a manifest of n entries (the median
+    # of a few: each is well under a second, and a shared machine's load comes in bursts)
+    t_expand = statistics.median(_timed_call(lambda: expand(paths)) for _ in range(3))
     inputs = expand(paths)
-    t_expand = time.perf_counter() - t0
     store = open_store(root / "manifest-only")
     v2.ensure_marker(store)
     entries = [{"profile_id": f"log{i:05d}-0000", "source": "timing", "format": "timing-table", "path": p, "rows": {"samples": 50}} for i, p in enumerate(paths)]
-    t0 = time.perf_counter()
-    v2.commit_batch(store, v2.new_batch_id(), entries, [])
-    t_manifest = time.perf_counter() - t0
+    t_manifest = statistics.median(_timed_call(lambda: v2.commit_batch(store, v2.new_batch_id(), entries, [])) for _ in range(3))
     c_client = t_expand + t_manifest
 
-    def on_cluster(workers: int, chunk: int | None, name: str) -> tuple[float, int, int]:
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-            ex = client.get_executor()
-            ingest(warm, root / f"warm-{name}", executor=ex)
-            client.run(lambda: None)
-            t0 = time.perf_counter()
-            ingest(paths, root / name, executor=ex, chunk_size=chunk)
-            t = time.perf_counter() - t0
-            chunks = plan_chunks(inputs, executor_workers(ex), chunk)
-        return t, len(chunks), len(chunks[0])
+    def cluster(workers: int):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
 
-    t1_big, tasks_big, chunk_big = on_cluster(1, None, "one-big")
-    t1_small, tasks_small, chunk_small = on_cluster(1, 16, "one-small")
-    t2, tasks2, chunk2 = on_cluster(2, None, "two")
+    # the goal: one local worker (the serial in-process ingest) against LocalCluster(2), run in
+    # alternation so that the load of a shared machine weighs on both sides alike
+    with cluster(2) as c2, Client(c2) as client:
+        ex2 = client.get_executor()
+        ingest(warm, root / "warm-two", executor=ex2)
+        client.run(lambda: None)
+        t_serial, t2 = [], []
+        for _ in range(reps):
+            t_serial.append(timed())
+            t2.append(timed(ex2))
+        chunks2 = plan_chunks(inputs, executor_workers(ex2))
+    ratios = [a / b for a, b in zip(t_serial, t2)]
+    # the model's costs, from one worker at two chunk sizes (one run each: a fit, not a goal)
+    with cluster(1) as c1, Client(c1) as client:
+        ex1 = client.get_executor()
+        ingest(warm, root / "warm-one", executor=ex1)
+        t1_big, t1_small = timed(ex1), timed(ex1, 16)
+        chunks_big, chunks_small = plan_chunks(inputs, executor_workers(ex1)), plan_chunks(inputs, 1, 16)
 
     # fit: T = c_client + tasks * c_task + n * c_file on one worker, at two task counts
+    tasks_big, tasks_small = len(chunks_big), len(chunks_small)
     c_task = max(0.0, (t1_small - t1_big) / (tasks_small - tasks_big))
     c_file = max(0.0, (t1_big - c_client - tasks_big * c_task) / n_files)
 
     def model(workers: int) -> tuple[float, int, int]:
-        chunk = max(1, min(256, math.ceil(n_files / (workers * 4))))
-        tasks = math.ceil(n_files / chunk)
-        return c_client + math.ceil(tasks / workers) * (c_task + chunk * c_file), tasks, chunk
+        chunks = plan_chunks(inputs, workers)  # the plan fleet.ingest makes for that many workers
+        per_worker = math.ceil(len(chunks) / workers)
+        return c_client + per_worker * (c_task + len(chunks[0]) * c_file), len(chunks), len(chunks[0])
 
     p2, _, _ = model(2)
     p64, tasks64, chunk64 = model(64)
-    print(f"[2] ingest of {n_files} timing logs (50 rows each)")
-    print(f"    one local worker (serial, in-process): {t_serial:.2f} s")
-    print(f"    LocalCluster 1 worker: {t1_big:.2f} s ({tasks_big} tasks of {chunk_big}); {t1_small:.2f} s ({tasks_small} tasks of {chunk_small})")
-    print(f"    LocalCluster 2 workers: {t2:.2f} s ({tasks2} tasks of {chunk2})")
-    print(f"    speedup LocalCluster(2) vs one local worker = {t_serial / t2:.2f}x   (target >= 1.7x); vs LocalCluster(1) = {t1_big / t2:.2f}x")
+    t2_med = statistics.median(t2)
+    print(f"[2] ingest of {n_files} timing logs (50 rows each), {reps} paired runs: median [min-max]")
+    print(f"    one local worker (serial, in-process): {_spread(t_serial)} s")
+    print(f"    LocalCluster 2 workers: {_spread(t2)} s ({len(chunks2)} tasks of {len(chunks2[0])})")
+    print(f"    speedup LocalCluster(2) vs one local worker = {statistics.median(t_serial) / t2_med:.2f}x (ratio of medians; per pair {_spread(ratios)})   (target >= 1.7x)")
+    print(f"    LocalCluster 1 worker: {t1_big:.2f} s ({tasks_big} tasks of {len(chunks_big[0])}); {t1_small:.2f} s ({tasks_small} tasks of {len(chunks_small[0])})")
     print(f"    model: c_client = {c_client * 1e3:.0f} ms (expand {t_expand * 1e3:.0f} ms + manifest {t_manifest * 1e3:.0f} ms), c_task = {c_task * 1e3:.1f} ms, c_file = {c_file * 1e3:.2f} ms")
-    print(f"    model predicts 2 workers: {p2:.2f} s (measured {t2:.2f} s); 64 workers: {p64:.2f} s ({tasks64} tasks of {chunk64}), {t_serial / p64:.0f}x one local worker")
+    print(f"    model predicts 2 workers: {p2:.2f} s (measured median {t2_med:.2f} s); 64 workers: {p64:.2f} s ({tasks64} tasks of {chunk64}), {statistics.median(t_serial) / p64:.0f}x one local worker")
     print(f"    (the client's share stays c_client = {c_client:.2f} s: at 64 workers it is {100 * c_client / p64:.0f}% of the run)")
+
+
+def _timed_call(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def bench_duckdb(root: Path, ds: Path, kernels: pl.DataFrame, reps: int) -> None:
@@ -224,6 +247,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=200, help="kernel rows per synthetic profile")
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--ingest-reps", type=int, default=3, help="paired runs of the serial and the LocalCluster(2) ingest (about 25 s a pair)")
     ap.add_argument("--query-reps", type=int, default=21, help="paired repetitions of each DuckDB query (10-50 ms each; many, as a shared machine's load drifts)")
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: append,ingest,duckdb")
     args = ap.parse_args()
@@ -235,7 +259,7 @@ def main() -> None:
             if "duckdb" not in skip:
                 bench_duckdb(root, ds, kernels, args.query_reps)
         if "ingest" not in skip:
-            bench_ingest(root, args.files)
+            bench_ingest(root, args.files, args.ingest_reps)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

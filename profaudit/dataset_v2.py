@@ -216,7 +216,9 @@ def commit_batch(
         "skipped": [list(s) for s in (skipped or [])],
     }
     name = manifest_name(batch, files, target_file_bytes)
-    store.write_bytes(f"{MANIFESTS}/{name}", json.dumps(manifest, indent=1).encode())
+    # no indentation: a 5,000-profile manifest took 6x as long to write indented (170 ms, on the
+    # client while the cluster's workers wait), and `json.tool` shows it to a reader
+    store.write_bytes(f"{MANIFESTS}/{name}", json.dumps(manifest, separators=(",", ":")).encode())
     manifest["_file"] = name
     return manifest
 

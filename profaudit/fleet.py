@@ -28,8 +28,13 @@ from profaudit.loader import _as_list
 # stay near the target file size and a lost worker costs little to redo
 _CHUNK_MAX_FILES = 256
 _CHUNK_MAX_BYTES = 256 << 20
-# tasks per worker: enough that a slow chunk does not leave the others idle at the end
+# Guided self-scheduling: each task takes 1 / (_TASKS_PER_WORKER * workers) of the inputs not yet
+# planned, so tasks shrink geometrically towards the end (to _CHUNK_MIN_FILES). Large tasks first
+# keep the per-task cost (scheduling, one Parquet file per table) low; small ones last let the
+# workers finish together. With equal chunks a run ended up to one whole chunk after the first
+# worker fell idle: 0.5-1 s of a 9 s ingest of 5,000 logs on 2 workers, sizeable against 2x.
 _TASKS_PER_WORKER = 4
+_CHUNK_MIN_FILES = 8
 
 
 class TaskFailed(ProfauditError):
@@ -78,22 +83,31 @@ def executor_workers(executor: Executor) -> int:
 
 def plan_chunks(inputs: list[tuple[Any, bool]], workers: int, chunk_size: int | None = None) -> list[list[tuple[Any, bool]]]:
     """Consecutive chunks of the inputs (input order is kept, so the batch lists profiles in the
-    order a local load would)."""
+    order a local load would), shrinking towards the end (see `_TASKS_PER_WORKER`); `chunk_size`
+    fixes their length instead."""
     from profaudit.loader import input_size
 
-    if not inputs:
-        return []
-    if chunk_size is None:
-        chunk_size = max(1, min(_CHUNK_MAX_FILES, math.ceil(len(inputs) / (workers * _TASKS_PER_WORKER))))
-    chunks: list[list] = [[]]
-    size = 0
-    for item in inputs:
-        b = input_size(item[0])
-        if chunks[-1] and (len(chunks[-1]) >= chunk_size or size + b > _CHUNK_MAX_BYTES):
-            chunks.append([])
-            size = 0
-        chunks[-1].append(item)
-        size += b
+    # `expand`'s sizes, from the stat that found each input (another stat per input costs the
+    # client as much as the rest of the planning)
+    size_of = getattr(inputs, "size_of", input_size)
+    n = len(inputs)
+    share = max(1, workers) * _TASKS_PER_WORKER
+    # a small batch still spreads over every worker: the floor never exceeds an equal share
+    floor = min(_CHUNK_MIN_FILES, math.ceil(n / share)) if n else 1
+    chunks: list[list] = []
+    i = 0
+    while i < n:
+        want = chunk_size or max(floor, min(_CHUNK_MAX_FILES, math.ceil((n - i) / share)))
+        chunk: list = []
+        size = 0
+        while i < n and len(chunk) < want:
+            b = size_of(inputs[i][0])
+            if chunk and size + b > _CHUNK_MAX_BYTES:
+                break
+            chunk.append(inputs[i])
+            size += b
+            i += 1
+        chunks.append(chunk)
     return chunks
 
 

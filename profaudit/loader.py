@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import errno
 import glob
 import os
+import stat
 import sys
 from concurrent.futures import Executor
 from contextlib import contextmanager
@@ -22,30 +24,68 @@ ProgressFn = Callable[[str], None]
 
 
 def _as_list(paths) -> list[str]:
+    if isinstance(paths, Inputs):
+        return list(paths.paths)
     if isinstance(paths, (str, os.PathLike)):
         return [os.fspath(paths)]
     return [os.fspath(p) for p in paths]
 
 
-def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple[Path, bool]]:
+class Inputs(list):
+    """What `expand` returns: (input, explicit) pairs, plus the paths they were expanded from
+    (`paths`, for messages) and each local input's size from the stat that found it (`sizes`).
+    Passed back to `expand`, `load` or `fleet.ingest` it is used as it is: a caller that needs the
+    count first (a progress bar) expands once, not twice."""
+
+    def __init__(self, items=(), paths: Sequence[str] = (), sizes: dict | None = None):
+        super().__init__(items)
+        self.paths = list(paths)
+        self.sizes = sizes if sizes is not None else {}
+
+    def size_of(self, p) -> int:
+        n = self.sizes.get(p)
+        return input_size(p) if n is None else n
+
+
+# errno values for which a path is simply not there (what Path.exists() treats as False)
+_MISSING_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP))
+
+
+def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
     """Files and directory-formats to read, each with whether the user named it explicitly.
 
     Folders are walked: a folder that a directory parser claims (a profaudit dataset, a JAX log
     directory, a Neuron Explorer profile) is one input; other files inside count only if some
     parser recognises them (`explicit=False`), so unrelated files in a folder are skipped.
+    An `Inputs` (an earlier expansion) is returned as it is.
     """
-    from profaudit.datastore import expand_url, is_url, local_path
+    if isinstance(paths, Inputs):
+        return paths
+    from profaudit.datastore import expand_url, is_url
     from profaudit.parsers import find_parser
 
-    out: list[tuple[Path, bool]] = []
-    seen: set[Path] = set()
+    out = Inputs(paths=_as_list(paths))
+    seen: set = set()
     seen_urls: set[str] = set()
 
-    def add(p: Path, explicit: bool) -> None:
-        rp = p.resolve()
-        if rp not in seen:
-            seen.add(rp)
+    def add(p: Path, explicit: bool, st: os.stat_result | None = None) -> None:
+        # One input per file, however it is named (symlinks, `a/../a`). Identity by inode from the
+        # one stat already made; realpath (an lstat per path component: most of the time of
+        # expanding 5,000 files) only for a file with several hard links, which are separate
+        # names of one file that a resolved path keeps apart.
+        if st is None:
+            try:
+                st = p.stat()
+            except OSError:  # a dangling link a glob matched: reading it says what is wrong
+                st = None
+        if st is not None and (st.st_nlink == 1 or stat.S_ISDIR(st.st_mode)):
+            key = (st.st_dev, st.st_ino)
+        else:
+            key = p.resolve()
+        if key not in seen:
+            seen.add(key)
             out.append((p, explicit))
+            out.sizes[p] = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
 
     def walk(d: Path) -> None:
         if find_parser(d) is not None:
@@ -73,7 +113,8 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
                     seen_urls.add(item.url)
                     out.append((item, explicit))
             continue
-        raw = os.fspath(local_path(raw))  # file:///x is the local /x
+        if raw.startswith("file://"):
+            raw = raw[len("file://"):]  # file:///x is the local /x
         if any(ch in raw for ch in "*?["):
             matches = sorted(glob.glob(raw, recursive=True))
             if not matches:
@@ -86,15 +127,19 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple
                     add(mp, True)
             continue
         p = Path(raw)
-        if not p.exists():
-            raise InputError(p, "no such file or folder")
-        if p.is_dir():
+        try:
+            st = os.stat(raw)
+        except OSError as exc:
+            if exc.errno in _MISSING_ERRNOS:
+                raise InputError(p, "no such file or folder") from None
+            raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
             if find_parser(p) is not None:
-                add(p, True)
+                add(p, True, st)
             else:
                 walk(p)
         else:
-            add(p, True)
+            add(p, True, st)
     return out
 
 
@@ -248,7 +293,7 @@ def load(
     inputs = expand(paths)
     if not inputs:
         raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
-    total = sum(input_size(p) for p, _ in inputs)
+    total = sum(inputs.size_of(p) for p, _ in inputs)
     if executor is not None:
         parallel = True
     elif parallel is None:

@@ -94,9 +94,9 @@ def load_with_progress(paths: Sequence[str], **kw):
     on stderr (one line each)."""
     from profaudit.loader import expand, load
 
-    n = len(expand(list(paths)))
-    with progress_bar("loading", n) as advance:
-        ps = load(list(paths), progress=advance, **kw)
+    inputs = expand(list(paths))  # once: its length sizes the progress bar, then it is loaded
+    with progress_bar("loading", len(inputs)) as advance:
+        ps = load(inputs, progress=advance, **kw)
     report_loaded(ps.skipped, [{"profile_id": p.profile_id, **p.metadata} for p in ps])
     return ps
 

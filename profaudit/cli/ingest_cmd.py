@@ -36,11 +36,12 @@ def register(app: typer.Typer) -> None:
 
         from profaudit.errors import InputError
 
-        n = len(expand(list(paths)))
+        inputs = expand(list(paths))  # once: its length sizes the progress bar, then it is ingested
+        n = len(inputs)
         try:
             with engine_executor(engine, scheduler, scheduler_file) as executor, progress_bar("ingesting", n) as advance:
                 r = run_ingest(
-                    list(paths), output, executor=executor, skip_bad=skip_bad, replace=replace, progress=advance,
+                    inputs, output, executor=executor, skip_bad=skip_bad, replace=replace, progress=advance,
                     device=device, nsys=nsys, time_column=time_column, time_unit=time_unit,
                 )
         except InputError as exc:

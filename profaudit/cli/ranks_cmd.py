@@ -44,8 +44,9 @@ def load_run_with_progress(paths: List[str], align: Align, step_pattern: Optiona
     from profaudit.loader import expand
     from profaudit.ranks import load_run
 
-    with progress_bar("loading ranks", len(expand(list(paths)))) as advance:
-        run = load_run(list(paths), align=align.value, step_pattern=step_pattern, step_basis=step_basis.value, progress=advance)
+    inputs = expand(list(paths))  # once: its length sizes the progress bar, then it is loaded
+    with progress_bar("loading ranks", len(inputs)) as advance:
+        run = load_run(inputs, align=align.value, step_pattern=step_pattern, step_basis=step_basis.value, progress=advance)
     report_loaded(run.profiles.skipped, [{"profile_id": p.profile_id, **p.metadata} for p in run.profiles])
     return run
 

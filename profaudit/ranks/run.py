@@ -113,6 +113,7 @@ class DistributedRun:
         self.align = align
         self.step_pattern = step_pattern
         self._comm_args = comm_args
+        self._rank_rows: dict[str, pl.DataFrame] = {}
 
     def __len__(self) -> int:
         return self.ranks.height
@@ -134,10 +135,15 @@ class DistributedRun:
         return self._comm_args
 
     def rank_rows(self, table: str) -> pl.DataFrame:
-        """A table's rows with the rank they belong to (`rank` column added), raw clock."""
-        from profaudit.ranks.activity import with_rank
+        """A table's rows with the rank they belong to (`rank` column added), raw clock. Built once
+        per table: the collectives, the step windows and the breakdown each ask for the kernels
+        and the ranges, and each build stacks every profile's rows and joins the ranks again."""
+        cached = self._rank_rows.get(table)
+        if cached is None:
+            from profaudit.ranks.activity import with_rank
 
-        return with_rank(self.profiles.table(table), self._identity, table)
+            cached = self._rank_rows[table] = with_rank(self.profiles.table(table), self._identity, table)
+        return cached
 
     @cached_property
     def _raw_collectives(self) -> pl.DataFrame:
