@@ -39,7 +39,7 @@ def test_job_shape_is_recorded_as_facts():
     ib = match_device(docs[0]["deviceProperties"][0]["name"]).interconnects["infiniband"].value
     assert ib == 5.0e10
     assert f.evidence["interconnect_baseline"].value == "infiniband 50.0 GB/s"
-    assert "4 ranks on 2 node(s)" in f.message
+    assert "4 ranks on 2 nodes" in f.message
 
 
 def test_one_rank_step_time_is_flagged_and_corrected_to_the_job_step():

@@ -580,6 +580,21 @@ def load_claim(path: str | os.PathLike) -> Claim:
     )
 
 
+def _side_label(role: str, spec: Mapping[str, Any], baseline: Any, candidate: Any) -> str:
+    """What tells the sides apart in a report, as a claim file's `label` would: the variant or
+    benchmark the side chose, else its file names when the sides' files differ, else the role."""
+    for key in ("variant", "benchmark"):
+        if spec.get(key):
+            return str(spec[key])
+
+    def names(paths: Any) -> list[str]:
+        return [Path(str(p)).name for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+
+    if names(baseline) != names(candidate):
+        return ", ".join(names(baseline if role == "baseline" else candidate))
+    return role
+
+
 def claim_from_paths(
     baseline: str | os.PathLike | Sequence[str | os.PathLike],
     candidate: str | os.PathLike | Sequence[str | os.PathLike],
@@ -615,6 +630,7 @@ def claim_from_paths(
         if time_unit:
             spec["time_unit"] = time_unit
         spec.update({k: v for k, v in (chosen or {}).items() if v is not None and v != {}})
+        spec["label"] = _side_label(role, spec, baseline, candidate)
         sides.append(load_side(spec, role, Path.cwd(), None, device=device))
     speedup = parse_speedup(claimed, "--claimed", None) if claimed is not None else None
     return Claim(

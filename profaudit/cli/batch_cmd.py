@@ -38,7 +38,26 @@ def _emit(df, fmt: str, output: Optional[Path], title: str) -> None:
         df = df.drop([c for c in ("description", "baseline", "candidate") if c in df.columns])
         if df["error"].null_count() == df.height:
             df = df.drop("error")
+        if "claim" in df.columns:
+            df = _below_common_folder(df, "claim")
     emit_frame(df, fmt, output, title=title, limit=0)
+
+
+def _below_common_folder(df, col: str):
+    """Paths shown below the folder they all share (the title names it): on a terminal the shared
+    prefix would only push the distinguishing file names into an ellipsis."""
+    import os
+
+    import polars as pl
+
+    paths = [p for p in df[col].to_list() if p]
+    if not paths:
+        return df
+    try:
+        common = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
+    except ValueError:  # paths on different drives share no folder
+        return df
+    return df.with_columns(pl.Series(col, [os.path.relpath(os.path.abspath(p), common) if p else p for p in df[col].to_list()], dtype=pl.Utf8))
 
 
 def _run_batch(title: str, n: int, engine: str, scheduler, scheduler_file, work):
@@ -82,5 +101,5 @@ def register(app: typer.Typer) -> None:
         out_fmt = _format_for(fmt, output)
         n = len(read_pairs(pairs))
         df, code = _run_batch("comparing", n, engine, scheduler, scheduler_file, lambda ex, adv: compare_many(pairs, executor=ex, fail_on=fail_on, max_slowdown=max_slowdown, progress=adv))
-        _emit(df, out_fmt, output, f"{n} pairs compared from {pairs}")
+        _emit(df, out_fmt, output, f"{plural(n, 'pair')} compared from {pairs}")
         return code

@@ -15,7 +15,9 @@ DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid
 # what a narrow terminal gives up first (last listed goes first); identity and time stay
 DROP_ORDER = {
     "kernels": ["profile_id", "grid_size", "block_size", "dram_bytes", "flops_total", "registers_per_thread", "sm_clock_hz", "device_name"],
-    "samples": ["profile_id", "params", "run", "iteration", "statistic", "phase", "cache_state", "time_source"],
+    # a summary row's number means nothing without its statistic (a mean of 1 ms, a stdev of
+    # 540 ns) and rows of different sizes differ only in params: those two go last
+    "samples": ["statistic", "params", "profile_id", "run", "time_source", "cache_state", "phase", "iteration"],
 }
 # the samples table has 20 columns; a terminal table of all of them is unreadable
 DEFAULT_SAMPLE_COLUMNS = ["profile_id", "benchmark", "variant", "params", "run", "iteration", "duration_ns", "statistic", "phase", "cache_state", "time_source"]
@@ -70,7 +72,46 @@ def register(app: typer.Typer) -> None:
         df = select_columns(df, columns, defaults, where=f"in {table}")
         from profaudit.fmt import plural
 
-        emit_frame(df, fmt, output, title=f"{table} ({plural(df.height, 'row')})", limit=limit, wide=wide, drop_order=DROP_ORDER.get(table, ()) if columns is None else ())
+        same = ""
+        if fmt is Format.table and output is None and not wide and "params" in df.columns:
+            df, same = params_for_terminal(df)
+        # "samples (4 rows, all cols=1024, rows=1024)": the shared parameters beside the count they qualify
+        title = f"{table} ({plural(df.height, 'row')}{', all ' + same if same else ''})"
+        emit_frame(df, fmt, output, title=title, limit=limit, wide=wide, drop_order=DROP_ORDER.get(table, ()) if columns is None else ())
+
+
+def params_for_terminal(df: pl.DataFrame) -> tuple[pl.DataFrame, str]:
+    """The params column as `--params` takes it (`dtype=fp32, rows=1024`), with the parameters
+    every row shares said once (returned, for the title): in a terminal-wide cell the canonical
+    JSON puts the one parameter that differs (dtype in `{"cols":1024,"dtype":"fp32","rows":1024}`)
+    in the middle, where the ellipsis cuts."""
+    import json
+
+    values = df["params"].to_list()
+    parsed = []
+    for v in values:
+        try:
+            d = json.loads(v) if v is not None else None
+        except ValueError:
+            return df, ""  # not the canonical JSON the parsers write: shown as it is
+        if d is not None and not isinstance(d, dict):
+            return df, ""
+        parsed.append(d)
+    dicts = [d for d in parsed if d is not None]
+    keys = list(dict.fromkeys(k for d in dicts for k in d))
+    if not keys:
+        return df, ""  # no parameters anywhere ("{}"): nothing to rewrite
+
+    def text(v) -> str:
+        return json.dumps(v) if not isinstance(v, str) else v
+
+    same = [k for k in keys if all(k in d for d in dicts) and len({json.dumps(d[k], sort_keys=True) for d in dicts}) == 1]
+    said = ", ".join(f"{k}={text(dicts[0][k])}" for k in same)
+    if len(same) == len(keys) and len(dicts) == len(parsed):
+        return df.drop("params"), said  # every row has the same parameters: the title says them
+    # "—": a row with no parameters beyond the shared ones
+    cells = [None if d is None else (", ".join(f"{k}={text(d[k])}" for k in d if k not in same) or "—") for d in parsed]
+    return df.with_columns(pl.Series("params", cells, dtype=pl.Utf8)), said
 
 
 def _say_where_the_data_is(ps, table: str) -> None:

@@ -29,4 +29,6 @@ def register(app: typer.Typer) -> None:
         write_dataset(ps, output)
         k = ps.kernels
         n = k.filter(k["flops_method"].str.starts_with("cost-analysis:")).height if k.height else 0
-        stderr_console().print(f"attached cost analysis to {n} op row(s) in {len(ps)} profile(s); wrote {output}")
+        from profaudit.fmt import plural
+
+        stderr_console().print(f"attached cost analysis to {plural(n, 'op row')} in {plural(len(ps), 'profile')}; wrote {output}")

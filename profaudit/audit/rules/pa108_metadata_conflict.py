@@ -87,7 +87,9 @@ class MetadataConflict(Rule):
             return out
         if not compared:
             return [self.cannot("no fact is recorded by more than one source")]
-        return [self.ok(f"{compared} fact(s) recorded by several sources agree")]
+        from profaudit.fmt import plural
+
+        return [self.ok(f"{plural(compared, 'fact')} recorded by several sources {'agrees' if compared == 1 else 'agree'}")]
 
 
 RULE = MetadataConflict()

@@ -4,6 +4,7 @@ from profaudit.audit import stats as st
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import fmt_time, fx, pct
+from profaudit.fmt import plural
 
 # A mean moved more than this by one side's contention is an inflated claim (as PA403 does for
 # one-sided outliers: the contended iterations measure the neighbour, not the code).
@@ -51,7 +52,7 @@ class GpuContention(Rule):
                 checked.append(f"{se.role} processes")
                 if int(n.value) > 0:
                     contended.add(se.role)
-                    out.append(self.flag(Severity.WARN, f"{int(n.value)} other process(es) used the GPU during the {se.role}'s run", se.role, other_gpu_processes=n))
+                    out.append(self.flag(Severity.WARN, f"{plural(int(n.value), 'other process', 'other processes')} used the GPU during the {se.role}'s run", se.role, other_gpu_processes=n))
             u = se.fact("gpu_util_before_pct")
             if u is not None:
                 checked.append(f"{se.role} prior load")

@@ -10,6 +10,7 @@ from profaudit.audit.evidence import Evidence, Fact, SideEvidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.stats import Interval
 from profaudit.audit.rules._common import fmt_time
+from profaudit.fmt import plural
 
 # A timed step within this share of one rank's median step window is that rank's window.
 RANK_WINDOW_MATCH = 0.02
@@ -161,7 +162,7 @@ class MultiGpuParity(Rule):
             self._attach_correction(ev, out, corrected)
         if out:
             return out + unknown
-        facts_text = ", ".join(f"{se.role}: {facts[se.role].world_size.value} ranks on {facts[se.role].nodes.value} node(s)"
+        facts_text = ", ".join(f"{se.role}: {plural(int(facts[se.role].world_size.value), 'rank')} on {plural(int(facts[se.role].nodes.value), 'node')}"
                                + (f" over {facts[se.role].interconnect.value}" if facts[se.role].interconnect else "") for se in multi)
         head = f"same multi-GPU job shape ({facts_text})" if len(multi) == 2 else f"multi-GPU job ({facts_text})"
         return [self.ok(head + (f"; {'; '.join(steps_ok)}" if steps_ok else ""), **evid)] + unknown

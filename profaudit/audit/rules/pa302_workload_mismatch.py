@@ -10,7 +10,13 @@ from profaudit.audit.trace import attention_masking
 from profaudit.workload import normalise_op
 
 # Parameter names that describe the problem (not the implementation's tuning knobs).
-_WORKLOAD_PARAM = re.compile(r"^(n|m|k|b|h|d|l|s|size|sizes|shape|dims?|batch.*|seq.*|len.*|length|elements?|num_?elements|rows|cols|columns|heads|head_?dim|hidden.*|features|channels|width|height|tokens|dtype|type|t|precision|problem.*)$", re.IGNORECASE)
+_WORKLOAD_PARAM = re.compile(r"^(n|m|k|b|h|d|l|s|size|sizes|shape|dims?|batch.*|seq.*|len.*|length|elements?|num_?elements|(array|axis|input|matrix|vector|tensor|data)_?size|rows|cols|columns|heads|head_?dim|hidden.*|features|channels|width|height|tokens|dtype|type|t|precision|problem.*)$", re.IGNORECASE)
+
+
+def _workload_param(key) -> bool:
+    """A problem-size parameter. nvbench axis names carry spaces ("Num Elements", "Axis Size"):
+    they are matched with the spaces and dashes read as underscores."""
+    return bool(_WORKLOAD_PARAM.match(re.sub(r"[\s\-]+", "_", str(key).strip())))
 
 
 def causal_inflation(se, declared: float, recomputed: float) -> bool:
@@ -125,7 +131,7 @@ class WorkloadMismatch(Rule):
         if pb is not None and pc is not None:
             db, dc = _params(pb.value), _params(pc.value)
             if db is not None and dc is not None:
-                keys = sorted(k for k in set(db) & set(dc) if _WORKLOAD_PARAM.match(str(k)))
+                keys = sorted(k for k in set(db) & set(dc) if _workload_param(k))
                 if keys:
                     compared.append("params")
                     diff = {k: (db[k], dc[k]) for k in keys if str(db[k]) != str(dc[k])}

@@ -4,6 +4,12 @@ from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import cache_state, fmt_bytes, fmt_time
 from profaudit.audit.trace import call_times
+from profaudit.fmt import plural
+
+
+def _first_calls(n: int) -> str:
+    """'first measured call takes' / 'first 2 measured calls take': the verb agrees too."""
+    return "first measured call takes" if n == 1 else f"first {n:,} measured calls take"
 
 
 MAX_COMPUTING_CALLS = 3
@@ -78,7 +84,7 @@ class CachedResults(Rule):
             # contention (PA101, PA207), not reuse.
             if warm >= 1 and heads:
                 st = heads[0]
-                out.append(self.flag(Severity.WARN, f"after {warm} warm-up iterations ({warm_src}) the candidate's first {st.start} measured calls take {fmt_time(st.head_median)} and the rest {fmt_time(st.median)} ({st.head_median / st.median:.0f}x): the first call computes, later calls may reuse its result", "candidate", head_samples=st.start, warmup_iterations=warm, warmup_source=warm_src))
+                out.append(self.flag(Severity.WARN, f"after {plural(warm, 'warm-up iteration')} ({warm_src}) the candidate's {_first_calls(st.start)} {fmt_time(st.head_median)} and the rest {fmt_time(st.median)} ({st.head_median / st.median:.0f}x): the first call computes, later calls may reuse its result", "candidate", head_samples=st.start, warmup_iterations=warm, warmup_source=warm_src))
         elif c.has_samples and ev.baseline.has_samples:
             checked.append("first calls against the baseline")
             # No warm-up record to rule reuse in or out (FAIRNESS P8: "the first call is normal and
@@ -88,7 +94,7 @@ class CachedResults(Rule):
             tb = ev.baseline.typical_time_ns()
             for st in heads:
                 if tb and 0.5 * tb <= st.head_median <= 2.0 * tb and st.median < 0.2 * st.head_median:
-                    out.append(self.flag(Severity.WARN, f"the candidate's first {st.start} measured call(s) take {fmt_time(st.head_median)}, about the baseline's {fmt_time(tb)} per call, and the rest {fmt_time(st.median)} ({st.head_median / st.median:.0f}x less): the first call computes, later calls may reuse its result (no warm-up count recorded to tell it from warm-up)", "candidate", head_samples=st.start, baseline_time_ns=tb))
+                    out.append(self.flag(Severity.WARN, f"the candidate's {_first_calls(st.start)} {fmt_time(st.head_median)}, about the baseline's {fmt_time(tb)} per call, and the rest {fmt_time(st.median)} ({st.head_median / st.median:.0f}x less): the first call computes, later calls may reuse its result (no warm-up count recorded to tell it from warm-up)", "candidate", head_samples=st.start, baseline_time_ns=tb))
                     break
         if out:
             return out

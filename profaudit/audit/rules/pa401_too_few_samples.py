@@ -54,11 +54,12 @@ class TooFewSamples(Rule):
         cmp = ev.comparison
         iv = cmp.primary_interval if cmp.available else None
         est = iv.estimate if iv is not None else math.nan
-        text = ", ".join(f"{n} {r}" for r, n in low.items())
+        # "only 1 baseline sample", "only 4 baseline and 7 candidate samples"
+        text = " and ".join(f"{n:,} {r}" for r, n in low.items()) + (" sample" if sum(low.values()) == 1 else " samples")
         small = not math.isfinite(est) or abs(math.log(est)) < math.log(1.2)
         if small:
-            return [self.flag(Severity.INCONCLUSIVE, f"only {text} sample(s) (minimum {MIN_SAMPLES}) for a small effect ({fx(est)})", "both", samples=counts, measured=est)]
-        return [self.flag(Severity.WARN, f"only {text} sample(s) (minimum {MIN_SAMPLES}); the effect ({fx(est)}) is large enough to see, but the spread is poorly known", "both", samples=counts, measured=est)]
+            return [self.flag(Severity.INCONCLUSIVE, f"only {text} (minimum {MIN_SAMPLES}) for a small effect ({fx(est)})", "both", samples=counts, measured=est)]
+        return [self.flag(Severity.WARN, f"only {text} (minimum {MIN_SAMPLES}); the effect ({fx(est)}) is large enough to see, but the spread is poorly known", "both", samples=counts, measured=est)]
 
 
 RULE = TooFewSamples()

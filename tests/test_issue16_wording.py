@@ -1,0 +1,151 @@
+"""Issue 16 walkthrough defects, one test each: counts that read right ("1 other process", not
+"1 other process(es)"), nvbench axis names as problem parameters, report labels that tell the
+sides apart, batch and samples tables that keep what distinguishes rows at 80-120 columns."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from profaudit.audit import Claim, Side, audit
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _side(role, median, n=60, seed=0, meta=None, **columns):
+    rng = np.random.default_rng(seed)
+    return Side.from_durations(role, rng.lognormal(np.log(median), 0.01, n), meta=meta, **columns)
+
+
+def _finding(claim, code):
+    return next(f for f in audit(claim, select=code).findings if f.rule == code)
+
+
+# --------------------------------------------------------------------------- counted nouns
+
+
+@pytest.mark.parametrize(("n", "text"), [(1, "1 other process used the GPU"), (3, "3 other processes used the GPU")])
+def test_contention_counts_processes(n, text):
+    c = Claim(_side("baseline", 1e6, seed=1), _side("candidate", 5e5, seed=2, meta={"other_gpu_processes": n}))
+    f = _finding(c, "PA207")
+    assert text in f.message and "(es)" not in f.message
+
+
+@pytest.mark.parametrize(("nb", "nc", "text"), [(1, 60, "only 1 baseline sample ("), (4, 7, "only 4 baseline and 7 candidate samples (")])
+def test_too_few_samples_counts_samples(nb, nc, text):
+    c = Claim(_side("baseline", 1e6, n=nb, seed=1), _side("candidate", 1.02e6, n=nc, seed=2))
+    f = _finding(c, "PA401")
+    assert f.message.startswith(text), f.message
+    assert "(s)" not in f.message
+
+
+def test_metadata_agreement_counts_facts():
+    meta = {"device": "NVIDIA H100 80GB HBM3"}
+    # the device asserted by the claim and recorded by the samples' column: one fact, two sources
+    b = _side("baseline", 1e6, seed=1, meta=meta, device_name=["NVIDIA H100 80GB HBM3"] * 60)
+    c = _side("candidate", 5e5, seed=2)
+    f = _finding(Claim(b, c), "PA108")
+    assert f.message == "1 fact recorded by several sources agrees", f.message
+
+
+def test_cached_results_first_call_reads_singular():
+    from profaudit.audit.rules.pa305_cached_results import _first_calls
+
+    assert _first_calls(1) == "first measured call takes"
+    assert _first_calls(2) == "first 2 measured calls take"
+    # the rule's own output on a candidate whose first call computes and the rest look it up
+    times = np.r_[1.0e6, np.full(59, 1.0e4)]
+    c = Claim(_side("baseline", 1.0e6, seed=1), Side.from_durations("candidate", times))
+    f = _finding(c, "PA305")
+    assert "the candidate's first measured call takes 1.00 ms" in f.message, f.message
+
+
+# --------------------------------------------------------------------------- PA302 and nvbench axes
+
+
+@pytest.mark.parametrize(("pc", "status"), [({"Num Elements": 8192, "Axis Size": 64}, "pass"), ({"Num Elements": 2048, "Axis Size": 32}, "fail")])
+def test_nvbench_axis_names_are_problem_parameters(pc, status):
+    pb = json.dumps({"Axis Size": 64, "Num Elements": 8192}, sort_keys=True)
+    b = _side("baseline", 1e6, seed=1, params=[pb] * 60)
+    c = _side("candidate", 5e5, seed=2, params=[json.dumps(pc, sort_keys=True)] * 60)
+    f = _finding(Claim(b, c), "PA302")
+    assert f.status.value == status, f
+    if status == "fail":
+        assert "Axis Size 64 vs 32" in f.message and "Num Elements 8192 vs 2048" in f.message
+
+
+def test_a_launch_parameter_is_not_a_workload_parameter():
+    b = _side("baseline", 1e6, seed=1, params=[json.dumps({"BlockSize": 128})] * 60)
+    c = _side("candidate", 5e5, seed=2, params=[json.dumps({"BlockSize": 256})] * 60)
+    assert _finding(Claim(b, c), "PA302").status.value == "unknown"  # tuning, not a different problem
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def _log(path, rows=("naive", "fast")):
+    rng = random.Random(2)
+    lines = ["variant,duration_ns"] + [f"{v},{(2000 if v == 'naive' else 1000) * (1 + 0.01 * rng.random()):.1f}" for v in rows for _ in range(30)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_paths_form_labels_tell_the_sides_apart(tmp_path):
+    from profaudit.audit.claim import claim_from_paths
+
+    log = _log(tmp_path / "both.csv")
+    c = claim_from_paths(log, log, baseline_variant="naive", candidate_variant="fast")
+    assert (c.baseline.label, c.candidate.label) == ("naive", "fast")
+    a, b = _log(tmp_path / "before.csv", ("naive",)), _log(tmp_path / "after.csv", ("naive",))
+    c = claim_from_paths(a, b)
+    assert (c.baseline.label, c.candidate.label) == ("before.csv", "after.csv")
+    c = claim_from_paths(a, a)
+    assert (c.baseline.label, c.candidate.label) == ("baseline", "candidate")
+
+
+# --------------------------------------------------------------------------- tables at 80-120 columns
+
+
+def test_samples_table_keeps_statistic_and_the_parameter_that_differs(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = ["benchmark,statistic,dtype,rows,cols,iteration,run,time_ns"]
+    for dtype in ("float32", "bfloat16"):
+        rows += [f"softmax_rows_long_name,mean,{dtype},1024,1024,0,0,1010251.9", f"softmax_rows_long_name,stdev,{dtype},1024,1024,0,0,537.5"]
+    log = tmp_path / "summaries.csv"
+    log.write_text("\n".join(rows) + "\n")
+    res = cli("kernels", "-t", "samples", log)
+    lines = res.out.splitlines()
+    assert lines[0].startswith("samples (4 rows, all cols=1024, rows=1024): profile_id summaries-"), lines[0]
+    head = lines[1].split()
+    assert "statistic" in head and "params" in head, lines[1]
+    assert any("mean" in l and "dtype=float32" in l for l in lines) and any("stdev" in l and "dtype=bfloat16" in l for l in lines)
+    assert all(len(l) <= 80 for l in lines)
+    # csv keeps the canonical JSON
+    res = cli("kernels", "-t", "samples", log, "-f", "csv")
+    assert '"{""cols"":1024,""dtype"":""float32"",""rows"":1024}"' in res.out
+
+
+def test_params_for_terminal_cases():
+    from profaudit.cli.kernels_cmd import params_for_terminal
+
+    df = pl.DataFrame({"params": ['{"a":1,"b":"x"}', '{"a":1,"b":"y"}', None]})
+    out, same = params_for_terminal(df)
+    assert same == "a=1" and out["params"].to_list() == ["b=x", "b=y", None]
+    out, same = params_for_terminal(pl.DataFrame({"params": ['{"a":1}', '{"a":1}']}))
+    assert same == "a=1" and "params" not in out.columns  # all shared: the title says them
+    out, same = params_for_terminal(pl.DataFrame({"params": ["{}", "{}"]}))
+    assert same == "" and out["params"].to_list() == ["{}", "{}"]
+    out, same = params_for_terminal(pl.DataFrame({"params": ['{"a":1,"b":2}', '{"a":1}']}))
+    assert same == "a=1" and out["params"].to_list() == ["b=2", "—"]
+
+
+def test_xla_cost_counts_rows_and_profiles(cli, tmp_path):
+    jax = REPO / "sample_reports" / "jax_cpu"
+    res = cli("xla-cost", jax, "--cost", jax / "cost_analysis.json", "-o", tmp_path / "ds")
+    assert res.code == 0, res
+    assert "attached cost analysis to 5 op rows in 1 profile;" in res.err, res.err
