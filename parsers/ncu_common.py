@@ -619,3 +619,35 @@ def _after_ncu(tokens: list[str]) -> list[str]:
         if base in ("ncu", "ncu.exe", "nv-nsight-cu-cli", "nv-nsight-cu-cli.exe"):
             return tokens[i + 1 :]
     return tokens
+
+
+# ncu options that take no value (ncu --help, 2020.1-2025.x): every other option is followed by its
+# value, so the first bare token that is not an option's value is the profiled program, after which
+# flags (`python -c ...`) are the program's own.
+_NCU_SWITCHES = frozenset({
+    "-f", "--force-overwrite", "--nvtx", "--quiet", "--call-stack", "--details-all", "--csv", "--print-fp",
+    "--open-in-ui", "--print-rule-details", "--disable-extra-suffixes", "--list-sets", "--list-sections",
+    "--list-rules", "--list-chips", "--query-metrics", "--version", "-v", "--help", "-h",
+})
+
+
+def launch_count(command_line: str | None) -> int | None:
+    """The `-c N` / `--launch-count N` a recorded ncu command line asked for (the most results ncu
+    keeps), or None when it asked none or the line is not ncu's. Only ncu's own options count."""
+    if not command_line:
+        return None
+    tokens = _ncu_args(command_line)
+    rest = _after_ncu(tokens)
+    if len(rest) == len(tokens):  # the line does not name ncu: nothing to tell its options apart
+        return None
+    i = 0
+    while i < len(rest):
+        t = rest[i]
+        if not t.startswith("-"):
+            return None  # the profiled program: what follows are its arguments
+        name, eq, val = t.partition("=")
+        if name in ("-c", "--launch-count"):
+            val = val if eq else (rest[i + 1] if i + 1 < len(rest) else "")
+            return int(val) if val.isdigit() and int(val) > 0 else None
+        i += 1 if (eq or name in _NCU_SWITCHES) else 2
+    return None

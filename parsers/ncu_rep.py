@@ -18,9 +18,13 @@ the reader does not do are done here from the file's own framing:
   (11; not in the published .proto, seen as the command line in every 2022+ corpus report). They
   are decoded here with the shared protobuf wire reader.
 
-Limits: a cut that falls exactly on a block boundary between two later kernel results cannot be
-told from a capture that profiled fewer kernels (cuts elsewhere, and cuts that drop the session
-information written after the first kernel, are caught). `.ncu-repz` is the whole report in zstd
+Limits: a cut that falls exactly on the block boundary before a later kernel result (or before
+the source block ncu writes right ahead of it) leaves the bytes a capture of fewer kernels would
+have written: the format counts its results nowhere, and a result carries no index of a total
+(thread, correlation id, handles, names, a timestamp) and nothing follows the last one. Such a cut
+loads the results before it; only a recorded `-c N` larger than what is left marks the profile
+`complete: false`. Every other record-boundary cut is refused (see `_check_complete`; tests/
+test_ncu_rep_cuts.py cuts every corpus report at every record). `.ncu-repz` is the whole report in zstd
 frames: it is decompressed to a temporary file for the same checks (needs `zstandard`), while the
 reader opens the original.
 """
@@ -45,6 +49,7 @@ from profaudit.errors import InputError, require
 from profaudit.names import short_name
 from profaudit.parsers import ncu_common
 from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.completeness import mark_incomplete
 from profaudit.parsers.isolate import run_isolated
 from profaudit.parsers.protowire import WireError, decode, iter_fields, text
 
@@ -273,7 +278,7 @@ def scan_container(path: Path, label: Path | None = None) -> Container:
             if pos != pend:
                 raise InputError(path, f"corrupt Nsight Compute report: block {block} at byte {off}: entries fill {pos - pstart} of {payload} payload bytes")
             c.num_results += n_res
-            blocks.append((n_res, frozenset(_session_fields(hb, h)), off))
+            blocks.append((n_src, n_res, frozenset(_session_fields(hb, h)), off))
             off = pend
             block += 1
     _check_complete(path, c, blocks, size)
@@ -293,19 +298,62 @@ def _check_complete(path: Path, c: Container, blocks: list, size: int) -> None:
     """Cuts that fall exactly on a block boundary pass the framing check; these catch the ones
     that leave the report visibly unfinished.
 
-    ncu writes the session block, the first result, then DeviceAttributes (6), VersionInfo (8),
-    DeviceProperties (5), TargetSystemInfo (4) and, since 2022, the command line (11), then the
-    remaining results (every corpus report, 2019.x-2025.2; GUI captures put all session fields in
-    the first block). A cut between two later results cannot be told from a shorter capture.
+    The file is append-only: a FileHeader holding only the format version, then blocks in the order
+    ncu produces them, with no count of results anywhere and nothing written after the last result.
+    Every corpus report (2019.x-2025.2) follows one of two layouts:
+
+    * command line: session block (creation time, host), source block, first result (with the
+      metric-name string table), then DeviceAttributes (6), VersionInfo (8, one block per pair),
+      DeviceProperties (5), TargetSystemInfo (4) and, since 2022.3, the command line (11), each in a
+      block of its own; then the other results, each preceded by a source block when it runs code
+      of a module not seen before (2020.2 wrote only 6 and 8);
+    * GUI: every session field in the first block, then sources and results.
+
+    Refused: no result; no device information (a cut before ncu's first session block after the
+    first result); a last block holding only 5/6/8 (the session sequence stops early); a report of
+    2022.3 or later in the command-line layout without its command line (the sequence stops after
+    4); a source block with no result after it (ncu writes one only right before the result that
+    needs it). A cut between later results, or after the session sequence of the first, leaves the
+    file a shorter capture would have been, byte for byte up to the cut: the framing cannot tell it
+    (see `launch_count_shortfall` for the one hint a report can hold).
     """
     if not c.num_results:
         raise InputError(path, f"Nsight Compute report without kernel results: truncated after byte {size}, or the capture profiled nothing")
-    seen = set().union(*(f for _n, f, _o in blocks))
+    seen = set().union(*(f for _s, _n, f, _o in blocks))
     if 6 not in seen:
         raise InputError(path, f"truncated Nsight Compute report: ends at byte {size}, before the device information ncu writes after the first kernel")
-    n_res, fields, off = blocks[-1]
+    n_src, n_res, fields, off = blocks[-1]
     if not n_res and fields and fields <= {5, 6, 8}:
         raise InputError(path, f"truncated Nsight Compute report: ends at byte {size} inside the session information (last block at byte {off})")
+    if n_src and not n_res:
+        raise InputError(path, f"truncated Nsight Compute report: ends at byte {size} after a source block (at byte {off}) whose kernel result is missing; ncu writes a source block right before the result that needs it")
+    first_result = next(i for i, b in enumerate(blocks) if b[1])
+    device_block = next(i for i, b in enumerate(blocks) if 6 in b[2])
+    version = _target_version(c)
+    if device_block > first_result and 11 not in seen and version is not None and version >= (2022, 3):
+        raise InputError(path, f"truncated Nsight Compute report: ends at byte {size} inside the session information (no command line, which ncu {version[0]}.{version[1]} writes after the first kernel's system information)")
+
+
+def _target_version(c: Container) -> tuple[int, int] | None:
+    """(year, minor) of the capturing ncu ("Nsight Compute Target" = "2022.3.0.0 (build ...)")."""
+    target = (c.session.get("versions") or {}).get("Nsight Compute Target") or ""
+    parts = target.split(" ", 1)[0].split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        return int(parts[0]), int(parts[1])
+    return None
+
+
+def launch_count_shortfall(c: Container) -> str | None:
+    """Why a report may have lost results at a block boundary, when it can hold a hint: the
+    recorded command line asked for `-c N` launches and fewer results are in the file. (The
+    application may also have launched fewer kernels than asked, so this is not a refusal.)"""
+    asked = ncu_common.launch_count(c.session.get("command_line"))
+    if asked is None or c.num_results >= asked:
+        return None
+    return (
+        f"the recorded ncu command line asked for {asked} kernel launches (-c {asked}) and the report holds "
+        f"{c.num_results}: the application launched fewer, or the file was cut after its last whole result"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -821,6 +869,9 @@ def read_report(path: Path, options: ReadOptions | None = None):
     named = kdf["device_name"].drop_nulls()
     md = _session_metadata(container, named[0] if named.len() else None, device_ids, reader_version)
     md["rule_results"] = rule_count
+    shortfall = launch_count_shortfall(container)
+    if shortfall:
+        mark_incomplete(md, shortfall)
     if unmeasured:
         md["unmeasured_kernels"] = unmeasured
         md["unmeasured_note"] = (

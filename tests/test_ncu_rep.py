@@ -513,3 +513,25 @@ def test_units_of_one_report_do_not_leak_into_the_next():
         second,
     )
     assert alone and {k: after.get(k) for k in alone} == alone
+
+
+@pytest.mark.parametrize(
+    "line, want",
+    [
+        ("/opt/ncu -c 3 -o r --set full ./silu --profile", 3),
+        ("ncu --launch-count=5 ./a.out", 5),
+        ("ncu -k regex:gemm --launch-count 7 ./a.out", 7),
+        ("ncu -f -c 2 ./a.out", 2),
+        ("ncu -f ./app -c 3", None),  # the program's own -c
+        ("ncu -o out python -c 3", None),
+        ("ncu --nvtx -o r ./app -c 4", None),
+        ("./app -c 3", None),  # not an ncu line
+        ("ncu -c 0 ./a", None),
+        ("ncu -c many ./a", None),
+        (None, None),
+    ],
+)
+def test_launch_count_reads_only_ncus_own_option(line, want):
+    from profaudit.parsers.ncu_common import launch_count
+
+    assert launch_count(line) == want
