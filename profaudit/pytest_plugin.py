@@ -124,7 +124,7 @@ class _Runner:
 
     def _run_case(self, case, vnames: list[str]) -> dict:
         from profaudit.bench.env import host_environment
-        from profaudit.bench.session import _Backends, _run_one
+        from profaudit.bench.session import run_cases
 
         st = _state(self.config)
         outdir = _run_dir(self.config)
@@ -133,12 +133,7 @@ class _Runner:
             for old in outdir.rglob("*.jsonl") if outdir.is_dir() else ():
                 old.unlink()
             st["cleaned"] = True
-        opts = _options(self.config)
-        backends = _Backends(opts)
-        try:
-            entry = _run_one(case, vnames, backends, opts, host_environment(str(self.request.node.path)), None, outdir, None)
-        finally:
-            backends.close()
+        [entry] = run_cases([(case, vnames)], _options(self.config), outdir, host=host_environment(str(self.request.node.path)))
         bad = {v: ve for v, ve in entry["variants"].items() if ve["status"] != "ok"}
         if bad:
             pytest.fail("; ".join(f"{case.id} {v}: {ve['status']}: {ve['error']}" for v, ve in bad.items()), pytrace=False)
@@ -186,12 +181,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     st = config.stash.get(_STATE, None)
     if not st or not st["cases"]:
         return
+    from profaudit.fmt import fmt_ns, plural
+
     tr = terminalreporter
     tr.section("profaudit benchmarks")
     for e in st["cases"]:
         for v, ve in e["variants"].items():
             med = ve.get("median_ns")
-            tr.write_line(f"{e['id']} {v}: median {med:,.0f} ns over {ve.get('samples')} samples" if med is not None else f"{e['id']} {v}: {ve['status']}")
+            tr.write_line(f"{e['id']} {v}: median {fmt_ns(med)} over {plural(ve.get('samples') or 0, 'sample')}" if med is not None else f"{e['id']} {v}: {ve['status']}")
     tr.write_line(f"saved under {_run_dir(config)}")
     if st["error"]:
         tr.write_line(f"profaudit: error: {st['error']}", red=True)

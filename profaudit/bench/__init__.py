@@ -17,7 +17,7 @@ needs them (the `bench` extra).
 
 from profaudit.bench.spec import BACKENDS, CACHE_MODES, Benchmark, Case, Variant, grid, load_benchmarks, select_cases
 from profaudit.bench.runner import RunOptions
-from profaudit.bench.session import read_manifest, run_file
+from profaudit.bench.session import read_manifest, run_cases, run_file
 from profaudit.bench.compare import compare_run, dropped_cases
 from profaudit.bench.ncu import NcuOptions, ncu_plan, run_ncu
 
@@ -32,6 +32,7 @@ __all__ = [
     "select_cases",
     "RunOptions",
     "run_file",
+    "run_cases",
     "read_manifest",
     "compare_run",
     "dropped_cases",

@@ -27,7 +27,8 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from contextlib import closing
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from profaudit.bench.backends import Backend, get_backend
 from profaudit.bench.env import host_environment
@@ -237,23 +238,36 @@ def _run_in_process(path: Path, outdir: Path, pattern, variants, opts: RunOption
     }
     outdir.mkdir(parents=True, exist_ok=True)
     write_manifest(outdir, manifest, manifest_name)
-    backends = _Backends(opts)
     failures = 0
-    try:
-        for case, vnames in selected:
-            if progress:
-                progress(case.id)
-            entry = _run_one(case, vnames, backends, opts, host, file_sha, outdir, run_index)
+    with closing(run_cases(selected, opts, outdir, host=host, file_sha=file_sha, run_index=run_index, progress=progress)) as entries:
+        for entry in entries:
             failures += sum(1 for v in entry["variants"].values() if v["status"] != "ok")
             manifest["cases"].append(entry)
             write_manifest(outdir, manifest, manifest_name)
-    finally:
-        backends.close()
     manifest["status"] = "complete"
     manifest["failures"] = failures
     manifest["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_manifest(outdir, manifest, manifest_name)
     return manifest
+
+
+def run_cases(selected: Iterable[tuple[Case, Sequence[str]]], opts: RunOptions, outdir: str | os.PathLike, *, host: dict,
+              file_sha: str | None = None, run_index: int | None = None, progress: Callable[[str], None] | None = None) -> Iterator[dict]:
+    """Run each (case, variant names), write every measured variant's timing log under `outdir`,
+    and yield each case's manifest entry as it finishes (`status`, `error`, and per variant
+    `status`, `median_ns`, `samples`, `log` relative to `outdir`, ...). One backend instance per
+    backend serves all the cases; they are closed when the iteration ends. `run_file` drives this
+    for a benchmark file; harnesses that build their own cases (the pytest plugin) call it directly.
+    `host` is `profaudit.bench.env.host_environment(...)`."""
+    outdir = Path(outdir)
+    backends = _Backends(opts)
+    try:
+        for case, vnames in selected:
+            if progress:
+                progress(case.id)
+            yield _run_one(case, list(vnames), backends, opts, host, file_sha, outdir, run_index)
+    finally:
+        backends.close()
 
 
 def _run_one(case: Case, vnames: list[str], backends: _Backends, opts: RunOptions, host: dict, file_sha: str | None, outdir: Path, run_index: int | None) -> dict:
