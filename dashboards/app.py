@@ -20,6 +20,7 @@ import webbrowser
 from pathlib import Path
 from typing import Sequence
 
+from profaudit.dashboards import first_paint
 from profaudit.dashboards.plotly_preload import index_string as plotly_index
 from profaudit.dashboards.limits import DEFAULT_CALLBACK_TIMEOUT_S
 from profaudit.dashboards.state import DEFAULT_MAX_UPLOAD_BYTES, STATE_KEY, DashboardState
@@ -31,6 +32,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
 # the pages that draw plotly charts (the others, e.g. the kernel grid, never need plotly.js)
 CHART_PAGES = ("timeline", "roofline", "timing", "ranks", "compare")
+# the pages that show dash-ag-grid grids (the others leave its bundle out, see first_paint.py)
+GRID_PAGES = ("kernels",)
 
 
 def create_app(
@@ -81,9 +84,11 @@ def create_app(
         dash.register_page(mod.__name__, path=mod.PATH, name=mod.NAME, title=f"{mod.NAME} · {title}", order=order, layout=safe_layout(mod.layout, mod.NAME), description=mod.DESCRIPTION)
         mod.register(app)
 
-    app.layout = _shell(modules, title)
+    chart_paths = [m.PATH for m in modules if m.__name__.rsplit(".", 1)[-1] in CHART_PAGES]
+    # the requested page comes inside the app layout, with per-page scripts (first_paint.py)
+    first_paint.install(app, lambda container: _shell(modules, title, container), chart_paths, [m.PATH for m in modules if m.__name__.rsplit(".", 1)[-1] in GRID_PAGES])
     # chart pages opened directly fetch plotly.js while the server builds them (plotly_preload.py)
-    app.index_string = plotly_index(app, [m.PATH for m in modules if m.__name__.rsplit(".", 1)[-1] in CHART_PAGES])
+    app.index_string = plotly_index(app, chart_paths, head=first_paint.index_hook())
     app._profaudit_state = st  # for tests and callers holding the app
     if warm:
         threading.Thread(target=st.warm, name="profaudit-dashboard-warm", daemon=True).start()
@@ -109,8 +114,7 @@ def safe_layout(layout, name: str):
     return build
 
 
-def _shell(modules, title: str):
-    import dash
+def _shell(modules, title: str, container):
     from dash import dcc, html
 
     nav = [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.NAME.lower()}") for m in modules]
@@ -123,7 +127,7 @@ def _shell(modules, title: str):
                 ],
                 className="top",
             ),
-            html.Main(dash.page_container, className="content"),
+            html.Main(container, className="content"),
         ],
         className="shell",
     )

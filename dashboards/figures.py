@@ -55,10 +55,15 @@ def plain(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("%", "&#37;")
 
 
-def _base_layout(**kw) -> dict:
+def _base_layout(trace_types: tuple[str, ...] = ("scatter", "scattergl"), **kw) -> dict:
+    """plotly_white with its per-trace defaults only for `trace_types` (the template names every
+    trace type plotly has; the browser would parse and merge them into a chart that uses two)."""
     import plotly.graph_objects as go
 
-    return go.Figure(layout=dict(template="plotly_white", **kw)).to_plotly_json()["layout"]
+    layout = go.Figure(layout=dict(template="plotly_white", **kw)).to_plotly_json()["layout"]
+    tdata = layout["template"].get("data", {})
+    layout["template"]["data"] = {k: v for k, v in tdata.items() if k in trace_types}
+    return layout
 
 
 # -- roofline ---------------------------------------------------------------------------------------

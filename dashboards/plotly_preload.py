@@ -38,14 +38,16 @@ _LOADER = """<script>
     s.src = src;
     document.head.appendChild(s);
   }
-  // Download now; run it once the page's content has been asked for, so the server builds the
-  // page while the browser parses plotly.js (running it first would hold that request back).
+  // Download now; run it once the page's content has been asked for (the layout request holds
+  // it, see first_paint.py; else the router callback's), so the server builds the page while the
+  // browser parses plotly.js (running it first would hold that request back).
   var link = document.createElement("link");
   link.rel = "preload"; link.as = "script"; link.href = src;
   document.head.appendChild(link);
   function watch(input) {
     var r = fetch0.apply(this, arguments);
-    if (String((input && input.url) || input).indexOf("_dash-update-component") >= 0) { start(); }
+    var url = String((input && input.url) || input);
+    if (url.indexOf("_dash-layout") >= 0 || url.indexOf("_dash-update-component") >= 0) { start(); }
     return r;
   }
   window.fetch = watch;
@@ -55,12 +57,16 @@ _LOADER = """<script>
 </script>"""
 
 
-def index_string(app, chart_paths: Iterable[str]) -> str:
-    """Dash's index page for `app` with the plotly.js loader for `chart_paths` (page paths as
-    registered, e.g. "/roofline") in its head. Only for a locally served plotly.js (Dash's
-    default); otherwise the index is left as it is."""
+def index_string(app, chart_paths: Iterable[str], head: str = "") -> str:
+    """Dash's index page for `app` with `head` (other scripts for the head) and the plotly.js
+    loader for `chart_paths` (page paths as registered, e.g. "/roofline") in its head. The loader
+    only for a locally served plotly.js (Dash's default)."""
     index = app.index_string
-    if not app.config.serve_locally or "{%css%}" not in index:
+    if "{%css%}" not in index:
+        return index
+    if head:
+        index = index.replace("{%css%}", "{%css%}\n" + head, 1)
+    if not app.config.serve_locally:
         return index
     prefix = app.config.requests_pathname_prefix or "/"
     paths = sorted({(prefix.rstrip("/") + "/" + p.strip("/")).rstrip("/") or "/" for p in chart_paths})

@@ -64,9 +64,10 @@ def test_roofline_loads_plotly_once_and_the_grid_not_at_all(tmp_path):
                 page.wait_for_function(ready)
                 fetched[path] = sum(PLOTLY_JS in u for u in urls)
                 if path == "/roofline":
-                    # asked for with the page, before the page's content (and its figure) is
+                    # asked for with the page, before the page's content (and its figure: both
+                    # come with the layout, see first_paint.py) is
                     first = next(i for i, u in enumerate(urls) if PLOTLY_JS in u)
-                    assert first < next(i for i, u in enumerate(urls) if "_dash-update-component" in u)
+                    assert first < next(i for i, u in enumerate(urls) if "_dash-layout" in u)
                     # the placeholder was replaced by plotly.js itself, which drew the chart
                     assert page.evaluate("() => typeof window.Plotly.newPlot === 'function' && typeof window.Plotly.then === 'undefined'")
                 ctx.close()

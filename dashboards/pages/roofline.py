@@ -92,7 +92,8 @@ def _triggered():
 
     try:
         return ctx.triggered_id
-    except MissingCallbackContextException:  # called directly (tests)
+    # called directly (tests), or by the page layout served with the app layout (no callback)
+    except (MissingCallbackContextException, LookupError):
         return None
 
 
