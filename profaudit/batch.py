@@ -195,15 +195,10 @@ def compare_many(pairs_csv, *, executor: Executor | None = None, fail_on: str = 
 
 
 def to_markdown(df: pl.DataFrame, title: str) -> str:
-    """A verdict table as Markdown (numbers to 4 significant digits, nulls as —)."""
+    """A verdict table as Markdown, its cells as the CLI's tables print them (profaudit.fmt)."""
+    from profaudit.fmt import column_units, fmt_cell, md_cell
 
-    def cell(v: Any) -> str:
-        if v is None:
-            return "—"
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
+    units = column_units(df)
     lines = [f"# {title}", "", "| " + " | ".join(df.columns) + " |", "|" + "|".join("---" for _ in df.columns) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
+    lines += ["| " + " | ".join(md_cell(fmt_cell(v, units.get(c, ""))) for c, v in zip(df.columns, row)) + " |" for row in df.iter_rows()]
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from typing import Any
 from profaudit.audit.findings import Finding, Severity, Status
 from profaudit.audit.rules._common import fmt_time, fx
 from profaudit.audit.verdict import AuditReport
+from profaudit.fmt import md_cell
 
 FORMATS = ("text", "markdown", "html", "json")
 
@@ -238,10 +239,6 @@ def print_text(report: AuditReport, console) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _md(s: Any) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
-
-
 def _md_section(out: list[str], title: str, lines: list[str]) -> None:
     if lines:
         out.extend(["", f"### {title}", "", *lines])
@@ -252,25 +249,25 @@ def render_markdown(report: AuditReport) -> str:
     out.append(f"## profaudit audit: **{report.verdict}** ({_VERDICT_MEANING[report.verdict]})")
     out.append("")
     if report.claim.description:
-        out.append(f"- **Claim:** {_md(report.claim.description)}")
-    out.append(f"- **Claimed speedup:** {_md(_claimed(report))}")
-    out.append(f"- **Supported speedup:** {_md(_supported(report))}")
+        out.append(f"- **Claim:** {md_cell(report.claim.description)}")
+    out.append(f"- **Claimed speedup:** {md_cell(_claimed(report))}")
+    out.append(f"- **Supported speedup:** {md_cell(_supported(report))}")
     for c in _corrections(report):
-        out.append(f"  - corrected by {_md(c)}")
+        out.append(f"  - corrected by {md_cell(c)}")
     cov_line, assumptions = _coverage(report)
     if cov_line:
-        out.append(f"- **Coverage:** {_md(cov_line)}")
+        out.append(f"- **Coverage:** {md_cell(cov_line)}")
     if report.reasons:
         out.append("- **Why:**")
         for r in report.reasons:
-            out.append(f"  - {_md(r)}")
+            out.append(f"  - {md_cell(r)}")
     out.append("")
     out.append("### Sides")
     out.append("")
     out.append("| side | label | typical time | samples | device | time source |")
     out.append("|---|---|---:|---|---|---|")
     for row in _side_rows(report):
-        out.append("| " + " | ".join(_md(c) for c in row) + " |")
+        out.append("| " + " | ".join(md_cell(c) for c in row) + " |")
     rows = _speedup_rows(report)
     if rows:
         out.append("")
@@ -279,10 +276,10 @@ def render_markdown(report: AuditReport) -> str:
         out.append(f"| statistic | speedup | {report.evidence.confidence:.0%} interval | space |")
         out.append("|---|---:|---:|---|")
         for r in rows:
-            out.append("| " + " | ".join(_md(c) for c in r) + " |")
+            out.append("| " + " | ".join(md_cell(c) for c in r) + " |")
     out.append("")
     for line in _stats_lines(report):
-        out.append(f"- {_md(line)}")
+        out.append(f"- {md_cell(line)}")
     problems, info, passed = _groups(report)
     if problems:
         out.append("")
@@ -291,10 +288,10 @@ def render_markdown(report: AuditReport) -> str:
         out.append("| rule | severity | pitfalls | finding |")
         out.append("|---|---|---|---|")
         for f in problems:
-            out.append(f"| {f.rule} `{f.name}` | {_finding_label(f)} | {', '.join(f.pitfalls)} | {_md(f.message)} |")
-    _md_section(out, "Notes and checks without evidence", [f"- {f.rule} `{f.name}` ({_finding_label(f)}): {_md(f.message)}" for f in info])
+            out.append(f"| {f.rule} `{f.name}` | {_finding_label(f)} | {', '.join(f.pitfalls)} | {md_cell(f.message)} |")
+    _md_section(out, "Notes and checks without evidence", [f"- {f.rule} `{f.name}` ({_finding_label(f)}): {md_cell(f.message)}" for f in info])
     _md_section(out, "Passed", [", ".join(f"{f.rule} `{f.name}`" for f in passed)] if passed else [])
-    _md_section(out, "Assumptions (could not be checked)", [f"- {_md(a)}" for a in assumptions])
+    _md_section(out, "Assumptions (could not be checked)", [f"- {md_cell(a)}" for a in assumptions])
     out.append("")
     return "\n".join(out)
 
