@@ -111,7 +111,7 @@ def test_compare_says_which_cases_it_dropped_and_why(tmp_path, cli):
     assert [c for c, _ in dropped] == ["vadd[n=65]"]
     assert "the candidate 'fast' has no timing log (correctness_failed: before timing" in dropped[0][1]
     r = cli("bench", "compare", tmp_path / "out", "--baseline", "base", "--candidate", "fast")
-    assert "1 case(s) dropped, no claim written:" in r.err and "vadd[n=65]: the candidate 'fast'" in r.err
+    assert "1 case dropped, no claim written:" in r.err and "vadd[n=65]: the candidate 'fast'" in r.err
     assert r.out.count("vadd[n=64]") >= 1 and "vadd[n=66]" in r.out
 
 
@@ -128,7 +128,7 @@ def test_auto_processes_when_the_noise_target_is_missed(tmp_path, cli):
     assert r.code == 0, r.err
     doc = __import__("json").loads((tmp_path / "o" / "manifest.json").read_text())
     assert doc["processes"] == 3 and doc["auto_processes"]["extra_processes"] == 2
-    assert "ran 3 processes: noise target missed in the first run by 1 variant(s): v[n=64] a" in r.err
+    assert "ran 3 processes: noise target missed in the first run by 1 variant: v[n=64] a" in r.err
     ve = doc["cases"][0]["variants"]["a"]
     assert len(ve["logs"]) == 3 and ve["noise_target_met"] == [False, False, False]
     runs = [read_log(tmp_path / "o" / log) for log in ve["logs"]]

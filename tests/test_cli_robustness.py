@@ -246,7 +246,7 @@ def test_dropped_timing_rows_are_reported_on_stderr(tmp_path, cli):
     p.write_text("iteration,time_ms\n0,1.5\n1,abc\n2,1.4\n3,1.45\n")
     res = cli("kernels", "-t", "samples", "-f", "csv", p)
     assert res.code == 0 and res.out.count("\n") == 4  # header + 3 rows
-    assert "1 row(s) without a readable time were dropped" in res.err
+    assert "1 row without a readable time was dropped" in res.err
 
 
 def test_kernels_name_filters_every_table_it_can_and_refuses_the_others(tmp_path, cli):

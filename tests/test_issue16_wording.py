@@ -111,6 +111,22 @@ def test_paths_form_labels_tell_the_sides_apart(tmp_path):
 # --------------------------------------------------------------------------- tables at 80-120 columns
 
 
+def test_batch_table_shows_claims_below_their_shared_folder(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    folder = tmp_path / "a_rather_long_folder_name_for_claims"
+    folder.mkdir()
+    log = _log(folder / "log.csv")
+    for name in ("first_claim_about_softmax.yaml", "second_claim_about_softmax.yaml"):
+        (folder / name).write_text(f"speedup: 2\nbaseline: {{timings: {log.name}, variant: naive}}\ncandidate: {{timings: {log.name}, variant: fast}}\n")
+    res = cli("audit", folder, "--select", "PA4")
+    assert res.code in (0, 1), res
+    assert "first_claim_about_softmax.yaml" in res.out and "second_claim_about_softmax.yaml" in res.out, res.out
+    assert "a_rather_long_folder_name_for_claims/first" not in res.out
+    # the machine-readable forms keep the paths as given
+    res = cli("audit", folder, "--select", "PA4", "-f", "csv")
+    assert str(folder / "first_claim_about_softmax.yaml") in res.out
+
+
 def test_samples_table_keeps_statistic_and_the_parameter_that_differs(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     rows = ["benchmark,statistic,dtype,rows,cols,iteration,run,time_ns"]
@@ -149,3 +165,40 @@ def test_xla_cost_counts_rows_and_profiles(cli, tmp_path):
     res = cli("xla-cost", jax, "--cost", jax / "cost_analysis.json", "-o", tmp_path / "ds")
     assert res.code == 0, res
     assert "attached cost analysis to 5 op rows in 1 profile;" in res.err, res.err
+
+
+def test_title_breaks_between_items_not_inside_a_name():
+    from profaudit.cli.common import wrap_between_items
+
+    title = "kernels (12 rows): profile_id AMD-AGI__TraceLens__torch_compile_triton__trace-1f92524c, device_name AMD Instinct MI300X"
+    lines = wrap_between_items(title, 80).splitlines()
+    assert lines == ["kernels (12 rows):", "profile_id AMD-AGI__TraceLens__torch_compile_triton__trace-1f92524c,", "device_name AMD Instinct MI300X"]
+    assert wrap_between_items(title, 200) == title
+    # an item wider than the terminal stays whole (the terminal wraps it, never mid-word by us)
+    assert wrap_between_items("x: " + "a" * 50, 20).splitlines() == ["x:", "a" * 50]
+
+
+def test_title_on_a_terminal_keeps_the_device_name_whole(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    log = tmp_path / "t.csv"
+    log.write_text("benchmark,device,duration_ns\n" + "".join(f"a_benchmark_with_a_long_name_number_{i},NVIDIA GeForce RTX 3050 Laptop GPU,{1000 + i}\n" for i in range(3)))
+    res = cli("kernels", "-t", "samples", log, "-c", "profile_id,device_name,benchmark,duration_ns")
+    assert res.out.splitlines()[1] == "device_name NVIDIA GeForce RTX 3050 Laptop GPU", res.out
+
+
+def test_an_empty_table_prints_its_title_only(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    log = _log(tmp_path / "only_samples.csv")
+    res = cli("kernels", log)
+    assert res.code == 0 and res.out == "kernels (0 rows)\n", res.out
+    assert "-t samples" in res.err  # where the data is
+    assert "kernels (0 rows)" not in cli("kernels", log, "-f", "csv").out  # csv stays a header
+
+
+def test_names_cut_for_a_hidden_column_are_given_their_room_back():
+    from profaudit.cli.common import fit_cells
+
+    df = pl.DataFrame({"benchmark": ["Not Coalesced (Different Array Sizes)", "Coalesced (Different Array Sizes)"], "duration_ns": [530.0, 292.0], "phase": ["measure", "measure"], "time_source": ["nvbench_cold_with_a_long_label", "nvbench_cold_with_a_long_label"]})
+    cols, rows, hidden, _ = fit_cells(df, 60, drop_order=["phase", "time_source"])
+    assert hidden == ["time_source"]
+    assert rows[0][0] == "Not Coalesced (Different Array Sizes)", rows  # 37 + 11 + 7 + gaps fit 60 whole

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from profaudit.errors import ProfauditError, UsageError
+from profaudit.fmt import plural
 
 DEFAULT_SECTIONS = (
     "SpeedOfLight",
@@ -476,7 +477,7 @@ def run_ncu(plans: Sequence[NcuPlan], outdir: str | os.PathLike, *, ncu: str | N
             if plan.cache_control == "all" and plan.options.replay_mode == "kernel" and k and k > plan.options.calls:
                 # the variant is several kernels: each was profiled from cold caches, unlike its timing
                 rec["cache_note"] = (
-                    f"{k} kernels for {plan.options.calls} call(s): under --cache-control all each started with cold caches, "
+                    f"{k} kernels for {plural(plan.options.calls, 'call')}: under --cache-control all each started with cold caches, "
                     "while the timing flushed once per call; the later kernels' DRAM bytes are overstated (--replay-mode range: one flush per call)"
                 )
         (outdir / "ncu" / (plan.report.name[: -len(".ncu-rep")] + ".log")).write_text(f"$ {plan.command}\n\n--- stdout\n{out}\n--- stderr\n{err}\n")

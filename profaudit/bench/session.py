@@ -35,6 +35,7 @@ from profaudit.bench.env import host_environment
 from profaudit.bench.runner import CaseResult, RunOptions, run_case
 from profaudit.bench.spec import Case, load_benchmarks, require_reference, select_cases
 from profaudit.errors import InputError, UsageError
+from profaudit.fmt import plural
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "profaudit-bench-manifest"
@@ -385,7 +386,7 @@ def _run_auto(path: Path, outdir: Path, pattern, variants, opts: RunOptions, pro
                 _set_repetitions(outdir / ve["log"], processes)
     parts = [first] + [_spawn(path, outdir, pattern, variants, opts, k, processes, progress) for k in range(1, processes)]
     return _merge(outdir, parts, {"noise_target_met": False, "extra_processes": processes - 1,
-                                  "reason": f"noise target missed in the first run by {len(unmet)} variant(s): {', '.join(unmet[:5])}"})
+                                  "reason": f"noise target missed in the first run by {plural(len(unmet), 'variant')}: {', '.join(unmet[:5])}"})
 
 
 def _set_repetitions(log: Path, processes: int) -> None:

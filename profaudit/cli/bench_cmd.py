@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import typer
 
-from profaudit.fmt import fmt_ns, fmt_p, fmt_speedup, fmt_x
+from profaudit.fmt import fmt_ns, fmt_p, fmt_speedup, fmt_x, plural
 
 _CACHE_CHOICES = ("cold", "hot", "rotate")
 
@@ -200,11 +200,11 @@ def run_cmd(
         con.print(line, markup=False, highlight=False)
     short = [(c["id"], v) for c in manifest["cases"] for v, ve in c["variants"].items() if any(_each(ve.get("stopped_short")))]
     if short:
-        con.print(f"{len(short)} variant(s) stopped short of --min-samples / --min-warmup-calls (hard time limit): {', '.join(f'{c} {v}' for c, v in short)}", markup=False, highlight=False)
+        con.print(f"{plural(len(short), 'variant')} stopped short of --min-samples / --min-warmup-calls (hard time limit): {', '.join(f'{c} {v}' for c, v in short)}", markup=False, highlight=False)
     logs = sum(len(ve.get("logs") or ([ve["log"]] if ve.get("log") else [])) for c in manifest["cases"] for ve in c["variants"].values())
-    con.print(f"wrote {output_dir / 'manifest.json'} and {logs} timing log(s) under {output_dir}", markup=False, highlight=False)
+    con.print(f"wrote {output_dir / 'manifest.json'} and {plural(logs, 'timing log')} under {output_dir}", markup=False, highlight=False)
     if bad:
-        con.print(f"[red]{bad} variant(s) failed their correctness check or did not run[/red]")
+        con.print(f"[red]{plural(bad, 'variant')} failed {'its' if bad == 1 else 'their'} correctness check or did not run[/red]")
         for c in manifest["cases"]:
             for v, ve in c["variants"].items():
                 if ve.get("status") != "ok":
@@ -259,7 +259,7 @@ def compare_cmd(
     # the JSON on stdout stays the list of outcomes)
     dropped = dropped_cases(source, baseline, candidate, pattern)
     if dropped:
-        _err().print(f"{len(dropped)} case(s) dropped, no claim written:", markup=False, highlight=False)
+        _err().print(f"{plural(len(dropped), 'case')} dropped, no claim written:", markup=False, highlight=False)
         for cid, why in dropped:
             _err().print(f"  {cid}: {why}", markup=False, highlight=False)
     if fmt == "json":
@@ -368,7 +368,7 @@ def _ncu_run(run: bool, **kw) -> int:
     rc = 0
     for r in records:
         state = "ok" if r["returncode"] == 0 and r["report_exists"] else f"failed (exit {r['returncode']})"
-        con.print(f"{r['case']} {r['variant']}: {state}; report {r['report']}" + (f"; {r['kernels_profiled']} kernel(s)" if r.get("kernels_profiled") is not None else ""), markup=False, highlight=False)
+        con.print(f"{r['case']} {r['variant']}: {state}; report {r['report']}" + (f"; {plural(r['kernels_profiled'], 'kernel')}" if r.get("kernels_profiled") is not None else ""), markup=False, highlight=False)
         for e in r.get("ncu_errors") or []:
             con.print(f"    {e}", markup=False, highlight=False)
         if r.get("cache_note"):

@@ -116,8 +116,8 @@ def report_loaded(skipped: Sequence[tuple[str, str]], metadata: Sequence[dict]) 
 
 
 _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
-    ("rows_dropped", lambda n: f"{n} row(s) without a readable time were dropped"),
-    ("negative_durations_nulled", lambda n: f"{n} event(s) with a negative duration kept with an unknown duration"),
+    ("rows_dropped", lambda n: f"{plural(int(n), 'row')} without a readable time {'was' if n == 1 else 'were'} dropped"),
+    ("negative_durations_nulled", lambda n: f"{plural(int(n), 'event')} with a negative duration kept with an unknown duration"),
     ("unmeasured_note", str),
     ("incomplete_reason", lambda s: f"loaded as incomplete: {s}"),
 )
@@ -130,6 +130,23 @@ _WHOLE_COLUMNS = ("metric",)
 _MIN_NAME = 12
 # separators between columns in the compact table style (no vertical rules)
 _GAP = 2
+
+
+def wrap_between_items(text: str, width: int) -> str:
+    """A table title as lines of at most `width`, broken only after ": " or ", " (between the
+    "key value" items of "kernels (12 rows): profile_id X, device_name AMD Instinct MI300X"), so a
+    device or profile name is never split; an item wider than the terminal stays whole on its line."""
+    import re
+
+    lines, cur = [], ""
+    for part in re.split(r"(?<=: )|(?<=, )", text):
+        if cur and len(cur) + len(part.rstrip()) > width:
+            lines.append(cur.rstrip())
+            cur = part
+        else:
+            cur += part
+    lines.append(cur.rstrip())
+    return "\n".join(lines)
 
 
 def middle_ellipsis(text: str, width: int) -> str:
@@ -192,11 +209,18 @@ def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_o
                     r[j] = middle_ellipsis(r[j], target)
                 excess -= ws[j] - target
 
+    full = {c: [r[j] for r in rows] for j, c in enumerate(cols)}
     shrink(24)
     droppable = [c for c in reversed(list(drop_order)) if c in cols]
     while total(widths()) > width and droppable:
         drop(cols.index(droppable.pop(0)))
         shrink(24)
+    if hidden:
+        # hiding a column frees room the names were cut for: cut them again from the whole text,
+        # only as far as the columns still shown need
+        for j, c in enumerate(cols):
+            for r, v in zip(rows, full[c]):
+                r[j] = v
     shrink(_MIN_NAME)
     return cols, rows, hidden, empty
 
@@ -282,6 +306,11 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
         return
     if fmt is Format.table:
         con = stdout_console()
+        if df.height == 0:
+            # no rows: the title says so ("kernels (0 rows)"); a header over nothing, and columns
+            # "hidden to fit", would only be noise under it
+            con.print(title or "no rows", markup=False, highlight=False, style="bold", soft_wrap=True)
+            return
         if wide:
             con.width = max(con.width, 10_000)  # whole cells, one row per line: the pager or terminal scrolls
         t = frame_to_rich(df, title, limit if limit else None, width=con.width, wide=wide, drop_order=drop_order)
@@ -289,7 +318,7 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
         head, notes = t.title, t.caption
         t.title = t.caption = None
         if head:
-            con.print(head, markup=False, highlight=False, style="bold")
+            con.print(wrap_between_items(str(head), con.width), markup=False, highlight=False, style="bold", soft_wrap=True)
         # crop=False: a metric name longer than the terminal is never cut (the terminal wraps it)
         con.print(t, crop=False)
         if notes:
