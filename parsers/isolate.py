@@ -165,7 +165,7 @@ def _quiet() -> None:
     os.close(devnull)
 
 
-def _child(zygote: int, pdeathsig, work_bytes: bytes, resp_w: int) -> None:
+def _child(zygote: int, pdeathsig, work_bytes: bytes, cwd: str | None, resp_w: int) -> None:
     """One read, in a fresh child of the zygote; never returns."""
     code = 0
     try:
@@ -173,6 +173,9 @@ def _child(zygote: int, pdeathsig, work_bytes: bytes, resp_w: int) -> None:
             pdeathsig()
             if os.getppid() != zygote:  # the zygote died before the prctl took effect
                 os._exit(70)
+        if cwd is not None:  # the caller's folder now, which relative paths name (not the zygote's)
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
         _limit_memory()
         try:
             work = pickle.loads(work_bytes)
@@ -250,7 +253,7 @@ def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> Non
             pid = os.fork()
             if pid == 0:
                 sock.close()  # the caller's end-of-file must not wait for this child
-                _child(me, pdeathsig, msg[1], fds[0])
+                _child(me, pdeathsig, msg[1], msg[2], fds[0])
             os.close(fds[0])
             sock.sendall(_pack(("started", pid)))
             ended = _await_child(sock, pid)
@@ -277,7 +280,11 @@ class _Zygote:
         self.children_cpu_s = 0.0  # CPU of the children it reaped (not in our RUSAGE_CHILDREN)
 
     def request(self, work_bytes: bytes, resp_w: int) -> None:
-        data = _pack(("read", work_bytes))
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:  # the caller's folder was removed: absolute paths still work
+            cwd = None
+        data = _pack(("read", work_bytes, cwd))
         try:
             sent = socket.send_fds(self.sock, [data], [resp_w])
             self.sock.sendall(data[sent:])

@@ -386,3 +386,17 @@ def test_the_zygote_preloads_the_library_the_reader_uses():
     before, after = isolate.run_isolated(good, functools.partial(_maps_before_and_after_a_read, good), lambda c: None, "t", prepare=ncu_rep.prepare_reader)
     # the child starts with the library loaded, and reading a report maps no second copy of it
     assert before == after == [str(lib)]
+
+
+def _cwd(send):
+    return os.getcwd()
+
+
+def test_the_child_works_in_the_callers_current_folder(tmp_path, monkeypatch):
+    """The zygote was forked earlier, in another folder: relative paths name the caller's."""
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    isolate.run_isolated(f, _cwd, lambda c: None, "t")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert isolate.run_isolated(Path("../x.bin"), _cwd, lambda c: None, "t") == str(tmp_path / "sub")
