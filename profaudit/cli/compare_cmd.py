@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from profaudit.cli.common import NSYS_OPTION, OUTPUT_OPTION
+from profaudit.cli.common import NSYS_OPTION, OUTPUT_OPTION, PLOTLYJS_OPTION
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 # Choices are validated here rather than by typer enums: this typer's own click raises exceptions
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         summary: Optional[Path] = SUMMARY_OPTION,
         step_pattern: Optional[str] = typer.Option(None, "--step-pattern", help="Two distributed runs: regex naming step ranges (first group: the step number). Default: ProfilerStep#N and XLA steps."),
         kernel: Optional[str] = typer.Option(None, "--kernel", "-k", help="Show one matched kernel pair in full (ncu profiles): every kernel-report value before and after, largest move first, then both reports."),
-        plotlyjs: str = typer.Option("embed", "--plotlyjs", help="HTML output: embed plotly.js (offline, ~4.8 MB), cdn (a <script> from cdn.plot.ly), or directory (plotly.min.js written beside the report, shared by reports in that folder)."),
+        plotlyjs: str = PLOTLYJS_OPTION,
     ) -> int:
         """Compare two profiles or timing logs: fairness findings first, then where the time went.
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
+from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, PLOTLYJS_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
 from profaudit.fmt import plural
 
 TABLE_COLUMNS = [
@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = typer.Option(None, "--device", "-d", help="Device spec key or name for every kernel (overrides what the profile reports)."),
         spec: Optional[List[Path]] = typer.Option(None, "--spec", help="Extra device spec YAML file (or folder); repeatable."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive chart to this HTML file."),
-        plotlyjs: str = typer.Option("embed", "--plotlyjs", help="--html: embed plotly.js (offline, ~4.8 MB), cdn (cdn.plot.ly), or directory (plotly.min.js written beside the chart, shared)."),
+        plotlyjs: str = PLOTLYJS_OPTION,
         png: Optional[Path] = typer.Option(None, "--png", help="Write the chart as PNG (needs kaleido and a Chrome/Chromium)."),
         clock: str = typer.Option("both", "--clock", help="Ceilings at: both, boost (datasheet) or kernel (the clock each kernel ran at)."),
         sparse: bool = typer.Option(False, "--sparse", help="Use the 2:4-sparse tensor peaks."),
