@@ -179,17 +179,14 @@ def read_json(path: Path, parser, options: ReadOptions):
         if not_times:
             why.append(f"{len(not_times)} complexity/ratio aggregates")
         raise InputError(path, "no timed runs" + (": " + "; ".join(why) if why else ""))
+    # free-form values inside it (a list of hosts) are kept in extra_json by Profile.metadata_row
     ctx = jsonshape.mapping(doc.get("context"), "context", path, optional=True)
-
-    def ctx_text(key: str) -> str | None:
-        return jsonshape.text(ctx.get(key), f"context.{key}", path)
-
     md: dict[str, Any] = {
         "tool": "google-benchmark",
-        "tool_version": ctx_text("library_version"),
-        "capture_time": ctx_text("date"),
-        "host": ctx_text("host_name"),
-        "command_line": ctx_text("executable"),
+        "tool_version": ctx.get("library_version"),
+        "capture_time": ctx.get("date"),
+        "host": ctx.get("host_name"),
+        "command_line": ctx.get("executable"),
         "context": ctx or None,
         "cpu_scaling_enabled": ctx.get("cpu_scaling_enabled"),
         "errored_runs": errors or None,

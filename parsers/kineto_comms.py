@@ -52,19 +52,27 @@ SCHEMA: dict[str, pl.DataType] = {
 _NEEDLES = (b'"In msg nelems"', b'"Collective name"')
 
 
-def _int(v):
+_INT64 = 2**63
+
+
+def _int(v, key: str, path: Path):
+    """An Int64 argument: text that is no integer (and booleans, lists) is unknown, as PyTorch
+    versions differ in what they write; an integer beyond 64 bits is an error naming the
+    argument, where polars would otherwise have turned it into a null without a word."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
     if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str):
+        v = int(v)
+    elif isinstance(v, str):
         try:
-            return int(v.strip())
+            v = int(v.strip())
         except ValueError:
             return None
-    return None
+    if not isinstance(v, int):
+        return None
+    if not -_INT64 <= v < _INT64:
+        raise InputError(path, f"collective arguments: {key}: the integer {str(v)[:30]} is out of range (beyond 64 bits)")
+    return v
 
 
 def _text(v):
@@ -75,21 +83,21 @@ def _text(v):
     return str(v)
 
 
-def _row(e: dict) -> dict | None:
+def _row(e: dict, path: Path) -> dict | None:
     args = e.get("args")
     if not isinstance(args, dict) or not ("In msg nelems" in args or "Collective name" in args):
         return None
     cat = str(e.get("cat") or "").lower()
     row = {
         "event": "kernel" if cat == "kernel" else "op",
-        "external_id": _int(args.get("External id", args.get("external id"))),
-        "correlation_id": _int(args.get("correlation")),
+        "external_id": _int(args.get("External id", args.get("external id")), "External id", path),
+        "correlation_id": _int(args.get("correlation"), "correlation", path),
         "pid": _text(e.get("pid")),
         "tid": _text(e.get("tid")),
     }
     for key, (col, dtype) in ARGS.items():
         v = args.get(key)
-        row[col] = _int(v) if dtype == pl.Int64 else _text(v)
+        row[col] = _int(v, key, path) if dtype == pl.Int64 else _text(v)
     return row
 
 
@@ -101,7 +109,7 @@ def read_comm_args(path: str | Path) -> pl.DataFrame:
     def take(events) -> None:
         for e in events:
             if isinstance(e, dict):
-                r = _row(e)
+                r = _row(e, path)
                 if r is not None:
                     rows.append(r)
 

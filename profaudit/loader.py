@@ -165,8 +165,11 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         if explicit:
             raise InputError(path, _unrecognised_reason(pr))
         return []
+    from profaudit.panic_stderr import panic_reports_off_stderr
+
     try:
-        result = parser.read(path, options)
+        with panic_reports_off_stderr():  # a Rust panic is the one line below, not also its hook's report
+            result = parser.read(path, options)
     except InputError as exc:
         # A folder may hold unrelated CSV/JSON files that a catch-all parser (the generic timing
         # table) sniffs as its own; found by walking, not named by the user, they are skipped.

@@ -24,9 +24,10 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _fits(value: Any, dtype) -> bool:
+def _fits(value: Any) -> bool:
     """Whether a metadata value can sit in its declared column: containers never can, nor
-    integers beyond Int64 (scalars of another type are cast as before)."""
+    integers beyond Int64, whatever the column (polars builds no column of any type from one:
+    a host name of 2**63 failed the text column); scalars of another type are cast as before."""
     if isinstance(value, (Mapping, list, tuple, set, bytes)):
         return False
     if isinstance(value, str) and not value.isascii():
@@ -34,7 +35,7 @@ def _fits(value: Any, dtype) -> bool:
             value.encode("utf-8")
         except UnicodeEncodeError:  # a JSON "\ud800" (lone surrogate): JSON-escaped in extra_json
             return False
-    if dtype == pl.Int64 and isinstance(value, int) and not -(2**63) <= value < 2**63:
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
         return False
     return True
 
@@ -81,9 +82,8 @@ class Profile:
         keys = schema.metadata_keys()
         row = {"profile_id": self.profile_id}
         extra = {}
-        types = schema.METADATA.polars_schema
         for k, v in self.metadata.items():
-            if k in keys and _fits(v, types[k]):
+            if k in keys and _fits(v):
                 row[k] = v
             else:
                 # a declared key holding a list or mapping (pytest-benchmark and Google Benchmark
