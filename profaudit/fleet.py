@@ -269,6 +269,10 @@ def _merge(done: list[_TaskResult], store):
             seen.add(rename.get(pid, pid))
         if rename:
             v2.rename_profiles(store, r.files, rename)
+        # a task's `profile_range`s count from its own first profile: make them the batch's
+        for f in r.files:
+            if "profile_range" in f:
+                f["profile_range"] = [f["profile_range"][0] + len(entries), f["profile_range"][1] + len(entries)]
         for e, md in zip(r.entries, r.metadata):
             entries.append({**e, "profile_id": rename.get(e["profile_id"], e["profile_id"])})
             metadata.append({**md, "profile_id": rename.get(md["profile_id"], md["profile_id"])})

@@ -25,9 +25,9 @@ def _files(path, table: str, storage_options: dict | None):
         from profaudit.dataset import layout_1_root
 
         files = sorted(str(f) for f in (layout_1_root(store, store.url()) / table).glob("profile_id=*/*.parquet"))
-        return store, files, set(), True
-    urls, gone = v2.live_files(store, table)
-    return store, urls, gone, False
+        return store, files, set(), set(), True
+    urls, gone, dirty = v2.live_files(store, table)
+    return store, urls, gone, dirty, False
 
 
 # up to this many superseded (batch, profile) pairs are dropped by a SQL predicate; more by a join
@@ -38,13 +38,26 @@ def _sql_str(v: str) -> str:
     return "'" + v.replace("'", "''") + "'"
 
 
-def _not_superseded_sql(gone: set[tuple[str, str]]) -> str:
-    """A DuckDB predicate keeping the rows that are no superseded copy."""
+def _live_sql(files: list[str], gone: set[tuple[str, str]], dirty: set[str], cols: str) -> str:
+    """One SELECT over the live rows of local part files: the clean files in one read_parquet, each
+    batch holding superseded copies in its own, filtered by profile id alone. One statement is
+    bound once (a relation built step by step was bound at every step, each bind reading the
+    files' footers: 22 ms a scan against 6 ms), and no hive `batch` column is decoded and compared
+    on every row of a big batch that holds one superseded profile."""
+    clean, dirty_files = _split(files, dirty)
     by_batch: dict[str, list[str]] = {}
     for b, pid in sorted(gone):
         by_batch.setdefault(b, []).append(pid)
-    terms = [f'(CAST("batch" AS VARCHAR) = {_sql_str(b)} AND "profile_id" IN ({", ".join(map(_sql_str, pids))}))' for b, pids in by_batch.items()]
-    return "NOT (" + " OR ".join(terms) + ")"
+    selects = [f"SELECT {cols} FROM read_parquet({_sql_list(clean)})"] if clean else []
+    for b, pids in by_batch.items():
+        own = [f for f in dirty_files if _batch_of(f) == b]
+        if own:
+            selects.append(f'SELECT {cols} FROM read_parquet({_sql_list(own)}) WHERE "profile_id" NOT IN ({", ".join(map(_sql_str, pids))})')
+    return " UNION ALL ".join(selects)
+
+
+def _sql_list(items: list[str]) -> str:
+    return "[" + ", ".join(map(_sql_str, items)) + "]"
 
 
 def _superseded_filter_frame(gone: set[tuple[str, str]]):
@@ -57,12 +70,11 @@ def _batch_of(url: str) -> str:
     return url.rsplit("/batch=", 1)[1].split("/", 1)[0]
 
 
-def _split(files: list[str], gone: set[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    """(files holding no superseded copy, files that do): only the second need the anti-join,
-    which costs a hash join over every row it sees (3.7x a plain group-by when it saw them all)."""
-    dirty_batches = {b for b, _ in gone}
-    clean = [f for f in files if _batch_of(f) not in dirty_batches]
-    return clean, [f for f in files if _batch_of(f) in dirty_batches]
+def _split(files: list[str], dirty: set[str]) -> tuple[list[str], list[str]]:
+    """(files holding no superseded copy, files that may): only the second need a filter, which
+    costs a hash join or a comparison over every row it sees (3.7x a plain group-by when a join
+    saw them all). `dirty` comes from the manifests, file by file (see `dataset_v2.live_files`)."""
+    return [f for f in files if f not in dirty], [f for f in files if f in dirty]
 
 
 def scan(path, table: str = "kernels", *, engine: str = "polars", storage_options: dict | None = None, connection=None):
@@ -74,12 +86,12 @@ def scan(path, table: str = "kernels", *, engine: str = "polars", storage_option
     """
     if engine not in ENGINES:
         raise UsageError(f"engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    store, files, gone, layout1 = _files(path, table, storage_options)
+    store, files, gone, dirty, layout1 = _files(path, table, storage_options)
     t = schema.ALL_TABLES[table]
-    return {"polars": _polars, "duckdb": _duckdb, "dask": _dask}[engine](store, files, gone, layout1, t, connection)
+    return {"polars": _polars, "duckdb": _duckdb, "dask": _dask}[engine](store, files, gone, dirty, layout1, t, connection)
 
 
-def _polars(store, files, gone, layout1, t, _connection):
+def _polars(store, files, gone, dirty, layout1, t, _connection):
     import polars as pl
 
     if not files:
@@ -97,10 +109,10 @@ def _polars(store, files, gone, layout1, t, _connection):
         else:
             lf = pl.scan_pyarrow_dataset(pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=fs))
     else:
-        clean, dirty = _split(files, gone)
+        clean, dirty_files = _split(files, dirty)
         frames = [pl.scan_parquet(clean, hive_partitioning=False).select(t.names)] if clean else []
-        if dirty:
-            lf = pl.scan_parquet(dirty, hive_partitioning=True)
+        if dirty_files:
+            lf = pl.scan_parquet(dirty_files, hive_partitioning=True)
             frames.append(lf.join(_superseded_filter_frame(gone).lazy(), on=["batch", "profile_id"], how="anti").select(t.names))
         return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
     if gone:
@@ -108,7 +120,7 @@ def _polars(store, files, gone, layout1, t, _connection):
     return lf.select(t.names)
 
 
-def _duckdb(store, files, gone, layout1, t, connection):
+def _duckdb(store, files, gone, dirty, layout1, t, connection):
     duckdb = require("duckdb", "test", "scan(engine='duckdb')")
     con = connection or duckdb.connect()
     cols = ", ".join(f'"{c}"' for c in t.names)
@@ -123,26 +135,23 @@ def _duckdb(store, files, gone, layout1, t, connection):
         ds = pads.dataset([f.split("://", 1)[1] for f in files], format="parquet", filesystem=store.arrow_filesystem(), partitioning="hive")
         rel = con.from_arrow(ds)
     else:
-        clean, dirty = _split(files, gone)
+        if len(gone) <= _PREDICATE_MAX_PAIRS:
+            # a filter DuckDB evaluates as it reads: a hash anti-join over a big batch that holds
+            # one superseded profile cost 1.8x the plain query
+            return con.sql(_live_sql(files, gone, dirty, cols))
+        clean, dirty_files = _split(files, dirty)
         out = con.read_parquet(clean, hive_partitioning=False).select(cols) if clean else None
-        if dirty:
-            rel = con.read_parquet(dirty, hive_partitioning=True)
-            if len(gone) <= _PREDICATE_MAX_PAIRS:
-                # a filter DuckDB evaluates as it reads: a hash anti-join over a big batch that
-                # holds one superseded profile cost 1.8x the plain query
-                rel = rel.filter(_not_superseded_sql(gone)).select(cols)
-            else:
-                gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
-                rel = rel.set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti").select(cols)
-            out = rel if out is None else out.union(rel)
-        return out
+        gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
+        rel = con.read_parquet(dirty_files, hive_partitioning=True).set_alias("r")
+        rel = rel.join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti").select(cols)
+        return rel if out is None else out.union(rel)
     if gone:
         gone_rel = con.from_arrow(_superseded_filter_frame(gone).to_arrow()).set_alias("g")
         rel = rel.set_alias("r").join(gone_rel, "r.batch = g.batch AND r.profile_id = g.profile_id", how="anti")
     return rel.select(cols)
 
 
-def _dask(store, files, gone, layout1, t, _connection):
+def _dask(store, files, gone, dirty, layout1, t, _connection):
     dd = require("dask.dataframe", "fleet", "scan(engine='dask')")
     if not files:
         return dd.from_pandas(t.empty().to_pandas(), npartitions=1)
@@ -157,6 +166,6 @@ def _dask(store, files, gone, layout1, t, _connection):
     parts = []
     for f in files:
         part = dd.read_parquet([f], **opts)
-        drop = sorted(pid for b, pid in gone if b == _batch_of(f))
+        drop = sorted(pid for b, pid in gone if b == _batch_of(f)) if f in dirty else []
         parts.append(part[~part["profile_id"].isin(drop)] if drop else part)
     return dd.concat(parts)[t.names]
