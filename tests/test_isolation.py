@@ -400,3 +400,28 @@ def test_the_child_works_in_the_callers_current_folder(tmp_path, monkeypatch):
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")
     assert isolate.run_isolated(Path("../x.bin"), _cwd, lambda c: None, "t") == str(tmp_path / "sub")
+
+
+def _load_in_worker(path):
+    import profaudit
+    from profaudit.parsers import ncu_rep
+
+    ps = profaudit.load(path, parallel=False)
+    return ps.kernels.height, isolate.zygote_pid(ncu_rep.prepare_reader), os.getpid()
+
+
+@pytest.mark.slow
+@pytest.mark.corpus
+@pytest.mark.skipif(not NCU, reason="corpus ncu-rep folder not present")
+def test_reports_read_inside_a_dask_worker_process():
+    """A Dask worker (a separate process running tasks on threads): two reads at once share its one
+    zygote, and nothing is left running once the cluster is closed."""
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("ncu_report")
+    good = sorted(NCU, key=lambda p: p.stat().st_size)[:2]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as c, distributed.Client(c) as client:
+        got = client.gather(client.map(_load_in_worker, [str(p) for p in good], pure=False))
+    want = [read_one(p)[0].kernels.height for p in good]
+    assert [g[0] for g in got] == want
+    assert len({g[1] for g in got}) == 1 and got[0][1] is not None and got[0][2] != os.getpid()
+    assert _wait_gone(got[0][1]) and _wait_gone(got[0][2])
