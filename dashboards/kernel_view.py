@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from dash import html
 
-from profaudit.dashboards.ui import message, option_label
+from profaudit.dashboards.ui import message, option_label, table
 
 
 def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> html.Table:
-    head = html.Thead(html.Tr([html.Th(h) for h in headers]))
-    body = html.Tbody([html.Tr([html.Td(c, className="num" if j in numeric else None) for j, c in enumerate(r)]) for r in rows])
-    return html.Table([head, body], className="tbl kr-table")
+    return table(headers, rows, className="tbl kr-table", numeric=numeric)
 
 
 def section_view(s) -> html.Div:

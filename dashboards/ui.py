@@ -6,7 +6,7 @@ import functools
 import json
 import logging
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import polars as pl
 from dash import html, no_update
@@ -75,9 +75,10 @@ def guarded(fallback: Sequence[Any] | None = None, msg_at: int = -1):
 # -- tables ---------------------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, className: str = "tbl", id: str | None = None) -> html.Table:
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, className: str = "tbl", id: str | None = None, numeric: Collection[int] = ()) -> html.Table:
+    """A table; cells of the column indices in `numeric` get class "num" (right-aligned digits)."""
     head = html.Thead(html.Tr([html.Th(h) for h in headers]))
-    body = html.Tbody([html.Tr([html.Td(_cell(v)) for v in r]) for r in rows])
+    body = html.Tbody([html.Tr([html.Td(_cell(v), className="num" if j in numeric else None) for j, v in enumerate(r)]) for r in rows])
     kw = {"id": id} if id else {}
     return html.Table([head, body], className=className, **kw)
 
