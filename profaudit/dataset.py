@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import polars as pl
 
@@ -30,6 +30,7 @@ from profaudit.profile import Profile, ProfileSet
 
 MARKER = "_profaudit_dataset.json"
 FORMAT = "profaudit-dataset"
+T = TypeVar("T")
 
 
 def is_dataset(path) -> bool:
@@ -114,9 +115,23 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
     there is appended to (profiles already in it are superseded by their new copy) unless
     merge=False, which replaces it whole. `out` may be an fsspec URL."""
     from profaudit import dataset_v2 as v2
-    from profaudit.datastore import local_path, open_store
+    from profaudit.datastore import is_url, local_path
 
     target = target_file_bytes or v2.TARGET_FILE_BYTES
+    write_to(out, lambda store: v2.append(ps, store, target_file_bytes=target, batch=batch), merge=merge)
+    return out if is_url(out) else local_path(out)
+
+
+def write_to(out, write: Callable[[object], T], *, merge: bool) -> T:
+    """Check `out` as the place for a new batch, then run `write(store)` there and return what it
+    returns: the one set of target checks of every writer (`write_dataset`, `fleet.ingest`).
+
+    merge=True: `out` is created, or appended to when it is a (layout-2) profaudit dataset; a
+    folder or bucket holding anything else is refused. merge=False replaces the dataset there: a
+    local one is built in a temporary sibling and swapped in; in a bucket (no rename) the old
+    dataset's files are removed first."""
+    from profaudit.datastore import open_store
+
     store = open_store(out)
     if store.remote:
         ours = is_dataset(out)  # one request to the bucket, not one per question
@@ -127,9 +142,8 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
                 raise UsageError(f"{out}: exists, is not empty and is not a profaudit dataset; choose another -o")
             if ours:
                 _remove_dataset(store)
-        v2.append(ps, store, target_file_bytes=target, batch=batch)
-        return out
-    out = local_path(out)
+        return write(store)
+    out = store.root
     _check_target(out)
     if merge:
         # a new dataset is appended to as well (not built aside and swapped in): another writer
@@ -137,12 +151,12 @@ def write_dataset(ps: ProfileSet, out, *, merge: bool = True, target_file_bytes:
         if is_dataset(out):
             _refuse_layout_1(store)
         try:
-            v2.append(ps, store, target_file_bytes=target, batch=batch)
+            return write(store)
         except OSError as exc:
             raise _cannot_write(out, exc) from None
-        return out
-    replace_dataset(out, lambda tmp: v2.append(ps, open_store(tmp), target_file_bytes=target, batch=batch))
-    return out
+    result = []
+    replace_dataset(out, lambda tmp: result.append(write(open_store(tmp))))
+    return result[0]
 
 
 def _refuse_layout_1(store) -> None:

@@ -1,8 +1,8 @@
 """Dataset layout 2: coarse Parquet partitions by ingest batch, one append-only manifest per batch.
 
     DS/_profaudit_dataset.json                      marker (format, layout 2, schema); written once
-    DS/_manifests/<batch>[.s<bytes>].json           one per committed batch, never rewritten
-                                                    (.s<bytes>: a small batch and its Parquet bytes)
+    DS/_manifests/<batch>.(s|f)<bytes>.json         one per committed batch, never rewritten
+                                                    (s: a small batch, f: a full one; its Parquet bytes)
     DS/<table>/batch=<batch>/part-<task>-<n>.parquet   rows of many profiles, `profile_id` a column
     DS/metadata/batch=<batch>/part-<task>-<n>.parquet  one row per profile
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import time
 import uuid
 from collections import OrderedDict
@@ -179,13 +180,48 @@ def _entry(p: Profile) -> dict:
 
 
 def manifest_name(batch: str, files: list[dict], target_file_bytes: int) -> str:
-    """`<batch>.json`, or `<batch>.s<bytes>.json` for a small batch (under half the target file
-    size): what auto-compaction needs to know is in the name, so an append that has nothing to
-    merge lists the manifest folder and reads no manifest."""
+    """`<batch>.s<bytes>.json` for a small batch (under half the target file size), else
+    `<batch>.f<bytes>.json`: what auto-compaction needs to know is in the name, so an append that
+    has nothing to merge lists the manifest folder and reads no manifest. (Older profaudit named
+    full and small batches alike `<batch>.json` or full ones so: `name_sizes` renames them.)"""
     size = sum(f["bytes"] for f in files)
     if size < target_file_bytes // 2:
         return f"{batch}.s{size}.json"
-    return f"{batch}.json"
+    return f"{batch}.f{size}.json"
+
+
+def _sized(name: str) -> bool:
+    parts = name.split(".")
+    return len(parts) == 3 and parts[1][:1] in ("s", "f") and parts[1][1:].isdigit()
+
+
+def name_sizes(store, names: list[str], target_file_bytes: int) -> list[str]:
+    """`names` (a listing of the manifest folder) with every manifest named without its size
+    (`<batch>.json`, as profaudit named them before) renamed to the name it gets today: written
+    under the new name, same bytes, then the old name removed. Auto-compaction decides from names
+    alone, so an old-named small batch was never merged; this reads each such manifest once, on
+    the first append by a profaudit that sizes names, and never again. A reader that lists both
+    names meanwhile reads one batch (manifests are keyed by batch); two writers renaming at once
+    write the same bytes."""
+    out = []
+    for name in names:
+        if not name.endswith(".json") or _sized(name):
+            out.append(name)
+            continue
+        try:
+            raw = store.read_bytes(f"{MANIFESTS}/{name}")
+        except FileNotFoundError:  # another writer renamed it or a compaction replaced it
+            continue
+        try:
+            m = json.loads(raw)
+            new = manifest_name(m["batch"], m["files"], target_file_bytes)
+        except (ValueError, KeyError, TypeError):
+            out.append(name)  # a damaged manifest: left for the readers to name
+            continue
+        store.write_bytes(f"{MANIFESTS}/{new}", raw)
+        store.remove(f"{MANIFESTS}/{name}")
+        out.append(new)
+    return sorted(out)
 
 
 def small_batch_bytes(name: str) -> int | None:
@@ -313,6 +349,49 @@ class _VanishedManifest(Exception):
     pass
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def check_manifest(m, raw: bytes, where: str) -> None:
+    """The shape of a parsed batch manifest, before anything indexes into it: a damaged one is one
+    line naming the file and the field, not a TypeError (found by fuzzing). Every reader of
+    manifests comes through here, so each is parsed and checked once. The usual, sound manifest
+    passes a few isinstance checks; only a suspect one goes through the parsers' JSON checks,
+    which word the problem (and import the parser registry: never on the path of a scan)."""
+    if _looks_sound(m) and not _SURROGATE_ESCAPE.search(raw):
+        return
+    from profaudit.parsers import jsonshape
+
+    what = "broken batch manifest"
+    m = jsonshape.mapping(m, what, where)
+    jsonshape.text(m.get("batch"), f"{what}: batch", where, optional=False)
+    for key, fields in (("profiles", ("profile_id",)), ("files", ("table", "path"))):
+        entries = m.get(key)
+        if not isinstance(entries, list):
+            raise InputError(where, f"{what}: {key}: expected a list, found {jsonshape.kind(entries)}")
+        for i, e in enumerate(entries):
+            e = jsonshape.mapping(e, f"{what}: {key}[{i}]", where)
+            for k in fields:
+                jsonshape.text(e.get(k), f"{what}: {key}[{i}].{k}", where, optional=False, numbers=False)
+    replaces = m.get("replaces", [])
+    if not isinstance(replaces, list) or not all(isinstance(b, str) for b in replaces):
+        raise InputError(where, f"{what}: replaces: expected a list of batch names")
+
+
+def _looks_sound(m) -> bool:
+    if not isinstance(m, dict) or not isinstance(m.get("batch"), str):
+        return False
+    for key, fields in (("profiles", ("profile_id",)), ("files", ("table", "path"))):
+        entries = m.get(key)
+        if not isinstance(entries, list):
+            return False
+        for e in entries:
+            if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in fields):
+                return False
+    replaces = m.get("replaces", [])
+    return isinstance(replaces, list) and all(isinstance(b, str) for b in replaces)
+
+
 def _snapshot(store, since: str | None = None, names: list[str] | None = None) -> Snapshot:
     manifests = []
     for name in store.listdir(MANIFESTS) if names is None else names:
@@ -326,9 +405,9 @@ def _snapshot(store, since: str | None = None, names: list[str] | None = None) -
             raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
         try:
             m = json.loads(raw)
-            m["batch"], m["profiles"], m["files"]  # noqa: B018 - the keys every manifest has
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
+        check_manifest(m, raw, store.url(f"{MANIFESTS}/{name}"))
         m["_file"] = name  # not stored: where this manifest is, to remove it after a compaction
         manifests.append(m)
     # a compaction that was interrupted after writing its batch leaves the batches it replaced
@@ -599,7 +678,7 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
         return next((v for _, v in sorted(classes(names).items()) if len(v) >= fanout), None)
 
     while True:
-        listed = first_due(store.listdir(MANIFESTS))
+        listed = first_due(name_sizes(store, store.listdir(MANIFESTS), target_file_bytes))
         if listed is None:
             return result
         # the live batches from the oldest candidate on (a crashed merge's replaced ones drop out)

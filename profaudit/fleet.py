@@ -18,7 +18,6 @@ import math
 import os
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from profaudit.errors import InputError, ProfauditError
@@ -153,7 +152,7 @@ def ingest(
     `IngestResult.skipped` instead.
     """
     from profaudit import dataset_v2 as v2
-    from profaudit.dataset import replace_dataset, write_dataset
+    from profaudit.dataset import write_dataset, write_to
     from profaudit.datastore import open_store
     from profaudit.loader import load, read_options
 
@@ -179,26 +178,9 @@ def ingest(
     inputs = expand(paths)
     if not inputs:
         raise InputError(", ".join(_as_list(paths)), "no profile or timing log found")
-    store = open_store(out)
-    if not store.remote:
-        from profaudit.dataset import _check_target, _refuse_layout_1, is_dataset
-
-        out = store.root  # a file:// URL is a local folder
-        _check_target(out)
-        if not replace and is_dataset(out):
-            _refuse_layout_1(store)
-        if replace:
-            holder: dict[str, IngestResult] = {}
-            replace_dataset(out, lambda tmp: holder.setdefault("r", _run(inputs, open_store(tmp), executor, options, skip_bad, progress, chunk_size, target, paths)))
-            r = holder["r"]
-            r.dataset = str(out)
-            return r
-    elif replace:
-        from profaudit.dataset import _remove_dataset, is_dataset
-
-        if is_dataset(out):
-            _remove_dataset(store)
-    return _run(inputs, store, executor, options, skip_bad, progress, chunk_size, target, paths)
+    r = write_to(out, lambda store: _run(inputs, store, executor, options, skip_bad, progress, chunk_size, target, paths), merge=not replace)
+    r.dataset = open_store(out).url()  # not the temporary folder a replaced local dataset was built in
+    return r
 
 
 def _run(inputs, store, executor: Executor, options, skip_bad: bool, progress, chunk_size, target: int, paths) -> IngestResult:
