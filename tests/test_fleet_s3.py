@@ -89,3 +89,26 @@ def test_cli_ingest_s3_to_s3_on_a_dask_cluster(s3, cli):
     res = cli("dataset", "info", "s3://runs/ds2", "--format", "json")
     assert json.loads(res.out)["profiles"] == 3
     assert profaudit.load("s3://runs/ds2").ids == profaudit.load("s3://runs/ci/").ids
+
+
+def test_s3_scans_read_the_manifests_once_per_change(s3, monkeypatch):
+    """The listing of manifest names keys the scan's cache: on S3 it changes with each batch and
+    each compaction as it does on a disk (no mtimes involved)."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import FsspecStore
+
+    ds = "s3://runs/scan-cache"
+    profaudit.ingest("s3://runs/ci/log0.csv", ds)
+    real = FsspecStore.read_bytes
+    reads = []
+    monkeypatch.setattr(FsspecStore, "read_bytes", lambda self, rel: (reads.append(rel) if rel.startswith(v2.MANIFESTS) else None) or real(self, rel))
+    first = profaudit.scan(ds, "samples", engine="polars").collect()
+    assert len(reads) == 1
+    assert profaudit.scan(ds, "samples", engine="polars").collect().equals(first) and len(reads) == 1
+    profaudit.ingest(["s3://runs/ci/log1.csv", "s3://runs/ci/log2.csv"], ds)
+    grown = profaudit.scan(ds, "samples", engine="polars").collect()
+    assert len(reads) == 3 and grown["profile_id"].n_unique() == 3
+    compact_dataset(ds)
+    reads.clear()
+    assert sorted(profaudit.scan(ds, "samples", engine="polars").collect().rows()) == sorted(grown.rows())
+    assert len(reads) == 1  # the compacted batch's manifest, read afresh
