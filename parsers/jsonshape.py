@@ -109,30 +109,44 @@ def max_depth(chunks, limit: int) -> int:
     soon as it passes `limit`. Vectorised (numpy, over the few structural bytes only) so that a large
     file costs milliseconds per MB: a damaged file nested thousands deep is refused before a parser
     spends seconds (or its recursion limit) on it."""
-    import numpy as np
-
-    table = np.zeros(256, dtype=np.int8)  # +1 open, -1 close, 2 quote
-    table[[0x5B, 0x7B]], table[[0x5D, 0x7D]], table[0x22] = 1, -1, 2
-    depth, inside, deepest, carry = 0, 0, 0, b""
+    scan = DepthScan()
     for chunk in chunks:
-        chunk = carry + chunk
+        if scan.feed(chunk) > limit:
+            break
+    return scan.deepest
+
+
+class DepthScan:
+    """max_depth's scan fed one chunk at a time, for a reader that already holds each chunk on its
+    way to the parser (rocprof_sdk's stream wrapper): the check costs no read of its own."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self._np = np
+        self._table = np.zeros(256, dtype=np.int8)  # +1 open, -1 close, 2 quote
+        self._table[[0x5B, 0x7B]], self._table[[0x5D, 0x7D]], self._table[0x22] = 1, -1, 2
+        self.depth, self.inside, self.deepest, self.carry = 0, 0, 0, b""
+
+    def feed(self, chunk: bytes) -> int:
+        """Scan the next chunk; the deepest nesting seen so far."""
+        np = self._np
+        chunk = self.carry + chunk
         # escapes go first: pairs of backslashes, then an escaped quote (a run of backslashes cut by
         # the chunk's end waits for the next chunk, where it may pair or escape a quote)
         body = chunk.rstrip(b"\\")
-        carry = chunk[len(body):]
+        self.carry = chunk[len(body):]
         body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
         if not body:
-            continue
-        c = table[np.frombuffer(body, dtype=np.uint8)]
+            return self.deepest
+        c = self._table[np.frombuffer(body, dtype=np.uint8)]
         c = c[c != 0]
         if not c.size:
-            continue
+            return self.deepest
         quote = c == 2
-        par = (np.cumsum(quote, dtype=np.int64) + inside) & 1  # 1: inside a string
+        par = (np.cumsum(quote, dtype=np.int64) + self.inside) & 1  # 1: inside a string
         step = np.where(quote | (par == 1), 0, c).astype(np.int64)
-        d = depth + np.cumsum(step)
-        deepest = max(deepest, int(d.max()))
-        if deepest > limit:
-            return deepest
-        depth, inside = int(d[-1]), int(par[-1])
-    return deepest
+        d = self.depth + np.cumsum(step)
+        self.deepest = max(self.deepest, int(d.max()))
+        self.depth, self.inside = int(d[-1]), int(par[-1])
+        return self.deepest

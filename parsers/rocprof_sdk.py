@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,33 @@ _API_KIND = {
 }
 
 
+class _TooDeep(Exception):
+    pass
+
+
+class _DepthGuard:
+    """One read's nesting check, shared by all its passes. rocprofiler-sdk writes records 8 deep; a
+    damaged file nested thousands deep took ijson's passes over 30 s. Each pass re-reads the file
+    from its start, so a chunk is scanned (jsonshape.DepthScan, vectorised) only where it goes
+    beyond what an earlier pass scanned: ijson never sees an unscanned byte, and the check costs
+    one scan and no read of its own."""
+
+    def __init__(self) -> None:
+        self.scan = jsonshape.DepthScan()
+        self.upto = 0  # bytes of the (decompressed) text scanned so far
+
+    def check(self, start: int, data: bytes) -> None:
+        end = start + len(data)
+        if end > self.upto:
+            if self.scan.feed(data[max(0, self.upto - start):]) > _MAX_DEPTH:
+                raise _TooDeep
+            self.upto = end
+
+
+# the guard of the read in progress (a context variable: reads in threads of one process each keep their own)
+_GUARD: ContextVar[_DepthGuard | None] = ContextVar("rocprof_sdk_depth_guard", default=None)
+
+
 class _Stream:
     """File wrapper for ijson. yajl2_c rejects integers beyond int64 (agents carry uint64
     `hive_id`s), so 19+ digit integer literals are handed over as decimals (`...395.0`). The
@@ -60,11 +88,14 @@ class _Stream:
         self.found: set[str] = set()
         self.fixing = True
         self.fix_all = fix_all
+        self.pos = 0  # offset in the text of what read() returns next (before the uint64 rewrite)
+        self.guard: _DepthGuard | None = None
 
     def read(self, n=-1):
         data = self.f.read(n)
         if not data:
             out, self.carry = self.carry, b""
+            self._checked(out)
             return self._big(out) if out else out
         data = self.carry + data
         # a digit run at the end may continue in the next block
@@ -75,6 +106,7 @@ class _Stream:
             self.carry = data
             return self.read(n)
         data, self.carry = data[:k], data[k:]
+        self._checked(data)
         window = self.tail + data
         for m in _NONEMPTY.finditer(window):
             self.found.add(m.group(1).decode())
@@ -83,6 +115,11 @@ class _Stream:
         if self.fixing and not self.fix_all and b'"kernel_symbols"' in window:
             self.fixing = False
         return out
+
+    def _checked(self, data: bytes) -> None:
+        if self.guard is not None and data:
+            self.guard.check(self.pos, data)
+        self.pos += len(data)
 
     def _big(self, data: bytes) -> bytes:
         return self._BIG.sub(rb"\1.0", data) if self.fixing and len(data) >= 19 else data
@@ -96,7 +133,7 @@ def _items(path: Path, prefix: str, first_only: bool = False, watch: _Stream | N
     retry = False
     with open_maybe_gzip(path) as f:
         src = watch if watch is not None else _Stream(None, fix_all)
-        src.f, src.carry, src.tail, src.fixing = f, b"", b"", True
+        src.f, src.carry, src.tail, src.fixing, src.pos, src.guard = f, b"", b"", True, 0, _GUARD.get()
         src.fix_all = src.fix_all or fix_all
         done = 0
         try:
@@ -112,6 +149,8 @@ def _items(path: Path, prefix: str, first_only: bool = False, watch: _Stream | N
                 raise InputError(path, f"JSON ends early or is invalid ({str(exc).splitlines()[0]}); file truncated?") from None
         except ijson.JSONError as exc:
             raise InputError(path, f"invalid JSON: {str(exc).splitlines()[0]}") from None
+        except _TooDeep:
+            raise InputError(path, f"damaged rocprofiler-sdk JSON: nested more than {_MAX_DEPTH} deep (rocprofiler-sdk writes about 8)") from None
         except EOFError:
             raise InputError(path, "gzip stream is truncated (file cut short)") from None
         except (gzip.BadGzipFile, zlib.error) as exc:
@@ -173,23 +212,15 @@ class RocprofSdkParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        # rocprofiler-sdk writes records 8 deep; a damaged file nested thousands deep took ijson's
-        # several passes over 30 s: one vectorised scan refuses it first
-        import zlib
-
-        try:
-            with open_maybe_gzip(path) as f:
-                depth = jsonshape.max_depth(iter(lambda: f.read(1 << 22), b""), _MAX_DEPTH)
-        except (OSError, EOFError, zlib.error):
-            depth = 0  # damaged gzip framing or an unreadable file: the full read says which, as before
-        if depth > _MAX_DEPTH:
-            raise InputError(path, f"damaged rocprofiler-sdk JSON: nested more than {_MAX_DEPTH} deep (rocprofiler-sdk writes about 8)")
+        token = _GUARD.set(_DepthGuard())  # every pass of this read checks nesting as it streams
         try:
             return self._read(path, options)
         except (AttributeError, TypeError, pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError) as exc:
             # the records are read by key at every level; a damaged file puts a list, a number or
             # null where an object belongs
             raise InputError(path, f"damaged rocprofiler-sdk JSON: a record holds a value of the wrong JSON type ({str(exc)[:120]})") from None
+        finally:
+            _GUARD.reset(token)
 
     def _read(self, path: Path, options: ReadOptions):
         from profaudit.names import demangle, short_name
