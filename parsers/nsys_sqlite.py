@@ -261,11 +261,17 @@ class _Db:
             rows = cur.fetchmany(_CHUNK_ROWS)
             if not rows:
                 break
-            # Column by column, non-strict: SQLite lets any cell hold any type, and one odd cell
-            # becomes null instead of failing the table.
-            cols = list(zip(*rows))
-            frames.append(pl.DataFrame([pl.Series(a, c, dtype=dt, strict=False) for (a, dt), c in zip(schema.items(), cols)]))
+            frames.append(rows_frame(rows, schema))
         return pl.concat(frames) if frames else pl.DataFrame(schema=schema)
+
+
+def rows_frame(rows: list[tuple], schema: dict[str, Any]) -> pl.DataFrame:
+    """SQLite rows as a frame, column by column and non-strict: SQLite lets any cell hold any type
+    (a name stored as a BLOB, text in an id column), and one odd cell becomes null instead of
+    failing the table (polars' row builder raised on it)."""
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame([pl.Series(a, c, dtype=dt, strict=False) for (a, dt), c in zip(schema.items(), zip(*rows))])
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -395,11 +401,11 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
                     same.setdefault(k, v)
             else:
                 gpus.append(g)
-    by_pid = pl.DataFrame(pid_rows, schema={"_pid": pl.Int64, "_cuda": pl.Int64, "_dev": pl.Int64, "_dname": pl.Utf8}, orient="row").unique(["_pid", "_cuda"], keep="first")
+    by_pid = rows_frame(pid_rows, {"_pid": pl.Int64, "_cuda": pl.Int64, "_dev": pl.Int64, "_dname": pl.Utf8}).unique(["_pid", "_cuda"], keep="first")
     # Without a per-process map, a kernel's CUDA ordinal finds its GPU through TARGET_INFO_GPU.cuDevice,
     # and only where that column is missing through the GPU id itself.
     any_rows = [(g.get("cuda_ordinal", g.get("id")), g.get("id"), g.get("name")) for g in gpus if g.get("id") is not None]
-    by_any = pl.DataFrame(any_rows, schema={"_cuda": pl.Int64, "_dev2": pl.Int64, "_dname2": pl.Utf8}, orient="row").unique(["_cuda"], keep="first")
+    by_any = rows_frame(any_rows, {"_cuda": pl.Int64, "_dev2": pl.Int64, "_dname2": pl.Utf8}).unique(["_cuda"], keep="first")
     return gpus, by_pid, by_any
 
 
@@ -645,9 +651,9 @@ def _counters(db: _Db, notes: list[str], gpus: list[dict]) -> pl.DataFrame:
     })
     g = g.with_columns(pl.col("_value").cast(pl.Float64))
     if db.has("TARGET_INFO_GPU_METRICS", "metricId", "metricName"):
-        info = pl.DataFrame(
+        info = rows_frame(
             db.rows(f'SELECT DISTINCT {db.col("TARGET_INFO_GPU_METRICS", "typeId")}, metricId, metricName FROM TARGET_INFO_GPU_METRICS'),
-            schema={"_type": I, "_metric": I, "raw_name": pl.Utf8}, orient="row",
+            {"_type": I, "_metric": I, "raw_name": pl.Utf8},
         )
         if info["_type"].null_count() == info.height or g["_type"].null_count() == g.height:
             g = g.join(info.drop("_type").unique("_metric"), on="_metric", how="left")
@@ -724,7 +730,7 @@ def _processes(db: _Db) -> pl.DataFrame:
         if pid is None and gpid is not None:
             pid = (gpid >> 24) & 0xFFFFFF
         out.append((pid, name))
-    return pl.DataFrame(out, schema={"process_id": pl.Int64, "process_name": pl.Utf8}, orient="row").unique("process_id", keep="first")
+    return rows_frame(out, {"process_id": pl.Int64, "process_name": pl.Utf8}).unique("process_id", keep="first")
 
 
 # ---------------------------------------------------------------------------------------- metadata

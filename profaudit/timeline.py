@@ -238,7 +238,8 @@ def nest_ranges(ranges: pl.DataFrame, by: Sequence[str] = ("profile_id", "proces
     # Times as dense ranks: equal instants stay equal, order is kept, and (group, time) packs into
     # one Int64 (groups x ranks <= n x 2n, far below 2^63 for any trace).
     tmax = max(v for v in (r["start_ns"].max(), r["end_ns"].max()) if v is not None)
-    r = r.with_columns(pl.col("end_ns").fill_null(tmax + 1).alias("_end"))
+    # (capped: one more than the largest Int64 time would make the column Int128)
+    r = r.with_columns(pl.col("end_ns").fill_null(min(tmax + 1, 2**63 - 1)).alias("_end"))
     both = pl.concat([r["start_ns"], r["_end"]]).rank("dense").cast(pl.Int64)
     r = r.with_columns(both[: r.height].alias("_ts"), both[r.height :].alias("_te"))
     span = int(both.max()) + 2

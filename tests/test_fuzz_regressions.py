@@ -644,3 +644,25 @@ def test_metadata_text_field_holding_an_integer_beyond_64_bits(tmp_path):
     md = profaudit.load(f).metadata
     assert md["host"].to_list() == [None]
     assert json.loads(md["extra_json"][0])["host"] == 2**63  # kept whole where it can be held
+
+
+@pytest.mark.parametrize("sql, check", [
+    # a range never ending before the last Int64 nanosecond: nesting filled null ends with max + 1,
+    # which made the column Int128 (polars SchemaError)
+    ("UPDATE NVTX_EVENTS SET \"end\" = 9223372036854775807 WHERE rowid = 3", lambda ps: 9223372036854775807 in ps.ranges["end_ns"].to_list()),
+    # a process name stored as a BLOB, a metric id stored as text or bytes: polars' row builder
+    # raised on the odd cell; now it is an unknown value, as everywhere else in an export
+    ("UPDATE PROCESSES SET name = X'00ff' WHERE rowid = 1", lambda ps: ps.kernels.height > 0),
+    ("UPDATE TARGET_INFO_GPU_METRICS SET metricId = 'text' WHERE metricId = 0",
+     lambda ps: "GPC Clock Frequency [MHz]" not in ps.counters["raw_name"].to_list() and "metric 0" in ps.counters["raw_name"].to_list()),
+    ("UPDATE TARGET_INFO_GPU_METRICS SET metricId = X'00ff' WHERE metricId = 1", lambda ps: "metric 1" in ps.counters["raw_name"].to_list()),
+])
+def test_nsys_odd_cells_in_lookup_tables(tmp_path, sql, check):
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    ps = profaudit.load(db)
+    ps.metadata  # noqa: B018 - builds
+    assert check(ps)

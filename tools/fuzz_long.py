@@ -105,7 +105,7 @@ class Worker:
     def __init__(self, idx: int, args, seeds_file: Path, scratch: Path):
         self.idx = idx
         self.cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--mem-mb", str(args.mem_mb), "--seed", str(args.seed),
-                    "--seeds-file", str(seeds_file), "--scratch", str(scratch / f"w{idx}")]
+                    "--seeds-file", str(seeds_file), "--worker-dir", str(scratch / f"w{idx}")]
         self.task = None
         self.started = 0.0
         self.restarts = 0
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--seeds-file", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--per-format", type=int, default=2000, help="mutants per format (stop when every format has this many)")
     ap.add_argument("--budget-s", type=float, default=3600, help="stop after this many seconds regardless")
     ap.add_argument("--workers", type=int, default=2)
@@ -159,20 +159,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-corpus", action="store_true", help="seed from the project's fixtures only")
     ap.add_argument("--out", type=Path, default=Path("fuzz-out"), help="reproducers and summary.json go here")
     ap.add_argument("--report-s", type=float, default=300, help="print the table this often")
+    ap.add_argument("--scratch", type=Path, default=None,
+                    help="where seeds and mutants are written (default: a folder in /dev/shm when there is one, else OUT/scratch)")
     args = ap.parse_args(argv)
     if args.worker:
-        return worker_main(args.mem_mb, args.seeds_file, args.scratch, args.seed)
+        return worker_main(args.mem_mb, args.seeds_file, args.worker_dir, args.seed)
 
     from tests.fuzz.harness import discover_seeds
 
     args.out.mkdir(parents=True, exist_ok=True)
-    scratch = args.out / "scratch"
+    scratch = args.scratch or _default_scratch(args.out)
+    made_scratch = not scratch.exists()  # removed at the end only when this run made it
+    scratch.mkdir(parents=True, exist_ok=True)
     seeds = discover_seeds(scratch / "seeds", corpus=not args.no_corpus)
     if args.formats:
         keep = set(args.formats.split(","))
         seeds = {k: v for k, v in seeds.items() if k in keep}
     if not seeds:
         print("no seeds found", file=sys.stderr)
+        if made_scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         return 2
     from profaudit.parsers import REGISTRY
 
@@ -281,9 +287,19 @@ def main(argv: list[str] | None = None) -> int:
         for e in ex:
             print(f"  {fmt} {v}: {e}")
     _summary(args, counts, elapsed)
-    shutil.rmtree(scratch, ignore_errors=True)
+    if made_scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
     bad = sum(c[v] for c in counts.values() for v in BAD)
     return 1 if bad else 0
+
+
+def _default_scratch(out: Path) -> Path:
+    """A memory-backed folder when there is one: tens of thousands of small writes and unlinks,
+    which on a disk mounted with discard cost milliseconds each."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm / f"profaudit-fuzz-{os.getpid()}"
+    return out / "scratch"
 
 
 def _summary(args, counts: dict[str, Counter], elapsed: float) -> None:

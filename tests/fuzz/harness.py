@@ -361,15 +361,18 @@ _MIRRORS: dict[Path, _FolderMirror] = {}
 
 
 def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Mutant]:
-    """A mutant of `seed` under `dest` (holding nothing else), keeping the seed's file name; the
-    seed's companions are copied beside it unchanged."""
+    """A mutant of `seed` in a folder of its format under `dest`, keeping the seed's file name; the
+    seed's companions are copied beside it unchanged. That folder holds nothing else; it is reused
+    from one mutant to the next, because removing and re-creating folders (and re-copying folder
+    seeds) was the largest cost of making a mutant on a disk with discard."""
+    d = dest / seed.format
     if seed.is_dir:
-        out = dest / seed.path.name
-        mirror = _MIRRORS.setdefault(dest.resolve(), _FolderMirror())
+        out = d / seed.path.name
+        mirror = _MIRRORS.setdefault(d, _FolderMirror())
         if not mirror.ready(seed.path, out):
-            if dest.exists():
-                shutil.rmtree(dest)
-            dest.mkdir(parents=True)
+            if d.exists():
+                shutil.rmtree(d)
+            d.mkdir(parents=True)
             shutil.copytree(seed.path, out)
             mirror.seed, mirror.out = seed.path, out
             mirror.files = {f.relative_to(out): f.stat().st_size for f in out.rglob("*") if f.is_file()}
@@ -386,15 +389,21 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Muta
         if victim.name.endswith(".trace.json.gz") and any(victim.parent.glob("*.xplane.pb")):
             m.cut_incomplete = False  # a JAX run is read from its xplane.pb; the trace.json.gz is not read
         return out, m
-    _MIRRORS.pop(dest.resolve(), None)
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    out = dest / seed.path.name
+    _MIRRORS.pop(d, None)
+    out = d / seed.path.name
+    keep = {out.name, *(c.name for c in seed.companions)}
+    if d.is_dir():
+        for e in os.scandir(d):  # what an earlier mutant (or a reader) left
+            if e.name not in keep or not e.is_file(follow_symlinks=False):
+                shutil.rmtree(e.path) if e.is_dir(follow_symlinks=False) else os.unlink(e.path)
+    else:
+        if d.exists():
+            d.unlink()
+        d.mkdir(parents=True)
     m = mutate(_seed_bytes(seed.path), seed.path.name, rng)
     out.write_bytes(m.data)
     for c in seed.companions:
-        shutil.copyfile(c, dest / c.name)
+        shutil.copyfile(c, d / c.name)
     return out, m
 
 

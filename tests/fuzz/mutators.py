@@ -20,7 +20,6 @@ import json
 import os
 import random
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 
 EXTREME_INTS = (0, 1, -1, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1, 10**30)
@@ -252,17 +251,16 @@ def mutate_lines(data: bytes, rng: random.Random) -> Mutant | None:
 # SQLite
 # --------------------------------------------------------------------------------------------
 def mutate_sqlite(data: bytes, rng: random.Random) -> Mutant | None:
-    with tempfile.TemporaryDirectory(prefix="pa-fuzz-") as tmp:
-        path = os.path.join(tmp, "db.sqlite")
-        with open(path, "wb") as fh:
-            fh.write(data)
+    """Drop or rename a table or column, delete rows, set values to extremes: on the database
+    deserialized in memory (no temporary file to write, fsync and unlink for every mutant)."""
+    con = sqlite3.connect(":memory:")
+    try:
         try:
-            con = sqlite3.connect(path)
+            con.deserialize(data)
             tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):
             return None
         if not tables:
-            con.close()
             return None
         t = rng.choice(tables)
         op = rng.choice(["drop", "delete", "value", "value", "value", "nulls", "rename"])
@@ -290,12 +288,11 @@ def mutate_sqlite(data: bytes, rng: random.Random) -> Mutant | None:
             else:
                 label = f"nothing in {t}"
             con.commit()
-            con.close()
-        except sqlite3.Error as exc:
-            con.close()
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             return Mutant(data, f"sqlite op failed: {exc}")
-        with open(path, "rb") as fh:
-            return Mutant(fh.read(), "sqlite: " + label)
+        return Mutant(con.serialize(), "sqlite: " + label)
+    finally:
+        con.close()
 
 
 # --------------------------------------------------------------------------------------------
