@@ -13,6 +13,12 @@ child imports its parser module). Measured inside the child around the load call
 CPU time (user + system of every thread, `getrusage(RUSAGE_SELF)`); for the whole child: CPU time
 and peak resident set size from `wait4` (interpreter and libraries included on both sides).
 
+Both children run with byte-compiled modules, as an installed package does: a development
+checkout run with PYTHONDONTWRITEBYTECODE (this project's machines set it) compiles every
+profaudit module from source in each child, while HTA's site-packages hold their .pyc files. The
+children write bytecode under the temporary folder (PYTHONPYCACHEPREFIX, never into the tree), and
+one unmeasured child per loader imports its library first.
+
 CPU time is the figure that survives a busy machine: wall time shrinks profaudit's lead when other
 work competes for the cores (profaudit decodes on several threads, HTA on one), CPU time does not.
 
@@ -62,7 +68,8 @@ def cpu():
     return r.ru_utime + r.ru_stime
 """
 
-PROFAUDIT_CHILD = _CPU + """
+# each child is its setup (imports) and then the measured load; a warm-up runs the setup alone
+PROFAUDIT_SETUP = _CPU + """
 import sys, time
 import profaudit, profaudit.parsers
 if len(sys.argv) > 2:  # another version of the Chrome-trace parser module, in place of the current one
@@ -73,17 +80,21 @@ if len(sys.argv) > 2:  # another version of the Chrome-trace parser module, in p
     spec.loader.exec_module(mod)
     reg = profaudit.parsers.REGISTRY
     reg[[p.name for p in reg].index(mod.PARSER.name)] = mod.PARSER
+"""
+PROFAUDIT_CHILD = PROFAUDIT_SETUP + """
 c0, t0 = cpu(), time.perf_counter()
 ps = profaudit.load(sys.argv[1], parallel=False)
 dt, dc = time.perf_counter() - t0, cpu() - c0
 print("RESULT", dt, dc, f"kernels={ps.kernels.height} ranges={ps.ranges.height} transfers={ps.transfers.height}")
 """
 
-HTA_CHILD = _CPU + """
+HTA_SETUP = _CPU + """
 import sys, time, logging
 logging.disable(logging.CRITICAL)
 from hta.common.trace_parser import parse_trace_dataframe
 from hta.configs.parser_config import ParserConfig
+"""
+HTA_CHILD = HTA_SETUP + """
 c0, t0 = cpu(), time.perf_counter()
 meta, df, sym = parse_trace_dataframe(sys.argv[1], ParserConfig.get_default_cfg())
 dt, dc = time.perf_counter() - t0, cpu() - c0
@@ -155,13 +166,32 @@ def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
     return n_events, copies
 
 
+def child_env(workdir: Path) -> dict[str, str]:
+    """The children's environment: bytecode written and read under `workdir` (see the module
+    docstring)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
+    return env
+
+
+def warm_up(setup: str, path: Path, workdir: Path, python: str, extra: tuple[str, ...] = ()) -> None:
+    """Run a child's setup once, unmeasured, so that the measured children find bytecode."""
+    proc = subprocess.run([python, "-c", setup, str(path), *extra], cwd=REPO, env=child_env(workdir),
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()
+        raise SystemExit(f"warm-up import failed (exit {proc.returncode}): {tail[-1] if tail else python}")
+
+
 def run_child(code: str, path: Path, workdir: Path, python: str = sys.executable,
               extra: tuple[str, ...] = ()) -> tuple[float, float, float, float, str]:
     """(seconds inside the load call, CPU seconds inside the load call, peak RSS in MB, CPU
     seconds of the whole child, summary)."""
     out_p, err_p = workdir / "child.out", workdir / "child.err"
     with open(out_p, "w") as out, open(err_p, "w") as err:
-        proc = subprocess.Popen([python, "-c", code, str(path), *extra], stdout=out, stderr=err, cwd=REPO)
+        proc = subprocess.Popen([python, "-c", code, str(path), *extra], stdout=out, stderr=err, cwd=REPO,
+                                env=child_env(workdir))
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     text = out_p.read_text()
@@ -197,14 +227,16 @@ def main(argv=None) -> int:
         raw_mb = args.size_mb if args.gzip else size / 1e6
         print(f"trace: {path.name}, {size / 1e6:.1f} MB on disk (~{raw_mb:.0f} MB of JSON), {n_events:,} events "
               f"({copies} copies of {args.source.name})")
-        loaders = [("profaudit", PROFAUDIT_CHILD, sys.executable, ())]
+        loaders = [("profaudit", PROFAUDIT_SETUP, PROFAUDIT_CHILD, sys.executable, ())]
         if args.baseline_parser is not None:
-            loaders.append(("baseline", PROFAUDIT_CHILD, sys.executable, (str(args.baseline_parser.resolve()),)))
+            loaders.append(("baseline", PROFAUDIT_SETUP, PROFAUDIT_CHILD, sys.executable, (str(args.baseline_parser.resolve()),)))
         if not args.skip_hta:
-            loaders.append(("hta", HTA_CHILD, args.hta_python, ()))
+            loaders.append(("hta", HTA_SETUP, HTA_CHILD, args.hta_python, ()))
+        for name, setup, code, python, extra in loaders:
+            warm_up(setup, path, tmp, python, extra)
         results = {}
         for _ in range(args.repeat):  # loaders interleaved, so a change in the machine's load hits all of them
-            for name, code, python, extra in loaders:
+            for name, setup, code, python, extra in loaders:
                 results.setdefault(name, []).append(run_child(code, path, tmp, python, extra))
         med = {}
         for name, runs in results.items():
@@ -215,6 +247,11 @@ def main(argv=None) -> int:
                   f"peak RSS {m:6.0f} MB  whole-child CPU {cc:6.2f} s  ({runs[-1][4]})")
         load = os.getloadavg()[0]
         (pt, pc, pm, pcc) = med["profaudit"]
+        cores = os.cpu_count() or 1
+        # what the wall time would be with the load call's CPU time spread evenly over every core
+        # and nothing else running: the wall rate a quiet machine cannot beat without less CPU
+        print(f"profaudit CPU time / {cores} cores = {pc / cores:.2f} s: {raw_mb * cores / pc:.1f} MB/s of wall time at best "
+              "on an idle machine")
         if "baseline" in med:
             bt, bc, bm, bcc = med["baseline"]
             print(f"baseline/profaudit: CPU time {bc / pc:.2f}x, wall time {bt / pt:.2f}x, whole-child CPU {bcc / pcc:.2f}x, "

@@ -518,6 +518,26 @@ def _cat_rules() -> tuple[pl.Expr, pl.Expr]:
     return cls, kind
 
 
+def _chunk_classes(raw: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
+    """`_cat_rules` as (cls, kind) columns for a chunk's rows, evaluated once per distinct
+    category and mapped onto the rows: a chunk holds tens of thousands of events but a handful of
+    categories, and the per-row string rules were a quarter of shaping a chunk. MTIA's category
+    also looks at the event name, so a chunk holding it takes the per-row rules."""
+    cats = raw.get_column("cat").unique()
+    table = pl.DataFrame({"cat": cats, "name": pl.Series("name", [None] * len(cats), dtype=STR)})
+    cls, kind = _cat_rules()
+    table = table.select("cat", cls.alias("cls"), kind.alias("kind"), (pl.col("cat").str.to_lowercase() == "mtia_ccp_events").alias("mtia"))
+    if table["mtia"].any():
+        return cls.alias("cls"), kind.alias("kind")
+    known = table.filter(pl.col("cat").is_not_null())
+    null = table.filter(pl.col("cat").is_null())
+    # every non-null category of the chunk is a key; the default is the null category's class
+    # (taken from the same rules, so nothing is spelled twice)
+    null_cls, null_kind = (null["cls"][0], null["kind"][0]) if null.height else (None, None)
+    return (pl.col("cat").replace_strict(known["cat"], known["cls"], default=null_cls, return_dtype=STR).alias("cls"),
+            pl.col("cat").replace_strict(known["cat"], known["kind"], default=null_kind, return_dtype=STR).alias("kind"))
+
+
 # ---------------------------------------------------------------------------------------------
 # chunk shaping
 
@@ -545,7 +565,7 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         src = c if raw.schema.get(c) == STR else (c + "_txt" if c + "_txt" in raw.schema else None)
         if src is not None and raw[src].null_count() < n:
             texts.append(text_us_to_ns(raw[src]).alias(f"_{c}_text_ns"))
-    raw = raw.with_columns(*texts, seq=pl.int_range(0, n, dtype=I64) + (index << 32))
+    raw = raw.with_columns(*texts, *(_chunk_classes(raw) if split else ()), seq=pl.int_range(0, n, dtype=I64) + (index << 32))
     text_ids = tuple(c for c in ("pid", "tid") if c in raw.schema and raw.schema[c] == STR
                      and raw[c].cast(I64, strict=False).null_count() > raw[c].null_count())
     plan = _plan(tuple(raw.schema.items()), split, text_ids)
@@ -690,9 +710,8 @@ def _plan(schema_items: tuple, split: bool, text_ids: tuple[str, ...]):
         pl.coalesce(pl.col("corr"), pl.col("corr_xla")).alias("corr"),
         pl.coalesce(pl.col("ext"), pl.col("ext_old")).alias("ext"),
     ]
-    if split:
-        cls, kind = _cat_rules()
-        plan.derived += [cls.alias("cls"), kind.alias("kind")]
+    if split:  # classified per chunk (`_chunk_classes`)
+        plan.slice_cols += [pl.col("cls"), pl.col("kind")]
     plan.is_slice = ph.is_in(["X", "B", "E"]).fill_null(False)
     plan.is_rest = ph.is_in(["s", "t", "f", "M", "i", "I", "C"]).fill_null(False)
     plan.flow_cols = ["seq", "ph", "cat", (pl.col("id") if "id" in schema else pl.lit(None, dtype=STR)).cast(STR).alias("fid"),

@@ -1,0 +1,154 @@
+"""Chrome/Kineto trace text layouts the streaming reader must not care about: names full of JSON
+syntax, escapes and non-ASCII text on both sides of chunk and piece cuts, `traceEvents` before or
+after the metadata, gzip cut into small blocks, empty arrays; and the per-chunk classification
+(`chrome_trace._chunk_classes`) against the per-row rules it stands for. Each result is checked
+against a plain stdlib read of the same file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import profaudit
+from profaudit.parsers import chrome_trace as ct
+from profaudit.parsers import jsonstream
+from tests.conftest import assert_one_line_error, run_cli
+
+# names a cut search could mistake for event gaps, escapes of every kind, and text outside ASCII
+# (2-, 3- and 4-byte UTF-8, which a byte-level cut must never split)
+NAMES = [
+    'k}, {"ph": "X"',
+    'quote " inside',
+    "back\\slash\\",
+    'tail backslash \\"} ,{',
+    "tab\tnew\nline",
+    "café ünïcode",
+    "核函数_内核",
+    "rocket 🚀 kernel",
+    "[bracket]{brace}",
+    "ctrl \u0001 \u001f",
+]
+
+
+def _events(n: int) -> list[dict]:
+    ev = []
+    for i in range(n):
+        t = 1000 + 10 * i
+        name = NAMES[i % len(NAMES)] + f" #{i}"
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "op " + NAMES[(i + 3) % len(NAMES)], "pid": 7, "tid": 7,
+                   "ts": t, "dur": 9, "args": {"External id": i}})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": t + 1, "dur": 2,
+                   "args": {"External id": i, "correlation": 100 + i}})
+        ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": t + 4.5, "dur": 3.001,
+                   "args": {"External id": i, "correlation": 100 + i, "device": 0, "stream": 7, "grid": [i + 1, 1, 1],
+                            "block": [128, 1, 1]}})
+    return ev
+
+
+def _write(path: Path, doc, ascii_only: bool = False, gz: bool = False) -> Path:
+    data = json.dumps(doc, ensure_ascii=ascii_only, indent=1).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def _ns(v) -> int:
+    return int((Decimal(str(v)) * 1000).to_integral_value(rounding=ROUND_HALF_UP))
+
+
+def _tables(ps) -> dict[str, pl.DataFrame]:
+    return {t: ps.table(t).drop("profile_id") for t in ("kernels", "ranges", "transfers")}
+
+
+def _same(a, b) -> None:
+    for t, df in _tables(a).items():
+        assert _tables(b)[t].equals(df), t
+
+
+@pytest.mark.parametrize("ascii_only", [False, True], ids=["utf8", "u-escapes"])
+def test_names_with_json_syntax_escapes_and_unicode_across_cuts(tmp_path, monkeypatch, ascii_only):
+    ev = _events(800)
+    path = _write(tmp_path / "names.json", {"schemaVersion": 1, "traceEvents": ev}, ascii_only)
+    whole = profaudit.load(path)
+    # blocks of 1.5 kB: every few events a chunk cut, and pieces of 2 kB inside the chunks
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", 1500)
+    monkeypatch.setattr(ct, "PIECE_BYTES", 2000)
+    cut = profaudit.load(path)
+    _same(whole, cut)
+    plain = [e for e in json.loads(path.read_bytes())["traceEvents"]]
+    kernels = [e for e in plain if e["cat"] == "kernel"]
+    assert cut.kernels["name"].to_list() == [e["name"] for e in kernels]
+    assert cut.kernels["start_ns"].to_list() == [_ns(e["ts"]) for e in kernels]
+    assert cut.kernels["op_name"].to_list() == ["op " + NAMES[(i + 3) % len(NAMES)] for i in range(800)]
+    ranges = cut.ranges.filter(pl.col("kind") == "cpu_op").sort("start_ns")
+    assert ranges["name"].to_list() == [e["name"] for e in plain if e["cat"] == "cpu_op"]
+
+
+def test_escaped_and_raw_utf8_files_give_the_same_tables(tmp_path):
+    ev = _events(300)
+    a = profaudit.load(_write(tmp_path / "a.json", {"schemaVersion": 1, "traceEvents": ev}))
+    b = profaudit.load(_write(tmp_path / "b.json", {"schemaVersion": 1, "traceEvents": ev}, ascii_only=True))
+    _same(a, b)
+
+
+def test_trace_events_before_between_or_after_the_metadata(tmp_path):
+    ev = _events(400)
+    head = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "baseTimeNanoseconds": 10**18}
+    first = profaudit.load(_write(tmp_path / "first.json", {"traceEvents": ev, **head}))
+    middle = profaudit.load(_write(tmp_path / "middle.json", {"schemaVersion": 1, "traceEvents": ev,
+                                                             "deviceProperties": head["deviceProperties"],
+                                                             "baseTimeNanoseconds": 10**18}))
+    last = profaudit.load(_write(tmp_path / "last.json", {**head, "traceEvents": ev}))
+    _same(last, first)
+    _same(last, middle)
+    # the time base is applied wherever it sits in the document
+    assert first.kernels["start_ns"][0] == 10**18 + _ns(1004.5)
+    for ps in (first, middle, last):
+        md = next(iter(ps)).metadata
+        assert md["device_name"] == "NVIDIA H100 80GB HBM3", md
+
+
+@pytest.mark.parametrize("block", [700, 4096])
+def test_gzip_in_small_blocks_matches_plain_text(tmp_path, monkeypatch, block):
+    ev = _events(600)
+    doc = {"schemaVersion": 1, "traceEvents": ev}
+    plain = profaudit.load(_write(tmp_path / "p.json", doc))
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", block)
+    gz = profaudit.load(_write(tmp_path / "p.json.gz", doc, gz=True))
+    for t, df in _tables(plain).items():
+        got = _tables(gz)[t]
+        assert got.equals(df), t
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('{"schemaVersion": 1, "traceEvents": []}', "holds no trace events"),
+    ('{"traceEvents": [\n ],\n "schemaVersion": 1}', "holds no trace events"),
+    ('{"schemaVersion": 1, "traceEvents": [', "truncated"),
+])
+def test_empty_or_unfinished_events_array_is_one_line(tmp_path, text, needle):
+    p = tmp_path / "empty.json"
+    p.write_text(text)
+    assert_one_line_error(run_cli("kernels", p), needle)
+
+
+def test_chunk_classes_equal_the_per_row_rules():
+    cats = ["kernel", "Kernel", "KERNEL", "gpu_memcpy", "Memcpy", "gpu_memset", "memset", "cuda_profiler_range", "Trace",
+            "cpu_op", "operator", "python", "cuda_runtime", "Runtime", "driver", "user_annotation", "gpu_user_annotation",
+            "something_else", "", None]
+    raw = pl.DataFrame({"cat": cats * 3, "name": [f"n{i}" for i in range(len(cats) * 3)]})
+    cls, kind = ct._cat_rules()
+    want = raw.select(cls.alias("cls"), kind.alias("kind"))
+    assert raw.select(*ct._chunk_classes(raw)).equals(want)
+    # MTIA's category looks at the event name too: such a chunk is classified row by row
+    mtia = pl.DataFrame({"cat": ["mtia_ccp_events"] * 3 + ["kernel", None],
+                         "name": ["dma_request", "event_wait", "gemm", "k", None]})
+    got = mtia.select(*ct._chunk_classes(mtia))
+    assert got.equals(mtia.select(cls.alias("cls"), kind.alias("kind")))
+    assert got["cls"].to_list() == ["memcpy", "range", "kernel", "kernel", "range"]
+    # no category at all
+    none = pl.DataFrame({"cat": pl.Series([None, None], dtype=pl.String), "name": ["a", "b"]})
+    assert none.select(*ct._chunk_classes(none)).equals(none.select(cls.alias("cls"), kind.alias("kind")))
