@@ -999,7 +999,8 @@ class TimingTableParser:
             for k in ("host", "driver_version", "cuda_version", "command_line", "capture_time"):
                 if isinstance(meta.get(k), str):
                     md[k] = meta[k]
-        devs = samples.get_column("device_name").drop_nulls().unique().to_list() if "device_name" in samples.columns else []
+        # in file order: the primary device is the first one the log names, the same on every read
+        devs = samples.get_column("device_name").drop_nulls().unique(maintain_order=True).to_list() if "device_name" in samples.columns else []
         if devs:
             md["device_name"] = devs[0]
             md["device_count"] = len(devs)

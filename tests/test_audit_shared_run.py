@@ -96,6 +96,19 @@ def test_a_file_recording_two_devices_fails_not_passes(tmp_path):
     assert f["PA202"].status.value == "unknown"  # one file, two machines: versions are not settled
 
 
+def test_a_log_of_two_devices_names_the_first_and_each_side_its_own(tmp_path):
+    """The log's metadata names its first device on every read (it was an unordered pick), and
+    a side's device is its own rows', not the file's primary device."""
+    from profaudit.loader import load
+
+    log = _long(tmp_path / "merged.csv", "variant,duration_ns,device", _long_rows(lambda v: "NVIDIA A100-SXM4-80GB" if v == "naive" else "NVIDIA H100 80GB HBM3"))
+    for _ in range(3):
+        md = load([str(log)]).metadata.row(0, named=True)
+        assert (md["device_name"], md["device_count"]) == ("NVIDIA A100-SXM4-80GB", 2)
+    ev = gather(claim_from_paths(log, log, baseline_variant="fast", candidate_variant="naive"))
+    assert ev.baseline.get("device") == "NVIDIA H100 80GB HBM3" and ev.candidate.get("device") == "NVIDIA A100-SXM4-80GB"
+
+
 def test_a_file_recording_two_time_sources_is_not_one_clock(tmp_path):
     log = _long(tmp_path / "mixed.csv", "variant,duration_ns,time_source", _long_rows(lambda v: "ncu" if v == "naive" else "cuda_events"))
     f = _findings(claim_from_paths(log, log, baseline_variant="naive", candidate_variant="fast"))

@@ -202,3 +202,30 @@ def test_names_cut_for_a_hidden_column_are_given_their_room_back():
     cols, rows, hidden, _ = fit_cells(df, 60, drop_order=["phase", "time_source"])
     assert hidden == ["time_source"]
     assert rows[0][0] == "Not Coalesced (Different Array Sizes)", rows  # 37 + 11 + 7 + gaps fit 60 whole
+
+
+# --------------------------------------------------------------------------- audit ratios
+
+
+def test_interval_ends_rounded_visibly():
+    from profaudit.audit.stats import Interval
+
+    iv = Interval(1.99, 1.984, 1.996, 0.95, "trimmed_mean")
+    # .3g printed the upper end as "2": a rounded 1.996 that looks exact
+    assert iv.describe() == "1.99x [1.98, 2.00] (trimmed_mean, time, 95%)"
+    assert Interval(3.361, 3.145, 3.601, 0.95, "median").describe().startswith("3.36x [3.15, 3.60]")
+
+
+def test_overstated_claim_report_names_its_correction_once():
+    from profaudit.audit.render import render
+
+    claim = REPO / "sample_reports" / "claims" / "softmax_overstated.yaml"
+    text = render(audit(claim, select="PA4"), "text", width=200)
+    head = next(l for l in text.splitlines() if l.startswith("supported speedup:"))
+    assert "corrected by" not in head and head.startswith("supported speedup: corrected: "), head
+    assert text.count("corrected by PA407") == 1, text
+    # every interval in the report keeps three significant digits at both ends
+    import re
+
+    for lo, hi in re.findall(r"\[(\d+\.\d+), (\d+\.\d+)\]", text):
+        assert len(lo.replace(".", "").lstrip("0")) == 3 and len(hi.replace(".", "").lstrip("0")) == 3, (lo, hi)

@@ -422,6 +422,10 @@ def _facts_from_profiles(se: SideEvidence, ps, what: str) -> None:
             value = md.get(col)
             if value is None:
                 continue
+            if col == "device_name" and (md.get("device_count") or 0) > 1 and _samples_name_devices(ps, prof.profile_id):
+                # a log of several devices: its metadata names one of them, not this side's; the
+                # side's own rows say which (the samples' device_name column, read in _samples)
+                continue
             kind = "recorded"
             if col in ("clock_control", "cache_control"):
                 origin = md.get(f"{col}_origin")
@@ -435,6 +439,11 @@ def _facts_from_profiles(se: SideEvidence, ps, what: str) -> None:
                 except Exception:  # a harness wrote something we cannot read as this key: skip it
                     continue
                 se.add(key, norm, f"{what} {src_name}: metadata {key}", "recorded")
+
+
+def _samples_name_devices(ps, profile_id: str) -> bool:
+    s = ps.samples
+    return bool(s.height) and s.filter((pl.col("profile_id") == profile_id) & pl.col("device_name").is_not_null()).height > 0
 
 
 def _samples(se: SideEvidence, side: Side) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from profaudit.audit.findings import Finding, Severity, Status
 from profaudit.audit.rules._common import fmt_time, fx
 from profaudit.audit.verdict import AuditReport
-from profaudit.fmt import md_cell
+from profaudit.fmt import fmt_interval, md_cell
 
 FORMATS = ("text", "markdown", "html", "json")
 
@@ -66,8 +66,13 @@ def _supported(report: AuditReport) -> str:
         if not s.comparable:
             text += " (the sides are not comparable, so no speedup claim holds)"
         return text
-    rng = f" [{iv.low:.3g}, {iv.high:.3g}] at {iv.confidence:.0%}" if math.isfinite(iv.low) and math.isfinite(iv.high) else " (no interval)"
-    text = f"{iv.estimate:.3g}x{rng}, {s.basis}"
+    rng = f" {fmt_interval(iv.low, iv.high)} at {iv.confidence:.0%}" if math.isfinite(iv.low) and math.isfinite(iv.high) else " (no interval)"
+    basis = s.basis
+    if s.corrected_by:
+        # the lines under the headline name each correction ("corrected by PA407: ..."): the
+        # basis's own ", corrected by PA407" would say it twice
+        basis = basis.split(", corrected by ")[0]
+    text = f"{fx(iv.estimate)}{rng}, {basis}"
     if s.corrected_by:
         text = "corrected: " + text
     return text
@@ -91,7 +96,7 @@ def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
     shown = list(cmp.intervals.items()) + (list(cmp.time_intervals.items()) if cmp.space == "cycles" else [])
     rows = []
     for name, iv in shown:
-        rng = f"[{iv.low:.3g}, {iv.high:.3g}]" if math.isfinite(iv.low) and math.isfinite(iv.high) else "—"
+        rng = fmt_interval(iv.low, iv.high)
         rows.append((name, fx(iv.estimate), rng, iv.space))
     return rows
 

@@ -641,9 +641,12 @@ class Interval:
     def describe(self) -> str:
         if not math.isfinite(self.estimate):
             return "—"
+        from profaudit.fmt import fmt_speedup, fmt_x
+
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
-            return f"{self.estimate:.3g}x ({self.statistic}, no interval)"
-        return f"{self.estimate:.3g}x [{self.low:.3g}, {self.high:.3g}] ({self.statistic}, {self.space}, {self.confidence:.0%})"
+            return f"{fmt_x(self.estimate)} ({self.statistic}, no interval)"
+        # three significant digits with trailing zeros (2.00, not 2): a rounded end never looks exact
+        return f"{fmt_speedup(self.estimate, self.low, self.high)} ({self.statistic}, {self.space}, {self.confidence:.0%})"
 
 
 @dataclass

@@ -94,9 +94,10 @@ def pct(x: float | None, digits: int = 1) -> str:
 
 
 def fx(x: float | None) -> str:
-    if x is None or not math.isfinite(x):
-        return "—"
-    return f"{x:.3g}x"
+    """A ratio through the one formatter: 2.00x, 1.81x (trailing zeros kept: a rounded 2 never looks exact)."""
+    from profaudit.fmt import fmt_x
+
+    return fmt_x(x)
 
 
 def _call(fn, *args, **kw) -> float | None:

@@ -5,7 +5,7 @@ import re
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
-from profaudit.audit.rules._common import differ_text
+from profaudit.audit.rules._common import differ_text, fx
 from profaudit.audit.trace import attention_masking
 from profaudit.workload import normalise_op
 
@@ -119,7 +119,7 @@ class WorkloadMismatch(Rule):
                     out.append(
                         self.flag(
                             Severity.WARN,
-                            f"the {se.role} counts {vd:.4g} {unit} per call, but its op and shape give {vr:.4g} ({vd / vr:.3g}x; {derived.source.split(';')[0]}): {what}; the audit uses the recomputed value",
+                            f"the {se.role} counts {vd:.4g} {unit} per call, but its op and shape give {vr:.4g} ({fx(vd / vr)}; {derived.source.split(';')[0]}): {what}; the audit uses the recomputed value",
                             se.role,
                             **{f"{key}_declared": declared, f"{key}_recomputed": derived},
                         )
