@@ -82,15 +82,20 @@ def fmt_num(v: Any, signed: bool = False) -> str:
     return f"{f:{sign}.4g}"
 
 
+def time_unit(ns: float) -> tuple[str, float]:
+    """The largest unit a duration of `ns` nanoseconds fits: ('ms', 1e6) for 97.8e6 (axis scales)."""
+    a = abs(ns)
+    return next(((unit, scale) for unit, scale in _TIME if a >= scale), ("ns", 1.0))
+
+
 def fmt_ns(v: Any, signed: bool = False) -> str:
     """A duration in nanoseconds with the largest fitting unit: 512 ns, 1.00 µs, 97.8 ms, 3.20 s."""
     if is_missing(v):
         return MISSING
     v = float(v)
-    a = abs(float(f"{v:.3g}"))  # 999.9 ns prints as 1.00 µs, not 1.00e+03 ns
-    for unit, scale in _TIME:
-        if a >= scale:
-            return _g3(v / scale, signed) + f" {unit}"
+    unit, scale = time_unit(float(f"{v:.3g}"))  # 999.9 ns prints as 1.00 µs, not 1.00e+03 ns
+    if scale > 1:
+        return _g3(v / scale, signed) + f" {unit}"
     if is_exact_int(v):
         return fmt_int(v, signed) + " ns"
     return _g3(v, signed) + " ns"

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import polars as pl
 
 from profaudit.errors import UsageError
-from profaudit.fmt import MISSING, fmt_ns, fmt_num, fmt_pct, fmt_quantity, md_cell, plural
+from profaudit.fmt import MISSING, fmt_ns, fmt_num, fmt_pct, fmt_quantity, fmt_x, md_cell, plural
 
 SECTOR_BYTES = 32  # an L1/L2 sector on every NVIDIA GPU since Maxwell
 
@@ -875,5 +875,5 @@ def render_pair_markdown(before: KernelReport, after: KernelReport, rows: list[P
     d0 = before.value("SpeedOfLight", "Duration") or before.value("Launches", "Median")
     d1 = after.value("SpeedOfLight", "Duration") or after.value("Launches", "Median")
     if _is_num(d0) and _is_num(d1) and d1:
-        out += ["", f"Duration {fmt_ns(d0)} → {fmt_ns(d1)}: {float(d0) / float(d1):.3g}x"]
+        out += ["", f"Duration {fmt_ns(d0)} → {fmt_ns(d1)}: {fmt_x(float(d0) / float(d1))}"]
     return "\n".join(out) + "\n"

@@ -63,3 +63,9 @@ def test_speedup_with_its_interval():
     assert fmt.fmt_speedup(1.25) == "1.25x" and fmt.fmt_speedup(1.25, math.nan, 2.0) == "1.25x"
     assert fmt.fmt_speedup(None, 1.1, 1.4) == fmt.MISSING
     assert fmt.fmt_speedup(1234.5, 1000, 1500) == "1.23e+03x [1e+03, 1.5e+03]"  # fmt_x's own form at 1,000x and up
+
+
+def test_time_unit_is_the_unit_fmt_ns_picks():
+    assert fmt.time_unit(97.8e6) == ("ms", 1e6) and fmt.time_unit(-2e9) == ("s", 1e9) and fmt.time_unit(999) == ("ns", 1.0)
+    for ns in (5, 999.4, 1_000, 45_600, 97.8e6, 3.2e9):
+        assert fmt.fmt_ns(ns).endswith(" " + fmt.time_unit(ns)[0])

@@ -178,7 +178,7 @@ def test_renderers_and_pair():
     occ = next(r for r in rows if r.label == "Achieved Occupancy")
     assert occ.change == -10.0 and occ.change_kind == "points"
     pair = kr.render_pair_markdown(before, after)
-    assert "Duration 97.8 µs → 48.9 µs: 2x" in pair
+    assert "Duration 97.8 µs → 48.9 µs: 2.00x" in pair
 
 
 @pytest.mark.corpus

@@ -8,13 +8,7 @@ import polars as pl
 
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
-
-
-def _unit(max_abs_ns: float) -> tuple[str, float]:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if max_abs_ns >= scale:
-            return unit, scale
-    return "ns", 1.0
+from profaudit.fmt import fmt_si, time_unit
 
 
 def waterfall(c: Comparison, top: int = 15):
@@ -31,7 +25,7 @@ def waterfall(c: Comparison, top: int = 15):
     contrib = c.contributions
     head = contrib.head(top)
     rest = float(contrib.slice(top)["diff_ns"].sum()) if contrib.height > top else 0.0
-    unit, scale = _unit(max(abs(start), abs(end), 1.0))
+    unit, scale = time_unit(max(abs(start), abs(end), 1.0))
     x = ["baseline"]
     y = [start / scale]
     measure = ["absolute"]
@@ -131,7 +125,7 @@ def _ceilings(sub: pl.DataFrame) -> list[dict]:
         ridge = peak / bw
         xs = [lo, min(max(ridge, lo), hi), hi]
         ys = [min(peak, bw * x) for x in xs]
-        out.append({"x": xs, "y": ys, "dash": "solid", "name": f"roof: {peak:.3g} FLOP/s, {bw:.3g} B/s"})
+        out.append({"x": xs, "y": ys, "dash": "solid", "name": f"roof: {fmt_si(peak, 'FLOP/s')}, {fmt_si(bw, 'B/s')}"})
     return out
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from profaudit.errors import UsageError
+from profaudit.fmt import fmt_x
 
 FAIL_ON = ("regression", "any-significant", "none")
 
@@ -157,7 +158,7 @@ def _judge(item: CaseGate, fail_on: str, t: float) -> None:
         item.reason = f"significantly slower: {slowdown * 100:+.1f}% time (threshold {t * 100:g}%)"
     elif fail_on == "any-significant" and item.significance == "faster" and item.speedup - 1 > t:
         item.failed = True
-        item.reason = f"significantly faster: {item.speedup:.3g}x (threshold {t * 100:g}%): check the benchmark still does its work"
+        item.reason = f"significantly faster: {fmt_x(item.speedup)} (threshold {t * 100:g}%): check the benchmark still does its work"
 
 
 def geomean_item(cases: Iterable[CaseGate], label: str = "geomean over matched cases") -> CaseGate | None:

@@ -18,6 +18,7 @@ import polars as pl
 
 from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
 from profaudit.compare.match import UNNAMED, match_entities
+from profaudit.fmt import fmt_x, plural
 
 _LEVELS = ("exact", "normal", "short", "family")
 
@@ -276,11 +277,11 @@ def _verdict(comparable: str, findings: list, totals: dict) -> str:
     if faster == 0 and slower == 0:
         # a geometric mean of untested or noise-level ratios names no winner
         return (
-            f"no case differs significantly: geometric-mean speedup {geo:.3g}x over {n} matched case(s), "
+            f"no case differs significantly: geometric-mean speedup {fmt_x(geo)} over {plural(n, 'matched case')}, "
             f"{cs.get('same', 0)} within the noise threshold, {n - cs.get('same', 0)} not significant or unknown; no winner declared{caveat}"
         )
     direction = "faster" if geo > 1 else "slower" if geo < 1 else "as fast"
     return (
-        f"candidate {direction}: geometric-mean speedup {geo:.3g}x over {n} matched case(s); "
+        f"candidate {direction}: geometric-mean speedup {fmt_x(geo)} over {plural(n, 'matched case')}; "
         f"significantly faster in {faster}, slower in {slower}, {n - faster - slower} not significant or unknown{caveat}"
     )
