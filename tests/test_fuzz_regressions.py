@@ -666,3 +666,13 @@ def test_nsys_odd_cells_in_lookup_tables(tmp_path, sql, check):
     ps = profaudit.load(db)
     ps.metadata  # noqa: B018 - builds
     assert check(ps)
+
+
+def test_asv_machine_name_an_integer_beyond_64_bits(tmp_path):
+    # params.machine became the host column: 2**64 there failed building ps.metadata
+    from tests.test_asv import RESULTS, _tree
+
+    results = json.loads(json.dumps(RESULTS))
+    results["params"]["machine"] = 2**64
+    md = profaudit.load(_tree(tmp_path, results=results)).metadata
+    assert md["host"].to_list() == [None] and json.loads(md["extra_json"][0])["host"] == 2**64

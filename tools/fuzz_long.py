@@ -1,13 +1,14 @@
 """Long fuzz run over every parser's read: mutants of the corpus and of the project's fixtures.
 
-Each mutant is made and read in a worker process (reused from one input to the next) the way the CLI reads a file (`read_one`, then every table
-and `ps.metadata` built) and gets one verdict (see tests/fuzz/harness.py): ok, incomplete
-(loaded with `complete: false`), rejected (a deliberate one-line error), undeliberate (the
-loader's catch-all or an exception escaping it), silent_partial (a cut that removed content
-loaded as whole), and, from the worker's fate, crash (it died), timeout (killed after --timeout
-seconds) and memory (its peak RSS passed --mem-mb, or a read ran out of memory). Formats take
-turns so each gets its share; bad verdicts are saved under --out with a note of the seed and the
-mutation, ready to become regression tests.
+Each mutant is made and read in a worker process (reused from one input to the next) the way the
+CLI reads a file (`read_one`, then every table and `ps.metadata` built) and gets one verdict (see
+tests/fuzz/harness.py): ok, incomplete (loaded with `complete: false`), rejected (a deliberate
+one-line error), undeliberate (the loader's catch-all or an exception escaping it), silent_partial
+(a cut that removed content loaded as whole), and, from the worker's fate, crash (it died),
+timeout (killed after --timeout seconds of CPU time, or --timeout-wall seconds of wall time) and
+memory (its peak RSS passed --mem-mb, or a read ran out of memory). Formats take turns so each
+gets its share; bad verdicts are saved under --out with a note of the seed and the mutation,
+ready to become regression tests.
 
     nice -n 10 .venv/bin/python tools/fuzz_long.py --per-format 2000 --budget-s 3000 --out /tmp/fuzz-out
 
@@ -116,8 +117,19 @@ class Worker:
                                      cwd=str(REPO), bufsize=0)
         self.buf = b""
 
+    def cpu_s(self) -> float:
+        """The worker's CPU seconds so far (user + system, its own and its reaped children's): a
+        timeout counts these, so a worker kept waiting by a busy machine is not taken for a hang."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return time.monotonic() - self.started  # no /proc: wall time stands in
+
     def send(self, task: dict):
         self.task, self.started = task, time.monotonic()
+        self.cpu0 = self.cpu_s()
         try:
             self.proc.stdin.write((json.dumps({"format": task["format"], "i": task["i"]}) + "\n").encode())
         except BrokenPipeError:
@@ -152,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-format", type=int, default=2000, help="mutants per format (stop when every format has this many)")
     ap.add_argument("--budget-s", type=float, default=3600, help="stop after this many seconds regardless")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=30.0, help="seconds one read may take")
+    ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds one input may take (its worker's, and its worker's reaped children's)")
+    ap.add_argument("--timeout-wall", type=float, default=300.0,
+                    help="wall seconds one input may take (covers waits, e.g. on a forked reader; generous, since under nice a worker may wait for a CPU)")
     ap.add_argument("--mem-mb", type=int, default=2048, help="peak worker RSS that counts as a memory blow-up")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--formats", default="", help="comma-separated parser names (default: every format with seeds)")
@@ -270,8 +284,11 @@ def main(argv: list[str] | None = None) -> int:
                     if res["verdict"] == "memory":
                         w.restart()
         for w in active:
-            if w.task is not None and now - w.started > args.timeout:
-                record(w, "timeout", f"no verdict after {args.timeout:.0f} s")
+            if w.task is None:
+                continue
+            cpu, wall = w.cpu_s() - w.cpu0, now - w.started
+            if cpu > args.timeout or wall > args.timeout_wall:
+                record(w, "timeout", f"no verdict after {cpu:.0f} s of CPU ({wall:.0f} s wall)")
                 w.restart()
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:
