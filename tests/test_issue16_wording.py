@@ -229,3 +229,16 @@ def test_overstated_claim_report_names_its_correction_once():
 
     for lo, hi in re.findall(r"\[(\d+\.\d+), (\d+\.\d+)\]", text):
         assert len(lo.replace(".", "").lstrip("0")) == 3 and len(hi.replace(".", "").lstrip("0")) == 3, (lo, hi)
+
+
+def test_sides_table_spells_unknown_as_the_formatter_does(tmp_path):
+    from profaudit.audit.claim import claim_from_paths
+    from profaudit.audit.render import _side_rows
+
+    rng = random.Random(4)
+    log = tmp_path / "many.csv"
+    log.write_text("variant,duration_ns\n" + "".join(f"{v},{b * (1 + 0.01 * rng.random()):.1f}\n" for v, b in (("naive", 2000.0), ("fast", 1000.0)) for _ in range(1200)))
+    report = audit(claim_from_paths(log, log, baseline_variant="naive", candidate_variant="fast"), select="PA2")
+    rows = _side_rows(report)
+    assert [r[4:] for r in rows] == [("—", "—"), ("—", "—")], rows  # device, time source: unknown
+    assert rows[0][3].endswith("of 1,200"), rows[0]  # counts with separators

@@ -16,7 +16,7 @@ from typing import Any
 from profaudit.audit.findings import Finding, Severity, Status
 from profaudit.audit.rules._common import fmt_time, fx
 from profaudit.audit.verdict import AuditReport
-from profaudit.fmt import fmt_interval, md_cell
+from profaudit.fmt import MISSING, fmt_interval, md_cell
 
 FORMATS = ("text", "markdown", "html", "json")
 
@@ -104,12 +104,13 @@ def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
 def _side_rows(report: AuditReport) -> list[tuple[str, ...]]:
     rows = []
     for se in report.evidence.sides:
-        dev = se.get("device") or "?"
-        ts = se.get("time_source") or "?"
+        # unknown prints as the one formatter's "—" (it was "?": a third spelling beside "n/a")
+        dev = se.get("device") or MISSING
+        ts = se.get("time_source") or MISSING
         if se.has_samples:
-            n = f"{se.n} steady of {se.times.size}" + (f" (+{se.warmup_rows} labelled warm-up)" if se.warmup_rows else "")
+            n = f"{se.n:,} steady of {se.times.size:,}" + (f" (+{se.warmup_rows:,} labelled warm-up)" if se.warmup_rows else "")
         elif se.summaries:
-            n = f"summaries ({', '.join(se.summaries)})" + (f", n={se.summary_count}" if se.summary_count else "")
+            n = f"summaries ({', '.join(se.summaries)})" + (f", n={se.summary_count:,}" if se.summary_count else "")
         else:
             n = "none"
         rows.append((se.role, se.label, fmt_time(se.typical_time_ns()), n, str(dev), str(ts)))

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import typer
 
-from profaudit.fmt import fmt_ns, fmt_p, fmt_speedup, fmt_x, plural
+from profaudit.fmt import MISSING, fmt_ns, fmt_p, fmt_speedup, fmt_x, plural
 
 _CACHE_CHOICES = ("cold", "hot", "rotate")
 
@@ -49,7 +49,7 @@ def _cell_noise(ve: dict) -> str:
     parts = []
     for se, met in zip(ses, mets + [None] * (len(ses) - len(mets))):
         if se is None:
-            parts.append("n/a (too few samples)")
+            parts.append(f"{MISSING} (too few samples)")
         else:
             parts.append(f"{100 * se:.2g}% " + ("met" if met else f"NOT met (target {100 * target:.2g}%)" if target else "NOT met"))
     return ", ".join(parts)
@@ -277,7 +277,7 @@ def compare_cmd(
                 for r in o.reasons:
                     con.print(f"    {r}", markup=False, highlight=False)
                 continue
-            con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {escape(o.case_id)}: claimed {o.claimed:g}x ({statistic}), supported {iv or 'n/a'}")
+            con.print(f"[bold {style.get(o.verdict, 'white')}]{o.verdict}[/] {escape(o.case_id)}: claimed {o.claimed:g}x ({statistic}), supported {iv or MISSING}")
             for r in o.reasons[:5]:
                 con.print(f"    {r}", markup=False, highlight=False)
             con.print(f"    claim {o.claim_path}; audit {o.audit_md}", markup=False, highlight=False)
