@@ -217,16 +217,22 @@ def require_ncu(explicit: str | None = None) -> str:
     return path
 
 
-def available_sections(ncu: str) -> set[str] | None:
-    """Section identifiers the installed ncu knows (first column of `ncu --list-sections`)."""
+def _ncu_listing(ncu: str, flag: str, timeout: float) -> str | None:
+    """What `ncu FLAG` prints, or None when it cannot run or fails (no GPU, old ncu)."""
     try:
-        proc = subprocess.run([ncu, "--list-sections"], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([ncu, flag], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
-    if proc.returncode != 0:
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def available_sections(ncu: str) -> set[str] | None:
+    """Section identifiers the installed ncu knows (first column of `ncu --list-sections`)."""
+    out = _ncu_listing(ncu, "--list-sections", 60)
+    if out is None:
         return None
     names = set()
-    for line in proc.stdout.splitlines():
+    for line in out.splitlines():
         tok = line.strip().split()
         if tok and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", tok[0]):
             names.add(tok[0])
@@ -243,13 +249,10 @@ def tensor_flop_metrics(ncu: str) -> list[str] | None:
     depend on the chip (FORMATS.md 1.3), so they are asked of the installed ncu instead of being
     hard-coded; the per-instruction `_op_<inst>_` variants are left out (the parser counts the
     all-instruction counter once). None when ncu cannot list metrics (no GPU, old ncu)."""
-    try:
-        proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
+    out = _ncu_listing(ncu, "--query-metrics", 120)
+    if out is None:
         return None
-    if proc.returncode != 0:
-        return None
-    names = {tok[0] for tok in (line.split() for line in proc.stdout.splitlines()) if tok and _TENSOR_OPS.fullmatch(tok[0])}
+    names = {tok[0] for tok in (line.split() for line in out.splitlines()) if tok and _TENSOR_OPS.fullmatch(tok[0])}
     return [f"{n}.sum" for n in sorted(names)]
 
 
