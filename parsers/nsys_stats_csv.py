@@ -322,36 +322,36 @@ def _time_summary(report, header, rows, samples: list[dict], path: Path | None =
                 })
 
 
-def _size_summary(report, header, rows, metrics: list[dict]) -> None:
+def _summary_cells(header, rows):
+    """(row index, row key, label field, column index, field, unit, cell) for every cell of a summary
+    table; the key is the row's cell in the label column."""
     cols = _columns(header)
     fields = [c[0] for c in cols]
     label = _label_field(fields)
     for i, row in enumerate(rows):
         key = row[fields.index(label)] if label and fields.index(label) < len(row) else None
-        for j, (field, lab, unit) in enumerate(cols):
-            if j >= len(row) or field == label:
-                continue
-            x = _num(row[j])
-            if field in _STATS and _mem_scale(unit) is not None:
-                metrics.append({"metric": f"{report}:{field}", "unit": "byte", "value": None if x is None else x * _mem_scale(unit), "instance": i, "instance_key": key, "kind": "summary"})
-            elif field == "count":
-                metrics.append({"metric": f"{report}:count", "unit": "", "value": x, "instance": i, "instance_key": key, "kind": "summary"})
+        for j, (field, _lab, unit) in enumerate(cols[: len(row)]):
+            yield i, key, label, j, field, unit, row[j]
+
+
+def _size_summary(report, header, rows, metrics: list[dict]) -> None:
+    for i, key, label, _j, field, unit, cell in _summary_cells(header, rows):
+        if field == label:
+            continue
+        x = _num(cell)
+        if field in _STATS and _mem_scale(unit) is not None:
+            metrics.append({"metric": f"{report}:{field}", "unit": "byte", "value": None if x is None else x * _mem_scale(unit), "instance": i, "instance_key": key, "kind": "summary"})
+        elif field == "count":
+            metrics.append({"metric": f"{report}:count", "unit": "", "value": x, "instance": i, "instance_key": key, "kind": "summary"})
 
 
 def _other(report, header, rows, metrics: list[dict]) -> None:
-    cols = _columns(header)
-    fields = [c[0] for c in cols]
-    label = _label_field(fields)
-    for i, row in enumerate(rows):
-        key = row[fields.index(label)] if label and fields.index(label) < len(row) else None
-        for j, (field, lab, unit) in enumerate(cols):
-            if j >= len(row):
-                continue
-            x = _num(row[j]) if not re.search(r"[A-Za-z]", row[j] or "") else None
-            metrics.append({
-                "metric": f"{report or 'nsys_stats'}:{header[j].strip()}", "unit": unit or "", "value": x,
-                "value_str": None if x is not None else (row[j] if row[j] != "" else None), "instance": i, "instance_key": key, "kind": "summary",
-            })
+    for i, key, _label, j, _field, unit, cell in _summary_cells(header, rows):
+        x = _num(cell) if not re.search(r"[A-Za-z]", cell or "") else None
+        metrics.append({
+            "metric": f"{report or 'nsys_stats'}:{header[j].strip()}", "unit": unit or "", "value": x,
+            "value_str": None if x is not None else (cell if cell != "" else None), "instance": i, "instance_key": key, "kind": "summary",
+        })
 
 
 def _block_frame(b: _Block, path: Path) -> tuple[pl.DataFrame, list[tuple[str, str, str | None]]]:
