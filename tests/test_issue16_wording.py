@@ -242,3 +242,23 @@ def test_sides_table_spells_unknown_as_the_formatter_does(tmp_path):
     rows = _side_rows(report)
     assert [r[4:] for r in rows] == [("—", "—"), ("—", "—")], rows  # device, time source: unknown
     assert rows[0][3].endswith("of 1,200"), rows[0]  # counts with separators
+
+
+def test_every_command_summary_is_one_sentence_line():
+    """`profaudit --help` lists each command's first paragraph: a docstring that breaks it over
+    lines prints ragged lines in the command list ("..., memory / chart, ...")."""
+    import inspect
+
+    import typer.main
+
+    from profaudit.cli import app
+
+    def walk(c, prefix=""):
+        if hasattr(c, "commands"):
+            for n, sub in c.commands.items():
+                yield from walk(sub, f"{prefix} {n}")
+        else:
+            yield prefix.strip(), c
+
+    ragged = {name: c.help for name, c in walk(typer.main.get_command(app)) if "\n" in inspect.cleandoc(c.help or "").split("\n\n")[0]}
+    assert not ragged, sorted(ragged)

@@ -27,9 +27,11 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = typer.Option(None, "--device", help="Device name for the roofline where the profile does not say."),
         nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
-        """One kernel as Nsight Compute's Details page lays it out: speed of light and the binding unit, memory
-        chart, occupancy and its limiter, ranked warp stalls, pipes, instruction mix, launch statistics and
-        ncu's rule results; metrics the report lacks are named with the --section that collects them."""
+        """One kernel as Nsight Compute's Details page lays it out, as Markdown, text or HTML.
+
+        Speed of light and the binding unit, memory chart, occupancy and its limiter, ranked warp
+        stalls, pipes, instruction mix, launch statistics and ncu's rule results; metrics the report
+        lacks are named with the --section that collects them."""
         from profaudit import kernel_report as kr
         from profaudit.errors import UsageError
 
