@@ -790,7 +790,7 @@ def test_cli_warns_about_nulled_durations(tmp_path, cli):
         {"ph": "X", "cat": "kernel", "name": "k_bad", "pid": 0, "tid": 7, "ts": 20.0, "dur": -3.0, "args": {"stream": 7, "device": 0}},
     ]}))
     res = cli("kernels", p)
-    assert res.code == 0 and "1 event(s) with a negative duration kept with an unknown duration" in res.err
+    assert res.code == 0 and "1 event with a negative duration kept with an unknown duration" in res.err
 
 
 # ---------------------------------------------------------------------------------------------
