@@ -103,6 +103,17 @@ def probe(path: Path) -> Probe:
     return Probe(path, False, compound_suffix(path), raw, head, gz)
 
 
+def csv_cells(line: str, delimiter: str = ",") -> list[str] | None:
+    """One CSV line's cells ([] for an empty line), or None when the csv module refuses it (a field
+    over its size limit): the CSV parsers' sniffing and header detection ask this of many lines."""
+    import csv
+
+    try:
+        return next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error:
+        return None
+
+
 def open_maybe_gzip(path: Path):
     """Binary file object, transparently gunzipped."""
     with open(path, "rb") as f:

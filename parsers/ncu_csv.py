@@ -35,7 +35,7 @@ from profaudit import schema
 from profaudit.errors import InputError
 from profaudit.names import short_name
 from profaudit.parsers import ncu_common
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, csv_cells, new_profile, open_maybe_gzip
 
 _TOOL_LINE = re.compile(r"^\s*==[A-Z]+==")
 _METRIC_NAME = re.compile(r"^[a-z0-9]+__[A-Za-z0-9_.:@\[\]]+$")
@@ -81,13 +81,6 @@ _RULE_TYPE = {"OPT": "optimization", "WRN": "warning", "INF": "info", "ERR": "er
 _HEAD_LINES = 200
 
 
-def _cells(line: str) -> list[str]:
-    try:
-        return next(csv.reader([line]))
-    except (csv.Error, StopIteration):
-        return []
-
-
 _PLAIN_HEADER = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./()#%:-]*$")
 
 
@@ -113,7 +106,7 @@ def find_header(lines: list[str]) -> tuple[int, str] | None:
     for i, line in enumerate(lines[:_HEAD_LINES]):
         if not line.strip() or _TOOL_LINE.match(line) or "," not in line:
             continue
-        lay = _layout(_cells(line))
+        lay = _layout(csv_cells(line) or [])
         if lay:
             return i, lay
     return None

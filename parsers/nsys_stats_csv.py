@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
+from profaudit.parsers.base import Probe, ReadOptions, csv_cells, map_unique, new_profile
 from profaudit.samples import ns_per
 
 # New report names (nsys >= 2023.x) and the old ones they replaced.
@@ -213,7 +213,7 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             current = None
             continue
         if current is None:
-            if _cells(line) < 2:
+            if len(csv_cells(line) or []) < 2:
                 # a table starts at a header of two or more cells; a single-cell line before one is
                 # chatter (`Generating CUDA Kernel Statistics...`, a title, a `# ...` comment)
                 notes.append(stripped)
@@ -223,13 +223,6 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             pending_title = None
         current.lines.append(line)
     return notes, blocks, info
-
-
-def _cells(line: str) -> int:
-    try:
-        return len(next(csv.reader([line])))
-    except (csv.Error, StopIteration):
-        return 0
 
 
 def looks_like_console(text: str) -> list[str] | None:
@@ -582,11 +575,8 @@ _SKIPPED = re.compile(r"^\s*SKIPPED: .* does not contain")
 def _is_stats_header(line: str) -> bool:
     if not _NSYS_HEADER_TOKENS.search(line):
         return False
-    try:
-        cells = next(csv.reader([line]))
-    except (csv.Error, StopIteration):
-        return False
-    if len(cells) < 3:
+    cells = csv_cells(line)
+    if cells is None or len(cells) < 3:
         return False
     return _shape(None, _columns(cells)) != "other"
 

@@ -50,6 +50,7 @@ from profaudit.parsers.base import (
     Probe,
     ReadOptions,
     apply_device_option,
+    csv_cells,
     map_unique,
     new_profile,
 )
@@ -112,13 +113,6 @@ def _layout(cells: list[str]) -> str | None:
     return None
 
 
-def _cells(line: str) -> list[str]:
-    try:
-        return next(csv.reader([line]))
-    except (csv.Error, StopIteration):
-        return []
-
-
 class _Table:
     def __init__(self, layout: str, header: list[str], section: str | None, pid: int | None, lineno: int):
         self.layout, self.header, self.section, self.pid, self.lineno = layout, header, section, pid, lineno
@@ -176,14 +170,14 @@ def split(text: str, path: Path) -> tuple[list[_Table], dict[str, Any]]:
             continue
         if cur is not None:
             if cur.units is None and not cur.lines and cur.layout in ("trace", "api_trace", "summary"):
-                cells = _cells(line)
+                cells = csv_cells(line) or []
                 if _is_units_row(cells, len(cur.header)):
                     cur.units = [c.strip() for c in cells]
                     continue
             cur.lines.append(line)
             continue
         if "," in line:
-            cells = _cells(line)
+            cells = csv_cells(line) or []
             lay = _layout(cells) if len(cells) >= 3 else None
             if lay:
                 cur = _Table(lay, [c.strip() for c in cells], section, pid, i)
@@ -253,12 +247,12 @@ def _trace_frame(t: _Table, path: Path) -> tuple[pl.DataFrame, dict[str, tuple[s
         raise InputError(path, f"malformed nvprof trace (line {t.lineno}): rows have {df.width} cells where the header has {width}")
     # polars fills a short row with nulls; nvprof writes every cell up to Name on every row, so a
     # row without a Name is a short one (the csv module would check each row, 3x slower)
-    last = _cells(t.lines[-1]) if t.lines else []
+    last = (csv_cells(t.lines[-1]) or []) if t.lines else []
     name_i = next((i for i, h in enumerate(t.header) if _key(h) == "name"), None)
     short = df.with_row_index("_r").filter(pl.col(f"c{name_i}").is_null())["_r"] if name_i is not None else pl.Series([], dtype=pl.UInt32)
     if (t.lines and len(last) != width) or short.len():
         j = df.height - 1 if t.lines and len(last) != width else int(short[0])
-        n = len(last) if j == df.height - 1 and len(last) != width else len(_cells(t.lines[j]))
+        n = len(last) if j == df.height - 1 and len(last) != width else len(csv_cells(t.lines[j]) or [])
         what = "the file looks truncated" if j == df.height - 1 else "malformed table"
         raise InputError(path, f"nvprof {t.layout} table (line {t.lineno}): row {j + 1} has {n} cells where the header has {width}; {what}")
     fields: dict[str, tuple[str, str]] = {}
@@ -706,7 +700,7 @@ class NvprofCsvParser:
             return True
         for m in _SNIFF_HEADERS.finditer(text):
             end = text.find("\n", m.start())
-            if _layout(_cells(text[m.start(): end if end >= 0 else None])):
+            if _layout(csv_cells(text[m.start(): end if end >= 0 else None]) or []):
                 return True
         return False
 

@@ -30,7 +30,6 @@ sentinel) are dropped and counted in metadata (`rows_dropped`).
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import replace
@@ -40,7 +39,7 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, csv_cells, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, ns_per, parse_scalar, throttle_names
 
 # ---------------------------------------------------------------------------------------------
@@ -246,10 +245,8 @@ def _delimiter(line: str) -> str | None:
 
 
 def _split(line: str, delim: str) -> list[str]:
-    try:
-        return next(csv.reader([line], delimiter=delim))
-    except (csv.Error, StopIteration):
-        return line.split(delim)
+    cells = csv_cells(line, delim)
+    return line.split(delim) if cells is None else cells
 
 
 def _looks_timed(names: list[str]) -> bool:
