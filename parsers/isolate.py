@@ -147,6 +147,26 @@ def _pdeathsig_setter() -> Callable[[], Any] | None:
     return lambda: prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
 
 
+def _close_inherited(keep: int) -> None:
+    """Close every file descriptor the zygote inherited from the caller except `keep` (its socket).
+
+    The zygote outlives the moment it was forked: holding copies of the caller's pipes, sockets and
+    files would keep them open after the caller closed its own -- a subprocess whose stdin the
+    caller closes would never see its end of file, a listening socket would stay bound."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != devnull:
+            os.dup2(devnull, fd)
+    if devnull > 2:
+        os.close(devnull)
+    os.closerange(3, keep)
+    try:
+        top = os.sysconf("SC_OPEN_MAX")
+    except (ValueError, OSError):
+        top = -1
+    os.closerange(keep + 1, top if top > keep else 1 << 20)
+
+
 def _quiet() -> None:
     """Make the zygote (and so every child) silent and the caller's to interrupt."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
@@ -157,12 +177,6 @@ def _quiet() -> None:
     except ImportError:
         pass
     gc.enable()  # forked from inside a read that had switched it off
-    # the reader's own logging (protobuf's "Can't parse message ... missing required fields",
-    # absl's preamble) would add lines to the user's one-line error; the caller words everything
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
 
 
 def _child(zygote: int, pdeathsig, work_bytes: bytes, cwd: str | None, resp_w: int) -> None:
@@ -225,6 +239,10 @@ def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> Non
     the caller's response pipe attached; it forks one child per request."""
     code = 0
     try:
+        # stdin, stdout and stderr go to /dev/null with the rest: the reader's own logging
+        # (protobuf's "Can't parse message ... missing required fields", absl's preamble) would add
+        # lines to the user's one-line error, and the caller words everything
+        _close_inherited(sock.fileno())
         _quiet()
         if prepare is not None:
             try:

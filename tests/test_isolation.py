@@ -419,9 +419,28 @@ def test_reports_read_inside_a_dask_worker_process():
     distributed = pytest.importorskip("distributed")
     pytest.importorskip("ncu_report")
     good = sorted(NCU, key=lambda p: p.stat().st_size)[:2]
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as c, distributed.Client(c) as client:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0") as c, distributed.Client(c) as client:
         got = client.gather(client.map(_load_in_worker, [str(p) for p in good], pure=False))
     want = [read_one(p)[0].kernels.height for p in good]
     assert [g[0] for g in got] == want
     assert len({g[1] for g in got}) == 1 and got[0][1] is not None and got[0][2] != os.getpid()
     assert _wait_gone(got[0][1]) and _wait_gone(got[0][2])
+
+
+def test_the_zygote_keeps_none_of_the_callers_files_open(tmp_path):
+    """A pipe the caller closes after the zygote was forked reaches its end of file at once (the
+    zygote outlives the fork: a copy of the write end there would keep the reader waiting)."""
+    import select
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    r, w = os.pipe()
+    try:
+        isolate.run_isolated(f, functools.partial(_echo, 1), lambda c: None, "t")  # forks the zygote now
+        os.close(w)
+        w = None
+        assert select.select([r], [], [], 10)[0] and os.read(r, 1) == b""
+    finally:
+        os.close(r)
+        if w is not None:
+            os.close(w)
