@@ -262,3 +262,20 @@ def test_every_command_summary_is_one_sentence_line():
 
     ragged = {name: c.help for name, c in walk(typer.main.get_command(app)) if "\n" in inspect.cleandoc(c.help or "").split("\n\n")[0]}
     assert not ragged, sorted(ragged)
+
+
+def test_names_an_ellipsis_made_identical_are_cut_where_they_differ():
+    from profaudit.cli.common import fit_cells, tell_apart
+
+    names = [f"sm80_xmma_fprop_implicit_gemm_f16f16_tilesize{t}_stage3_warpsize2x2x1_execute_kernel_trt" for t in ("128x128x32", "128x64x64", "256x64x32")]
+    names.append("vectorized_elementwise_kernel")
+    df = pl.DataFrame({"time_pct": [40.0, 30.0, 20.0, 10.0], "total_ns": [4000, 3000, 2000, 1000], "name": names})
+    cols, rows, hidden, _ = fit_cells(df, 50)
+    shown = [r[cols.index("name")] for r in rows]
+    assert len(set(shown[:3])) == 3, shown  # the plain middle cut gave all three the same text
+    assert all(len(s) == len(shown[0]) and s.startswith("sm80") and s.endswith("trt") for s in shown[:3]), shown
+    assert shown[3] == "vectorized_elementwise_kernel"  # short enough: whole
+    # each shows the stretch where it departs from its closest sibling
+    assert "128x128" in shown[0] and "128x64" in shown[1] and "256x64" in shown[2], shown
+    # names that a plain cut already tells apart keep that cut
+    assert tell_apart(["abcdefghij", "zyxwvutsrq"], ["ab…ij", "zy…rq"]) == ["ab…ij", "zy…rq"]

@@ -223,7 +223,45 @@ def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_o
             for r, v in zip(rows, full[c]):
                 r[j] = v
     shrink(_MIN_NAME)
+    for j, c in enumerate(cols):
+        cut = [r[j] for r in rows]
+        if cut != full[c]:
+            for r, v in zip(rows, tell_apart(full[c], cut)):
+                r[j] = v
     return cols, rows, hidden, empty
+
+
+def tell_apart(full: Sequence[str], cut: Sequence[str]) -> list[str]:
+    """Cells whose middle ellipsis made different names identical ("sm80_xmma_fpro…te_kernel_trt"
+    for five different kernels) cut again, at the same width, around where each name departs
+    from its closest sibling: "sm80_x…_128x128_ldg8…el_trt". Names that stay apart keep their cut."""
+    import os
+
+    groups: dict[str, set[str]] = {}
+    for f, c in zip(full, cut):
+        groups.setdefault(c, set()).add(f)
+    again: dict[str, str] = {}
+    for c, names in groups.items():
+        if len(names) < 2:
+            continue
+        for name in names:
+            depart = max(len(os.path.commonprefix([name, other])) for other in names if other != name)
+            again[name] = _window(name, len(c), depart)
+    return [again.get(f, c) for f, c in zip(full, cut)]
+
+
+def _window(text: str, width: int, at: int) -> str:
+    """`text` in `width` characters: its head, the stretch from just before `at`, and its tail."""
+    if len(text) <= width or width < 9:
+        return middle_ellipsis(text, width)
+    head = tail = max(2, width // 5)
+    mid = width - head - tail - 2
+    start = max(head, min(at - mid // 3, len(text) - tail - mid))
+    if start <= head:  # the stretch follows the head: one cut, after it
+        return text[: width - tail - 1] + "…" + text[-tail:]
+    if start + mid >= len(text) - tail:  # the stretch reaches the tail: one cut, before it
+        return text[:head] + "…" + text[-(width - head - 1):]
+    return text[:head] + "…" + text[start : start + mid] + "…" + text[-tail:]
 
 
 def constant_columns(df: pl.DataFrame, candidates: Sequence[str] = ("profile_id", "device_name", "source")) -> dict[str, Any]:
