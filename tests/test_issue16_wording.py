@@ -279,3 +279,17 @@ def test_names_an_ellipsis_made_identical_are_cut_where_they_differ():
     assert "128x128" in shown[0] and "128x64" in shown[1] and "256x64" in shown[2], shown
     # names that a plain cut already tells apart keep that cut
     assert tell_apart(["abcdefghij", "zyxwvutsrq"], ["ab…ij", "zy…rq"]) == ["ab…ij", "zy…rq"]
+
+
+def test_gaps_keeps_the_idle_share_on_a_narrow_terminal(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    ev = [{"ph": "X", "cat": "kernel", "name": f"kernel_{i}", "ts": 10 * i, "dur": 6, "pid": 0, "tid": 7, "args": {"device": 0, "stream": 7}} for i in range(5)]
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": ev, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}))
+    res = cli("gaps", trace)
+    head = res.out.splitlines()[1].split()
+    # 5 kernels of 6 µs every 10 µs: 46 µs span, 16 µs idle
+    assert {"idle_pct", "idle_ns"} <= set(head) and "first_start_ns" not in head, res.out
+    assert "34.8%" in res.out and "16,000" in res.out
+    res = cli("gaps", trace, "--list")
+    assert res.out.startswith("idle gaps (4 gaps)"), res.out

@@ -88,13 +88,20 @@ def register(app: typer.Typer) -> None:
             print("profaudit: no kernel has a start time (ncu replays kernels one by one): gaps needs a timeline "
                   "such as nsys, a Kineto trace or an XLA profile", file=sys.stderr)
         tr = ps.transfers if transfers else None
+        drop: tuple[str, ...] = ()
         if list_gaps:
             table = idle_gaps(ps.kernels, per.value, transfers=tr, min_gap_ns=min_gap_ns)
-            title = f"idle gaps ({table.height})"
+            title = f"idle gaps ({plural(table.height, 'gap')})"
         else:
             table = idle_summary(ps.kernels, per.value, transfers=tr, min_gap_ns=min_gap_ns)
             title = f"GPU idle time per {per.value}"
-        emit_frame(table, fmt, output, title=title, limit=limit)
+            drop = GAPS_DROP_ORDER
+        emit_frame(table, fmt, output, title=title, limit=limit, drop_order=drop)
+
+
+# what a narrow terminal gives up first (last listed goes first): the answer (idle share and time)
+# stays; where the span starts and ends, in the trace's own time base, goes first
+GAPS_DROP_ORDER = ("profile_id", "idle_pct", "idle_ns", "span_ns", "busy_ns", "max_gap_ns", "gap_count", "kernels", "last_end_ns", "first_start_ns")
 
 
 def _note_empty(ps, what: str) -> None:
