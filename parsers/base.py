@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 import os
 import re
 import zlib
@@ -101,6 +102,17 @@ def probe(path: Path) -> Probe:
         except zlib.error:
             head = b""
     return Probe(path, False, compound_suffix(path), raw, head, gz)
+
+
+def finite_number(v: Any) -> float | None:
+    """`v`, a number or numeric text ("12.5", "1e-3"), as a finite float; None for anything else
+    (None, other text, NaN, infinities, an integer beyond float range): for vendor fields that are
+    numbers in one tool version and text in another."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) else None
 
 
 def csv_cells(line: str, delimiter: str = ",") -> list[str] | None:

@@ -8,11 +8,12 @@ archived `neuron-profile` user guides. Units that bite: Summary `total_time` and
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 import polars as pl
+
+from profaudit.parsers.base import finite_number
 
 # Engine labels across tool generations -> one category per NeuronCore engine.
 _ENGINE_ALIASES = {
@@ -98,12 +99,7 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     def num(k):
-        v = summary.get(k)
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            return None
-        return f if math.isfinite(f) else None
+        return finite_number(summary.get(k))
 
     tt = num("total_time")
     if tt is not None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, finite_number, load_json, new_profile, open_maybe_gzip
 from profaudit import samples
 from profaudit.samples import canonical_params, parse_scalar
 
@@ -80,14 +79,6 @@ def _axis_value(item: dict) -> Any:
     if t == "float64":
         return float(v)
     return v
-
-
-def _float_or_none(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 class _Rows:
@@ -171,15 +162,15 @@ def read_json(path: Path, parser, options: ReadOptions):
                     params[s.get("name") or tag.split("/", 2)[2]] = _summary_value(s)
             pj = canonical_params(params)
             counts = {kind: _summary_value(summ[tag]) for tag, kind in _COUNT_TAGS.items() if tag in summ}
-            clock = _float_or_none(_summary_value(summ["nv/cold/sm_clock_rate/mean"])) if "nv/cold/sm_clock_rate/mean" in summ else None
+            clock = finite_number(_summary_value(summ["nv/cold/sm_clock_rate/mean"])) if "nv/cold/sm_clock_rate/mean" in summ else None
             have: dict[tuple[str, str], float] = {}
             for tag, (meas, stat) in _TIME_TAGS.items():
                 if tag in summ:
-                    v = _float_or_none(_summary_value(summ[tag]))
+                    v = finite_number(_summary_value(summ[tag]))
                     if v is not None:
                         have[(meas, stat)] = v
             for tag, meas in _REL_NOISE_TAGS.items():
-                rel = _float_or_none(_summary_value(summ[tag])) if tag in summ else None
+                rel = finite_number(_summary_value(summ[tag])) if tag in summ else None
                 if (meas, "stdev") not in have and rel is not None and (meas, "mean") in have:
                     have[(meas, "stdev")] = rel * have[(meas, "mean")]
                     derived_stdev = True
@@ -385,7 +376,7 @@ def read_csv(path: Path, parser, options: ReadOptions):
         if kind == "count":
             v = parse_scalar(cell)
             return v if isinstance(v, int) else None
-        return _float_or_none(cell)
+        return finite_number(cell)
 
     # nvbench's CSV printer writes every cell of every row and ends each line with a newline: a
     # short row or a missing last newline is a cut file whose last number may itself be cut
@@ -415,10 +406,10 @@ def _md_cell(kind: str, cell: str):
         m = _DUR.match(cell)
         if not m:
             return None
-        v = _float_or_none(m.group(1))
+        v = finite_number(m.group(1))
         return None if v is None else v * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
     if kind == "ratio":
-        v = _float_or_none(cell.rstrip("%"))
+        v = finite_number(cell.rstrip("%"))
         return None if v is None else v / 100.0
     if kind == "count":
         v = parse_scalar(cell.rstrip("x"))
