@@ -16,10 +16,13 @@ process-wide set-up (`prepare`; for ncu_report, loading its 37 MB metrics librar
 that a fresh process otherwise pays inside its first report) without reading any report, then
 forks one child per read. A child therefore starts with the library loaded and no report's state,
 and dies after its one report. The zygote is single-threaded whatever the caller is (the dashboard's
-threads, a Dask worker's), reaps its children and reports how each ended (signal, CPU seconds). It
-ends when the caller closes its socket (atexit) or dies (end of file on the socket), and its child
-dies with it (PR_SET_PDEATHSIG); a zygote found dead is replaced and the read retried once. Reads
-are serialised (one lock), so threads of a dashboard share the reader safely.
+threads, a Dask worker's), keeps none of the caller's file descriptors, reaps its children and
+reports how each ended (signal, CPU seconds). It ends when the caller closes its socket (atexit) or
+dies (end of file on the socket), and its child dies with it (PR_SET_PDEATHSIG); a zygote found dead
+is replaced and the read retried once; a process forked from the caller starts its own. Reads
+are serialised (one lock), so threads of a dashboard share the reader safely. The zygote is a copy
+of the caller: a program that has itself read a report through ncu_report before its first isolated
+read hands that report's state on (profaudit never reads one in its own process).
 
 The children must not touch polars: a forked process inherits polars' thread pool without its
 threads, so work functions build plain Python lists and the caller builds the frames (chunks
@@ -235,8 +238,9 @@ def _await_child(sock: socket.socket, pid: int) -> tuple[int, float] | None:
 
 
 def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> None:
-    """The zygote's loop; never returns. A request is ("read", pickled work) with the write end of
-    the caller's response pipe attached; it forks one child per request."""
+    """The zygote's loop; never returns. A request is ("read", pickled work, the caller's current
+    folder) with the write end of the caller's response pipe attached; it forks one child per
+    request, tells the caller its pid, and how it ended once reaped."""
     code = 0
     try:
         # stdin, stdout and stderr go to /dev/null with the rest: the reader's own logging
