@@ -129,6 +129,8 @@ class AsvResultsParser:
             if len(combos) != len(values):
                 raise InputError(path, f"benchmark {name!r}: {len(values)} result(s) for {len(combos)} parameter combination(s)")
             names = bdef.get("param_names") or [f"param{i + 1}" for i in range(len(axes))]
+            if not isinstance(names, list):
+                raise InputError(path.parent.parent / "benchmarks.json", f"benchmark {name!r}: param_names: expected a list, found {jsonshape.kind(names)}")
             started = jsonshape.finite(r.get("started_at"))
             per = {c: (r.get(c) if isinstance(r.get(c), list) else [None] * len(values)) for c in ("stats_number", "stats_repeat", "samples", *(s for s, _ in _STAT_COLUMNS))}
             for j, combo in enumerate(combos):

@@ -8,7 +8,9 @@ stderr (profaudit.cli.common.report_loaded). Nothing incomplete is presented as 
 Line-based text formats: every tool that writes them ends the last line with a newline (every
 corpus file does). A file whose last line has none was cut inside that line -- its last row may
 hold a shortened number -- unless the text ends a JSON document (a JSON writer need not add a
-newline, and a cut JSON document does not parse). gzip files carry their own length and CRC.
+newline, and a cut JSON document does not parse). JSON Lines are not one document: a last line
+that is a whole record after other records, with no newline, was cut right after that record.
+gzip files carry their own length and CRC.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 LINE_FORMATS = frozenset({
     "ncu-csv", "nvbench", "profaudit-timing", "google-benchmark", "nvprof-csv", "nsys-stats-csv", "timing-table",
 })
-_TAIL = 64
+# enough of the end of a file to hold its last line (a JSON Lines record is a few hundred bytes)
+_TAIL = 1 << 16
 # the reason given for a file cut inside its last line
 CUT_LAST_LINE = "the last line has no line end: the file was probably cut short (its last row may be partial)"
 
@@ -48,7 +51,13 @@ def unterminated_last_line(path: Path) -> bool:
         return False
     if tail.endswith((b"\n", b"\r")):
         return False
-    return not tail.rstrip().endswith((b"}", b"]"))
+    end = tail.rstrip()
+    if not end.endswith((b"}", b"]")):
+        return True
+    # a JSON document may end without a newline; JSON Lines (a whole {...} record as the last line,
+    # after a line that also ends a record) may not: every writer ends each record with one
+    before, nl, last = end.rpartition(b"\n")
+    return bool(nl) and last.lstrip().startswith(b"{") and last.endswith(b"}") and before.rstrip().endswith(b"}")
 
 
 def check_read(path: Path, parser, profiles: list) -> None:

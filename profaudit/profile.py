@@ -24,6 +24,24 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+# Free-form metadata (a benchmark's context, machine_info) is kept whole in extra_json; a value
+# nested deeper than this cannot be written there (json and _jsonable recurse), so it is refused
+# when the profile is made, inside the read, instead of failing ps.metadata later.
+_MAX_METADATA_DEPTH = 100
+
+
+def _check_nesting(metadata: Mapping, where) -> None:
+    stack = [(v, 1) for v in metadata.values()]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (Mapping, list, tuple, set)):
+            if depth >= _MAX_METADATA_DEPTH:
+                from profaudit.errors import InputError
+
+                raise InputError(where, f"its metadata holds a value nested more than {_MAX_METADATA_DEPTH} deep")
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, Mapping) else v))
+
+
 def _fits(value: Any) -> bool:
     """Whether a metadata value can sit in its declared column: containers never can, nor
     integers beyond Int64, whatever the column (polars builds no column of any type from one:
@@ -60,6 +78,7 @@ class Profile:
             raise ValueError(f"unknown tables {sorted(unknown)}")
         self.metadata.setdefault("kernel_count", self.tables["kernels"].height)
         self.metadata.setdefault("sample_count", self.tables["samples"].height)
+        _check_nesting(self.metadata, self.metadata.get("path") or self.profile_id)
 
     def __repr__(self) -> str:
         # one line (the dataclass repr printed every table: 55 kB for one trace)

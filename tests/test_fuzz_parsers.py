@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from profaudit.parsers import REGISTRY
 from tests.fuzz.harness import discover_seeds, verdict, write_mutant
 
-EXAMPLES = 6
+EXAMPLES = 40
 # small seeds keep this file to seconds per format; the long run takes the big ones
 SEED_BYTES = 400_000
 SEEDS_PER_FORMAT = 2

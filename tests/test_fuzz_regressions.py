@@ -676,3 +676,45 @@ def test_asv_machine_name_an_integer_beyond_64_bits(tmp_path):
     results["params"]["machine"] = 2**64
     md = profaudit.load(_tree(tmp_path, results=results)).metadata
     assert md["host"].to_list() == [None] and json.loads(md["extra_json"][0])["host"] == 2**64
+
+
+def test_metadata_nested_too_deep_is_refused_inside_the_read(tmp_path):
+    # found under hypothesis, which runs with a higher recursion limit: the JSON parsed, and
+    # ps.metadata then failed with a RecursionError writing the nested context into extra_json
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20000)
+    try:
+        f = tmp_path / "bench.json"
+        f.write_text(json.dumps({**_gbench(), "context": {"num_cpus": 8, "mhz_per_cpu": "X"}}).replace('"X"', "[" * 1500 + "0" + "]" * 1500))
+        _refused(f, "its metadata holds a value nested more than 100 deep")
+        f.write_text(json.dumps({**_gbench(), "context": {"num_cpus": 8, "mhz_per_cpu": "X"}}).replace('"X"', "[" * 90 + "0" + "]" * 90))
+        assert profaudit.load(f).metadata.height == 1  # deep, but within what extra_json can hold
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_json_lines_cut_right_after_a_record_loads_as_incomplete(tmp_path):
+    # cut exactly after a record's closing brace: the last line parses, and the "a JSON document
+    # may end without a newline" exception had let the file load as whole (55 of 324 samples)
+    src = Path(__file__).parents[1] / "sample_reports/claims/logs/softmax/naive/cols-1024_dtype-float32_rows-1024.run1.jsonl"
+    lines = src.read_bytes().split(b"\n")
+    f = tmp_path / src.name
+    f.write_bytes(b"\n".join(lines[:57]))  # the header and 56 records, no newline after the last
+    p = next(iter(profaudit.load(f)))
+    assert p.metadata["complete"] is False and p.samples.height == 56
+    f.write_bytes(b"\n".join(lines[:57]) + b"\n")  # the same records ending in a newline: whole as far as can be told
+    assert "complete" not in next(iter(profaudit.load(f))).metadata
+    # a JSON document (one line, or pretty-printed) may end without a newline
+    g = tmp_path / "bench.json"
+    g.write_text(json.dumps(_gbench(), indent=1))
+    assert "complete" not in next(iter(profaudit.load(g))).metadata
+
+
+def test_asv_param_names_not_a_list(tmp_path):
+    from tests.test_asv import BENCHMARKS, _tree
+
+    bench = json.loads(json.dumps(BENCHMARKS))
+    name = next(n for n, b in bench.items() if b.get("param_names"))
+    bench[name]["param_names"] = -(2**63) - 1
+    p = _tree(tmp_path, benchmarks=bench)
+    _refused(p, f"benchmark {name!r}: param_names: expected a list, found the number")
