@@ -92,7 +92,7 @@ def probe(path: Path) -> Probe:
         with open(path, "rb") as f:
             raw = f.read(HEAD_BYTES)
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     head, gz = raw, False
     if raw[:2] == GZIP_MAGIC:
         gz = True

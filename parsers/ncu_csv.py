@@ -310,7 +310,7 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
         with open_maybe_gzip(path) as f:
             data = f.read()
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     text = _decode(data)
     if not text.strip():
         raise InputError(path, "empty file")

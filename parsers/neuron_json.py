@@ -196,7 +196,7 @@ class NeuronJsonParser:
             raw = path.read_bytes()
             doc = orjson.loads(raw)
         except OSError as exc:
-            raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+            raise InputError.unreadable(path, exc) from None
         except orjson.JSONDecodeError as exc:
             raise InputError(path, f"not valid JSON (truncated?): {exc}") from None
         kind = _kind(raw[:HEAD_BYTES])

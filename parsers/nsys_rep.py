@@ -110,7 +110,7 @@ def check_report_file(path: Path) -> None:
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     if head.startswith(REP_MAGIC):
         return
     if not head:

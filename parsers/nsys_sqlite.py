@@ -116,7 +116,7 @@ def check_sqlite_file(path: Path) -> None:
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     if not head.startswith(SQLITE_MAGIC):
         raise InputError(path, _describe_non_sqlite(head))
     if len(head) < 100:

@@ -467,7 +467,7 @@ def read_stats_csv(path: Path, parser) -> Any:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

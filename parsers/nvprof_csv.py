@@ -533,7 +533,7 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     if not raw.strip():
         raise InputError(path, "empty file: no nvprof output")
     try:

@@ -152,7 +152,7 @@ def read_xspace(path: Path) -> XSpace:
     try:
         buf = path.read_bytes()
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     if not buf:
         raise InputError(path, "empty file")
     if buf[:2] == b"\x1f\x8b":

@@ -22,6 +22,11 @@ class InputError(ProfauditError):
     def __str__(self) -> str:
         return f"{self.path}: {self.problem}" if self.path else self.problem
 
+    @classmethod
+    def unreadable(cls, path: str | os.PathLike | None, exc: OSError) -> "InputError":
+        """The one line for a file the OS will not read: 'cannot read: Permission denied'."""
+        return cls(path, f"cannot read: {exc.strerror or exc}")
+
 
 class MissingExtraError(ProfauditError):
     """An optional dependency is needed for this feature."""
