@@ -293,3 +293,19 @@ def test_gaps_keeps_the_idle_share_on_a_narrow_terminal(cli, tmp_path, monkeypat
     assert "34.8%" in res.out and "16,000" in res.out
     res = cli("gaps", trace, "--list")
     assert res.out.startswith("idle gaps (4 gaps)"), res.out
+
+
+def test_an_ambiguous_side_is_told_how_to_choose_in_its_own_words(cli, tmp_path):
+    from conftest import assert_one_line_error
+
+    wide = tmp_path / "wide.csv"
+    wide.write_text("N,Torch (ms),Triton (ms)\n" + "".join(f"1024,{0.1 + i * 1e-4:.5f},{0.05 + i * 1e-4:.5f}\n" for i in range(20)))
+    assert_one_line_error(cli("audit", "-b", wide, "-c", wide, "--time-column", "Torch (ms),Triton (ms)"),
+                          "baseline: wide.csv holds 2 variants (Torch (ms); Triton (ms)); choose one with --baseline-variant (e.g. --baseline-variant 'Torch (ms)')")
+    sweep = tmp_path / "sweep.csv"
+    sweep.write_text("benchmark,Axis Size,duration_ns\n" + "".join(f"copy,{n},{n * 10 + i}\n" for n in (64, 128) for i in range(20)))
+    assert_one_line_error(cli("audit", "-b", sweep, "-c", sweep),
+                          "holds 2 parameter sets (Axis Size=64; Axis Size=128); choose one with --params (e.g. --params 'Axis Size=64')")
+    claim = tmp_path / "c.yaml"
+    claim.write_text(f"baseline: {{timings: {sweep.name}}}\ncandidate: {{timings: {sweep.name}, params: {{Axis Size: 64}}}}\n")
+    assert_one_line_error(cli("audit", claim), "choose one with baseline.params")

@@ -396,12 +396,42 @@ def _select(samples: pl.DataFrame, side: Mapping[str, Any], where: str, claim_pa
         df = preferred(df)
     groups = df.select("benchmark", "variant", "params").unique(maintain_order=True)
     if groups.height > 1:
-        names = [" / ".join(str(v) for v in row if v is not None) or "(unnamed)" for row in groups.iter_rows()]
-        raise InputError(
-            claim_path,
-            f"{where}: {shown} holds {groups.height} benchmarks ({'; '.join(names[:6])}{'; ...' if len(names) > 6 else ''}); choose one with {where}.benchmark, .variant or .params",
-        )
+        raise InputError(claim_path, f"{where}: {shown} holds {_choices(groups, where, claim_path is None)}")
     return df
+
+
+def _params_text(params: Any) -> str:
+    """Canonical params JSON as `--params` takes it: 'Axis Size=2, Num Elements=8'."""
+    try:
+        d = json.loads(params) if params else {}
+    except ValueError:
+        return str(params)
+    return ", ".join(f"{k}={v}" for k, v in d.items()) if isinstance(d, dict) else str(params)
+
+
+def _choices(groups: pl.DataFrame, where: str, from_cli: bool) -> str:
+    """What a side could mean, and how to say which: named in the words of the claim file's keys,
+    or of the command line's options when the side came from `-b`/`-c` (`where` is the role)."""
+    varying = [c for c in ("benchmark", "variant", "params") if groups[c].n_unique() > 1]
+    what = {("params",): "parameter sets", ("variant",): "variants"}.get(tuple(varying), "benchmarks")
+    names = []
+    for row in groups.iter_rows(named=True):
+        parts = [str(row[c]) for c in ("benchmark", "variant") if row[c] is not None and c in varying]
+        if "params" in varying and row["params"]:
+            parts.append(_params_text(row["params"]))
+        names.append(" / ".join(parts) or "(unnamed)")
+    listed = "; ".join(names[:6]) + ("; ..." if len(names) > 6 else "")
+    first = groups.row(0, named=True)
+    if from_cli:
+        opts = {"benchmark": f"--{where}-benchmark", "variant": f"--{where}-variant", "params": "--params"}
+        how = " and ".join(opts[c] for c in varying)
+        # the first one, written as the options take it (one parameter shown: --params repeats)
+        vals = {c: (_params_text(first[c]).split(", ")[0] if c == "params" else first[c]) for c in varying}
+        example = " ".join(f"{opts[c]} '{vals[c]}'" for c in varying if vals[c])
+    else:
+        how = " and ".join(f"{where}.{c}" for c in varying)
+        example = ""
+    return f"{groups.height} {what} ({listed}); choose one with {how or where + '.benchmark, .variant or .params'}" + (f" (e.g. {example})" if example else "")
 
 
 def load_side(spec: Any, role: str, base: Path, claim_path: Path | None, *, device: str | None = None) -> Side:
