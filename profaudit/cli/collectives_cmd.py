@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame
+from profaudit.cli.common import FORMAT_OPTION, LIMIT_OPTION, OUTPUT_OPTION, Format, emit_frame
 from profaudit.cli.ranks_cmd import AGAINST_OPTION, ALIGN_OPTION, STEP_OPTION, Align, load_run_with_progress
 
 
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         step_pattern: Optional[str] = STEP_OPTION,
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
-        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
+        limit: int = LIMIT_OPTION,
         against: Optional[List[str]] = AGAINST_OPTION,
     ) -> None:
         """Collectives with message size, algorithm/protocol, duration, algbw and busbw (nccl-tests definitions)."""

@@ -28,6 +28,7 @@ class Format(str, Enum):
 
 FORMAT_OPTION = typer.Option(Format.table, "--format", "-f", help="Output format: table, csv, json (parquet needs --output).")
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of standard output.")
+LIMIT_OPTION = typer.Option(200, "--limit", "-n", min=0, help="Rows shown per table in table format (0 = all).")
 PLOTLYJS_OPTION = typer.Option("embed", "--plotlyjs", help="HTML output: embed plotly.js (offline, ~4.8 MB), cdn (a <script> from cdn.plot.ly), or directory (plotly.min.js written beside the HTML file, shared by the HTML files in that folder).")
 NSYS_OPTION = typer.Option(None, "--nsys", help="nsys executable used to export .nsys-rep/.qdrep reports (default: $PROFAUDIT_NSYS, then PATH).")
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, select_columns
+from profaudit.cli.common import FORMAT_OPTION, LIMIT_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, select_columns
 from profaudit.cli.timing_opts import TIME_COLUMN_OPTION, TIME_UNIT_OPTION
 
 DEFAULT_COLUMNS = ["profile_id", "kernel_id", "short_name", "duration_ns", "grid_size", "block_size", "registers_per_thread", "dram_bytes", "flops_total", "sm_clock_hz", "device_name"]
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
         name: Optional[str] = typer.Option(None, "--name", help="Keep rows whose name matches this regular expression (kernels, ranges, transfers; samples: the benchmark; metrics: the kernel's name)."),
         sort: Optional[str] = typer.Option(None, "--sort", help="Sort by this column, descending."),
-        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
+        limit: int = LIMIT_OPTION,
         device: Optional[str] = typer.Option(None, "--device", help="Device name where the input does not say."),
         time_column: Optional[str] = TIME_COLUMN_OPTION,
         time_unit: Optional[str] = TIME_UNIT_OPTION,

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, Format, emit_frame, progress_bar, report_loaded
+from profaudit.cli.common import FORMAT_OPTION, LIMIT_OPTION, OUTPUT_OPTION, Format, emit_frame, progress_bar, report_loaded
 
 
 class Align(str, Enum):
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
         step_basis: Basis = BASIS_OPTION,
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
-        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown per table in table format (0 = all)."),
+        limit: int = LIMIT_OPTION,
         against: Optional[List[str]] = AGAINST_OPTION,
     ) -> None:
         """Per rank: rank, host, clock offset and its error, compute / communication / idle, overlap, and who the others waited for."""

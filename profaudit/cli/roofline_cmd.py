@@ -8,7 +8,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, OUTPUT_OPTION, PLOTLYJS_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
+from profaudit.cli.common import FORMAT_OPTION, LIMIT_OPTION, OUTPUT_OPTION, PLOTLYJS_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
 from profaudit.fmt import plural
 
 TABLE_COLUMNS = [
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
         columns: Optional[str] = typer.Option(None, "--columns", "-c", help="Comma-separated columns ('all' for every column)."),
-        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
+        limit: int = LIMIT_OPTION,
     ) -> None:
         """Roofline per kernel: arithmetic intensity per memory level, attainable FLOP/s, % of roof, binding ceiling.
 

@@ -11,7 +11,7 @@ from typing import List, Optional
 import polars as pl
 import typer
 
-from profaudit.cli.common import FORMAT_OPTION, NSYS_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
+from profaudit.cli.common import FORMAT_OPTION, LIMIT_OPTION, NSYS_OPTION, OUTPUT_OPTION, Format, emit_frame, load_with_progress, stderr_console
 from profaudit.fmt import plural
 
 
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         by: By = typer.Option(By.name, "--by", help="Group by the demangled name, the short (base) name, the mangled name, or the enclosing NVTX range and name."),
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
-        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
+        limit: int = LIMIT_OPTION,
         nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
         """Per-kernel time summary (total, instances, avg, median, min, max, stddev, % of kernel time)."""
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         transfers: bool = typer.Option(False, "--transfers", help="Count memcpy/memset time as busy too."),
         fmt: Format = FORMAT_OPTION,
         output: Optional[Path] = OUTPUT_OPTION,
-        limit: int = typer.Option(200, "--limit", "-n", min=0, help="Rows shown in table format (0 = all)."),
+        limit: int = LIMIT_OPTION,
         nsys: Optional[str] = NSYS_OPTION,
     ) -> None:
         """GPU idle time between kernels: per-device span, busy time, idle time and gaps."""
