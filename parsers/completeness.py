@@ -49,8 +49,12 @@ def unterminated_last_line(path: Path) -> bool:
             tail = fh.read()
     except OSError:
         return False
-    if tail.endswith((b"\n", b"\r")):
+    if tail.endswith(b"\n"):
         return False
+    if tail.endswith(b"\r"):
+        # a file whose lines end in \r\n, ending in a lone \r, was cut between the two (the rows
+        # after it are gone); a lone \r ends lines only in old Mac text
+        return b"\r\n" in tail
     end = tail.rstrip()
     if not end.endswith((b"}", b"]")):
         return True

@@ -718,3 +718,24 @@ def test_asv_param_names_not_a_list(tmp_path):
     bench[name]["param_names"] = -(2**63) - 1
     p = _tree(tmp_path, benchmarks=bench)
     _refused(p, f"benchmark {name!r}: param_names: expected a list, found the number")
+
+
+def test_crlf_text_cut_between_cr_and_lf_loads_as_incomplete(tmp_path):
+    # csv.writer ends rows in \r\n; a cut after a row's \r kept a whole-looking last row, and the
+    # rows after it were lost without a word
+    from tests.test_rocprofv3_csv import make_output
+
+    src = next(make_output(tmp_path / "run").glob("*_kernel_trace.csv"))
+    data = src.read_bytes()
+    first_row_end = data.index(b"\r\n", data.index(b"\r\n") + 2)
+    f = tmp_path / src.name
+    f.write_bytes(data[: first_row_end + 1])  # header, first row and its \r
+    p = next(iter(profaudit.load(f)))
+    assert p.metadata["complete"] is False and p.kernels.height == 1
+    f.write_bytes(data[: first_row_end + 2])  # ... and its \n: a shorter but whole-looking file
+    assert "complete" not in next(iter(profaudit.load(f))).metadata
+    from profaudit.parsers.completeness import unterminated_last_line
+
+    g = tmp_path / "mac.txt"
+    g.write_bytes(b"name,time_ms\rk1,1.5\rk2,2.25\r")  # lone \r line ends throughout: whole
+    assert not unterminated_last_line(g)
