@@ -125,9 +125,11 @@ class AsvResultsParser:
             axes = r.get("params") or []
             if not isinstance(axes, list) or not all(isinstance(a, list) for a in axes):
                 raise InputError(path, f"benchmark {name!r}: 'params' is not a list of value lists")
+            # counted before the combinations are made: a damaged file with 200 axes asks for 2**200
+            n_combos = math.prod(len(a) for a in axes)
+            if n_combos != len(values):
+                raise InputError(path, f"benchmark {name!r}: {len(values)} result(s) for {n_combos} parameter combination(s)")
             combos = list(itertools.product(*axes)) if axes else [()]
-            if len(combos) != len(values):
-                raise InputError(path, f"benchmark {name!r}: {len(values)} result(s) for {len(combos)} parameter combination(s)")
             names = bdef.get("param_names") or [f"param{i + 1}" for i in range(len(axes))]
             if not isinstance(names, list):
                 raise InputError(path.parent.parent / "benchmarks.json", f"benchmark {name!r}: param_names: expected a list, found {jsonshape.kind(names)}")

@@ -739,3 +739,15 @@ def test_crlf_text_cut_between_cr_and_lf_loads_as_incomplete(tmp_path):
     g = tmp_path / "mac.txt"
     g.write_bytes(b"name,time_ms\rk1,1.5\rk2,2.25\r")  # lone \r line ends throughout: whole
     assert not unterminated_last_line(g)
+
+
+def test_asv_params_repeated_are_refused_before_expanding(tmp_path):
+    # 'params' repeated 100 times asked itertools.product for 2**200 combinations (3.5 GB, then
+    # out of memory) before the count was compared with the results
+    from tests.test_asv import RESULTS, _tree
+
+    results = json.loads(json.dumps(RESULTS))
+    row = results["results"]["bench.Sort.time_sort"]
+    axes = row[results["result_columns"].index("params")]
+    row[results["result_columns"].index("params")] = axes * 100
+    _refused(_tree(tmp_path, results=results), f"4 result(s) for {2**200} parameter combination(s)")
