@@ -309,3 +309,11 @@ def test_an_ambiguous_side_is_told_how_to_choose_in_its_own_words(cli, tmp_path)
     claim = tmp_path / "c.yaml"
     claim.write_text(f"baseline: {{timings: {sweep.name}}}\ncandidate: {{timings: {sweep.name}, params: {{Axis Size: 64}}}}\n")
     assert_one_line_error(cli("audit", claim), "choose one with baseline.params")
+
+
+def test_rule_explanations_print_flush_left(cli):
+    res = cli("rules", "PA201")
+    body = res.out.split("\n\n", 1)[1]
+    assert body.startswith("The sides ran on different devices"), body[:80]
+    assert not [l for l in body.splitlines() if l.startswith(" ")], body  # no docstring indentation left
+    assert "What it detects:" in body and "one run of one file" in body

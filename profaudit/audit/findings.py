@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-import textwrap
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
@@ -136,12 +136,14 @@ class Rule:
     # ------------------------------------------------------------------ documentation
     @classmethod
     def summary(cls) -> str:
-        doc = textwrap.dedent(cls.__doc__ or "").strip()
+        doc = cls.explanation()
         return doc.splitlines()[0].strip() if doc else ""
 
     @classmethod
     def explanation(cls) -> str:
-        return textwrap.dedent(cls.__doc__ or "").strip()
+        # cleandoc, not dedent: a docstring's first line has no indentation, so dedent removed
+        # none from the rest and `profaudit rules CODE` printed every later line indented
+        return inspect.cleandoc(cls.__doc__ or "")
 
     @classmethod
     def family(cls) -> str:
