@@ -352,7 +352,11 @@ def _stop_worker() -> None:
 def _forget_inherited() -> None:
     """In a process forked from the caller (a process pool's worker, the zygote itself): the
     caller's zygotes are not ours; close our copies of their sockets so that they still end when
-    the caller does, and start our own if we read."""
+    the caller does, and start our own if we read. The locks are new too: another thread of the
+    caller may have held one at the fork, and no thread is left here to release it."""
+    global _lock, _stderr_lock
+    _lock = threading.Lock()
+    _stderr_lock = threading.Lock()
     for z in _zygotes.values():
         with contextlib.suppress(OSError):
             z.sock.close()

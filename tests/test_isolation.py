@@ -444,3 +444,39 @@ def test_the_zygote_keeps_none_of_the_callers_files_open(tmp_path):
         os.close(r)
         if w is not None:
             os.close(w)
+
+
+def _read_while_forked(path, conn):
+    conn.send(isolate.run_isolated(Path(path), functools.partial(_echo, 5), lambda c: None, "t")["value"])
+
+
+def _sleep_briefly(marker, send):
+    open(marker, "w").close()
+    time.sleep(3)
+    return "slept"
+
+
+def test_a_process_forked_during_a_read_can_read(tmp_path):
+    """Another thread forks (a process pool) while a read holds the lock: the forked process gets
+    a lock of its own, not a copy that no thread will ever release."""
+    import multiprocessing as mp
+    import threading
+
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"x")
+    marker = tmp_path / "reading"
+    t = threading.Thread(target=isolate.run_isolated, args=(f, functools.partial(_sleep_briefly, str(marker)), lambda c: None, "t"))
+    t.start()
+    end = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < end:  # the child runs: the thread holds the lock
+        time.sleep(0.01)
+    ctx = mp.get_context("fork")
+    mine, theirs = ctx.Pipe()
+    proc = ctx.Process(target=_read_while_forked, args=(str(f), theirs))
+    proc.start()
+    try:
+        assert mine.poll(60) and mine.recv() == 5
+    finally:
+        proc.kill()
+        proc.join()
+        t.join()
