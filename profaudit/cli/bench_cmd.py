@@ -14,6 +14,7 @@ from typing import List, Optional
 
 import typer
 
+from profaudit.cli.compare_cmd import JUNIT_OPTION, MAX_SLOWDOWN_OPTION, SUMMARY_OPTION
 from profaudit.fmt import MISSING, fmt_ns, fmt_p, fmt_speedup, fmt_x, plural
 
 _CACHE_CHOICES = ("cold", "hot", "rotate")
@@ -224,9 +225,9 @@ def compare_cmd(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where to write the claim files and audits (default: SOURCE/claims)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Gate CI on the measured speedups instead of the audit verdicts: regression, any-significant or none (see profaudit compare --help)."),
-    max_slowdown: str = typer.Option("0%", "--max-slowdown", help="With --fail-on: allowed slowdown per case and on the geomean, e.g. 5% or 1.05x (only significant differences count)."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write a JUnit XML report (one test case per benchmark case)."),
-    summary: Optional[Path] = typer.Option(None, "--summary", help="Write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)."),
+    max_slowdown: str = MAX_SLOWDOWN_OPTION,
+    junit: Optional[Path] = JUNIT_OPTION,
+    summary: Optional[Path] = SUMMARY_OPTION,
     sarif: Optional[Path] = typer.Option(None, "--sarif", help="Write every case's audit findings as SARIF 2.1.0 (located at its claim file)."),
 ) -> int:
     """Write a claim file per case (baseline vs candidate) and audit it with the fairness rules.

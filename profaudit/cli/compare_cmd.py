@@ -20,7 +20,7 @@ FORMATS = ("table", "markdown", "html", "json")
 
 # Shared with `profaudit bench compare`: the same gating options and report files.
 FAIL_ON_OPTION = typer.Option("none", "--fail-on", help="Gate CI: regression (significantly slower beyond --max-slowdown), any-significant (either way), none (report only, exit 0).")
-MAX_SLOWDOWN_OPTION = typer.Option("0%", "--max-slowdown", help="Allowed slowdown per case and on the matched geomean, e.g. 5% or 1.05x (only significant differences count).")
+MAX_SLOWDOWN_OPTION = typer.Option("0%", "--max-slowdown", help="With --fail-on: allowed slowdown per case and on the matched geomean, e.g. 5% or 1.05x (only significant differences count).")
 JUNIT_OPTION = typer.Option(None, "--junit", help="Write a JUnit XML report (one test case per benchmark case) to this file.")
 SUMMARY_OPTION = typer.Option(None, "--summary", help="Write the Markdown summary to this file (it is also appended to $GITHUB_STEP_SUMMARY when set).")
 
