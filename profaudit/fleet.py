@@ -6,10 +6,12 @@ its first attempt wrote); only the manifest entries travel back. The client writ
 manifest last, which is what makes the batch part of the dataset. Any
 `concurrent.futures.Executor` works: a process pool, or a Dask cluster's `Client.get_executor()`.
 
-Cost model (what benchmarks/bench_dataset_scale.py measures): a batch of N inputs on W workers
-takes about  c_client + ceil(N / chunk) / W * (c_task + chunk * c_file),  where c_file is parsing
-one input, c_task writing one chunk's parts (a Parquet file per non-empty table) and scheduling it,
-and c_client expanding the inputs plus writing the manifest.
+Cost model (what benchmarks/bench_dataset_scale.py measures): a batch of N inputs in `tasks`
+chunks on W workers takes about  c_client + (tasks * c_task + N * c_file) / W,  where c_file is
+parsing one input, c_task writing one chunk's parts (a Parquet file per non-empty table) and
+scheduling it, and c_client expanding the inputs plus writing the manifest (the part no worker
+shares). The tasks' work divides by W because the chunks shrink towards the end of the plan
+(`plan_chunks`): the workers run out of work within a few inputs of each other.
 """
 
 from __future__ import annotations
