@@ -37,7 +37,7 @@ import polars as pl
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, finite_number, load_json, new_profile, open_maybe_gzip
 from profaudit import samples
-from profaudit.samples import canonical_params, parse_scalar
+from profaudit.samples import canonical_params, ns_per, parse_scalar
 
 _CSV_HEAD = "Benchmark,Device,Device Name"
 
@@ -407,7 +407,7 @@ def _md_cell(kind: str, cell: str):
         if not m:
             return None
         v = finite_number(m.group(1))
-        return None if v is None else v * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+        return None if v is None else v * ns_per(m.group(2)) * 1e-9
     if kind == "ratio":
         v = finite_number(cell.rstrip("%"))
         return None if v is None else v / 100.0

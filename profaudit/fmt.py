@@ -158,21 +158,23 @@ def fmt_p(v: Any) -> str:
 
 # units as tools and the schema spell them -> how to print a value in that unit
 _BYTE_UNITS = {"byte", "bytes", "b"}
-_TIME_UNITS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "µs": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
 
 
 def fmt_quantity(v: Any, unit: str | None = None, signed: bool = False) -> str:
     """A value in `unit` (a schema unit or a tool's unit string such as ncu's 'byte/s', 'hz',
     'nsecond', '%'): time and bytes scaled to a readable prefix, percentages as percent, rates
     with an SI prefix, counts exact."""
+    from profaudit.samples import ns_per  # the one table of time unit spellings (ncu's 'nsecond', 'usecond', ...)
+
     if isinstance(v, str):
         return v
     if is_missing(v):
         return MISSING
     u = (unit or "").strip()
     lu = u.lower()
-    if lu in _TIME_UNITS:
-        return fmt_ns(float(v) * _TIME_UNITS[lu], signed)
+    scale = ns_per(lu)
+    if scale is not None:
+        return fmt_ns(float(v) * scale, signed)
     if lu in _BYTE_UNITS:
         return fmt_bytes(v, signed)
     if lu == "%":

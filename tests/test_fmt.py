@@ -38,6 +38,8 @@ def test_fmt_ns(ns, want):
 
 def test_quantities_and_units():
     assert fmt.fmt_quantity(97.8125, "msecond") == "97.8 ms"
+    assert fmt.fmt_quantity(2, "sec") == "2.00 s" and fmt.fmt_quantity(3, "usecond") == "3.00 µs"  # profaudit.samples' unit spellings
+    assert fmt.fmt_quantity(2, "min") == "2 min"  # 'min' is a minimum in timing logs, never minutes
     assert fmt.fmt_quantity(1_127_040, "byte") == "1.13 MB"
     assert fmt.fmt_quantity(512, "byte") == "512 B"
     assert fmt.fmt_quantity(2.227e9, "hz") == "2.23 GHz"
