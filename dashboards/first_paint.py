@@ -141,8 +141,10 @@ def install(app, shell: Callable, chart_paths: Iterable[str], grid_paths: Iterab
     and per-page scripts in the index (see the module docstring)."""
     import flask
 
-    prefix = app.config.requests_pathname_prefix or "/"
-    norm = lambda p: (prefix.rstrip("/") + "/" + p.strip("/")).rstrip("/") or "/"  # noqa: E731
+    prefix = app.config.requests_pathname_prefix or "/"  # URLs as the browser asks for them
+    # pages as Flask sees their paths (behind a proxy that strips a prefix, it differs from the above)
+    routes = app.config.routes_pathname_prefix or "/"
+    norm = lambda p: (routes.rstrip("/") + "/" + p.strip("/")).rstrip("/") or "/"  # noqa: E731
     charts, grids = {norm(p) for p in chart_paths}, {norm(p) for p in grid_paths}
     interpolate = app.interpolate_index
 

@@ -145,3 +145,18 @@ def test_roofline_renders_without_router_callback_and_a_grid_loads_on_navigation
             ctx.close()
         finally:
             browser.close()
+
+
+def test_pages_are_matched_under_the_routes_prefix_and_chunks_fetched_under_the_requests_prefix(tmp_path):
+    """Behind a proxy that strips /pa/, Flask sees /roofline while the browser asks for /pa/..."""
+    import dash
+    from dash import html
+
+    from profaudit.dashboards import first_paint
+
+    app = dash.Dash(__name__ + ".proxied", routes_pathname_prefix="/", requests_pathname_prefix="/pa/")
+    first_paint.install(app, lambda container: html.Div(container), ["/roofline"], ["/kernels"])
+    client = app.server.test_client()
+    roof = _srcs(client.get("/roofline").get_data(as_text=True))
+    assert "/pa/_dash-component-suites/dash/dcc/async-graph.js" in roof
+    assert "/pa/_dash-component-suites/dash/dcc/async-graph.js" not in _srcs(client.get("/kernels").get_data(as_text=True))
