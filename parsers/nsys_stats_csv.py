@@ -499,14 +499,21 @@ def read_stats_csv(path: Path, parser) -> Any:
         if report is None:
             report = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace"}.get(shape) or _guess_trace(shape, cols) or _guess_summary(cols) or "nsys_stats"
         reports.append(report)
-        if shape == "gpu_trace":
-            k, t = _gpu_trace(*_block_frame(b, path))
-            kernels.append(k)
-            transfers.append(t)
-            continue
-        if shape in ("api_trace", "nvtx_trace"):
-            ranges.append(_api_trace(report, *_block_frame(b, path)))
-            continue
+        try:
+            if shape == "gpu_trace":
+                k, t = _gpu_trace(*_block_frame(b, path))
+                kernels.append(k)
+                transfers.append(t)
+                continue
+            if shape in ("api_trace", "nvtx_trace"):
+                ranges.append(_api_trace(report, *_block_frame(b, path)))
+                continue
+        except pl.exceptions.InvalidOperationError as exc:
+            # the integer columns (times in ns, ids, grid sizes) are cast strictly: a value no
+            # Int64 holds is damage, not a null
+            vals = re.search(r"values: \[([^\]]*)\]", str(exc))
+            raise InputError(path, f"{report} table: a value is beyond the 64-bit integer range of its column (a time of 2^63 ns or more, or an id or size"
+                                   f" beyond 64 bits){': ' + vals.group(1)[:60] if vals else ''}") from None
         # Summaries are one row per name: small, read with the csv module and checked row by row.
         table = b.table()
         rows = table[1:]

@@ -751,3 +751,15 @@ def test_asv_params_repeated_are_refused_before_expanding(tmp_path):
     axes = row[results["result_columns"].index("params")]
     row[results["result_columns"].index("params")] = axes * 100
     _refused(_tree(tmp_path, results=results), f"4 result(s) for {2**200} parameter combination(s)")
+
+
+def test_nsys_stats_trace_value_beyond_int64(tmp_path, cli):
+    # a cell of 2^63 in a trace's start column: polars' strict cast to Int64 failed (the catch-all)
+    from tests.test_nsys_stats_csv import GPU_TRACE_NEW
+
+    lines = GPU_TRACE_NEW.splitlines(keepends=True)
+    lines[2] = "9223372036854775807" + lines[2][lines[2].index(","):]
+    f = tmp_path / "cuda_gpu_trace.csv"
+    f.write_text("".join(lines))
+    _refused(f, "cuda_gpu_trace table: a value is beyond the 64-bit integer range of its column")
+    assert_one_line_error(cli("kernels", f), "9.2234e18")

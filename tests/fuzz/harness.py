@@ -82,8 +82,9 @@ def _candidates(roots: list[Path]) -> list[Path]:
     return out
 
 
-def generated_seeds(workdir: Path) -> list[Path]:
-    """Inputs built by the test suite's own fixture makers, for formats the corpus lacks."""
+def generated_seeds(workdir: Path, *, text_fixtures: bool = False) -> list[Path]:
+    """Inputs built by the test suite's own fixture makers, for formats the corpus lacks (and with
+    `text_fixtures`, small text exports of formats it has, for runs without the corpus)."""
     out = []
     # the fixture makers live in test modules, some of which import `conftest` as pytest does
     for p in (str(REPO), str(REPO / "tests")):
@@ -139,12 +140,43 @@ def generated_seeds(workdir: Path) -> list[Path]:
     except Exception:
         pass
     for maker in (_rocpd_seed, _pyperf_seed, _asv_seeds, _rocprof_sdk_seed, _nsys_sqlite_seed, _rocprof_compute_seed, _rocprofv3_seeds,
-                  _nsys_rep_seed, _ntff_seeds):
+                  _nsys_rep_seed, _ntff_seeds, *((_text_seeds,) if text_fixtures else ())):
         try:
             made = maker(workdir)
             out.extend(made if isinstance(made, list) else [made])
         except Exception:  # a fixture maker that cannot run here (an optional package) loses its seed only
             pass
+    return out
+
+
+def _text_seeds(workdir: Path) -> list[Path]:
+    """Text exports the test suite writes out in full (ncu CSV, nsys stats CSV) and small JSON
+    results of Google Benchmark and pytest-benchmark, so that a run without the corpus still
+    fuzzes those formats."""
+    import json
+
+    from tests import test_ncu_csv as ncu
+    from tests import test_nsys_stats_csv as stats
+
+    d = workdir / "text"
+    d.mkdir(parents=True, exist_ok=True)
+    run = {"name": "BM_x/8", "run_name": "BM_x/8", "run_type": "iteration", "iterations": 10, "real_time": 1.5, "cpu_time": 1.4, "time_unit": "ns"}
+    files = {
+        "ncu_raw.csv": ncu._RAW, "ncu_details.csv": ncu._DETAILS_OLD,
+        "cuda_gpu_kern_sum.csv": stats.KERN_SUM_NEW, "cuda_gpu_trace.csv": stats.GPU_TRACE_NEW,
+        "gbench.json": json.dumps({"context": {"date": "2024-01-01", "num_cpus": 8, "mhz_per_cpu": 3000, "library_build_type": "release"},
+                                   "benchmarks": [run, {**run, "name": "BM_x/64", "run_name": "BM_x/64", "real_time": 9.5}]}),
+        "0001_pytest_benchmark.json": json.dumps({"machine_info": {"node": "n1"}, "commit_info": {}, "version": "4.0.0", "benchmarks": [
+            {"group": None, "name": "test_a", "fullname": "t.py::test_a", "params": None,
+             "stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6, "rounds": 3, "iterations": 1, "data": [1e-6, 1.5e-6, 2e-6]}}]}),
+        "timings.csv": "kernel,size,time_ms\nsoftmax,1024,0.125\nsoftmax,2048,0.25\nmatmul,1024,1.5\n",
+    }
+    out = []
+    for name, text in files.items():
+        f = d / name
+        if not f.exists():
+            f.write_text(text)
+        out.append(f)
     return out
 
 
@@ -270,9 +302,11 @@ def discover_seeds(workdir: Path, *, corpus: bool = True, max_bytes: int = SEED_
     from profaudit.parsers import find_parser
 
     roots = [REPO / "sample_reports"]
-    if corpus and CORPUS.is_dir():
+    with_corpus = corpus and CORPUS.is_dir()
+    if with_corpus:
         roots.insert(0, CORPUS)
-    paths = _candidates(roots) + generated_seeds(workdir)
+    # with the corpus, its real files stay the seeds of the formats it has (the smallest are kept)
+    paths = _candidates(roots) + generated_seeds(workdir, text_fixtures=not with_corpus)
     by_parser: dict[str, list[Path]] = {}
     for p in paths:
         try:
