@@ -317,3 +317,23 @@ def test_rule_explanations_print_flush_left(cli):
     assert body.startswith("The sides ran on different devices"), body[:80]
     assert not [l for l in body.splitlines() if l.startswith(" ")], body  # no docstring indentation left
     assert "What it detects:" in body and "one run of one file" in body
+
+
+def test_audit_text_list_items_wrap_under_themselves():
+    from profaudit.audit.render import render
+
+    claim = REPO / "sample_reports" / "claims" / "softmax_torch_vs_naive.yaml"
+    report = audit(claim, select="PA4")
+    text = render(report, "text", width=60)
+    lines = text.splitlines()
+    # the report's own lines (tables and their titles are rich's)
+    start = lines.index("why:")
+    prose = lines[:start] + [l for l in lines if l.startswith(("  - ", "    ", "passed: ", "noise", "interval:", "Mann-Whitney"))]
+    assert not [l for l in prose if l != l.rstrip()], [l for l in prose if l != l.rstrip()]  # no padding to the width
+    why = lines.index("why:")
+    items = lines[why + 1 : lines.index("", why)]
+    assert items[0].startswith("  - PA4") and all(l.startswith(("  - ", "    ")) and len(l) <= 60 for l in items), items
+    assert len(items) > len(report.reasons)  # they did wrap at 60, under their own text
+    assert lines[-1].endswith(" s") and lines[-1].startswith(f"{len(report.rules)} rules, ")
+    one = render(audit(claim, select="PA402"), "text", width=100).splitlines()[-1]
+    assert one.startswith("1 rule, "), one

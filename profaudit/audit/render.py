@@ -16,7 +16,7 @@ from typing import Any
 from profaudit.audit.findings import Finding, Severity, Status
 from profaudit.audit.rules._common import fmt_time, fx
 from profaudit.audit.verdict import AuditReport
-from profaudit.fmt import MISSING, fmt_interval, md_cell
+from profaudit.fmt import MISSING, fmt_interval, md_cell, plural
 
 FORMATS = ("text", "markdown", "html", "json")
 
@@ -178,20 +178,20 @@ def print_text(report: AuditReport, console) -> None:
     title.append(f"  {_VERDICT_MEANING[report.verdict]}")
     console.print(title)
     if report.claim.description:
-        console.print(Text(f"claim: {report.claim.description}"))
+        _hanging(console, "claim: ", report.claim.description)
     if report.claim.path:
-        console.print(Text(f"claim file: {report.claim.path}", style="dim"))
+        _hanging(console, "claim file: ", str(report.claim.path), style="dim")
     console.print(Text(f"claimed speedup:   {_claimed(report)}"))
-    console.print(Text(f"supported speedup: {_supported(report)}", style="bold"))
+    _hanging(console, "supported speedup: ", _supported(report), style="bold")
     for c in _corrections(report):
-        console.print(Text(f"  corrected by {c}"))
+        _hanging(console, "  ", f"corrected by {c}")
     cov_line, assumptions = _coverage(report)
     if cov_line:
-        console.print(Text(f"coverage: {cov_line}"))
+        _hanging(console, "coverage: ", cov_line)
     if report.reasons:
         console.print(Text("why:", style="bold"))
         for r in report.reasons:
-            console.print(Text(f"  - {r}"))
+            _hanging(console, "  - ", r)
     console.print()
 
     sides = Table(title="sides", header_style="bold", title_justify="left", show_lines=False)
@@ -210,7 +210,7 @@ def print_text(report: AuditReport, console) -> None:
             sp.add_row(*r)
         console.print(sp)
     for line in _stats_lines(report):
-        console.print(Text(line, style="dim"))
+        _hanging(console, "", line, style="dim")
     console.print()
 
     problems, info, passed = _groups(report)
@@ -232,12 +232,25 @@ def print_text(report: AuditReport, console) -> None:
             t.add_row(f"{f.rule} {f.name}", Text(_finding_label(f), style="dim"), f.message)
         console.print(t)
     if passed:
-        console.print(Text("passed: " + ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green"))
+        _hanging(console, "passed: ", ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green")
     if assumptions:
         console.print(Text("assumptions (could not be checked):", style="bold"))
         for a in assumptions:
-            console.print(Text(f"  - {a}", style="dim"))
-    console.print(Text(f"{len(report.rules)} rules, {report.elapsed_s:.2f} s", style="dim"))
+            _hanging(console, "  - ", a, style="dim")
+    console.print(Text(f"{plural(len(report.rules), 'rule')}, {report.elapsed_s:.2f} s", style="dim"))
+
+
+def _hanging(console, lead: str, text: str, style: str = "") -> None:
+    """`lead` then `text`, its wrapped lines indented under the text's start (a list item that
+    wraps back to column 0 reads as a new paragraph)."""
+    import textwrap
+
+    from rich.text import Text
+
+    # wrapped here, not by rich: a rich grid would pad every line with spaces to the full width
+    lines = textwrap.wrap(text, width=max(20, console.width - len(lead)), break_long_words=False, break_on_hyphens=False) or [""]
+    for i, line in enumerate(lines):
+        console.print(Text((lead if i == 0 else " " * len(lead)) + line, style=style), soft_wrap=True)
 
 
 # ---------------------------------------------------------------------------------------------
