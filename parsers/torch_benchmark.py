@@ -240,7 +240,7 @@ class TorchBenchmarkParser:
         for i, m in enumerate(ms):
             if not isinstance(m, dict) or not isinstance(m.get("raw_times"), list) or not isinstance(m.get("number_per_run"), int):
                 raise InputError(path, f"measurement {i} lacks raw_times (a list) or number_per_run (an integer)")
-            npr = m["number_per_run"]
+            npr = jsonshape.int64(m["number_per_run"], f"measurement {i}: number_per_run", path)
             if npr <= 0:
                 raise InputError(path, f"measurement {i} has number_per_run {npr}")
             ts = jsonshape.mapping(m.get("task_spec"), f"measurement {i}: task_spec", path, optional=True)

@@ -763,3 +763,10 @@ def test_nsys_stats_trace_value_beyond_int64(tmp_path, cli):
     f.write_text("".join(lines))
     _refused(f, "cuda_gpu_trace table: a value is beyond the 64-bit integer range of its column")
     assert_one_line_error(cli("kernels", f), "9.2234e18")
+
+
+def test_torch_benchmark_number_per_run_beyond_64_bits(tmp_path):
+    # 10**39 calls per block: dividing the block time by it raised OverflowError (the catch-all)
+    f = tmp_path / "measurements.json"
+    f.write_text(json.dumps([{"number_per_run": 10**39, "raw_times": [1e-4, 2e-4], "task_spec": {"stmt": "x"}, "metadata": None}]))
+    _refused(f, "measurement 0: number_per_run: the integer 1000000000000000000000000000000000000000 is out of range (beyond 64 bits)")
