@@ -337,3 +337,19 @@ def test_audit_text_list_items_wrap_under_themselves():
     assert lines[-1].endswith(" s") and lines[-1].startswith(f"{len(report.rules)} rules, ")
     one = render(audit(claim, select="PA402"), "text", width=100).splitlines()[-1]
     assert one.startswith("1 rule, "), one
+
+
+def test_compare_header_keeps_paths_whole_and_spells_unknown(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    rng = random.Random(6)
+    folder = tmp_path / "a_long_folder_name_that_pushes_the_path_past_sixty"
+    folder.mkdir()
+    a, b = folder / "baseline_timings.csv", folder / "candidate_timings.csv"
+    for p, t in ((a, 2000.0), (b, 1000.0)):
+        p.write_text("benchmark,duration_ns\n" + "".join(f"copy,{t * (1 + 0.01 * rng.random()):.1f}\n" for _ in range(40)))
+    res = cli("compare", a, b)
+    lines = res.out.splitlines()
+    assert f"  baseline: {a}" in lines and f" candidate: {b}" in lines, res.out[:400]
+    assert any(l.strip() == "devices: — vs —" for l in lines), res.out[:600]
+    verdict = lines.index(next(l for l in lines if l.startswith("   verdict: ")))
+    assert lines[verdict + 1].startswith(" " * 12), lines[verdict : verdict + 2]  # wraps under its value

@@ -178,20 +178,20 @@ def print_text(report: AuditReport, console) -> None:
     title.append(f"  {_VERDICT_MEANING[report.verdict]}")
     console.print(title)
     if report.claim.description:
-        _hanging(console, "claim: ", report.claim.description)
+        print_hanging(console, "claim: ", report.claim.description)
     if report.claim.path:
-        _hanging(console, "claim file: ", str(report.claim.path), style="dim")
+        print_hanging(console, "claim file: ", str(report.claim.path), style="dim")
     console.print(Text(f"claimed speedup:   {_claimed(report)}"))
-    _hanging(console, "supported speedup: ", _supported(report), style="bold")
+    print_hanging(console, "supported speedup: ", _supported(report), style="bold")
     for c in _corrections(report):
-        _hanging(console, "  ", f"corrected by {c}")
+        print_hanging(console, "  ", f"corrected by {c}")
     cov_line, assumptions = _coverage(report)
     if cov_line:
-        _hanging(console, "coverage: ", cov_line)
+        print_hanging(console, "coverage: ", cov_line)
     if report.reasons:
         console.print(Text("why:", style="bold"))
         for r in report.reasons:
-            _hanging(console, "  - ", r)
+            print_hanging(console, "  - ", r)
     console.print()
 
     sides = Table(title="sides", header_style="bold", title_justify="left", show_lines=False)
@@ -210,7 +210,7 @@ def print_text(report: AuditReport, console) -> None:
             sp.add_row(*r)
         console.print(sp)
     for line in _stats_lines(report):
-        _hanging(console, "", line, style="dim")
+        print_hanging(console, "", line, style="dim")
     console.print()
 
     problems, info, passed = _groups(report)
@@ -232,15 +232,15 @@ def print_text(report: AuditReport, console) -> None:
             t.add_row(f"{f.rule} {f.name}", Text(_finding_label(f), style="dim"), f.message)
         console.print(t)
     if passed:
-        _hanging(console, "passed: ", ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green")
+        print_hanging(console, "passed: ", ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green")
     if assumptions:
         console.print(Text("assumptions (could not be checked):", style="bold"))
         for a in assumptions:
-            _hanging(console, "  - ", a, style="dim")
+            print_hanging(console, "  - ", a, style="dim")
     console.print(Text(f"{plural(len(report.rules), 'rule')}, {report.elapsed_s:.2f} s", style="dim"))
 
 
-def _hanging(console, lead: str, text: str, style: str = "") -> None:
+def print_hanging(console, lead: str, text: str, style: str = "") -> None:
     """`lead` then `text`, its wrapped lines indented under the text's start (a list item that
     wraps back to column 0 reads as a new paragraph)."""
     import textwrap

@@ -48,8 +48,9 @@ def header_lines(c: Comparison) -> list[tuple[str, str]]:
         ("baseline", b["label"]),
         ("candidate", k["label"]),
         ("kind", c.kind),
-        ("sources", f"{', '.join(b['sources']) or '?'} vs {', '.join(k['sources']) or '?'}"),
-        ("devices", f"{', '.join(b['devices']) or '?'} vs {', '.join(k['devices']) or '?'}"),
+        # unknown as the one formatter spells it
+        ("sources", f"{', '.join(b['sources']) or _fmt.MISSING} vs {', '.join(k['sources']) or _fmt.MISSING}"),
+        ("devices", f"{', '.join(b['devices']) or _fmt.MISSING} vs {', '.join(k['devices']) or _fmt.MISSING}"),
         ("matching", f"{c.match_mode}: " + ", ".join(f"{m} {n}" for m, n in sorted(c.methods.items(), key=lambda kv: -kv[1])) if c.methods else c.match_mode),
         ("comparable", c.comparable),
         ("verdict", c.verdict),
@@ -353,11 +354,13 @@ def render(c: Comparison, fmt: str = "table", *, top: int = 20, width: int | Non
 
 def print_table(c: Comparison, top: int, console) -> None:
     from rich.table import Table
-    from rich.text import Text
+
+    from profaudit.audit.render import print_hanging
 
     style = {"no": "bold red", "with-warnings": "yellow", "yes": "green"}.get(c.comparable, "")
     for k, v in header_lines(c):
-        console.print(Text.assemble((f"{k:>10}: ", "bold"), (v, style if k in ("comparable", "verdict") else "")))
+        # a long path or verdict wraps under its value, never inside a file name
+        print_hanging(console, f"{k:>10}: ", str(v), style=style if k in ("comparable", "verdict") else "")
     for title, hdr, rows in sections(c, top):
         t = Table(title=title, title_justify="left", header_style="bold", show_lines=False)
         for h in hdr:
@@ -368,7 +371,7 @@ def print_table(c: Comparison, top: int, console) -> None:
             t.add_row(*(["none"] + [""] * (len(hdr) - 1)))
         console.print(t)
     for n in c.notes:
-        console.print(Text.assemble(("note: ", "bold"), n))
+        print_hanging(console, "note: ", str(n))
 
 
 def render_markdown(c: Comparison, top: int) -> str:
