@@ -747,9 +747,10 @@ def nvperf_library() -> Path | None:
 def prepare_reader() -> None:
     """The reader's process-wide set-up, done once in the isolation zygote (parsers/isolate.py)
     and inherited by every child that reads a report: import `ncu_report` and load its metrics
-    library. Loading that 37 MB library (relocations, static constructors) is ~70 ms of the ~75 ms
-    a fresh process spends in its first report's first action; the rest (NVPW host init, the
-    report's own metric tables) is per report and stays in the child. No report is opened here:
+    library. Loading that 37 MB library (relocations, static constructors building ~110 MB of
+    data) is ~70 ms of the ~75 ms a fresh process spends in its first report's first action; what
+    else a fresh process pays (~10 ms more than a process that has read reports before) happens
+    while it reads a report, and is the per-report state that must not be shared. No report is opened here:
     ncu_report registers a report's derived-metric units process-wide, and a zygote that had read
     one would hand its units to every later report."""
     import ctypes
