@@ -353,3 +353,11 @@ def test_compare_header_keeps_paths_whole_and_spells_unknown(cli, tmp_path, monk
     assert any(l.strip() == "devices: — vs —" for l in lines), res.out[:600]
     verdict = lines.index(next(l for l in lines if l.startswith("   verdict: ")))
     assert lines[verdict + 1].startswith(" " * 12), lines[verdict : verdict + 2]  # wraps under its value
+
+
+@pytest.mark.parametrize("command", ["summary", "gaps", "roofline"])
+def test_kernel_commands_on_a_timing_log_say_where_its_data_is(cli, tmp_path, command):
+    log = _log(tmp_path / "only_samples.csv")
+    res = cli(command, log)
+    assert res.code == 0, res
+    assert "no kernel rows in the input" in res.err and "they hold 60 rows in `profaudit kernels -t samples`" in res.err, res.err

@@ -134,6 +134,15 @@ _MIN_NAME = 12
 _GAP = 2
 
 
+def where_the_data_is(ps, table: str, flag: str = "profaudit kernels -t") -> str:
+    """"; they hold 440 rows in `-t samples`" for a note that `table` is empty: the tables of these
+    inputs that do hold rows, named as the user would ask for them (`flag`), or "" when none does."""
+    from profaudit import schema
+
+    held = [(t, ps.table(t).height) for t in schema.DATA_TABLES if t != table and ps.table(t).height]
+    return ("; they hold " + ", ".join(f"{plural(n, 'row')} in `{flag} {t}`" for t, n in held)) if held else ""
+
+
 def wrap_between_items(text: str, width: int) -> str:
     """A table title as lines of at most `width`, broken only after ": " or ", " (between the
     "key value" items of "kernels (12 rows): profile_id X, device_name AMD Instinct MI300X"), so a

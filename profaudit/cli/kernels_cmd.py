@@ -117,11 +117,6 @@ def params_for_terminal(df: pl.DataFrame) -> tuple[pl.DataFrame, str]:
 def _say_where_the_data_is(ps, table: str) -> None:
     """An empty table is a correct answer (csv and json stay parseable); stderr says which tables
     of these inputs do hold rows."""
-    from profaudit import schema
-    from profaudit.cli.common import stderr_console
-    from profaudit.fmt import plural
+    from profaudit.cli.common import stderr_console, where_the_data_is
 
-    held = [(t, ps.table(t).height) for t in schema.DATA_TABLES if t != table and ps.table(t).height]
-    where = ", ".join(f"{plural(n, 'row')} in `-t {t}`" for t, n in held)
-    say = f"note: no {table} in these inputs" + (f"; they hold {where}" if held else "")
-    stderr_console().print(say, markup=False, highlight=False)
+    stderr_console().print(f"note: no {table} in these inputs{where_the_data_is(ps, table, '-t')}", markup=False, highlight=False)

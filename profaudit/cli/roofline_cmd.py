@@ -73,7 +73,9 @@ def register(app: typer.Typer) -> None:
                 where = f" (in {', '.join(ids[:3])}{f' and {len(ids) - 3} more' if len(ids) > 3 else ''})" if ids else ""
                 note(f"warning: {why}{where}")
         if ps.kernels.height == 0:
-            note("no kernel rows in the input: nothing to place on a roofline")
+            from profaudit.cli.common import where_the_data_is
+
+            note(f"no kernel rows in the input: nothing to place on a roofline{where_the_data_is(ps, 'kernels')}")
         if html is not None or png is not None:
             from profaudit.roofline_plot import roofline_figure, write_html, write_png
 

@@ -110,5 +110,7 @@ def _note_empty(ps, what: str) -> None:
         why = p.metadata.get("empty_reason") or next((n for n in p.metadata.get("notes", []) or [] if "no CUDA kernel" in n), None)
         if why:
             reasons.append(f"{p.profile_id}: {why}")
-    msg = f"no {what} rows in the input" + (": " + "; ".join(reasons) if reasons else "")
+    from profaudit.cli.common import where_the_data_is
+
+    msg = f"no {what} rows in the input" + (": " + "; ".join(reasons) if reasons else "") + where_the_data_is(ps, f"{what}s")
     stderr_console().print(msg, markup=False, highlight=False)
