@@ -240,7 +240,12 @@ def test_sides_table_spells_unknown_as_the_formatter_does(tmp_path):
     log.write_text("variant,duration_ns\n" + "".join(f"{v},{b * (1 + 0.01 * rng.random()):.1f}\n" for v, b in (("naive", 2000.0), ("fast", 1000.0)) for _ in range(1200)))
     report = audit(claim_from_paths(log, log, baseline_variant="naive", candidate_variant="fast"), select="PA2")
     rows = _side_rows(report)
-    assert [r[4:] for r in rows] == [("—", "—"), ("—", "—")], rows  # device, time source: unknown
+    # device, time source: not named, but one run of one file settles both
+    assert [r[4:] for r in rows] == [("— (one run)", "— (one run)")] * 2, rows
+    other = tmp_path / "other.csv"
+    other.write_text(log.read_text())
+    two = _side_rows(audit(claim_from_paths(log, other, baseline_variant="naive", candidate_variant="fast"), select="PA2"))
+    assert [r[4:] for r in two] == [("—", "—")] * 2, two  # two files: unknown
     assert rows[0][3].endswith("of 1,200"), rows[0]  # counts with separators
 
 

@@ -103,10 +103,12 @@ def _speedup_rows(report: AuditReport) -> list[tuple[str, str, str, str]]:
 
 def _side_rows(report: AuditReport) -> list[tuple[str, ...]]:
     rows = []
+    sr = report.evidence.shared_run
     for se in report.evidence.sides:
-        # unknown prints as the one formatter's "—" (it was "?": a third spelling beside "n/a")
-        dev = se.get("device") or MISSING
-        ts = se.get("time_source") or MISSING
+        # unknown prints as the one formatter's "—" (it was "?": a third spelling beside "n/a");
+        # unnamed but settled by one run of one file, it says so (PA201/PA106 name the file)
+        dev = se.get("device") or (f"{MISSING} (one run)" if sr is not None and sr.not_one_device is None else MISSING)
+        ts = se.get("time_source") or (f"{MISSING} (one run)" if sr is not None and sr.not_one_clock is None else MISSING)
         if se.has_samples:
             n = f"{se.n:,} steady of {se.times.size:,}" + (f" (+{se.warmup_rows:,} labelled warm-up)" if se.warmup_rows else "")
         elif se.summaries:
