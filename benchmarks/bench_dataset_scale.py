@@ -205,7 +205,7 @@ def bench_ingest(root: Path, n_files: int, reps: int) -> None:
     t2_med = statistics.median(t2)
     print(f"[2] ingest of {n_files} timing logs (50 rows each), {reps} paired runs: median [min-max]")
     print(f"    one local worker (serial, in-process): {_spread(t_serial)} s")
-    print(f"    LocalCluster 2 workers: {_spread(t2)} s ({len(chunks2)} tasks of {len(chunks2[0])})")
+    print(f"    LocalCluster 2 workers: {_spread(t2)} s ({len(chunks2)} tasks of {len(chunks2[0])} down to {len(chunks2[-1])} inputs)")
     print(f"    speedup LocalCluster(2) vs one local worker = {statistics.median(t_serial) / t2_med:.2f}x (ratio of medians; per pair {_spread(ratios)})   (target >= 1.7x)")
     print(f"    in CPU seconds: serial {_spread([a for a, _ in cpu_paths])} s vs the 2-worker critical path {_spread([b for _, b in cpu_paths])} s: {_spread(cpu_ratios)}x per pair (what the wall-time ratio is without other tenants, less any idle wait)")
     print(f"    LocalCluster 1 worker: {t1_big:.2f} s wall, {cpu_big:.2f} s worker CPU ({tasks_big} tasks, {len(chunks_big[0])} inputs first); {t1_small:.2f} s wall, {cpu_small:.2f} s CPU ({tasks_small} tasks of {len(chunks_small[0])})")
