@@ -710,12 +710,13 @@ def test_json_lines_cut_right_after_a_record_loads_as_incomplete(tmp_path):
     assert "complete" not in next(iter(profaudit.load(g))).metadata
 
 
-def test_asv_param_names_not_a_list(tmp_path):
+@pytest.mark.parametrize("value", [-(2**63) - 1, float("nan")])
+def test_asv_param_names_not_a_list(tmp_path, value):
     from tests.test_asv import BENCHMARKS, _tree
 
     bench = json.loads(json.dumps(BENCHMARKS))
     name = next(n for n, b in bench.items() if b.get("param_names"))
-    bench[name]["param_names"] = -(2**63) - 1
+    bench[name]["param_names"] = value
     p = _tree(tmp_path, benchmarks=bench)
     _refused(p, f"benchmark {name!r}: param_names: expected a list, found the number")
 
