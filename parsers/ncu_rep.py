@@ -849,7 +849,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
         else:
             container = scan_container(path)
     except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError.unreadable(path, exc) from None
     out = _MetricColumns()
     _session_rows(container, out)
     # The reader runs in a forked child: a damaged report that crashes it is one line, not a
