@@ -366,3 +366,14 @@ def test_kernel_commands_on_a_timing_log_say_where_its_data_is(cli, tmp_path, co
     res = cli(command, log)
     assert res.code == 0, res
     assert "no kernel rows in the input" in res.err and "they hold 60 rows in `profaudit kernels -t samples`" in res.err, res.err
+
+
+def test_unstated_statistic_lists_what_it_matches_as_prose(tmp_path):
+    from profaudit.audit.claim import claim_from_paths
+
+    log = _log(tmp_path / "both.csv")
+    f = _finding(claim_from_paths(log, log, baseline_variant="naive", candidate_variant="fast", claimed=2.0), "PA404")
+    msg = f.message
+    assert msg.startswith("the claim does not say which statistic it uses; it matches the "), msg
+    listed = msg.split("it matches the ", 1)[1]
+    assert listed.endswith(" ratios") and " and " in listed and not listed.endswith(", ratio"), msg

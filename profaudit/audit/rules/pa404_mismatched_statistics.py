@@ -16,6 +16,12 @@ def reproduces(claimed: float, tol: float, iv: st.Interval, noise: float) -> boo
     return lo / (1 + noise) - tol <= claimed <= hi * (1 + noise) + tol
 
 
+def _and(names) -> str:
+    """'mean', 'mean and median', 'mean, median and min'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 class MismatchedStatistics(Rule):
     """The claim reproduces only with different statistics per side, or hides its statistic.
 
@@ -72,7 +78,7 @@ class MismatchedStatistics(Rule):
             return out + [self.flag(Severity.FAIL, f"the claimed {fx(claimed)} reproduces only as baseline {bs} / candidate {cs} ({fx(r)}), not with one statistic on both sides", "both", correction=cmp.primary_interval, correction_note="one statistic on both sides", **evid)]
         if stat is None:
             if same:
-                out.append(self.flag(Severity.WARN, f"the claim does not say which statistic it uses; it matches the {', '.join(same)} ratio", "both", **evid))
+                out.append(self.flag(Severity.WARN, f"the claim does not say which statistic it uses; it matches the {_and(same)} {'ratio' if len(same) == 1 else 'ratios'}", "both", **evid))
             elif cross:
                 (bs, cs), r = cross[0]
                 out.append(self.flag(Severity.FAIL, f"the claim does not say which statistic it uses and reproduces only as baseline {bs} / candidate {cs} ({fx(r)})", "both", correction=cmp.primary_interval, correction_note="one statistic on both sides", **evid))
