@@ -1276,6 +1276,7 @@ def _direction(expr: pl.Expr) -> pl.Expr:
 
 def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     """The tables and metadata of a streamed trace, as a Profile."""
+    _check_device_ids(path, meta)
     if not acc.saw_events:
         if "traceEvents" in meta:
             raise InputError(path, f"traceEvents is a JSON {type(meta['traceEvents']).__name__}, not an array of trace events")
@@ -1558,6 +1559,16 @@ _XLA_DETAIL = {
 }
 _SASS = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 _FLOP_GROUPS = {"fp64": "d", "fp32": "f", "fp16": "h"}
+
+
+def _check_device_ids(path: Path, meta: dict) -> None:
+    """A device id no Int64 holds (2**63 in deviceProperties) is damage: named here, where the path
+    is known, instead of failing the device-name lookup's cast later (the loader's catch-all)."""
+    props = meta.get("deviceProperties") or meta.get("computeProperties") or []
+    for i, d in enumerate(props if isinstance(props, list) else []):
+        did = _int_or_none(d.get("id")) if isinstance(d, dict) else None
+        if did is not None and not -(2**63) <= did < 2**63:
+            raise InputError(path, f"deviceProperties[{i}].id: the integer {str(did)[:30]} is out of range (beyond 64 bits)")
 
 
 def _device_names(meta: dict) -> dict[int, str]:

@@ -95,7 +95,11 @@ def read_marker(store) -> dict:
 
 
 def layout_of(store) -> int:
-    return int(read_marker(store).get("layout", 1))
+    layout = read_marker(store).get("layout", 1)
+    try:
+        return int(layout)
+    except (TypeError, ValueError, OverflowError):  # a damaged marker ({} or "x" or 1e999 as its layout)
+        raise InputError(store.url(), f"broken profaudit dataset: its marker's layout is {str(layout)[:40]!r}, not a layout number") from None
 
 
 def ensure_marker(store) -> None:

@@ -771,3 +771,29 @@ def test_torch_benchmark_number_per_run_beyond_64_bits(tmp_path):
     f = tmp_path / "measurements.json"
     f.write_text(json.dumps([{"number_per_run": 10**39, "raw_times": [1e-4, 2e-4], "task_spec": {"stmt": "x"}, "metadata": None}]))
     _refused(f, "measurement 0: number_per_run: the integer 1000000000000000000000000000000000000000 is out of range (beyond 64 bits)")
+
+
+def test_chrome_trace_device_id_beyond_64_bits(tmp_path, cli):
+    # deviceProperties[].id = 2**63: the device-name lookup's Int64 cast failed (the catch-all)
+    ev = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}]
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 2**63, "name": "NVIDIA H100"}], "traceEvents": ev}))
+    _refused(f, "deviceProperties[0].id: the integer 9223372036854775808 is out of range (beyond 64 bits)")
+    f.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}], "traceEvents": ev}))
+    assert profaudit.load(f).kernels["device_name"].to_list() == ["NVIDIA H100"]
+
+
+@pytest.mark.parametrize("layout", [{"": None}, "x", [2]])
+def test_dataset_marker_layout_not_a_number(tmp_path, layout):
+    # int() of the marker's layout raised TypeError/ValueError (the catch-all)
+    from profaudit.dataset import write_dataset
+    from profaudit.dataset_v2 import MARKER
+
+    src = tmp_path / "m.json"
+    src.write_text(json.dumps([{"number_per_run": 10, "raw_times": [1e-4, 2e-4], "task_spec": {"stmt": "x"}, "metadata": None}]))
+    d = tmp_path / "ds"
+    write_dataset(profaudit.load(src), d)
+    marker = json.loads((d / MARKER).read_text())
+    marker["layout"] = layout
+    (d / MARKER).write_text(json.dumps(marker))
+    _refused(d, "broken profaudit dataset: its marker's layout is")
