@@ -37,3 +37,20 @@ def test_dashboard_tables_share_one_builder():
     rows = [[(td.children, td.className) for td in tr.children] for tr in body.children]
     assert rows[0] == [("dram", None), ("1.13 MB", "num")]
     assert rows[1][1] == ("—", "num") and rows[1][0][0].className == "long-text"
+
+
+def test_compare_roofline_hover_prints_unknown_as_unknown():
+    # an unplaced point (no roof for its device) read "0.0% of roof" before: unknown is never zero
+    pytest.importorskip("plotly")
+    from profaudit.compare import compare
+    from profaudit.compare.figures import roofline_figure
+    from profaudit.fmt import fmt_pct
+    from test_compare import profile
+
+    extra = {"flops_fp32": 2.0e9, "dram_bytes": 1.0e8}
+    cmp = compare(profile("rb", [("k", 5, 100_000, extra)], source="ncu"), profile("rc", [("k", 5, 50_000, extra)], source="ncu"))
+    pct = cmp.roofline.sort("side")["pct_of_roof"].to_list()  # baseline, candidate
+    hover = [t.hovertext for t in roofline_figure(cmp).data if t.hovertext]
+    assert hover == [f"k<br>{fmt_pct(p)} of roof, bound: compute" for p in pct] and pct[1] > pct[0] > 0
+    cmp.roofline = cmp.roofline.with_columns(pl.lit(None, pl.Float64).alias("pct_of_roof"), pl.lit(None, pl.Utf8).alias("binding"))
+    assert [t.hovertext for t in roofline_figure(cmp).data if t.hovertext] == ["k<br>— of roof, bound: —"] * 2

@@ -8,7 +8,7 @@ import polars as pl
 
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
-from profaudit.fmt import fmt_si, time_unit
+from profaudit.fmt import MISSING, fmt_pct, fmt_si, time_unit
 
 
 def waterfall(c: Comparison, top: int = 15):
@@ -94,7 +94,7 @@ def roofline_figure(c: Comparison, top: int = 15):
                 go.Scatter(
                     x=[ai], y=[perf], mode="markers", name=display_name(r["label"], 40), legendgroup=str(r["group_id"]),
                     showlegend=(col == 1), marker={"size": 11, "color": colours[r["group_id"]]},
-                    hovertext=f"{r['label'][:200]}<br>{r.get('pct_of_roof') or 0:.1f}% of roof, bound: {r.get('binding')}",
+                    hovertext=f"{r['label'][:200]}<br>{fmt_pct(r.get('pct_of_roof'))} of roof, bound: {r.get('binding') or MISSING}",
                 ),
                 row=1, col=col,
             )
