@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from profaudit.fmt import plural
+
 if TYPE_CHECKING:  # pragma: no cover
     from profaudit.audit.evidence import SideEvidence
 
@@ -353,7 +355,7 @@ def _per_call(se: "SideEvidence", ranges: pl.DataFrame, res: OneTime, s: np.ndar
             steady = {key[j] for j in range(len(key)) if idx[j] >= d.size // 2}
             odd = {int(idx[j]) for j in range(len(key)) if 0 <= idx[j] < d.size // 2 and key[j] not in steady}
             if odd:
-                res.names[f"kernel variants the steady calls never launch ({len(odd)} calls)"] = len(odd)
+                res.names[f"kernel variants the steady calls never launch ({plural(len(odd), 'call')})"] = len(odd)
             for i in odd:
                 o[i] = max(o[i], d[i] - typical)
         gaps = _host_gaps(se, rr)
@@ -363,7 +365,7 @@ def _per_call(se: "SideEvidence", ranges: pl.DataFrame, res: OneTime, s: np.ndar
             excess = gaps - float(np.median(gaps))
             odd = np.flatnonzero(excess > GAP_FACTOR * typical)
             if odd.size:
-                res.names[f"host time no API call explains ({odd.size} calls)"] = int(odd.size)
+                res.names[f"host time no API call explains ({plural(int(odd.size), 'call')})"] = int(odd.size)
                 o[odd] = np.maximum(o[odd], excess[odd])
         if d.size >= 3 and d[0] > FIRST_CALL_FACTOR * typical and d[0] - typical > o[0]:
             res.names[f"first call {d[0] / typical:.0f}x the typical call"] = 1

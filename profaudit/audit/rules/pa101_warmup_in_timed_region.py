@@ -6,6 +6,7 @@ from profaudit.audit import stats as st
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import fmt_time, fx, pct
+from profaudit.fmt import plural
 
 
 class WarmupInTimedRegion(Rule):
@@ -135,7 +136,7 @@ class WarmupInTimedRegion(Rule):
             if se.has_samples:
                 seen = True
                 if se.head_count:
-                    out.append(self.flag(Severity.WARN, f"warm-up head of {se.head_count} samples in the {se.role} log (the other side has no per-iteration log to compare)", se.role, head_samples=se.head_count))
+                    out.append(self.flag(Severity.WARN, f"warm-up head of {plural(se.head_count, 'sample')} in the {se.role} log (the other side has no per-iteration log to compare)", se.role, head_samples=se.head_count))
                 continue
             mean, med = se.summaries.get("mean"), se.summaries.get("median")
             if mean and med:

@@ -10,6 +10,7 @@ from profaudit.audit import stats as st
 from profaudit.audit.rules._common import fmt_time, pct
 from profaudit.audit.stats import Interval
 from profaudit.audit.trace import one_time_work
+from profaudit.fmt import plural
 
 _JIT_FRAMEWORKS = re.compile(r"jax|xla|triton|neuron|tensorflow|tf\.function|numba|cupy", re.IGNORECASE)
 
@@ -64,7 +65,7 @@ class CompileInTimedRegion(Rule):
         if ot.per_call_ns is not None and ot.per_call_ns.size >= 2:
             with_ = st.compute(ot.per_call_ns, stat)
             without = st.compute(np.maximum(ot.per_call_ns - ot.one_time_per_call_ns, 0.0), stat)
-            out.update(inflation=with_ / without if without > 0 else 1.0, basis=f"{stat.name} of {ot.per_call_ns.size} per-call ranges with and without it ({len(ot.calls_hit)} calls hold one-time work)")
+            out.update(inflation=with_ / without if without > 0 else 1.0, basis=f"{stat.name} of {plural(int(ot.per_call_ns.size), 'per-call range')} with and without it ({plural(len(ot.calls_hit), 'call')} {'holds' if len(ot.calls_hit) == 1 else 'hold'} one-time work)")
         elif stat.kind in ("mean", "total") and ot.timed_ns > ot.total_ns:
             out.update(inflation=ot.timed_ns / (ot.timed_ns - ot.total_ns), basis="timed range with and without it (a mean spreads it over every call)")
         else:

@@ -179,7 +179,7 @@ class MultiGpuParity(Rule):
             return "ok", {"message": f"the {se.role}'s timed step {fmt_time(t)} covers the job's step {fmt_time(j)}"}
         return "one_rank", {
             "message": (f"the {se.role}'s step time {fmt_time(t)} is one rank's time (rank {rank}'s median step window {fmt_time(w)}); "
-                        f"the job's step, latest end - earliest start across {f.ranks_traced} ranks, is {fmt_time(j)} (median over {f.steps} steps)"),
+                        f"the job's step, latest end - earliest start across {f.ranks_traced} ranks, is {fmt_time(j)} (median over {plural(int(f.steps), 'step')})"),
             "timed_ns": t, "rank": rank, "rank_window_ns": w, "job_step_ns": j, "ranks": f.ranks_traced, "steps": f.steps,
         }
 

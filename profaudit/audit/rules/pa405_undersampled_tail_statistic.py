@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
+from profaudit.fmt import plural
 
 
 class UndersampledTailStatistic(Rule):
@@ -39,7 +40,7 @@ class UndersampledTailStatistic(Rule):
         worst = min(tail.values())
         evid = {"samples": counts, "samples_beyond_quantile": tail}
         if worst < 1:
-            return [self.flag(Severity.INCONCLUSIVE, f"the {stat.name} of {min(counts.values())} samples is the most extreme sample: there is no tail to estimate", "both", **evid)]
+            return [self.flag(Severity.INCONCLUSIVE, f"the {stat.name} of {plural(min(counts.values()), 'sample')} is the most extreme sample: there is no tail to estimate", "both", **evid)]
         if worst < 5:
             return [self.flag(Severity.WARN, f"only {worst:.1f} samples lie beyond the {stat.name} on one side: the tail estimate rests on a few calls", "both", **evid)]
         return [self.ok(f"{worst:.0f}+ samples beyond the {stat.name} on each side", **evid)]
