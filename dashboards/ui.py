@@ -78,7 +78,8 @@ def guarded(fallback: Sequence[Any] | None = None, msg_at: int = -1):
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, className: str = "tbl", id: str | None = None, numeric: Collection[int] = ()) -> html.Table:
     """A table; cells of the column indices in `numeric` get class "num" (right-aligned digits)."""
     head = html.Thead(html.Tr([html.Th(h) for h in headers]))
-    body = html.Tbody([html.Tr([html.Td(_cell(v), className="num" if j in numeric else None) for j, v in enumerate(r)]) for r in rows])
+    # className only where set: a null prop on every cell would ride along in each page's layout JSON
+    body = html.Tbody([html.Tr([html.Td(_cell(v), className="num") if j in numeric else html.Td(_cell(v)) for j, v in enumerate(r)]) for r in rows])
     kw = {"id": id} if id else {}
     return html.Table([head, body], className=className, **kw)
 

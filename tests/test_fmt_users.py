@@ -34,7 +34,7 @@ def test_dashboard_tables_share_one_builder():
     assert t.className == "tbl kr-table"
     head, body = t.children
     assert [th.children for th in head.children.children] == ["metric", "value"]
-    rows = [[(td.children, td.className) for td in tr.children] for tr in body.children]
+    rows = [[(td.children, getattr(td, "className", None)) for td in tr.children] for tr in body.children]
     assert rows[0] == [("dram", None), ("1.13 MB", "num")]
     assert rows[1][1] == ("—", "num") and rows[1][0][0].className == "long-text"
 
@@ -54,3 +54,12 @@ def test_compare_roofline_hover_prints_unknown_as_unknown():
     assert hover == [f"k<br>{fmt_pct(p)} of roof, bound: compute" for p in pct] and pct[1] > pct[0] > 0
     cmp.roofline = cmp.roofline.with_columns(pl.lit(None, pl.Float64).alias("pct_of_roof"), pl.lit(None, pl.Utf8).alias("binding"))
     assert [t.hovertext for t in roofline_figure(cmp).data if t.hovertext] == ["k<br>— of roof, bound: —"] * 2
+
+
+def test_dashboard_table_cells_carry_no_null_props():
+    pytest.importorskip("dash")
+    from profaudit.dashboards.ui import table
+
+    t = table(["a", "b"], [["x", 1.5]], numeric={1}).to_plotly_json()
+    cells = t["props"]["children"][1].to_plotly_json()["props"]["children"][0].to_plotly_json()["props"]["children"]
+    assert [c.to_plotly_json()["props"] for c in cells] == [{"children": "x"}, {"children": "1.5", "className": "num"}]
