@@ -68,8 +68,11 @@ def read_tables(d: Path, names: set[str] | None = None) -> dict[str, pl.DataFram
         parts = []
         for f in files:
             try:
+                # pyarrow decodes the pages: polars' own decoder aborts the whole process (a Rust
+                # allocation failure, no exception) on a damaged page header claiming 2**61 values,
+                # where pyarrow raises "Invalid page header" (a fuzz finding)
                 with rust_panics_as_input_errors(f, "unreadable Parquet table"):
-                    parts.append(pl.read_parquet(f))
+                    parts.append(pl.read_parquet(f, use_pyarrow=True))
             except InputError:
                 raise
             except Exception as exc:  # polars raises several types for damaged Parquet

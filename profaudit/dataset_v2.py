@@ -368,7 +368,8 @@ def check_manifest(m, raw: bytes, where: str) -> None:
 
     what = "broken batch manifest"
     m = jsonshape.mapping(m, what, where)
-    jsonshape.text(m.get("batch"), f"{what}: batch", where, optional=False)
+    # numbers=False: a batch name of NaN passed as text and then matched no batch (StopIteration)
+    jsonshape.text(m.get("batch"), f"{what}: batch", where, optional=False, numbers=False)
     for key, fields in (("profiles", ("profile_id",)), ("files", ("table", "path"))):
         entries = m.get(key)
         if not isinstance(entries, list):

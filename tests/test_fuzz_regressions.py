@@ -797,3 +797,41 @@ def test_dataset_marker_layout_not_a_number(tmp_path, layout):
     marker["layout"] = layout
     (d / MARKER).write_text(json.dumps(marker))
     _refused(d, "broken profaudit dataset: its marker's layout is")
+
+
+def test_damaged_parquet_page_that_aborted_polars(tmp_path):
+    """A bit-flipped page header in a Neuron Explorer table (made from the test fixture's
+    NeffHeader) claimed 2**61 values: polars' decoder failed to allocate and aborted the process
+    (SIGABRT, no exception). Read in a child process, so that a regression fails this test and not
+    the test run."""
+    import subprocess
+
+    from tests.test_neuron import make_explorer_profile
+
+    d = tmp_path / "prof"
+    d.mkdir()
+    make_explorer_profile(d)
+    (d / "NeffHeader.parquet").write_bytes((Path(__file__).parent / "fuzz_reproducers" / "neuron_neffheader_alloc_abort.parquet").read_bytes())
+    res = subprocess.run([sys.executable, "-m", "profaudit", "kernels", str(d)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).parents[1])
+    assert res.returncode == 2, (res.returncode, res.stderr[-500:])
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "NeffHeader.parquet: unreadable Parquet table: Invalid page header" in lines[0], res.stderr
+
+
+@pytest.mark.parametrize("batch", [float("nan"), 7])
+def test_dataset_manifest_batch_not_text(tmp_path, batch):
+    # a batch name of NaN passed the manifest check as a number and then matched no batch:
+    # StopIteration from Snapshot.superseded (the catch-all)
+    from profaudit.dataset import write_dataset
+    from profaudit.dataset_v2 import MANIFESTS
+
+    src = tmp_path / "m.json"
+    src.write_text(json.dumps([{"number_per_run": 10, "raw_times": [1e-4, 2e-4], "task_spec": {"stmt": "x"}, "metadata": None}]))
+    d = tmp_path / "ds"
+    write_dataset(profaudit.load(src), d)
+    mf = next((d / MANIFESTS).glob("*.json"))
+    m = json.loads(mf.read_text())
+    m["batch"] = batch
+    mf.write_text(json.dumps(m))
+    _refused(d, "broken batch manifest: batch: expected text, found the number")
