@@ -120,6 +120,9 @@ class ProtonParser:
                 t = _num(metrics.get(_TIME), f"Proton kernel {name}: Time (ns)", path)
                 count = metrics.get("count")
                 count = int(count) if isinstance(count, float) and count.is_integer() else count
+                if isinstance(count, int) and not isinstance(count, bool):
+                    # a launch count beyond 64 bits (10**39): total / count raised OverflowError
+                    count = jsonshape.int64(count, f"Proton kernel {name}: Count", path)
                 dtypes = _device_types(metrics.get("devicetype"))
                 props = next((devices[(d, str(metrics.get("deviceid")))] for d in dtypes if (d, str(metrics.get("deviceid"))) in devices), {})
                 device = options.device or _device_name(dtypes[0], props)

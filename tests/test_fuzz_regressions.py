@@ -835,3 +835,12 @@ def test_dataset_manifest_batch_not_text(tmp_path, batch):
     m["batch"] = batch
     mf.write_text(json.dumps(m))
     _refused(d, "broken batch manifest: batch: expected text, found the number")
+
+
+def test_proton_count_beyond_64_bits(tmp_path, cli):
+    # a launch count of 10**39: total / count raised OverflowError (the catch-all)
+    tree = [{"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+        {"frame": {"name": "k"}, "metrics": {"Time (ns)": 1000, "Count": 10**39, "DeviceId": "0", "DeviceType": 1}, "children": []}]}]
+    f = tmp_path / "p.hatchet"
+    f.write_text(json.dumps(tree))
+    assert_one_line_error(cli("kernels", f), "Proton kernel k: Count: the integer 1000000000000000000000000000000000000000 is out of range")
