@@ -69,7 +69,7 @@ def test_matmul_flop_formula_is_checked_against_the_recorded_shape(tmp_path):
     bench.run_file(wrong, tmp_path / "w", pattern="n=128", options=_opts())
     o = bench.compare_run(tmp_path / "w", baseline="naive", candidate="torch")[0]
     flagged = [f for f in o.report.findings if f.rule == "PA302" and f.severity.label == "warn"]
-    assert {f.side for f in flagged} == {"baseline", "candidate"} and all("2x" in f.message for f in flagged)
+    assert {f.side for f in flagged} == {"baseline", "candidate"} and all("2.00x" in f.message for f in flagged)
 
 
 def test_softmax_compare_is_fair(tmp_path):

@@ -63,7 +63,7 @@ def test_inflated_flop_count_is_flagged_and_the_recomputed_value_is_used():
     pa302 = [f for f in rep.findings if f.rule == "PA302"]
     flagged = [f for f in pa302 if f.side == "candidate"]
     assert len(flagged) == 1 and flagged[0].severity.label == "warn", [f.message for f in pa302]
-    assert "2x" in flagged[0].message and "F = 2*B*M*N*K" in flagged[0].message
+    assert "2.00x" in flagged[0].message and "F = 2*B*M*N*K" in flagged[0].message
     # the two sides also disagree with each other: that is the existing cross-side check
     assert any("count different flops" in f.message for f in pa302)
     from profaudit.audit.evidence import gather

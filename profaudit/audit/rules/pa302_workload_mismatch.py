@@ -7,10 +7,17 @@ from profaudit.audit.evidence import Evidence
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import differ_text, fx
 from profaudit.audit.trace import attention_masking
+from profaudit.fmt import fmt_bytes, fmt_si
 from profaudit.workload import normalise_op
 
 # Parameter names that describe the problem (not the implementation's tuning knobs).
 _WORKLOAD_PARAM = re.compile(r"^(n|m|k|b|h|d|l|s|size|sizes|shape|dims?|batch.*|seq.*|len.*|length|elements?|num_?elements|(array|axis|input|matrix|vector|tensor|data)_?size|rows|cols|columns|heads|head_?dim|hidden.*|features|channels|width|height|tokens|dtype|type|t|precision|problem.*)$", re.IGNORECASE)
+
+
+def _q(v: object, key: str) -> str:
+    """A per-call work count, visibly rounded with its unit (2.20 TFLOP, 134 MB): a bare 1.1e+12
+    would look exact."""
+    return fmt_si(v, "FLOP") if key == "flops" else fmt_bytes(v)
 
 
 def _workload_param(key) -> bool:
@@ -99,13 +106,13 @@ class WorkloadMismatch(Rule):
                     # Recomputed from each side's op and shape the work is the same: only the
                     # counting differs, so the time ratio stands; a rate-based claim does not.
                     cmp = ev.comparison
-                    out.append(self.flag(Severity.WARN, f"the sides count different {key} per call ({vb:.4g} vs {vc:.4g}) for the same work ({float(rb.value):.4g} recomputed from op and shape on both): a FLOP/s or GB/s comparison is inflated; the time ratio stands", "both",
+                    out.append(self.flag(Severity.WARN, f"the sides count different {key} per call ({_q(vb, key)} vs {_q(vc, key)}) for the same work ({_q(rb.value, key)} recomputed from op and shape on both): a FLOP/s or GB/s comparison is inflated; the time ratio stands", "both",
                                          correction=cmp.primary_interval if cmp.available else None, correction_note=f"recomputed {key}: the same op and shape on both sides, so the time ratio stands", **{f"{key}_baseline": fb, f"{key}_candidate": fc, f"{key}_recomputed": rb}))
                     continue
                 sev = Severity.WARN if ev.intended(key) else Severity.FAIL
-                out.append(self.flag(sev, f"the sides count different {key} per call ({vb:.4g} vs {vc:.4g}): different work or different accounting", "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
+                out.append(self.flag(sev, f"the sides count different {key} per call ({_q(vb, key)} vs {_q(vc, key)}): different work or different accounting", "both", non_comparable=True, **{f"{key}_baseline": fb, f"{key}_candidate": fc}))
         for se in ev.sides:
-            for key, unit in (("flops", "FLOPs"), ("bytes", "bytes")):
+            for key in ("flops", "bytes"):
                 declared, derived = se.fact(key), se.fact(f"{key}_from_shape")
                 if declared is None or derived is None:
                     continue
@@ -119,7 +126,7 @@ class WorkloadMismatch(Rule):
                     out.append(
                         self.flag(
                             Severity.WARN,
-                            f"the {se.role} counts {vd:.4g} {unit} per call, but its op and shape give {vr:.4g} ({fx(vd / vr)}; {derived.source.split(';')[0]}): {what}; the audit uses the recomputed value",
+                            f"the {se.role} counts {_q(vd, key)} per call, but its op and shape give {_q(vr, key)} ({fx(vd / vr)}; {derived.source.split(';')[0]}): {what}; the audit uses the recomputed value",
                             se.role,
                             **{f"{key}_declared": declared, f"{key}_recomputed": derived},
                         )
