@@ -254,7 +254,10 @@ def read_console(path: Path, parser, options: ReadOptions):
             reps[(family, pj)] = run + 1
             common = dict(statistic=None, sample_count=None, run=run)
         for val, unit, ts in ((m.group("t"), m.group("tu"), src), (m.group("c"), m.group("cu"), "host_cpu")):
-            v = jsonshape.finite(float(val))
+            try:
+                v = jsonshape.finite(float(val))
+            except ValueError:  # the row pattern lets '--' or '1e' through as a number: no time
+                raise InputError(path, f"benchmark {name!r}: the time {val!r} is not a number") from None
             if v is not None:
                 cols.add(benchmark=family, params=pj, iteration=0, duration_ns=v * ns_per(unit), time_source=ts, phase="measure", cache_state="unknown", calls_per_sample=None if agg else it, **common)
     if len(cols) == 0:

@@ -293,6 +293,14 @@ def _int_cell(db: _Db, v, where: str) -> int:
     return v
 
 
+def _name_cell(v) -> str | None:
+    """A device name from one cell: a name stored as a BLOB (a damaged export) is decoded like
+    TEXT cells are (invalid bytes replaced), instead of reaching polars as bytes in a text column."""
+    if isinstance(v, bytes):
+        v = _lenient_text(v)
+    return str(v) if v not in (None, "") else None
+
+
 def _id_cell(db: _Db, v, where: str) -> int | None:
     """An id (pid, GPU id) from one cell: NULL or an integer that fits Int64 (a damaged file holds
     bytes, text or 1e308, which no id column can hold)."""
@@ -343,7 +351,7 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
             d["id"] = _id_cell(db, d["id"], f"TARGET_INFO_GPU.{idcol}")
             g = {
                 "id": d.get("id"),
-                "name": (d.get("name") or None),
+                "name": _name_cell(d.get("name")),
                 "bus": d.get("busLocation"),
                 "chip": d.get("chipName"),
                 "sm_count": d.get("smCount"),
@@ -373,7 +381,7 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
         by_bus = {(g.get("bus"), g.get("name")): g for g in gpus if g.get("bus")}
         seen = set()
         for row in db.rows(f'SELECT {", ".join(sel + [f"{chr(34)}{x}{chr(34)}" for x in extra])} FROM TARGET_INFO_CUDA_GPU'):
-            dev, pid, name = row[:3]
+            dev, pid, name = row[0], row[1], _name_cell(row[2])
             d = dict(zip(extra, row[3:]))
             pid_rows.append((pid, dev, dev, name or None))
             key = (d.get("pciBusId"), name)

@@ -844,3 +844,25 @@ def test_proton_count_beyond_64_bits(tmp_path, cli):
     f = tmp_path / "p.hatchet"
     f.write_text(json.dumps(tree))
     assert_one_line_error(cli("kernels", f), "Proton kernel k: Count: the integer 1000000000000000000000000000000000000000 is out of range")
+
+
+def test_gbench_console_time_that_is_no_number(tmp_path):
+    # the row pattern took '--' for a number and float('--') raised ValueError (the catch-all)
+    f = tmp_path / "bench.txt"
+    head = "Run on (8 X 4400 MHz CPU s)\n----------------------------------------------------------\nBenchmark      Time        CPU   Iterations\n" \
+           "----------------------------------------------------------\n"
+    f.write_text(head + "BM_a/8       12.5 ns       12.4 ns     56000000\nBM_a/64        -- ns      696522 ns         1117\n")
+    _refused(f, "benchmark 'BM_a/64': the time '--' is not a number")
+    f.write_text(head + "BM_a/8       12.5 ns       12.4 ns     56000000\n")
+    assert profaudit.load(f).samples.height == 2  # real and CPU time of the good row
+
+
+def test_nsys_gpu_name_stored_as_bytes(tmp_path):
+    # TARGET_INFO_GPU.name as a BLOB reached polars as bytes in a text column ("invalid utf8")
+    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE TARGET_INFO_GPU SET name = X'00ff'")
+    con.commit()
+    con.close()
+    ps = profaudit.load(db)
+    assert ps.kernels.height > 0 and set(ps.kernels["device_name"].drop_nulls().to_list()) <= {"\x00\ufffd"}
