@@ -27,6 +27,17 @@ def _refused(path, needle: str) -> str:
     return str(ei.value)
 
 
+def _rich_db_with(path, *sql: str):
+    """The synthetic rich nsys export with `sql` applied (a damaged or trimmed export)."""
+    db = nsys_synth.rich_db(path)
+    con = sqlite3.connect(db)
+    for q in sql:
+        con.execute(q)
+    con.commit()
+    con.close()
+    return db
+
+
 def _gbench(**run) -> dict:
     base = {"name": "BM_x/8", "run_name": "BM_x/8", "run_type": "iteration", "iterations": 10, "real_time": 1.5,
             "cpu_time": 1.5, "time_unit": "ns"}
@@ -127,11 +138,7 @@ def test_nsys_export_without_string_ids_is_refused(tmp_path, cli):
 
 
 def test_nsys_export_without_kernel_table_but_with_launches(tmp_path):
-    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
-    con = sqlite3.connect(db)
-    con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
-    con.commit()
-    con.close()
+    db = _rich_db_with(tmp_path / "rich.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
     p = next(iter(profaudit.load(db)))
     assert p.metadata["complete"] is False
     assert "no CUDA kernel table although the CUDA API trace has" in p.metadata["incomplete_reason"]
@@ -658,12 +665,7 @@ def test_metadata_text_field_holding_an_integer_beyond_64_bits(tmp_path):
     ("UPDATE TARGET_INFO_GPU_METRICS SET metricId = X'00ff' WHERE metricId = 1", lambda ps: "metric 1" in ps.counters["raw_name"].to_list()),
 ])
 def test_nsys_odd_cells_in_lookup_tables(tmp_path, sql, check):
-    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
-    con = sqlite3.connect(db)
-    con.execute(sql)
-    con.commit()
-    con.close()
-    ps = profaudit.load(db)
+    ps = profaudit.load(_rich_db_with(tmp_path / "rich.sqlite", sql))
     ps.metadata  # noqa: B018 - builds
     assert check(ps)
 
@@ -859,10 +861,6 @@ def test_gbench_console_time_that_is_no_number(tmp_path):
 
 def test_nsys_gpu_name_stored_as_bytes(tmp_path):
     # TARGET_INFO_GPU.name as a BLOB reached polars as bytes in a text column ("invalid utf8")
-    db = nsys_synth.rich_db(tmp_path / "rich.sqlite")
-    con = sqlite3.connect(db)
-    con.execute("UPDATE TARGET_INFO_GPU SET name = X'00ff'")
-    con.commit()
-    con.close()
+    db = _rich_db_with(tmp_path / "rich.sqlite", "UPDATE TARGET_INFO_GPU SET name = X'00ff'")
     ps = profaudit.load(db)
     assert ps.kernels.height > 0 and set(ps.kernels["device_name"].drop_nulls().to_list()) <= {"\x00\ufffd"}
