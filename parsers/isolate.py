@@ -564,3 +564,22 @@ def rust_panics_as_input_errors(path: Path, what: str):
                     if kept:
                         os.write(2, kept)
                 tmp.close()
+
+
+def read_parquet_untrusted(source: Any, path: Path | str, what: str):
+    """A whole Parquet file (a path or a file object) as a polars DataFrame, decoded by pyarrow.
+
+    polars' own page decoder aborts the whole process (a Rust allocation failure, SIGABRT, no
+    exception) on a damaged page header claiming 2**61 values; pyarrow raises "Invalid page header"
+    (fuzz findings on a Neuron Explorer table and on a profaudit dataset part). Any failure is one
+    InputError naming `path` and `what`."""
+    import polars as pl
+
+    try:
+        with rust_panics_as_input_errors(Path(path), what):
+            return pl.read_parquet(source, use_pyarrow=True)
+    except InputError:
+        raise
+    except Exception as exc:  # pyarrow and polars raise several types for damaged Parquet
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(path, f"{what}: {msg}") from None

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.isolate import rust_panics_as_input_errors
+from profaudit.parsers.isolate import read_parquet_untrusted
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
 from profaudit.parsers.neuron_common import (
     BASE_CLOCK_HZ,
@@ -67,17 +67,7 @@ def read_tables(d: Path, names: set[str] | None = None) -> dict[str, pl.DataFram
             continue
         parts = []
         for f in files:
-            try:
-                # pyarrow decodes the pages: polars' own decoder aborts the whole process (a Rust
-                # allocation failure, no exception) on a damaged page header claiming 2**61 values,
-                # where pyarrow raises "Invalid page header" (a fuzz finding)
-                with rust_panics_as_input_errors(f, "unreadable Parquet table"):
-                    parts.append(pl.read_parquet(f, use_pyarrow=True))
-            except InputError:
-                raise
-            except Exception as exc:  # polars raises several types for damaged Parquet
-                msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise InputError(f, f"unreadable Parquet table: {msg}") from None
+            parts.append(read_parquet_untrusted(f, f, "unreadable Parquet table"))
         out[name] = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
     return out
 

@@ -238,16 +238,15 @@ def _read_layout_1(path: Path) -> ProfileSet:
     except (OSError, ValueError) as exc:
         raise InputError(path, f"broken profaudit dataset: {exc}") from None
     ids: list[str] = list(json.loads((path / MARKER).read_text()).get("profiles", []))
+    from profaudit.parsers.isolate import read_parquet_untrusted  # late, as in the v2 reader
+
     per_table: dict[str, dict[str, pl.DataFrame]] = {}
     for name in schema.DATA_TABLES:
         files = sorted((path / name).glob("profile_id=*/*.parquet"))
         parts: dict[str, pl.DataFrame] = {}
         for f in files:
             pid = f.parent.name.split("=", 1)[1]
-            try:
-                parts[pid] = pl.read_parquet(f)
-            except Exception as exc:  # polars raises several error types for damaged files
-                raise InputError(f, f"unreadable Parquet part: {exc}") from None
+            parts[pid] = read_parquet_untrusted(f, f, "unreadable Parquet part")
         per_table[name] = parts
     profiles = []
     for pid in ids:

@@ -427,14 +427,18 @@ def _snapshot(store, since: str | None = None, names: list[str] | None = None) -
 
 
 def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
+    # late: a scan that never loads a table keeps the parsers package unimported
+    from profaudit.parsers.isolate import read_parquet_untrusted
+
     frames = []
     for batch, f in snap.files(table):
         try:
-            df = pl.read_parquet(io.BytesIO(store.read_bytes(f["path"]))) if store.remote else pl.read_parquet(store.path(f["path"]))
+            source = io.BytesIO(store.read_bytes(f["path"])) if store.remote else store.path(f["path"])
         except FileNotFoundError:
             raise _MissingPart(store.url(f["path"]), "part file listed in its batch manifest is missing") from None
-        except Exception as exc:  # polars raises several error types for damaged files
-            raise InputError(store.url(f["path"]), f"unreadable Parquet part: {exc}") from None
+        if not store.remote and not source.exists():
+            raise _MissingPart(store.url(f["path"]), "part file listed in its batch manifest is missing")
+        df = read_parquet_untrusted(source, store.url(f["path"]), "unreadable Parquet part")
         gone = snap.superseded(batch)
         if gone:
             df = df.filter(~pl.col("profile_id").is_in(sorted(gone)))

@@ -864,3 +864,18 @@ def test_nsys_gpu_name_stored_as_bytes(tmp_path):
     db = _rich_db_with(tmp_path / "rich.sqlite", "UPDATE TARGET_INFO_GPU SET name = X'00ff'")
     ps = profaudit.load(db)
     assert ps.kernels.height > 0 and set(ps.kernels["device_name"].drop_nulls().to_list()) <= {"\x00\ufffd"}
+
+
+def test_damaged_dataset_part_that_aborted_polars():
+    """A profaudit dataset (made by the fuzz harness from the project's own fixture) whose metadata
+    part had 2 bytes set to 0xff: polars' decoder asked for 2**61 bytes and aborted the process
+    (SIGABRT). Parts are decoded by pyarrow now. Read in a child process, so that a regression
+    fails this test and not the test run."""
+    import subprocess
+
+    d = Path(__file__).parent / "fuzz_reproducers" / "dataset_part_alloc_abort"
+    res = subprocess.run([sys.executable, "-m", "profaudit", "kernels", str(d)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).parents[1])
+    assert res.returncode == 2, (res.returncode, res.stderr[-500:])
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "part-00000-000.parquet: unreadable Parquet part:" in lines[0], res.stderr
