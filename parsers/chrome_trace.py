@@ -1301,6 +1301,8 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     procs, threads = _names(acc)
     source = detect_source(meta, procs, acc.cats)
     base = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
+    if not -(2**63) <= base < 2**63:  # every start_ns would be out of the Int64 range (an OverflowError later)
+        raise InputError(path, f"baseTimeNanoseconds: the integer {str(base)[:30]} is out of range (beyond 64 bits)")
     if acc.slices:
         S = _classify(_stack(acc.slices, _EV_TYPES, _SLICE_COLS), source, procs, threads)
         R = S.filter(pl.col("cls") == "range")

@@ -183,7 +183,7 @@ class PytestBenchmarkParser:
                     cols["run"].append(0)
         df = samples.frame(cols, phase="measure", cache_state="unknown", time_source="host", device_name=options.device)
         mi = jsonshape.mapping(doc.get("machine_info") or {}, "machine_info", path)
-        cpu = mi.get("cpu") or {}
+        cpu = mi.get("cpu") if isinstance(mi.get("cpu"), dict) else {}  # free-form like the rest of machine_info (kept in extra_json)
         md: dict[str, Any] = {
             "tool": "pytest-benchmark",
             "tool_version": doc.get("version"),

@@ -879,3 +879,21 @@ def test_damaged_dataset_part_that_aborted_polars():
     assert res.returncode == 2, (res.returncode, res.stderr[-500:])
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "part-00000-000.parquet: unreadable Parquet part:" in lines[0], res.stderr
+
+
+def test_chrome_trace_base_time_beyond_64_bits(tmp_path):
+    # baseTimeNanoseconds = 2**63 made every start time overflow (OverflowError, the catch-all)
+    ev = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}]
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps({"schemaVersion": 1, "baseTimeNanoseconds": 2**63, "traceEvents": ev}))
+    _refused(f, "baseTimeNanoseconds: the integer 9223372036854775808 is out of range (beyond 64 bits)")
+
+
+def test_pytest_benchmark_machine_info_cpu_not_an_object(tmp_path):
+    # machine_info.cpu as a list: cpu.get raised AttributeError (the catch-all); machine_info is free-form
+    f = tmp_path / "0001_run.json"
+    doc = {"machine_info": {"cpu": ["x86_64"]}, "commit_info": {}, "benchmarks": [{"name": "test_a", "fullname": "t.py::test_a", "params": None,
+           "stats": {"min": 1e-6, "max": 2e-6, "mean": 1.5e-6, "rounds": 3, "iterations": 1, "data": [1e-6, 1.5e-6, 2e-6]}}]}
+    f.write_text(json.dumps(doc))
+    p = next(iter(profaudit.load(f)))
+    assert p.metadata.get("cpu_brand") is None and p.samples.height > 0
