@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -343,8 +344,11 @@ def _is_units_row(cells: list[str]) -> bool:
 
 
 def _read_bytes(path: Path) -> bytes:
-    with open_maybe_gzip(path) as f:
-        raw = f.read()
+    try:
+        with open_maybe_gzip(path) as f:
+            raw = f.read()
+    except (EOFError, OSError, zlib.error) as exc:  # a cut or damaged .gz (EOFError reached the catch-all)
+        raise InputError(path, f"damaged or cut gzip file: {exc}") from None
     return raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
 
 

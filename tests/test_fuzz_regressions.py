@@ -897,3 +897,12 @@ def test_pytest_benchmark_machine_info_cpu_not_an_object(tmp_path):
     f.write_text(json.dumps(doc))
     p = next(iter(profaudit.load(f)))
     assert p.metadata.get("cpu_brand") is None and p.samples.height > 0
+
+
+def test_cut_gzip_table_is_one_line(tmp_path):
+    # a .gz cut short, read by the generic table: EOFError from gzip reached the catch-all
+    import gzip
+
+    f = tmp_path / "times.csv.gz"
+    f.write_bytes(gzip.compress(b"name,time_ms\n" + b"".join(b"k%d,%d.5\n" % (i, i) for i in range(500)))[:60])
+    _refused(f, "damaged or cut gzip file")
