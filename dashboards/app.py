@@ -193,7 +193,9 @@ def serve(
     url = f"http://{'localhost' if is_loopback(host) else host}:{port}/"
     if not is_loopback(host):
         say(f"warning: serving on {host}: anyone who can reach this address can read the loaded profiles and upload files (there is no login)")
-    say(f"profaudit dashboard: {st.summary().profiles} profiles, {len(st.claims)} claims; open {url} (Ctrl-C stops it)")
+    from profaudit.fmt import plural
+
+    say(f"profaudit dashboard: {plural(st.summary().profiles, 'profile')}, {plural(len(st.claims), 'claim')}; open {url} (Ctrl-C stops it)")
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)

@@ -722,7 +722,7 @@ def test_cli_serves_on_loopback(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-    assert "profaudit dashboard: 1 profiles" in err and f"http://localhost:{port}/" in err
+    assert "profaudit dashboard: 1 profile, 0 claims;" in err and f"http://localhost:{port}/" in err
 
 
 def _has_psutil() -> bool:
