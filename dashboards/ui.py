@@ -12,7 +12,7 @@ import polars as pl
 from dash import html, no_update
 from dash.exceptions import PreventUpdate
 
-from profaudit.errors import ProfauditError
+from profaudit.errors import ProfauditError, first_line
 from profaudit.fmt import fmt_num  # noqa: F401  (the one formatter, re-exported for the pages)
 
 log = logging.getLogger("profaudit.dashboards")
@@ -38,7 +38,7 @@ def message(text: str, kind: str = "error") -> html.Div:
 def error_text(exc: BaseException) -> str:
     if isinstance(exc, ProfauditError):
         return str(exc)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first = first_line(exc)
     return f"internal error: {type(exc).__name__}{': ' + first if first else ''} (the server log has the traceback)"
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Sequence
 
 from profaudit.dashboards.access import CLAIM_SUFFIXES, looks_like_claim
-from profaudit.errors import InputError, ProfauditError
+from profaudit.errors import InputError, ProfauditError, first_line
 
 # JSON framing and the other fields of a callback request, on top of the base64 payload.
 REQUEST_OVERHEAD_BYTES = 1 << 20
@@ -112,7 +112,7 @@ def store_uploads(st, contents: Sequence[str] | str | None, filenames: Sequence[
         except ProfauditError as exc:
             results.append(UploadResult(name, False, server_paths_hidden(str(exc), st.upload_dir)))
         except Exception as exc:  # a parser bug must not take the page down; the message says so
-            msg = str(exc).splitlines()[0] if str(exc) else ""
+            msg = first_line(exc)
             results.append(UploadResult(name, False, server_paths_hidden(f"{name}: cannot load: {type(exc).__name__}: {msg}", st.upload_dir)))
     return results
 

@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from profaudit.errors import InputError
+from profaudit.errors import InputError, first_line
 
 _LEN = struct.Struct("<Q")
 # A damaged count can make a reader allocate without bound; the child gets this much address
@@ -552,7 +552,7 @@ def rust_panics_as_input_errors(path: Path, what: str):
             if type(exc).__name__ != "PanicException":
                 raise
             panicked = True
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "panic"
+            msg = first_line(exc, "panic")
             raise InputError(path, f"{what}: damaged data, the decoder failed ({msg[:160]})") from None
         finally:
             if saved is not None and tmp is not None:
@@ -581,5 +581,5 @@ def read_parquet_untrusted(source: Any, path: Path | str, what: str):
     except InputError:
         raise
     except Exception as exc:  # pyarrow and polars raise several types for damaged Parquet
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc, type(exc).__name__)
         raise InputError(path, f"{what}: {msg}") from None

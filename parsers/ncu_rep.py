@@ -45,7 +45,7 @@ from typing import Any
 import polars as pl
 
 from profaudit import schema
-from profaudit.errors import InputError, require
+from profaudit.errors import InputError, first_line, require
 from profaudit.names import short_name
 from profaudit.parsers import ncu_common
 from profaudit.parsers.base import Probe, ReadOptions, new_profile
@@ -784,7 +784,7 @@ def _read_all_actions(path: Path, send) -> dict[str, Any]:
     try:
         ctx = nr.load_report(str(path))
     except Exception as exc:  # the reader's own errors (unsupported version, library missing)
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc, type(exc).__name__)
         raise InputError(path, f"ncu_report cannot load it: {msg}") from None
     sw = _Swig(nr)
     out = _MetricColumns(sink=send)

@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit.errors import InputError
+from profaudit.errors import InputError, first_line
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.rocprof_sdk import _strip_kd
@@ -204,7 +204,7 @@ class RocprofComputeParser:
         try:
             return pl.read_csv(p, infer_schema=False)
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as exc:
-            raise InputError(p, f"not a readable CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise InputError(p, f"not a readable CSV: {first_line(exc, type(exc).__name__)}") from None
 
     def _sysinfo(self, p: Path) -> dict[str, Any]:
         s = self._csv(p)

@@ -38,7 +38,7 @@ from typing import Any
 
 import polars as pl
 
-from profaudit.errors import InputError
+from profaudit.errors import InputError, first_line
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
@@ -152,7 +152,7 @@ class Rocprofv3CsvParser:
             canon = _canon(df.columns)
             return df.rename(dict(zip(df.columns, canon))) if canon != df.columns and len(set(canon)) == df.width else df
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError, EOFError, OSError) as exc:
-            raise InputError(path, f"not a readable rocprofv3 CSV: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise InputError(path, f"not a readable rocprofv3 CSV: {first_line(exc, type(exc).__name__)}") from None
 
     @staticmethod
     def _ints(path: Path, df: pl.DataFrame, cols) -> pl.DataFrame:

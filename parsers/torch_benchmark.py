@@ -37,7 +37,7 @@ from typing import Any
 
 
 from profaudit import samples
-from profaudit.errors import InputError
+from profaudit.errors import InputError, first_line
 from profaudit.parsers import jsonshape
 from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile, open_maybe_gzip
 from profaudit.samples import canonical_params, ns_per, parse_scalar
@@ -103,7 +103,7 @@ def _load_pickle(path: Path):
     try:
         return _as_plain(_SafeUnpickler(io.BytesIO(data)).load())
     except Exception as exc:  # any failure of a foreign pickle is a bad input, said in one line
-        raise InputError(path, f"not a readable pickled torch.utils.benchmark Measurement ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        raise InputError(path, f"not a readable pickled torch.utils.benchmark Measurement ({first_line(exc, type(exc).__name__)})") from None
 
 
 def _read_printed(path: Path, parser, options: ReadOptions):

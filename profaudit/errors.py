@@ -28,6 +28,13 @@ class InputError(ProfauditError):
         return cls(path, f"cannot read: {exc.strerror or exc}")
 
 
+def first_line(exc: BaseException, default: str = "") -> str:
+    """The first line of an exception's text (`default` when it has none): what fits in the one
+    line a user sees, without a native library's multi-line report."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else default
+
+
 class MissingExtraError(ProfauditError):
     """An optional dependency is needed for this feature."""
 

@@ -22,7 +22,7 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from profaudit.errors import InputError, ProfauditError
+from profaudit.errors import InputError, ProfauditError, first_line
 from profaudit.loader import _as_list
 
 # a task gathers at most this many inputs, and at most this many bytes of them, so that its parts
@@ -202,7 +202,7 @@ def _run(inputs, store, executor: Executor, options, skip_bad: bool, progress, c
         except ProfauditError as exc:
             failure = failure or exc
         except Exception as exc:  # the cluster's own failure (a worker lost too often, a lost scheduler)
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            msg = first_line(exc)
             first = str(chunks[i][0][0])
             failure = failure or TaskFailed(f"the task for {len(chunks[i])} input(s) from {first} failed on the executor: {type(exc).__name__}: {msg}")
         if progress:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
-from profaudit.errors import InputError, ProfauditError
+from profaudit.errors import InputError, ProfauditError, first_line
 from profaudit.profile import Profile, ProfileSet
 
 # Parallel parsing pays for its process start-up only when there is enough to parse.
@@ -188,14 +188,14 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         what = "a lone surrogate (\\ud800-\\udfff escape)" if "surrogate" in str(exc) else getattr(exc, "reason", "invalid bytes")
         raise InputError(path, f"holds text that is not valid Unicode: {what}") from None
     except Exception as exc:  # a parser bug or an unforeseen corruption: still one line
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc, type(exc).__name__)
         raise UnexpectedReadError(path, f"cannot read as {parser.name}: {type(exc).__name__}: {msg}") from None
     except BaseException as exc:
         # polars' PanicException (a Rust panic on damaged Parquet/IPC data) is a BaseException:
         # it would pass every `except Exception` and print a traceback
         if not _is_rust_panic(exc):
             raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "panic"
+        msg = first_line(exc, "panic")
         raise InputError(path, f"damaged data: the native decoder failed while reading as {parser.name} ({msg[:200]})") from None
     profiles = result if isinstance(result, list) else [result]
     from profaudit.parsers.completeness import check_read

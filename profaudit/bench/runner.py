@@ -73,7 +73,7 @@ from profaudit.bench.backends import Backend, BoundCall, dtype_name
 from profaudit.audit.stats import steady_state
 from profaudit.bench.sampler import BlockSampler, cool_down
 from profaudit.bench.spec import Case, Variant, accepts_params
-from profaudit.errors import UsageError
+from profaudit.errors import UsageError, first_line
 
 # Relative standard error of the median from the MAD: SE(median) ~ 1.2533 sigma / sqrt(n),
 # sigma ~ 1.4826 MAD for normal data.
@@ -240,7 +240,7 @@ _HINTS = (
 def _exc_text(exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    msg = first_line(exc)
     if isinstance(exc, SystemExit):
         msg = f"the code called sys.exit({exc.code!r})"
     hint = next((h for needle, h in _HINTS if needle in msg), None)

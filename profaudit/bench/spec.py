@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from profaudit.errors import InputError, UsageError
+from profaudit.errors import InputError, UsageError, first_line
 
 BACKENDS = ("torch", "triton", "jax", "numpy", "fake")
 CACHE_MODES = ("cold", "hot", "rotate")
@@ -361,7 +361,7 @@ def load_benchmarks(path: str | os.PathLike) -> list[Benchmark]:
 
         if isinstance(exc, MissingExtraError):
             raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        msg = first_line(exc)
         raise InputError(p, f"importing it failed: {type(exc).__name__}: {msg}") from None
     finally:
         try:

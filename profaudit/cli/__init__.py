@@ -62,7 +62,7 @@ for _mod in COMMANDS:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from profaudit.errors import ProfauditError
+    from profaudit.errors import ProfauditError, first_line
 
     debug = os.environ.get("PROFAUDIT_DEBUG") == "1"
     try:
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if debug:
             raise
-        print(f"profaudit: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} (PROFAUDIT_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(f"profaudit: internal error: {type(exc).__name__}: {first_line(exc)} (PROFAUDIT_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 3
 
 
