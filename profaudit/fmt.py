@@ -200,7 +200,11 @@ _UNIT_SUFFIXES = (("_flops_per_s", "FLOP/s"), ("_bytes_per_s", "byte/s"), ("_hz"
 
 def fmt_cell(v: Any, unit: str = "") -> str:
     """A table cell (CLI tables, notebook tables): exact integers exact with separators, other
-    numbers visibly rounded; byte, Hz, FLOP and percent columns with an SI prefix or a % sign."""
+    numbers visibly rounded; byte, Hz, FLOP and percent columns with an SI prefix or a % sign;
+    ratio columns (unit x) as fmt_x prints every speedup (2.28x, 1.00x: a ratio of exactly 1 is
+    still an estimate, never the exact-looking integer 1)."""
+    if unit == "x" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return fmt_x(v)
     if unit in _SCALED_UNITS and isinstance(v, (int, float)) and not isinstance(v, bool):
         return fmt_quantity(v, unit)
     return fmt_num(v) if not isinstance(v, str) else v
@@ -212,8 +216,9 @@ def column_units(df: Any) -> dict[str, str]:
     from profaudit import schema
 
     units: dict[str, str] = {}
-    # the stored tables, then the derived ones (ranks, collectives, ...) where the schema has them
-    for t in (*schema.TABLES.values(), *schema.DERIVED_TABLES.values()):
+    # the stored tables, then the derived ones (ranks, collectives, ...) and the batch verdict
+    # tables (their speedups in x) where the schema has them
+    for t in (*schema.TABLES.values(), *schema.DERIVED_TABLES.values(), *schema.BATCH_TABLES.values()):
         for c in t.columns:
             if c.name in df.columns and c.unit:
                 units.setdefault(c.name, c.unit)
@@ -226,6 +231,23 @@ def column_units(df: Any) -> dict[str, str]:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 claim', '2 claims', '1,204 kernels'."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def fmt_params(params: Any) -> str:
+    """Benchmark parameters as `--params` takes them: 'Axis Size=8192, Num Elements=1024' for the
+    canonical JSON '{"Axis Size":8192,"Num Elements":1024}' the parsers store (text values bare,
+    others as JSON); '' for none. Text that is not a JSON object prints as it is."""
+    import json
+
+    if params is None or params == "":
+        return ""
+    try:
+        d = json.loads(params) if isinstance(params, str) else params
+    except ValueError:
+        return str(params)
+    if not isinstance(d, dict):
+        return str(params)
+    return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in d.items())
 
 
 def md_cell(v: Any) -> str:

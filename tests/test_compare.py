@@ -328,10 +328,10 @@ def test_timing_logs_compare_per_case():
     cmp = compare(b, c)
     assert cmp.kind == "samples"
     m = {r["label"]: r for r in cmp.matched.iter_rows(named=True)}
-    assert set(m) == {'add {"N":1024}', 'add {"N":4096}'}
-    assert m['add {"N":1024}']["significance"] == "faster"
-    assert m['add {"N":1024}']["speedup"] == pytest.approx(2.0, rel=0.02)
-    assert m['add {"N":4096}']["significance"] in ("same", "inconclusive")
+    assert set(m) == {'add N=1024', 'add N=4096'}
+    assert m['add N=1024']["significance"] == "faster"
+    assert m['add N=1024']["speedup"] == pytest.approx(2.0, rel=0.02)
+    assert m['add N=4096']["significance"] in ("same", "inconclusive")
     assert cmp.added["benchmark"].to_list() == ["scale"] and cmp.removed["benchmark"].to_list() == ["copy"]
     assert cmp.contributions["diff_ns"].sum() == pytest.approx(cmp.totals["time_diff_ns"])
     assert cmp.totals["geomean_speedup"] == pytest.approx(2 ** 0.5, rel=0.02)

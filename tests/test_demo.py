@@ -21,6 +21,15 @@ def test_demo_ingests_audits_and_writes_reports(cli, tmp_path, monkeypatch):
     # stdout is not a terminal here: table cells stay whole on their line instead of folding at 80 columns
     for claim in verdicts:
         assert any(claim in line and summary[claim] in line for line in res.out.splitlines()), claim
+    # the claimed ratio prints as the supported one does (2.66x beside 2.12x [...]), never a bare 2.66
+    from profaudit.fmt import fmt_x
+
+    claimed = {r["claim"]: r["claimed"] for r in json.loads((tmp_path / "out" / "audits" / "summary.json").read_text())}
+    assert any(v is not None for v in claimed.values())
+    for claim, v in claimed.items():
+        if v is not None:
+            line = next(ln for ln in res.out.splitlines() if claim in ln)
+            assert f" {fmt_x(v)} " in line, line
     import profaudit
 
     ds = profaudit.load(tmp_path / "out" / "dataset")

@@ -87,12 +87,17 @@ def _entities(cases: pl.DataFrame) -> pl.DataFrame:
 
 
 def _case_label(bench: pl.Expr) -> pl.Expr:
+    """'add N=1024': the parameters as `--params` takes them, not the canonical JSON the join keys
+    on ('add {"N":1024}' is code, and a cut cell loses the value that differs inside its quotes)."""
+    from profaudit.fmt import fmt_params
+
+    params = pl.col("params").map_elements(fmt_params, return_dtype=pl.Utf8)
     return (
         pl.when(pl.col("params") == "{}")
         .then(bench)
         .when(bench == UNNAMED)
-        .then(pl.col("params"))
-        .otherwise(pl.concat_str([bench, pl.lit(" "), pl.col("params")]))
+        .then(params)
+        .otherwise(pl.concat_str([bench, pl.lit(" "), params]))
     )
 
 
