@@ -16,7 +16,11 @@
 3. A DuckDB group-by over the kernels of the 5,000-profile dataset as appended (the same dataset as
    in 1, so both ratios come from one run) vs the same query on one Parquet file holding the same
    rows. Target: <= 1.2x. By a glob and by `profaudit.scan(..., engine="duckdb")` (the manifests'
-   file list); also after `compact` (one batch). Each ratio is the median over --query-reps blocks
+   file list), the latter also against the same relation calls on the one file (DuckDB's relation
+   API binds at every step: a fixed cost of a few ms that a single file pays too, printed apart);
+   the same query through scan(engine="polars") and scan(engine="dask") against that engine on
+   the one file; scan + query after one profile is ingested again (its superseded copy filtered
+   out); and after `compact` (one batch). Each ratio is the median over --query-reps blocks
    (each: the fastest of 3 alternated runs of either query), printed with the blocks' spread and
    the ratio of CPU times.
 
@@ -247,20 +251,23 @@ def _query_ratio(a, b, blocks: int, best_of: int = 3) -> tuple[float, float, lis
 def bench_duckdb(root: Path, ds: Path, kernels: pl.DataFrame, reps: int) -> None:
     import duckdb
 
-    from profaudit.dataset import compact_dataset
+    from profaudit import scan
+    from profaudit.dataset import compact_dataset, write_dataset
+    from profaudit.profile import ProfileSet
 
     single = root / "single.parquet"
     kernels.write_parquet(single, statistics=True)
-    q = "SELECT profile_id, sum(duration_ns), count(*) FROM read_parquet('{}') GROUP BY 1"
+    agg = "profile_id, sum(duration_ns), count(*)"
+    q = f"SELECT {agg} FROM read_parquet('{{}}') GROUP BY 1"
     con = duckdb.connect()
     con.execute("SET threads TO 2")
 
     def run(path: str) -> int:
         return len(con.execute(q.format(path)).fetchall())
 
-    def line(what: str, a, b) -> str:
-        t_a, t_b, ratios, cpu = _query_ratio(a, b, reps)
-        return f"    {what}: {t_a * 1e3:.1f} ms vs one file {t_b * 1e3:.1f} ms; ratio = {statistics.median(ratios):.2f}x (median of {reps} blocks; spread {min(ratios):.2f}-{max(ratios):.2f}; CPU time {cpu:.2f}x)"
+    def line(what: str, a, b, baseline: str = "one file (SQL)", blocks: int = reps) -> str:
+        t_a, t_b, ratios, cpu = _query_ratio(a, b, blocks)
+        return f"    {what}: {t_a * 1e3:.1f} ms vs {baseline} {t_b * 1e3:.1f} ms; ratio = {statistics.median(ratios):.2f}x (median of {blocks} blocks; spread {min(ratios):.2f}-{max(ratios):.2f}; CPU time {cpu:.2f}x)"
 
     glob_ = str(ds / "kernels" / "*" / "*.parquet")
     n_ds = run(glob_)  # warm the file cache both sides
@@ -270,25 +277,64 @@ def bench_duckdb(root: Path, ds: Path, kernels: pl.DataFrame, reps: int) -> None
     print(f"[3] DuckDB group-by over {kernels.height:,} kernel rows (target <= 1.2x one Parquet file)")
     print(line(f"dataset as appended ({files} files, glob)", lambda: run(glob_), lambda: run(str(single))))
 
-    from profaudit import scan
-
     def run_scan() -> int:
         # the manifests' file list, superseded copies filtered out, as profaudit readers see it
         rel = scan(ds, "kernels", engine="duckdb", connection=con)
-        return len(rel.aggregate("profile_id, sum(duration_ns), count(*)").fetchall())
+        return len(rel.aggregate(agg).fetchall())
+
+    def run_single_rel() -> int:
+        # the same relation calls on the one file: what DuckDB's relation API costs by itself
+        # (a relation is bound at each step and again when it runs), whatever it reads
+        return len(con.sql(f"SELECT * FROM read_parquet('{single}')").aggregate(agg).fetchall())
 
     built = scan(ds, "kernels", engine="duckdb", connection=con)
 
     def run_built() -> int:
-        return len(built.aggregate("profile_id, sum(duration_ns), count(*)").fetchall())
+        return len(built.aggregate(agg).fetchall())
 
-    assert run_scan() == n_single + 1 == run_built()
+    assert run_scan() == n_single + 1 == run_built() == run_single_rel() + 1
     print(line("profaudit.scan(engine='duckdb') + query (manifest file list, superseded copies dropped)", run_scan, lambda: run(str(single))))
+    print(line("the same, against the same relation calls on one file", run_scan, run_single_rel, "one file (relation)"))
+    print(line("  (DuckDB's relation API alone: relation calls on one file vs SQL on it)", run_single_rel, lambda: run(str(single))))
     print(line("the query alone on a scan built once", run_built, lambda: run(str(single))))
+    _other_engines(ds, single, line, reps)
+
+    # one profile ingested again: its old copy sits in the big merged batch, so that batch's
+    # parts holding it are read through the supersession filter; one file holds the same live rows
+    again = _profile("p00042", kernels.filter(pl.col("profile_id") == "p00042").height, 42 + 10**7)
+    write_dataset(ProfileSet([again]), ds)
+    live = pl.concat([kernels.filter(pl.col("profile_id") != "p00042"), again.kernels])
+    single_live = root / "single-live.parquet"
+    live.write_parquet(single_live, statistics=True)
+    assert run_scan() == run(str(single_live)) + 1
+    print(line("scan + query after re-ingesting one profile (its old batch's part filtered)", run_scan, lambda: run(str(single_live))))
+
     compact_dataset(ds)
     files = sum(1 for _ in (ds / "kernels").rglob("*.parquet"))
     assert run(glob_) == n_ds
-    print(line(f"after `profaudit dataset compact` ({files} file(s), glob)", lambda: run(glob_), lambda: run(str(single))))
+    print(line(f"after `profaudit dataset compact` ({files} file(s), glob)", lambda: run(glob_), lambda: run(str(single_live))))
+
+
+def _other_engines(ds: Path, single: Path, line, reps: int) -> None:
+    """The same group-by through `profaudit.scan` with polars and dask, each against its own
+    engine reading the one file (a different engine's time is no baseline)."""
+    from profaudit import scan
+
+    def pl_query(lf) -> int:
+        return lf.group_by("profile_id").agg(pl.col("duration_ns").sum(), pl.len()).collect().height
+
+    print(line("polars: scan(engine='polars') + query", lambda: pl_query(scan(ds, "kernels", engine="polars")), lambda: pl_query(pl.scan_parquet(single)), "pl.scan_parquet(one file)"))
+    try:
+        import dask.dataframe as dd
+    except ImportError:
+        print("    dask: not installed (pip install 'profaudit[fleet]'), skipped")
+        return
+
+    def dd_query(df) -> int:
+        return len(df.groupby("profile_id")["duration_ns"].agg(["sum", "count"]).compute())
+
+    # a dask query costs 10x a DuckDB one (graph building and scheduling): fewer blocks
+    print(line("dask: scan(engine='dask') + query", lambda: dd_query(scan(ds, "kernels", engine="dask")), lambda: dd_query(dd.read_parquet(str(single))), "dd.read_parquet(one file)", max(3, reps // 3)))
 
 
 def main() -> None:
