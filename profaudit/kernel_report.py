@@ -392,7 +392,7 @@ def _occupancy(mx: _Metrics) -> Section:
     if known:
         low = min(known.values())
         who = [_LIMITERS[lab] for lab, v in known.items() if v == low]
-        s.summary.append(f"Limiter: {' and '.join(who)} ({fmt_num(low)} block(s) per SM)")
+        s.summary.append(f"Limiter: {' and '.join(who)} ({plural(int(low), 'block') if float(low).is_integer() else fmt_num(low) + ' blocks'} per SM)")
     if theo is not None and ach is not None:
         s.summary.append(f"Achieved {fmt_pct(ach)} of {fmt_pct(theo)} theoretical ({theo - ach:.1f} points below theoretical: imbalance, tail effect or launch overhead)")
     return s

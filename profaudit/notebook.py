@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import polars as pl
 
-from profaudit.fmt import column_units, fmt_cell, fmt_speedup, fmt_x
+from profaudit.fmt import column_units, fmt_cell, fmt_speedup, fmt_x, plural
 
 _CSS = (
     "<style>.pa-box{font-family:system-ui,sans-serif;font-size:13px}"
@@ -99,12 +99,12 @@ def profileset_html(ps) -> str:
                          ", ".join(f"{n} {c:,}" for n, c in t.items()) or "no rows"))
     parts = [table(["profile", "source", "format", "devices", "tables"], rows)]
     if len(ps) > 20:
-        parts.append(f"<p>{len(ps) - 20} more profiles</p>")
+        parts.append(f"<p>{plural(len(ps) - 20, 'more profile')}</p>")
     tot = ", ".join(f"{n} {c:,}" for n, c in totals.items() if c)
     parts.append(f"<p>all profiles: {esc(tot or 'no rows')}</p>")
     if ps.skipped:
-        parts.append(f"<p>{len(ps.skipped)} input(s) skipped: {esc('; '.join(f'{a}: {b}' for a, b in ps.skipped[:3]))}</p>")
-    return box(f"ProfileSet: {len(ps)} profile(s)", *parts)
+        parts.append(f"<p>{plural(len(ps.skipped), 'input')} skipped: {esc('; '.join(f'{a}: {b}' for a, b in ps.skipped[:3]))}</p>")
+    return box(f"ProfileSet: {plural(len(ps), 'profile')}", *parts)
 
 
 # --- audit reports ----------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ ROOFLINE_COLUMNS = (
 def roofline_summary(rf) -> str:
     """'12 kernel rows on h100-sxm; bound at boost: dram 9, compute_fp16_tensor 2, not placed 1'."""
     n = rf.height
-    parts = [f"{n:,} kernel row(s)"]
+    parts = [plural(n, "kernel row")]
     if "device_key" in rf.columns:
         devs = sorted(d for d in rf["device_key"].unique().to_list() if d)
         if devs:

@@ -68,3 +68,23 @@ def test_nvbench_compare_shows_axis_values_not_json(cli):
     res = cli("compare", str(b), str(c))
     assert res.code in (0, 1), res
     assert "Axis Size=8192" in res.out and '{"Axis' not in res.out
+
+
+def test_counts_in_compare_and_gate_lines_read_right():
+    from profaudit.compare.gate import CaseGate, gate_cases
+
+    one = gate_cases([CaseGate("add", 1.0, 0.99, 1.01, "same")], fail_on="regression", max_slowdown="5%")
+    assert "1 case gated, 0 significant differences" in one.summary_line(), one.summary_line()
+    two = gate_cases([CaseGate("a", 1.0, 0.99, 1.01, "same"), CaseGate("b", 1.3, 1.2, 1.4, "faster")], fail_on="regression", max_slowdown="5%")
+    assert "2 cases gated, 1 significant difference," in two.summary_line(), two.summary_line()
+
+
+def test_one_summary_only_case_is_singular():
+    from profaudit.compare import compare
+
+    def means(pid: str, v: float) -> Profile:
+        cols = {"benchmark": ["add"], "params": [smp.canonical_params({"N": 1})], "duration_ns": [v], "statistic": ["mean"], "sample_count": [100]}
+        return Profile(pid, {"source": "timing", "format": "timing-json"}, {"samples": smp.frame(cols)})
+
+    notes = compare(means("b", 10_000.0), means("c", 5_000.0)).notes
+    assert any(n.startswith("1 matched case has reported summaries only") for n in notes), notes

@@ -103,7 +103,7 @@ def test_ncu_sections_from_known_metrics():
     # the missing SOL metrics are named with the section that collects them
     assert "lts__throughput.avg.pct_of_peak_sustained_elapsed" in sol.missing and sol.collect == "SpeedOfLight"
     occ = rep.section("Occupancy")
-    assert any(x.startswith("Limiter: registers (3 block(s) per SM)") for x in occ.summary), occ.summary
+    assert any(x.startswith("Limiter: registers (3 blocks per SM)") for x in occ.summary), occ.summary
     # achieved above theoretical is what the numbers say; printed as a negative gap, not hidden
     assert any("37.5% theoretical" in x and "-2.5 points" in x for x in occ.summary), occ.summary
     ws = rep.section("WarpStateStats")
@@ -221,7 +221,7 @@ def test_corpus_basic_set_names_missing_sections(cli):
     res = cli("kernel-report", path, "-k", "one_blocktiling", "-f", "text")
     assert res.code == 0, res
     assert "(collect with `--section WarpStateStats`)" in res.out
-    assert "Limiter: registers (2 block(s) per SM)" in res.out
+    assert "Limiter: registers (2 blocks per SM)" in res.out
 
 
 def test_cli_errors(cli, tmp_path):
@@ -291,7 +291,7 @@ def test_corpus_ncu_csv_details_export_by_labels():
             checked += 1
     assert checked >= 20
     occ = rep.section("Occupancy")
-    assert occ.summary[0] == "Limiter: warps (block size) (4 block(s) per SM)"
+    assert occ.summary[0] == "Limiter: warps (block size) (4 blocks per SM)"
     assert rep.section("SpeedOfLight").summary[0].startswith("Memory-bound: memory throughput 61.8%")
 
 

@@ -38,7 +38,7 @@ def test_profileset_html_lists_profiles_devices_and_counts():
     ps = ProfileSet([_big_profile("a"), _big_profile("b")], skipped=[("bad.bin", "not a profile")])
     h = ps._repr_html_()
     assert h.count("<tr>") >= 3 and "NVIDIA H100 80GB HBM3" in h
-    assert "all profiles: kernels 8,000" in h and "1 input(s) skipped" in h
+    assert "all profiles: kernels 8,000" in h and "1 input skipped" in h
     assert repr(ps) == "ProfileSet(2 profiles: a, b)"
 
 
@@ -75,7 +75,7 @@ def test_roofline_frame_is_a_polars_frame_with_a_summary():
     assert isinstance(rf, pl.DataFrame) and isinstance(rf, RooflineFrame)
     bound = rf["bound_at_boost"].to_list()
     r = repr(rf)
-    assert r.startswith("<roofline: 2 kernel row(s) on h100-sxm") and "bound at boost:" in r
+    assert r.startswith("<roofline: 2 kernel rows on h100-sxm") and "bound at boost:" in r
     for b in set(bound):
         assert f"{b or 'not placed'} {bound.count(b)}" in r
     assert str(rf) == pl.DataFrame.__str__(rf) and str(rf).startswith("shape: (2, ")  # print shows the table

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from profaudit.compare.gate import CaseGate, GateResult
-from profaudit.fmt import fmt_speedup, md_cell
+from profaudit.fmt import fmt_speedup, md_cell, plural
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -142,7 +142,7 @@ def markdown_summary(gate: GateResult, cmp=None, *, top: int = 15) -> str:
             u = t.get(key) or {}
             n = u.get("cases", u.get("kernels"))
             if n:
-                lines.append(f"- {key} ({side}): {n} {'case(s), not in the totals' if 'cases' in u else 'kernel(s)'}")
+                lines.append(f"- {key} ({side}): {plural(n, 'case') + ', not in the totals' if 'cases' in u else plural(n, 'kernel')}")
         lines.append("")
     items = sorted(gate.cases, key=lambda c: (not c.failed, -abs(c.change_pct or 0.0), c.name))
     if gate.aggregate:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from profaudit.errors import UsageError
-from profaudit.fmt import fmt_x
+from profaudit.fmt import fmt_x, plural
 
 FAIL_ON = ("regression", "any-significant", "none")
 
@@ -129,7 +129,7 @@ class GateResult:
             names = ", ".join(c.name for c in self.failures[:5]) + (f" and {len(self.failures) - 5} more" if len(self.failures) > 5 else "")
             return f"FAIL ({gated}): {names}"
         sig = sum(c.significance in ("faster", "slower") for c in self.cases)
-        return f"pass ({gated}): {len(self.cases)} case(s) gated, {sig} significant difference(s), none beyond the threshold"
+        return f"pass ({gated}): {plural(len(self.cases), 'case')} gated, {plural(sig, 'significant difference')}, none beyond the threshold"
 
     def as_dict(self) -> dict:
         return {

@@ -297,7 +297,7 @@ def _notes(kb: pl.DataFrame, kc: pl.DataFrame, groups: list[Group]) -> list[str]
     loose = [g for g in groups if g.method in ("op-class", "nvtx", "fuzzy")]
     if loose:
         notes.append(
-            f"{len(loose)} group(s) matched by a low-confidence method ({', '.join(sorted({g.method for g in loose}))}); "
+            f"{plural(len(loose), 'group')} matched by a low-confidence method ({', '.join(sorted({g.method for g in loose}))}); "
             "check them before drawing conclusions"
         )
     return notes

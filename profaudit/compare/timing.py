@@ -177,7 +177,7 @@ def compare_samples(b: Side, c: Side, *, match: str, intended: tuple[str, ...] =
     summary_only = matched.filter((pl.col("statistic_b") != "median") | (pl.col("statistic_c") != "median")).height
     if summary_only:
         notes.append(
-            f"{summary_only} matched case(s) have reported summaries only: their intervals use the reported mean, "
+            f"{plural(summary_only, 'matched case')} {'has' if summary_only == 1 else 'have'} reported summaries only: their intervals use the reported mean, "
             "standard deviation and sample count (independent samples assumed), or are unknown without them"
         )
     methods: dict[str, int] = {}
