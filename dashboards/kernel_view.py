@@ -14,7 +14,8 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
 
 
 def section_view(s) -> html.Div:
-    from profaudit.kernel_report import item_text, rule_line
+    from profaudit.fmt import plural
+    from profaudit.kernel_report import collect_flags, item_text, rule_line
 
     parts: list = [html.H4([s.title, " ", html.Code(s.ident, className="muted")])]
     parts += [html.P(html.B(x), className="kr-summary") for x in s.summary]
@@ -23,7 +24,7 @@ def section_view(s) -> html.Div:
     for t in s.tables:
         parts += [html.P(html.I(t.title)), _table(t.headers, t.rows)]
     if s.missing:
-        parts.append(html.Details([html.Summary(f"{len(s.missing)} metric(s) missing: collect with --section {s.collect or s.ident}", className="muted kr-missing"), html.P(", ".join(s.missing), className="muted")]))
+        parts.append(html.Details([html.Summary(f"{plural(len(s.missing), 'metric')} missing: collect with {collect_flags(s)}", className="muted kr-missing"), html.P(", ".join(s.missing), className="muted")]))
     for r in s.rules:
         parts.append(html.Div(rule_line(r), className=f"kr-rule kr-rule-{r.kind or 'rule'}"))
     return html.Div(parts, className="kr-section", id=f"kr-{s.ident}")
@@ -33,7 +34,7 @@ def kernel_report_view(ps, profile_id: str, kernel_id: int, id_prefix: str = "kr
     """The analysis view of one kernel, or a message saying why there is none. Sections the
     report did not collect at all are listed once at the end, each with its `--section`."""
     from profaudit.errors import ProfauditError
-    from profaudit.kernel_report import kernel_report
+    from profaudit.kernel_report import collect_flags, kernel_report
 
     try:
         rep = kernel_report(ps, kernel_id=kernel_id, profile=profile_id)
@@ -48,7 +49,7 @@ def kernel_report_view(ps, profile_id: str, kernel_id: int, id_prefix: str = "kr
     absent = [s for s in rep.sections if s.empty and s.missing]
     body = [section_view(s) for s in shown]
     if absent:
-        items = [html.Li([html.B(s.title), f": collect with --section {s.collect or s.ident} ", html.Span(f"({', '.join(s.missing)})", className="muted")]) for s in absent]
+        items = [html.Li([html.B(s.title), f": collect with {collect_flags(s)} ", html.Span(f"({', '.join(s.missing)})", className="muted")]) for s in absent]
         body.append(html.Div([html.H4("Not in this report"), html.Ul(items)], className="kr-section", id=f"{id_prefix}-absent"))
     return html.Div(head + body, className="kernel-report", id=f"{id_prefix}-report")
 

@@ -69,7 +69,7 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # metric names this report lacks
-    collect: str | None = None  # `ncu --section` that collects them
+    collect: str | None = None  # the `ncu --section` identifiers that collect them, space-separated
     rules: list[RuleResult] = field(default_factory=list)
 
     @property
@@ -501,8 +501,10 @@ def _memory(mx: _Metrics) -> Section:
     if rows:
         s.tables.append(Table("Memory chart (per path and direction; hit rate at the receiving cache)", ["path", "direction", "requests", "bytes", "hit rate", "metric"], rows))
     if not any(r[0] != "L2 ↔ DRAM" for r in rows):
+        # the chart's sectors come with MemoryWorkloadAnalysis_Chart; the section's own figures
+        # (throughput, hit rates) with MemoryWorkloadAnalysis: name both when both are absent
+        s.collect = "MemoryWorkloadAnalysis MemoryWorkloadAnalysis_Chart" if s.missing else "MemoryWorkloadAnalysis_Chart"
         s.missing.append("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
-        s.collect = "MemoryWorkloadAnalysis_Chart"
     return s
 
 
@@ -668,7 +670,10 @@ def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, 
         m = p.metrics.filter(pl.col("kernel_id") == row["kernel_id"])
         sections += ncu_sections(m)
         if row.get("duration_ns") is None and not any(s.items for s in sections if s.ident == "SpeedOfLight"):
-            notes.append("ncu recorded no measurements for this launch (its replay failed); rule results below say why")
+            # a failed replay leaves rule results saying why; a capture without counters (2019.x
+            # reports keep launch and occupancy figures only) leaves none: say only what is known
+            why = "; ncu's rule results below say why" if any(s.rules for s in sections) else ""
+            notes.append(f"ncu recorded no hardware-counter measurements for this launch (no duration, throughput or memory figures){why}")
     else:
         notes.append(trace_note(row, p.metadata.get("device_name")))
     sections.append(launches_section(pick["launches"]))
@@ -697,11 +702,17 @@ def item_text(it: Item) -> str:
     return fmt_quantity(it.value, it.unit) if not isinstance(it.value, str) else it.value
 
 
+def collect_flags(s: Section) -> str:
+    """The ncu options that collect what a section lacks: `--section MemoryWorkloadAnalysis
+    --section MemoryWorkloadAnalysis_Chart` (`collect` holds the section identifiers)."""
+    return " ".join(f"--section {c}" for c in (s.collect or s.ident).split())
+
+
 def missing_line(s: Section) -> str | None:
     if not s.missing:
         return None
     what = "not in this report" if not (s.items or s.tables) else "missing"
-    return f"{what}: {', '.join(s.missing)} (collect with `--section {s.collect or s.ident}`)"
+    return f"{what}: {', '.join(s.missing)} (collect with `{collect_flags(s)}`)"
 
 
 def rule_line(r: RuleResult) -> str:
@@ -749,12 +760,18 @@ def render_markdown(rep: KernelReport) -> str:
 def render_text(rep: KernelReport, width: int = 100) -> str:
     import textwrap
 
+    def fill(text: str, first: str, rest: str = "    ") -> str:
+        # lines break between words only: a metric name is never split across lines, nor a
+        # `--section X` to copy (its spaces held by no-break spaces while filling)
+        text = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\u00a0"), text)
+        return textwrap.fill(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False, break_on_hyphens=False).replace("\u00a0", " ")
+
     out = [f"Kernel report: {rep.short_name}"]
     out += [f"  {k:<10} {v}" for k, v in _header(rep)]
-    out += [textwrap.fill(f"note: {n}", width, initial_indent="  ", subsequent_indent="    ") for n in rep.notes]
+    out += [fill(f"note: {n}", "  ") for n in rep.notes]
     for s in rep.sections:
         out += ["", f"{s.title} [{s.ident}]"]
-        out += [textwrap.fill(x, width, initial_indent="  * ", subsequent_indent="    ") for x in s.summary]
+        out += [fill(x, "  * ") for x in s.summary]
         if s.items:
             lw = max(len(i.label) for i in s.items)
             vals = [item_text(i) for i in s.items]
@@ -766,8 +783,8 @@ def render_text(rep: KernelReport, width: int = 100) -> str:
             out.append("    " + "  ".join(f"{h:<{w}}" for h, w in zip(t.headers, widths)).rstrip())
             out += ["    " + "  ".join(f"{c:<{w}}" for c, w in zip(r, widths)).rstrip() for r in t.rows]
         if (ml := missing_line(s)):
-            out.append(f"  ({ml})")
-        out += [textwrap.fill(rule_line(r), width, initial_indent="  > ", subsequent_indent="    ") for r in s.rules]
+            out.append(fill(ml, "  - "))
+        out += [fill(rule_line(r), "  > ") for r in s.rules]
     return "\n".join(out) + "\n"
 
 

@@ -88,3 +88,67 @@ def test_one_summary_only_case_is_singular():
 
     notes = compare(means("b", 10_000.0), means("c", 5_000.0)).notes
     assert any(n.startswith("1 matched case has reported summaries only") for n in notes), notes
+
+
+def _launch_only_ncu(rule: bool) -> Profile:
+    rows = [{"kernel_id": 0, "metric": "launch__grid_size", "unit": "", "value": 200.0, "value_int": 200, "kind": "metric"}]
+    if rule:
+        rows.append({"kernel_id": 0, "metric": "ProfilingFailed", "value_str": "the replay of this kernel failed", "instance_key": "error", "section": "SpeedOfLight", "kind": "rule"})
+    metrics = pl.DataFrame(rows, schema_overrides={"value": pl.Float64, "value_int": pl.Int64}, strict=False)
+    kernels = pl.DataFrame({"source": ["ncu"], "kernel_id": [0], "name": ["k"], "short_name": ["k"], "duration_ns": [None]}, schema_overrides={"duration_ns": pl.Float64})
+    return Profile("launch-only", {"source": "ncu", "path": "x.ncu-rep"}, {"kernels": kernels, "metrics": metrics})
+
+
+@pytest.mark.parametrize("rule", [False, True])
+def test_a_launch_without_counters_points_at_rule_results_only_when_there_are_some(rule):
+    from profaudit import kernel_report as kr
+    from profaudit.profile import ProfileSet
+
+    rep = kr.kernel_report(ProfileSet([_launch_only_ncu(rule)]), "k")
+    note = next(n for n in rep.notes if "no hardware-counter measurements" in n)
+    assert ("rule results below" in note) is rule, note
+    if rule:
+        assert any(r.text == "the replay of this kernel failed" for s in rep.sections for r in s.rules)
+
+
+def _mem_section(values: dict):
+    from profaudit import kernel_report as kr
+
+    rows = [{"kernel_id": 0, "metric": k, "unit": "byte" if "bytes" in k else "", "value": float(v), "kind": "metric"} for k, v in values.items()]
+    rows.append({"kernel_id": 0, "metric": "launch__grid_size", "unit": "", "value": 1.0, "kind": "metric"})
+    from profaudit import schema
+
+    m = schema.conform("metrics", pl.DataFrame(rows, schema_overrides={"value": pl.Float64}, strict=False), profile_id="p")
+    return next(s for s in kr.ncu_sections(m) if s.ident == "MemoryWorkloadAnalysis")
+
+
+def test_memory_section_names_every_section_that_collects_what_it_lacks():
+    from profaudit import kernel_report as kr
+
+    none = _mem_section({})
+    assert kr.collect_flags(none) == "--section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Chart"
+    assert kr.missing_line(none).endswith("(collect with `--section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Chart`)")
+    # the section's figures without the chart: only the chart's section is missing
+    figures = _mem_section({"dram__bytes.sum.per_second": 1e9, "l1tex__t_sector_hit_rate.pct": 50.0, "lts__t_sector_hit_rate.pct": 60.0, "dram__bytes_read.sum": 1e6, "dram__bytes_write.sum": 1e6})
+    assert kr.collect_flags(figures) == "--section MemoryWorkloadAnalysis_Chart", figures.missing
+
+
+def test_text_report_never_breaks_a_metric_name_or_the_section_option():
+    from profaudit import kernel_report as kr
+    from profaudit.profile import ProfileSet
+
+    text = kr.render(kr.kernel_report(ProfileSet([_launch_only_ncu(False)]), "k"), "text")
+    for line in text.splitlines():
+        assert "--section" not in line or "`--section " in line, line  # option and its value on one line
+        assert not line.rstrip().endswith("`--section"), line
+    for s in kr.kernel_report(ProfileSet([_launch_only_ncu(False)]), "k").sections:
+        for metric in s.missing:
+            assert metric in text, metric  # whole, on one line
+
+
+def test_dashboard_kernel_view_says_the_same_options_and_counts():
+    pytest.importorskip("dash")
+    from profaudit.dashboards.kernel_view import section_view
+
+    summary = next(str(c.children[0].children) for c in section_view(_mem_section({})).children if type(c).__name__ == "Details")
+    assert summary == "6 metrics missing: collect with --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Chart", summary
