@@ -159,7 +159,7 @@ def select_kernel(ps, name: str | None = None, *, kernel_id: int | None = None, 
             if exact["name"].n_unique() == 1:
                 hit = exact
             else:
-                raise UsageError(f"-k {name!r} matches {distinct.len()} kernels: {_listing(hit['short_name'].unique(maintain_order=True).to_list())}; give a longer name or --id")
+                raise UsageError(f"-k {name!r} matches {distinct.len()} kernels: {_tell_kernels_apart(hit)}; give a longer name or --id")
         launches = k.filter(pl.col("name") == hit["name"][0]).sort("kernel_id")
         idx = launch or 0
         if not 0 <= idx < launches.height:
@@ -168,6 +168,29 @@ def select_kernel(ps, name: str | None = None, *, kernel_id: int | None = None, 
     same = k.filter(pl.col("name") == row["name"]).sort("kernel_id")
     pos = same["kernel_id"].to_list().index(row["kernel_id"])
     return {"row": row, "launch_index": pos, "launches": same}
+
+
+def _without_arguments(name: str) -> str:
+    """'void f<float, 128>(int, float*)' -> 'f<float, 128>': the template arguments, which tell
+    instantiations apart, without the return type and the parameter list, which rarely do."""
+    name = name.removeprefix("void ")
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                return name[:i] if i else name
+    return name
+
+
+def _tell_kernels_apart(hit: pl.DataFrame) -> str:
+    """The kernels a name matched, as a person can tell them apart and pick one: short names when
+    they differ; otherwise each instantiation with its template arguments, its first --id and its
+    launch count (three 'cudnn::cnn::wgrad_alg0_engine' listed as one name read as one kernel)."""
+    shorts = hit.group_by("name", maintain_order=True).agg(pl.col("short_name").first(), pl.col("kernel_id").min().alias("id"), pl.len().alias("n"))
+    if shorts["short_name"].n_unique() == shorts.height:
+        return _listing(shorts["short_name"].to_list())
+    return _listing([f"{_without_arguments(r['name'])} (--id {r['id']}, {plural(r['n'], 'launch', 'launches')})" for r in shorts.iter_rows(named=True)], 5)
 
 
 def _listing(names: Sequence[str], n: int = 8) -> str:

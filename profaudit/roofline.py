@@ -358,7 +358,7 @@ def _notes(k: pl.DataFrame, unmatched: Mapping, suffixes, flops_precision) -> pl
         reasons = {n: r for n, r in unmatched.items() if n is not None}
         parts.append(pl.when(pl.col("device_key").is_null() & pl.col("_device").is_not_null())
                      .then(pl.col("_device").replace_strict(reasons, default=None, return_dtype=pl.Utf8)))
-    parts.append(pl.when(pl.col("_device").is_null() & pl.col("device_key").is_null()).then(pl.lit("no device name in the profile: pass device=")))
+    parts.append(pl.when(pl.col("_device").is_null() & pl.col("device_key").is_null()).then(pl.lit("no device name in the profile: pass device= (--device NAME)")))
     fcols = [f"flops_{p}" for p in PRECISIONS]
     no_typed = ~pl.any_horizontal([pl.col(c).is_not_null() for c in fcols])
     parts.append(pl.when(no_typed & pl.col("flops_total").is_not_null())

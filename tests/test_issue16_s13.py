@@ -152,3 +152,31 @@ def test_dashboard_kernel_view_says_the_same_options_and_counts():
 
     summary = next(str(c.children[0].children) for c in section_view(_mem_section({})).children if type(c).__name__ == "Details")
     assert summary == "6 metrics missing: collect with --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Chart", summary
+
+
+def _instantiations() -> Profile:
+    names = ["void wgrad<float, 128, 6>(int, float const*)"] * 3 + ["void wgrad<float, 128, 5>(int, float const*)"]
+    kernels = pl.DataFrame({"source": ["kineto"] * 4, "kernel_id": [0, 1, 2, 3], "name": names, "short_name": ["wgrad"] * 4, "duration_ns": [1000.0, 1100.0, 1200.0, 900.0]})
+    return Profile("inst", {"source": "kineto", "path": "trace.json"}, {"kernels": kernels})
+
+
+def test_a_name_matching_several_instantiations_lists_them_apart():
+    from profaudit import kernel_report as kr
+    from profaudit.errors import UsageError
+    from profaudit.profile import ProfileSet
+
+    with pytest.raises(UsageError) as e:
+        kr.kernel_report(ProfileSet([_instantiations()]), "wgr")
+    msg = str(e.value)
+    assert "wgrad<float, 128, 6> (--id 0, 3 launches)" in msg and "wgrad<float, 128, 5> (--id 3, 1 launch)" in msg, msg
+    rep = kr.kernel_report(ProfileSet([_instantiations()]), kernel_id=3)
+    assert rep.name.startswith("void wgrad<float, 128, 5>") and rep.launches == 1
+
+
+def test_a_trace_without_a_device_says_which_option_gives_one():
+    from profaudit import kernel_report as kr
+    from profaudit.profile import ProfileSet
+
+    rep = kr.kernel_report(ProfileSet([_instantiations()]), kernel_id=0)
+    roof = next(s for s in rep.sections if s.ident == "Roofline")
+    assert any("--device NAME" in x for x in roof.summary), roof.summary
