@@ -326,44 +326,55 @@ def _read_json(chunk: bytes, schema: dict[str, pl.DataType], piece: int | None, 
 
 
 def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool = False,
-                 pieces: bool = True) -> tuple[Chunk, bool, bool]:
+                 pieces: bool = True, text_ts: bool = False) -> tuple[Chunk, bool, bool, bool]:
     """Decode one chunk (a JSON array of events). Returns the frames, whether the typed schema
-    `schema` failed (the caller then stops trying it), and whether reading in pieces worked (or
-    was not tried); the caller stops trying that when it did not. Raises BadChunk on invalid
-    JSON."""
+    `schema` failed (the caller then stops trying it), whether reading in pieces worked (or
+    was not tried; the caller stops trying that when it did not), and whether `ts` was read as
+    text (absolute epoch microseconds with fractions). With `text_ts` (an earlier chunk of the
+    file needed that) such a chunk is read that way at once instead of as numbers first.
+    Raises BadChunk on invalid JSON."""
     names = (schema, "text") if schema != "text" else ("text",)
     # in pieces first; a piece cut inside a nested structure fails, and the chunk is read whole
     attempts = [(name, None) for name in names]
     if pieces and len(chunk) >= 2 * PIECE_BYTES:
         attempts = [(name, PIECE_BYTES) for name in names] + attempts
+    # ns-resolution Kineto writes every timestamp so: reading each chunk as numbers first and
+    # again as text decoded those files twice
+    quote = text_ts and _NEEDS_TEXT_TS.search(chunk) is not None
     failed = schema != "text"
     pieces_failed = False
     for name, piece in attempts:
         try:
-            raw = _read_json(chunk, SCHEMAS[name], piece)
+            raw = _read_json(chunk, {**SCHEMAS[name], "ts": STR} if quote else SCHEMAS[name], piece, quote_ts=quote)
         except Exception:
+            if quote:  # whatever the quoting did not fit: the chunk as any other, numbers first
+                return decode_chunk(chunk, index, schema, split, pieces, False)
             pieces_failed = pieces_failed or piece is not None
             continue
         failed = name != schema
         pieces_ok = piece is not None or not pieces_failed
-        flags = raw.select((pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), pl.col("ts").abs().max() >= _TWO43).row(0)
+        ts = pl.col("ts").cast(F64, strict=False) if quote else pl.col("ts")
+        flags = raw.select((pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), ts.abs().max() >= _TWO43).row(0)
         if flags[0] or flags[1]:
             break  # counters and range-profiler metrics carry free-form args: the Python loop reads them
-        if flags[2] and _NEEDS_TEXT_TS.search(chunk):
+        if quote and not flags[2]:  # no time beyond 2**43 us: numbers are exact, read as any chunk
+            return decode_chunk(chunk, index, schema, split, pieces, False)
+        if not quote and flags[2] and _NEEDS_TEXT_TS.search(chunk):
             # absolute epoch microseconds with fractions: doubles cannot hold them, read the text
             try:
                 raw = _read_json(chunk, {**SCHEMAS[name], "ts": STR}, piece, quote_ts=True)
             except Exception:
                 break
+            quote = True
         raw = raw.with_columns(pl.col("args").struct.rename_fields(_RENAMES[name])).unnest("args")
-        return _shape(raw, index, Chunk(), split), failed, pieces_ok
+        return _shape(raw, index, Chunk(), split), failed, pieces_ok, quote
     if _NEEDS_TEXT_TS.search(chunk):
         chunk = _QUOTE_TS.sub(rb'\1"\2"', chunk)
     try:
         events = loads_lenient(chunk)
     except orjson.JSONDecodeError as exc:
         raise BadChunk(str(exc.args[0]) if exc.args else str(exc), getattr(exc, "pos", None)) from None
-    return decode_events(events, index, split), failed, True
+    return decode_events(events, index, split), failed, True, False
 
 
 def decode_events(events: list, index: int, split: bool = False) -> Chunk:
@@ -831,17 +842,19 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
     schema: str | None = None
     split = False
     pieces = True
+    text_ts = False
 
     def settle(limit: int) -> None:
-        nonlocal carry, schema, pieces
+        nonlocal carry, schema, pieces, text_ts
         while len(pending) > limit:
             fut, chunk, off, idx = pending.popleft()
             try:
-                frames, failed, pieces_ok = fut.result()
+                frames, failed, pieces_ok, quoted = fut.result()
                 if failed:
                     schema = "text"
                 if not pieces_ok:  # events hold lists of objects: cuts between pieces keep failing
                     pieces = False
+                text_ts = text_ts or quoted
                 acc.add(idx, frames)
                 continue
             except BadChunk as exc:
@@ -868,7 +881,7 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
                     first, carry = carry, None
                     _decode_merged(path, acc, first, chunk, schema, split)
                     continue
-                pending.append((pool.submit(decode_chunk, chunk, index, schema, split, pieces), chunk, off, index))
+                pending.append((pool.submit(decode_chunk, chunk, index, schema, split, pieces, text_ts), chunk, off, index))
                 index += 1
                 settle(nthreads + 1)
                 continue
