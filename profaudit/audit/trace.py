@@ -424,6 +424,41 @@ def reduced_precision_kernels(se: "SideEvidence") -> dict[str, list[str]]:
     return {k: sorted(v)[:4] for k, v in out.items()}
 
 
+# The input precision a matmul/convolution kernel's name spells (cuBLAS, cuBLASLt, CUTLASS, cuDNN
+# naming), tried in this order because the names also carry the accumulator type (bf16bf16_bf16f32
+# accumulates in f32, f16_s16816gemm runs FP16 inputs on an FP32-accumulating MMA): the first
+# input type that matches is the one the kernel reads. `sgemm` is the SIMT FP32 path.
+PRECISION_NAMES: tuple[tuple[str, re.Pattern], ...] = (
+    ("fp8", re.compile(r"e4m3|e5m2|fp8|f8f8|_f8_", re.IGNORECASE)),
+    ("int8", re.compile(r"imma|i8i8|s8s8|int8|igemm|_i8_|_s8_", re.IGNORECASE)),
+    ("bf16", re.compile(r"bf16|bfloat16", re.IGNORECASE)),
+    ("fp16", re.compile(r"(?<![bt])f16|fp16|half|hgemm|h\d{3,5}gemm|hmma", re.IGNORECASE)),
+    ("tf32", TF32_NAME),
+    ("fp32", re.compile(r"sgemm|scudnn", re.IGNORECASE)),
+)
+# Names that are matmul/convolution kernels for the precision read above: stricter than
+# MATMUL_NAME, whose "conv" also matches an element-wise "convert" kernel with Half in its
+# template arguments (a cast says nothing about the precision of the product).
+PRECISION_GATE = re.compile(r"gemm|gemv|matmul|xmma|hmma|imma|wgmma|mma_sync|tensorop|cutlass|cublas|cudnn|conv(?!ert)|fprop|dgrad|wgrad", re.IGNORECASE)
+# From the cheapest to the most exact: a side that ran a class earlier in this list than its
+# declared dtype did less precise (faster) work than it says.
+PRECISION_ORDER = ("fp8", "int8", "fp16", "bf16", "tf32", "fp32", "fp64")
+
+
+def traced_precisions(se: "SideEvidence") -> dict[str, list[str]]:
+    """The input precisions the side's matmul/convolution kernel names spell, each with up to two
+    of the names ({} when no kernel name says: an element-wise kernel or an unnamed path)."""
+    out: dict[str, list[str]] = {}
+    for n in kernel_names(se):
+        if not PRECISION_GATE.search(n):
+            continue
+        for cls, pat in PRECISION_NAMES:
+            if pat.search(n):
+                out.setdefault(cls, []).append(n)
+                break
+    return {k: sorted(v)[:2] for k, v in sorted(out.items(), key=lambda kv: PRECISION_ORDER.index(kv[0]))}
+
+
 def matmul_kernels(se: "SideEvidence") -> list[str]:
     return [n for n in kernel_names(se) if MATMUL_NAME.search(n)]
 

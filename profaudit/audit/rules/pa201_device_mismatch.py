@@ -11,6 +11,80 @@ def _mig(v) -> str:
     return "none" if s in ("", "none", "no", "false", "disabled", "off") else s
 
 
+def _traced_devices(ev: Evidence, role: str) -> list[dict]:
+    """The devices the side's attached traces say its kernels ran on, one entry per profile and
+    device: {"name", "sms", "memory", "where"}. A trace records the device it saw (Kineto
+    deviceProperties, nsys TARGET_INFO_GPU): the same product name with fewer SMs is a MIG slice
+    or a restricted part, whatever the claim says. Only devices that ran the profile's kernels
+    count where the kernels name their device."""
+    side = ev.claim.baseline if role == "baseline" else ev.claim.candidate
+    ps = side.profiles
+    out: list[dict] = []
+    if ps is None:
+        return out
+    import polars as pl
+
+    for prof in ps:
+        md = prof.metadata
+        where = str(md.get("path") or prof.profile_id).rsplit("/", 1)[-1]
+        k = prof.tables.get("kernels") if hasattr(prof, "tables") else None
+        used = None
+        if k is not None and "device_id" in k.columns and k.height:
+            used = set(k.get_column("device_id").drop_nulls().cast(pl.Int64).unique().to_list()) or None
+        props = [(d.get("id"), d.get("name"), d.get("numSms"), d.get("totalGlobalMem")) for d in md.get("device_properties") or [] if isinstance(d, dict)]
+        props += [(g.get("cuda_ordinal", g.get("id")), g.get("name"), g.get("sm_count"), g.get("memory_bytes")) for g in md.get("gpus") or [] if isinstance(g, dict)]
+        for dev_id, name, sms, mem in props:
+            if used is not None and dev_id not in used and len(props) > 1:
+                continue
+            out.append({"name": name or md.get("device_name"), "sms": sms, "memory": mem, "where": where})
+        if not props and md.get("device_name"):
+            out.append({"name": md.get("device_name"), "sms": None, "memory": None, "where": where})
+    return out
+
+
+def _shape(d: dict) -> str:
+    parts = [str(d["name"])] if d.get("name") else []
+    if d.get("sms"):
+        parts.append(f"{d['sms']} SMs")
+    if d.get("memory"):
+        from profaudit.fmt import fmt_bytes
+
+        parts.append(fmt_bytes(float(d["memory"])))
+    return ", ".join(parts)
+
+
+def _traced_findings(rule: "DeviceMismatch", ev: Evidence) -> list[Finding]:
+    """Devices the traces record against each other: several different devices on one side (a
+    job whose ranks ran on different GPUs), or the same name on both sides with different SM
+    counts or memory (FAIL / WARN)."""
+    out: list[Finding] = []
+    seen = {se.role: _traced_devices(ev, se.role) for se in ev.sides}
+    one: dict[str, dict] = {}
+    for role, devs in seen.items():
+        names = {str(d["name"]) for d in devs if d.get("name")}
+        rep = [next(d for d in devs if str(d.get("name")) == n) for n in sorted(names)]
+        differ = [d for d in rep[1:] if device_relation(str(rep[0]["name"]), str(d["name"])) == "different"]
+        sms = {d["sms"] for d in devs if d.get("sms")}
+        if differ:
+            out.append(rule.flag(Severity.FAIL, f"the {role}'s traces record different devices: {rep[0]['name']} ({rep[0]['where']}) and {differ[0]['name']} ({differ[0]['where']}); its time is set by the slowest", role, non_comparable=True, traced_devices=devs))
+        elif len(sms) > 1:
+            lo = min(devs, key=lambda d: d.get("sms") or 1 << 30)
+            hi = max(devs, key=lambda d: d.get("sms") or 0)
+            out.append(rule.flag(Severity.FAIL, f"the {role}'s traces record devices with {hi['sms']} and {lo['sms']} SMs ({hi['where']}, {lo['where']}): a MIG slice or a restricted part on some of them", role, non_comparable=True, traced_devices=devs))
+        elif devs:
+            one[role] = devs[0]
+    if out or len(one) < 2:
+        return out
+    b, c = one["baseline"], one["candidate"]
+    if b.get("name") and c.get("name") and device_relation(str(b["name"]), str(c["name"])) == "different":
+        return out  # names that differ are the main check's
+    if b.get("sms") and c.get("sms") and b["sms"] != c["sms"]:
+        out.append(rule.flag(Severity.FAIL, f"same device name but the traces record different SM counts: baseline {_shape(b)} ({b['where']}) vs candidate {_shape(c)} ({c['where']}): a MIG slice or another configuration of the part", "both", non_comparable=True, traced_baseline=b, traced_candidate=c))
+    elif b.get("memory") and c.get("memory") and abs(float(b["memory"]) - float(c["memory"])) > 0.02 * max(float(b["memory"]), float(c["memory"])):
+        out.append(rule.flag(Severity.WARN, f"same device name but the traces record different memory sizes: baseline {_shape(b)} ({b['where']}) vs candidate {_shape(c)} ({c['where']}): another variant or partition of the part", "both", traced_baseline=b, traced_candidate=c))
+    return out
+
+
 class DeviceMismatch(Rule):
     """The sides ran on different devices, MIG slices or boards.
 
@@ -19,7 +93,9 @@ class DeviceMismatch(Rule):
     model). Device names come from the claim, profile metadata and sample columns. Both sides timed
     in one run of one file (a wide log with a column per side) ran on one device, named or not:
     that passes, unless the file records several devices or hosts or its columns are named after
-    different devices (WARN).
+    different devices (WARN). The attached traces are read too: a side whose traces record different
+    devices (ranks on different GPUs), or the same name with different SM counts on the two sides
+    (a MIG slice reports its parent's name with fewer SMs) -> FAIL; different memory sizes -> WARN.
 
     Why it matters: a speedup across devices measures the hardware. Even two boards of one SKU
     differ: one "14 % speedup" turned out to be a different B200 instance (dogacel blog), and MIG
@@ -53,7 +129,7 @@ class DeviceMismatch(Rule):
         if rel == "different":
             sev = Severity.WARN if ev.intended("device") else Severity.FAIL
             return [self.flag(sev, "different devices: " + differ_text("device", db, dc) + (" (declared as intended)" if sev is Severity.WARN else ""), "both", non_comparable=True, **evid)]
-        out: list[Finding] = []
+        out: list[Finding] = [f for f in _traced_findings(self, ev) if not ev.intended("device")]
         if rel == "compatible":
             out.append(self.flag(Severity.WARN, f"device names differ in detail and no device spec tells them apart: {db.value!r} vs {dc.value!r}", "both", **evid))
         mb, mc = b.fact("mig_profile"), c.fact("mig_profile")

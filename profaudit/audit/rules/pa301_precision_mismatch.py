@@ -5,7 +5,7 @@ import re
 from profaudit.audit.evidence import Evidence, SideEvidence, dtype_of
 from profaudit.audit.findings import Finding, Rule, Severity
 from profaudit.audit.rules._common import _call, differ_text, unrecorded
-from profaudit.audit.trace import call_times, matmul_kernels, reduced_precision_kernels
+from profaudit.audit.trace import PRECISION_ORDER, call_times, matmul_kernels, reduced_precision_kernels, traced_precisions
 
 # Ops where TF32 (and reduced-precision reductions) apply: matmuls and convolutions. An
 # element-wise add or a softmax has no TF32 path, so asking about TF32 there is noise.
@@ -70,7 +70,11 @@ class PrecisionMismatch(Rule):
     compute in strict FP32 while the other did (kernel names of tensor-core, TF32 or FP16 paths
     such as xmma/hmma/tf32/h16816gemm/cutlass tensorop, or an achieved FLOP rate above the
     device's FP32 vector peak) whatever its `tf32` says; TF32 allowed on one side only; for fp16,
-    reduced-precision reductions on one side only. TF32 is asked about only for matmuls and
+    reduced-precision reductions on one side only. For every shared dtype, the input precision
+    the matmul/convolution kernel names spell (e4m3/fp8, imma/i8, bf16, f16/h16816gemm, tf32,
+    sgemm) is read per side: sides whose kernels read different precisions are a FAIL whatever
+    both declare (an fp16 claim over an sm90_xmma_gemm_e4m3 kernel); both reading another
+    precision than declared is INFO. TF32 is asked about only for matmuls and
     convolutions (meta.op, else the kernel names): not recorded there -> WARN naming what TF32 is
     worth on the side's device; unknown op -> an assumption. A difference the claim declares in
     `intended_differences` is a WARN.
@@ -108,9 +112,38 @@ class PrecisionMismatch(Rule):
             rb, rc = b.fact("allow_fp16_reduced_precision"), c.fact("allow_fp16_reduced_precision")
             if rb is not None and rc is not None and rb.value != rc.value:
                 out.append(self.flag(Severity.FAIL, "reduced-precision fp16 reductions on one side only: " + differ_text("allow_fp16_reduced_precision", rb, rc), "both", non_comparable=True, **evid))
+        if not any(f.status.value == "fail" for f in out):
+            out.extend(self._traced(ev, evid))
         if any(f.status.value == "fail" for f in out):
             return out
         return out + [self.ok(f"both sides compute in {dtype_of(b)}" + (f" (TF32 {'on' if b.get('tf32') else 'off'})" if dtype_of(b) == "fp32" and b.has("tf32") else ""), **evid)]
+
+    def _traced(self, ev: Evidence, evid: dict) -> list[Finding]:
+        """What the sides' matmul/convolution kernel names say they read, against each other and
+        the shared declared dtype: the declaration is a claim, the kernel that ran is evidence.
+        A side whose names spell no precision keeps its declared dtype."""
+        declared = dtype_of(ev.baseline)
+        seen = {se.role: traced_precisions(se) for se in ev.sides}
+        if not (seen["baseline"] or seen["candidate"]):
+            return []
+        # the cheapest precision a side's kernels read is the one that can make it faster
+        eff = {r: next(iter(seen[r])) if seen[r] else declared for r in seen}
+
+        def said(r: str) -> str:
+            if not seen[r]:
+                return f"the {r} shows no matmul kernel that names its precision (its dtype says {declared})"
+            return f"the {r}'s kernels read {eff[r]} ({', '.join(seen[r][eff[r]])})"
+
+        if eff["baseline"] == eff["candidate"]:
+            if eff["baseline"] != declared and declared in PRECISION_ORDER:
+                return [self.flag(Severity.INFO, f"both sides' matmul kernels read {eff['baseline']} although their dtype says {declared} ({said('baseline')}; {said('candidate')})", "both", traced_precision=seen, **evid)]
+            return []
+        off = [r for r in ("baseline", "candidate") if eff[r] != declared] or ["baseline", "candidate"]
+        side = off[0] if len(off) == 1 else "both"
+        text = f"{said('baseline')}; {said('candidate')}: the speedup includes the precision change"
+        if ev.intended("dtype") or ev.intended("precision"):
+            return [self.flag(Severity.WARN, f"declared precision change seen in the kernels: {text}", side, traced_precision=seen, **evid)]
+        return [self.flag(Severity.FAIL, f"precision mismatch although both sides say {declared}: {text}", side, non_comparable=True, traced_precision=seen, **evid)]
 
     def _fp32(self, ev: Evidence, evid: dict) -> list[Finding]:
         b, c = ev.baseline, ev.candidate
