@@ -180,3 +180,21 @@ def test_a_trace_without_a_device_says_which_option_gives_one():
     rep = kr.kernel_report(ProfileSet([_instantiations()]), kernel_id=0)
     roof = next(s for s in rep.sections if s.ident == "Roofline")
     assert any("--device NAME" in x for x in roof.summary), roof.summary
+
+
+def test_a_profile_with_no_rows_anywhere_says_so():
+    from profaudit.cli.common import where_the_data_is
+    from profaudit.profile import ProfileSet
+
+    empty = ProfileSet([Profile("e", {"source": "nsys"}, {})])
+    assert where_the_data_is(empty, "kernels", "-t") == "; no other table holds rows either, only the run metadata (`-t metadata`)"
+    assert where_the_data_is(ProfileSet([_instantiations()]), "samples", "-t") == "; they hold 4 rows in `-t kernels`"
+
+
+@pytest.mark.corpus
+def test_kernels_on_an_nsys_export_without_kernel_tables(cli):
+    from conftest import corpus_file
+
+    res = cli("kernels", str(corpus_file("nsys-sqlite", "kmeans-parallel")))
+    assert res.code == 0, res
+    assert "note: no kernels in these inputs; no other table holds rows either, only the run metadata (`-t metadata`)" in res.err

@@ -140,7 +140,13 @@ def where_the_data_is(ps, table: str, flag: str = "profaudit kernels -t") -> str
     from profaudit import schema
 
     held = [(t, ps.table(t).height) for t in schema.DATA_TABLES if t != table and ps.table(t).height]
-    return ("; they hold " + ", ".join(f"{plural(n, 'row')} in `{flag} {t}`" for t, n in held)) if held else ""
+    if held:
+        return "; they hold " + ", ".join(f"{plural(n, 'row')} in `{flag} {t}`" for t, n in held)
+    if len(ps):
+        # a report with no trace tables at all (an nsys export of a run that launched nothing):
+        # what was read is its run metadata, not a parse that went wrong
+        return f"; no other table holds rows either, only the run metadata (`{flag} metadata`)"
+    return ""
 
 
 def wrap_between_items(text: str, width: int) -> str:
