@@ -183,12 +183,20 @@ def _entry(p: Profile) -> dict:
     }
 
 
-def manifest_name(batch: str, files: list[dict], target_file_bytes: int) -> str:
+def manifest_name(batch: str, files: list[dict], target_file_bytes: int, tier_bytes: int | None = None) -> str:
     """`<batch>.s<bytes>.json` for a small batch (under half the target file size), else
     `<batch>.f<bytes>.json`: what auto-compaction needs to know is in the name, so an append that
     has nothing to merge lists the manifest folder and reads no manifest. (Older profaudit named
-    full and small batches alike `<batch>.json` or full ones so: `name_sizes` renames them.)"""
-    size = sum(f["bytes"] for f in files)
+    full and small batches alike `<batch>.json` or full ones so: `name_sizes` renames them.)
+
+    The bytes are the batch's Parquet bytes, except for a merged batch: `tier_bytes`, the sum of
+    the names' bytes of what it merged. Parquet's per-file overhead (tens of KB for a few hundred
+    rows of a wide table) is paid once by the merge instead of four times, so four one-profile
+    batches merged into one no bigger than each and it stayed in their size class: merged again
+    three appends later, and again, until its rows alone filled the class (a thousand profiles
+    rewritten every third append: 7-40x an append into an empty dataset, amortised). Summed, a
+    merge always lands a class up, and a row is rewritten once per class, as `auto_compact` says."""
+    size = sum(f["bytes"] for f in files) if tier_bytes is None else tier_bytes
     if size < target_file_bytes // 2:
         return f"{batch}.s{size}.json"
     return f"{batch}.f{size}.json"
@@ -255,6 +263,7 @@ def commit_batch(
     replaces: list[str] | None = None,
     skipped: list | None = None,
     target_file_bytes: int = TARGET_FILE_BYTES,
+    tier_bytes: int | None = None,
 ) -> dict:
     """Write the batch's manifest: the moment its parts become part of the dataset."""
     ensure_marker(store)
@@ -270,7 +279,7 @@ def commit_batch(
         "files": files,
         "skipped": [list(s) for s in (skipped or [])],
     }
-    name = manifest_name(batch, files, target_file_bytes)
+    name = manifest_name(batch, files, target_file_bytes, tier_bytes)
     # no indentation: a 5,000-profile manifest took 6x as long to write indented (170 ms, on the
     # client while the cluster's workers wait), and `json.tool` shows it to a reader
     store.write_bytes(f"{MANIFESTS}/{name}", json.dumps(manifest, separators=(",", ":")).encode())
@@ -605,11 +614,32 @@ def _merge_batches(store, snap: Snapshot, chosen: list[dict], target_file_bytes:
     tables = {t: _live_frame(store, sub, t) for t in TABLES_WITH_METADATA}
     batch = new_batch_id(after=max(names))
     entries, files = _write_frames(store, batch, sub.ids, tables, target_file_bytes, chosen)
-    commit_batch(store, batch, entries, files, replaces=sorted(names), target_file_bytes=target_file_bytes)
-    for m in chosen:
+    # what the merged batches weighed in their names (their bytes, for a full or unsized one)
+    tier = sum(_name_bytes(m) for m in chosen)
+    commit_batch(store, batch, entries, files, replaces=sorted(names), target_file_bytes=target_file_bytes, tier_bytes=tier)
+    return drop_batches(store, chosen)
+
+
+def _name_bytes(m: dict) -> int:
+    small = small_batch_bytes(m.get("_file", ""))
+    return small if small is not None else sum(f["bytes"] for f in m["files"])
+
+
+def _dead(m: dict, snap: Snapshot) -> bool:
+    """Whether every profile of batch `m` has its newest copy in a later batch (`snap` holds every
+    batch from `m` on: what supersedes a batch always sorts after it). A batch of no profiles
+    (an ingest whose inputs were all skipped) records what was skipped: kept."""
+    return bool(m["profiles"]) and all(snap.owner.get(e["profile_id"]) != m["batch"] for e in m["profiles"])
+
+
+def drop_batches(store, dead: list[dict]) -> int:
+    """Delete batches none of whose rows a reader keeps; returns the number of part files removed.
+    Manifests first: a reader that listed one and then misses its file lists again (as after a
+    merge), and a crash between the two leaves only unlisted files, which `compact` sweeps."""
+    for m in dead:
         store.remove(f"{MANIFESTS}/{m['_file']}")
     removed = 0
-    for m in chosen:
+    for m in dead:
         for f in m["files"]:
             store.remove(f["path"])
             removed += 1
@@ -663,7 +693,9 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
     (log_fanout(target / base) at most, 5 with the defaults): appends stay O(their rows) amortised
     whatever the dataset holds, while a scan meets at most (fanout - 1) small batches per class
     instead of one per append. Which batches are small and how big is in the manifests' names: an
-    append with nothing due lists one folder and reads nothing.
+    append with nothing due lists one folder and reads nothing. Batches of a due class whose every
+    profile was ingested again later are deleted instead of merged (`_dead`), so re-ingesting one
+    profile over and over costs a manifest listing per append and a small read every few.
 
     Idempotent (nothing due, nothing done) and safe with concurrent writers: two writers merging
     the same batches at once each commit a batch replacing them; readers keep one copy of each
@@ -673,7 +705,7 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
     if fanout < 2:
         raise UsageError(f"auto-compaction fan-out {fanout}: must be at least 2 (batches merged at once)")
     base = base_bytes or AUTO_COMPACT_BASE_BYTES
-    result = {"merges": 0, "batches_rewritten": 0, "files_removed": 0}
+    result = {"merges": 0, "batches_rewritten": 0, "batches_dropped": 0, "files_removed": 0}
 
     def classes(names) -> dict[int, list]:
         by: dict[int, list] = {}
@@ -699,6 +731,15 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
             finish_replaced(store, snap)
             return result
         chosen = [by_file[n] for n in due]
+        dead = [m for m in chosen if _dead(m, snap)]
+        if dead:
+            # every profile of these has a newer copy: nothing of them is read, so they are
+            # deleted, not rewritten. A profile ingested again and again otherwise kept its class
+            # due: the merge of its copies is one copy, small enough to stay in the class, so a
+            # merge (reading and writing every table of four batches) came every third append
+            result["files_removed"] += drop_batches(store, dead)
+            result["batches_dropped"] += len(dead)
+            continue
         try:
             result["files_removed"] += _merge_batches(store, snap, chosen, target_file_bytes)
         except _MissingPart:

@@ -28,6 +28,12 @@ def _manifests(ds: Path) -> list[str]:
     return sorted(p.name for p in (ds / "_manifests").glob("*.json"))
 
 
+def _most_in_one_class(ds: Path) -> int:
+    """The most small batches that share a size class (auto-compaction keeps it below the fan-out)."""
+    classes = [v2.size_class(b) for b in map(v2.small_batch_bytes, _manifests(ds)) if b is not None]
+    return max((classes.count(c) for c in classes), default=0)
+
+
 def test_size_classes_are_powers_of_the_fan_out():
     assert [v2.size_class(b, 4, 100) for b in (0, 99, 100, 399, 400, 1599, 1600)] == [0, 0, 1, 1, 2, 2, 3]
     assert v2.small_batch_bytes("20260101T000000000000-abcd.s1234.json") == 1234
@@ -43,7 +49,12 @@ def test_small_batches_never_pile_up_and_every_row_is_read_once(tmp_path):
     assert len(_manifests(ds)) == 1  # the 4th small batch of one size class merges the four
     for i in range(4, 30):
         write_dataset(ProfileSet([_profile(f"p{i:02d}")]), ds)
-        assert len(_manifests(ds)) < v2.AUTO_COMPACT_FANOUT
+        assert _most_in_one_class(ds) < v2.AUTO_COMPACT_FANOUT
+    # merges land a class up (their names carry what they merged): 30 appends leave 3 classes at
+    # most, not one merged batch rewritten every third append
+    names = _manifests(ds)
+    assert len(names) < 3 * v2.AUTO_COMPACT_FANOUT
+    assert max(v2.size_class(v2.small_batch_bytes(n)) for n in names) >= 2
     back = read_dataset(ds)
     assert back.ids == [f"p{i:02d}" for i in range(30)]
     assert back.kernels.height == 30 * 3
@@ -67,11 +78,11 @@ def test_a_big_batch_is_not_rewritten_with_small_ones(tmp_path, monkeypatch):
         write_dataset(ProfileSet([_profile(f"s{i}")]), ds)
     # merges of the newer small batches read only the manifests from the oldest one merged on
     assert any(r.startswith(v2.MANIFESTS) for r in reads) and f"{v2.MANIFESTS}/{big_manifest}" not in reads
-    # the big batch sits size classes above the one-profile batches: never merged with them
-    smalls = [v2.small_batch_bytes(n) for n in _manifests(ds)]
-    assert v2.size_class(big_bytes) > max(v2.size_class(b) for b in smalls if b is not None and b < big_bytes)
+    # the big batch sits a size class above the one-profile batches: never merged with them
+    one = min(v2.small_batch_bytes(n) for n in _manifests(ds))
+    assert v2.size_class(big_bytes) > v2.size_class(one)
     assert all(p.exists() and p.stat().st_ino == ino for p, ino in big.items())
-    assert len(_manifests(ds)) < 1 + v2.AUTO_COMPACT_FANOUT
+    assert _most_in_one_class(ds) < v2.AUTO_COMPACT_FANOUT
     assert len(read_dataset(ds)) == 209
 
 
@@ -114,7 +125,7 @@ def test_a_merge_interrupted_before_deleting_is_read_right_and_tidied_later(tmp_
     assert {p.relative_to(ds).as_posix() for p in ds.rglob("*.parquet")} == listed
     assert read_dataset(ds).ids == ["p0", "p1", "p2", "p3"]
     # ... and running it again, or `compact`, finds nothing left to do
-    assert v2.auto_compact(open_store(ds)) == {"merges": 0, "batches_rewritten": 0, "files_removed": 0}
+    assert v2.auto_compact(open_store(ds)) == {"merges": 0, "batches_rewritten": 0, "batches_dropped": 0, "files_removed": 0}
     r = compact_dataset(ds, orphan_age_s=0)
     assert (r["batches_after"], r["batches_rewritten"], r["orphans_removed"]) == (1, 0, 0)
 
@@ -154,3 +165,33 @@ def test_an_ingest_on_an_executor_auto_compacts_too(tmp_path):
     assert len(_manifests(ds)) < v2.AUTO_COMPACT_FANOUT
     back = read_dataset(ds)
     assert len(back) == 5 and back.samples.height == 50
+
+
+def test_a_profile_ingested_again_and_again_drops_its_old_batches_instead_of_merging(tmp_path, monkeypatch):
+    ds = tmp_path / "ds"
+    # its first copy shares a batch with live profiles: that batch is kept and read filtered
+    write_dataset(ProfileSet([*(_profile(f"o{i}", 4) for i in range(3)), _profile("again", 2)]), ds)
+    merges = []
+    real_merge = v2._merge_batches
+    monkeypatch.setattr(v2, "_merge_batches", lambda *a, **k: merges.append(a[2]) or real_merge(*a, **k))
+    for n in range(3, 15):
+        write_dataset(ProfileSet([_profile("again", n)]), ds)
+        back = read_dataset(ds)
+        # the newest copy only, every time; the other profiles untouched
+        assert sorted(back.ids) == ["again", "o0", "o1", "o2"]
+        assert back.kernels.filter(pl.col("profile_id") == "again").height == n
+        assert len(_manifests(ds)) < v2.AUTO_COMPACT_FANOUT
+    # whole batches of superseded copies were deleted, never read and rewritten
+    assert merges == []
+    listed = {f["path"] for m in v2.snapshot(open_store(ds)).manifests for f in m["files"]}
+    assert {p.relative_to(ds).as_posix() for p in ds.rglob("*.parquet")} == listed
+    assert profaudit.scan(ds, "kernels").collect().height == 3 * 4 + 14
+    # the first batch's copy, plus dead batches not due yet (they go when their class is due)
+    assert 1 <= dataset_info(ds)["superseded_copies"] < v2.AUTO_COMPACT_FANOUT
+
+
+def test_a_batch_partly_superseded_is_merged_and_a_batch_of_no_profiles_is_kept():
+    snap = v2.Snapshot([{"batch": "b1", "profiles": [{"profile_id": "a"}, {"profile_id": "b"}]}, {"batch": "b2", "profiles": [{"profile_id": "a"}]}, {"batch": "b3", "profiles": []}], {"a": "b2", "b": "b1"})
+    assert [v2._dead(m, snap) for m in snap.manifests] == [False, False, False]
+    snap.owner["b"] = "b2"
+    assert v2._dead(snap.manifests[0], snap)
