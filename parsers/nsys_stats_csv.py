@@ -169,8 +169,11 @@ class _Block:
         self.report, self.title = report, title
         self.lines: list[str] = []
 
-    def table(self) -> list[list[str]]:
-        return [r for r in csv.reader(io.StringIO("\n".join(self.lines))) if r]
+    def table(self, path: Path | None = None) -> list[list[str]]:
+        try:
+            return [r for r in csv.reader(io.StringIO("\n".join(self.lines))) if r]
+        except csv.Error as exc:  # a cell over the csv module's 128 KiB field limit, a NUL
+            raise InputError(path or Path("."), f"malformed nsys stats CSV in a {self.report or 'summary'} table: {exc}") from None
 
 
 def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
@@ -350,7 +353,9 @@ def _other(report, header, rows, metrics: list[dict]) -> None:
 def _block_frame(b: _Block, path: Path) -> tuple[pl.DataFrame, list[tuple[str, str, str | None]]]:
     """A trace block as all-text columns named c0, c1, ... (header spellings can repeat), parsed
     by polars: trace reports run to millions of rows."""
-    header = next(csv.reader([b.lines[0]]))
+    header = csv_cells(b.lines[0])
+    if header is None:
+        raise InputError(path, f"malformed nsys stats CSV: the {b.report or 'trace'} table's header is not CSV")
     cols = _columns(header)
     try:
         df = pl.read_csv("\n".join(b.lines).encode(), has_header=True, infer_schema=False, new_columns=[f"c{i}" for i in range(len(header))])
@@ -515,7 +520,7 @@ def read_stats_csv(path: Path, parser) -> Any:
             raise InputError(path, f"{report} table: a value is beyond the 64-bit integer range of its column (a time of 2^63 ns or more, or an id or size"
                                    f" beyond 64 bits){': ' + vals.group(1)[:60] if vals else ''}") from None
         # Summaries are one row per name: small, read with the csv module and checked row by row.
-        table = b.table()
+        table = b.table(path)
         rows = table[1:]
         width = len(header)
         bad = next((i for i, r in enumerate(rows) if len(r) != width), None)

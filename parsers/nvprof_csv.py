@@ -191,7 +191,10 @@ def split(text: str, path: Path) -> tuple[list[_Table], dict[str, Any]]:
 
 def _rows(t: _Table, path: Path) -> list[list[str]]:
     width = len(t.header)
-    rows = [r for r in csv.reader(io.StringIO("\n".join(t.lines)))]
+    try:
+        rows = [r for r in csv.reader(io.StringIO("\n".join(t.lines)))]
+    except csv.Error as exc:  # a cell over the csv module's 128 KiB field limit, a NUL
+        raise InputError(path, f"nvprof {t.layout} table (line {t.lineno}): malformed CSV: {exc}") from None
     for j, r in enumerate(rows):
         if len(r) != width:
             what = "the file looks truncated" if j == len(rows) - 1 else "malformed table"

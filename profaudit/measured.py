@@ -85,7 +85,10 @@ def read_roofline_csv(path: str | Path, device: str | int | None = None) -> Meas
         raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise InputError(p, "not a roofline.csv: not UTF-8 text") from None
-    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    except csv.Error as exc:  # a cell over the csv module's 128 KiB field limit, a NUL
+        raise InputError(p, f"not a readable roofline.csv: {exc}") from None
     if not rows:
         raise InputError(p, "empty roofline.csv")
     head = [h.strip() for h in rows[0]]

@@ -2,8 +2,10 @@
 suite's own fixtures), loads it, loads it marked incomplete, or refuses it with a deliberate one-line
 InputError. It never reaches the loader's catch-all (UnexpectedReadError), never lets another
 exception escape, and never loads a cut file as whole. Mutations: raw bytes (cuts, bit flips,
-extreme integers), JSON structure, CSV cells and units, SQLite tables and rows, protobuf fields
-(tests/fuzz/mutators.py). A short deterministic run here; tools/fuzz_long.py runs long."""
+extreme integers), JSON structure, CSV cells and units, SQLite tables and rows, protobuf fields,
+and the wider kinds (encodings, edge numbers, duplicated keys, splices of two seeds ...)
+(tests/fuzz/mutators.py). Some loaded inputs also go through the commands a user runs next
+(tests/fuzz/downstream.py), where an internal error counts the same. A short deterministic run here; tools/fuzz_long.py runs long."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ EXAMPLES = 40
 # small seeds keep this file to seconds per format; the long run takes the big ones
 SEED_BYTES = 400_000
 SEEDS_PER_FORMAT = 2
+AFTER_EVERY = 10
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,11 @@ def test_mutants_are_read_or_refused_deliberately(fmt, seeds, tmp_path):
     @given(st.integers(min_value=0, max_value=2**32 - 1), st.integers(min_value=0, max_value=SEEDS_PER_FORMAT - 1))
     def check(n, which):
         seed = seeds[fmt][which % len(seeds[fmt])]
-        path, mutant = write_mutant(seed, random.Random(n), tmp_path / "m")
-        v, detail = verdict(path, mutant)
+        donors = [s for lst in seeds.values() for s in lst]
+        path, mutant = write_mutant(seed, random.Random(n), tmp_path / "m", donors)
+        # one input in AFTER_EVERY that loads also goes through the commands a user runs next
+        # (summary, kernels, roofline, kernel-report, compare, export-trace, ingest): ten times a read
+        v, detail = verdict(path, mutant, seed=seed, after=tmp_path / "after" if n % AFTER_EVERY == 0 else None)
         if v in ("undeliberate", "silent_partial"):
             bad.append(f"{v}: {seed.path.name} {mutant.label} -> {detail}")
         assert v in ("ok", "incomplete", "rejected"), bad[-1]

@@ -43,13 +43,14 @@ BAD = {"undeliberate", "silent_partial", "crash", "timeout", "memory"}
 # ------------------------------------------------------------------------------------------------
 # worker side
 # ------------------------------------------------------------------------------------------------
-def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int) -> int:
+def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, after_rate: float = 1.0, blowup_rate: float = 0.0) -> int:
     """Make each mutant and read it here, in the worker: mutating (gzip recompression, SQLite
     rewrites, folder copies) costs as much as many reads, and done in the one parent it kept the
     workers waiting. The parent sends only (format, index); the mutant follows from the seed list
     and the rng string, so a run is reproducible whatever worker takes which task."""
     import resource
 
+    from tests.fuzz import mutators
     from tests.fuzz.harness import Seed, pick_seed, verdict, write_mutant
 
     # a hard cap well above the --mem-mb verdict line, so a blow-up fails an allocation instead of
@@ -61,6 +62,8 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int) -> 
         pass
     seeds = {fmt: [Seed(fmt, Path(s["path"]), tuple(Path(c) for c in s["companions"])) for s in lst]
              for fmt, lst in json.loads(seeds_file.read_text()).items()}
+    donors = [s for lst in seeds.values() for s in lst]
+    mutators.BLOWUP_RATE = blowup_rate
     out = sys.stdout
     sys.stdout = sys.stderr  # parsers' prints must not corrupt the protocol
 
@@ -73,19 +76,23 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int) -> 
         rng = random.Random(f"{rng_seed}/{task['format']}/{task['i']}")
         seed = pick_seed(seeds[task["format"]], rng)
         try:
-            path, m = write_mutant(seed, rng, scratch)
+            path, m = write_mutant(seed, rng, scratch, donors)
         except Exception as exc:  # a mutator bug must not end a long run: the parent notes it
             send({"skip": f"mutator failed on {seed.path.name}: {type(exc).__name__}: {exc}"})
             continue
         # said before the read, so a crash or a timeout still names its input
         send({"seed": str(seed.path), "path": str(path), "label": m.label})
-        v, detail = verdict(path, m)
+        # which loaded inputs also go through the next commands: a fixed share, drawn from the
+        # input's own rng string so a rerun picks the same ones
+        go_on = random.Random(f"{rng_seed}/{task['format']}/{task['i']}/after").random() < after_rate
+        v, detail = verdict(path, m, seed=seed, after=scratch / "after" if go_on else None)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if v == "rejected" and "out of memory" in detail:
             v = "memory"
         if peak_mb > mem_mb:
             v, detail = "memory", f"peak RSS {peak_mb:.0f} MB ({v}: {detail[:200]})"
-        send({"verdict": v, "detail": detail[:500]})
+        went_on = go_on and (v in ("ok", "incomplete") or detail.startswith("after load:"))
+        send({"verdict": v, "detail": detail[:500], "after": went_on})
         if v == "memory":
             return 0  # start afresh: the peak never comes down
     return 0
@@ -106,7 +113,7 @@ class Worker:
     def __init__(self, idx: int, args, seeds_file: Path, scratch: Path):
         self.idx = idx
         self.cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--mem-mb", str(args.mem_mb), "--seed", str(args.seed),
-                    "--seeds-file", str(seeds_file), "--worker-dir", str(scratch / f"w{idx}")]
+                    "--seeds-file", str(seeds_file), "--worker-dir", str(scratch / f"w{idx}"), "--after-rate", str(args.after_rate), "--blowup-rate", str(args.blowup_rate)]
         self.task = None
         self.started = 0.0
         self.restarts = 0
@@ -170,6 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mem-mb", type=int, default=2048, help="peak worker RSS that counts as a memory blow-up")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--formats", default="", help="comma-separated parser names (default: every format with seeds)")
+    ap.add_argument("--after-rate", type=float, default=1.0,
+                    help="share of the inputs that, once loaded, also go through summary, gaps, kernels, roofline, kernel-report, "
+                         "compare, export-trace and ingest (tests/fuzz/downstream.py); 0 judges the read alone. These cost "
+                         "~10-30x a read, so a long run on a shared machine may need less than 1")
+    ap.add_argument("--blowup-rate", type=float, default=0.001,
+                    help="share of mutants that are size blow-ups: one valid record repeated to 50-200 MB (must load within "
+                         "--mem-mb and --timeout, or be refused in one line)")
     ap.add_argument("--no-corpus", action="store_true", help="seed from the project's fixtures only")
     ap.add_argument("--out", type=Path, default=Path("fuzz-out"), help="reproducers and summary.json go here")
     ap.add_argument("--report-s", type=float, default=300, help="print the table this often")
@@ -177,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where seeds and mutants are written (default: a folder in /dev/shm when there is one, else OUT/scratch)")
     args = ap.parse_args(argv)
     if args.worker:
-        return worker_main(args.mem_mb, args.seeds_file, args.worker_dir, args.seed)
+        return worker_main(args.mem_mb, args.seeds_file, args.worker_dir, args.seed, after_rate=args.after_rate, blowup_rate=args.blowup_rate)
 
     from tests.fuzz.harness import discover_seeds
 
@@ -204,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds_file.write_text(json.dumps({f: [{"path": str(s.path), "companions": [str(c) for c in s.companions]} for s in lst]
                                       for f, lst in seeds.items()}))
     counts: dict[str, Counter] = defaultdict(Counter)
+    after_counts: Counter = Counter()  # loaded inputs that also went through the next commands
     examples: dict[tuple[str, str], list[str]] = defaultdict(list)
     t0 = time.monotonic()
     last_report = t0
@@ -280,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                 elif "verdict" not in res:
                     w.task.update(res)  # the mutant made: seed, path, label
                 else:
+                    if res.get("after"):
+                        after_counts[w.task["format"]] += 1
                     record(w, res["verdict"], res["detail"])
                     if res["verdict"] == "memory":
                         w.restart()
@@ -293,17 +310,17 @@ def main(argv: list[str] | None = None) -> int:
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:
             last_report = now
-            _table(counts, now - t0, workers)
-            _summary(args, counts, now - t0)
+            _table(counts, now - t0, workers, after_counts)
+            _summary(args, counts, now - t0, after_counts)
     for w in workers:
         w.proc.kill()
         w.proc.wait()
     elapsed = time.monotonic() - t0
-    _table(counts, elapsed, workers)
+    _table(counts, elapsed, workers, after_counts)
     for (fmt, v), ex in sorted(examples.items()):
         for e in ex:
             print(f"  {fmt} {v}: {e}")
-    _summary(args, counts, elapsed)
+    _summary(args, counts, elapsed, after_counts)
     if made_scratch:
         shutil.rmtree(scratch, ignore_errors=True)
     bad = sum(c[v] for c in counts.values() for v in BAD)
@@ -319,25 +336,28 @@ def _default_scratch(out: Path) -> Path:
     return out / "scratch"
 
 
-def _summary(args, counts: dict[str, Counter], elapsed: float) -> None:
+def _summary(args, counts: dict[str, Counter], elapsed: float, after: Counter) -> None:
     summary = {"elapsed_s": round(elapsed, 1), "argv": sys.argv, "counts": {f: dict(c) for f, c in sorted(counts.items())},
+               "went_on": dict(sorted(after.items())),
                "total": sum(sum(c.values()) for c in counts.values())}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
-def _table(counts: dict[str, Counter], elapsed: float, workers: list) -> None:
+def _table(counts: dict[str, Counter], elapsed: float, workers: list, after: Counter) -> None:
+    """The verdicts per format; `went on`: loaded inputs that also went through the next commands
+    (counted inside ok/incomplete/undeliberate, not beside them)."""
     tot = Counter()
     for c in counts.values():
         tot.update(c)
     n = sum(tot.values())
     rate = n / elapsed if elapsed > 0 else 0.0
     restarts = sum(w.restarts for w in workers)
-    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS)
+    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS + ("went on",))
           + f"   [{elapsed:.0f} s, {rate:.1f} inputs/s, {len(workers)} workers, {restarts} restarts]")
     for fmt in sorted(counts):
         c = counts[fmt]
-        print(f"{fmt:20} {sum(c.values()):12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS))
-    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS), flush=True)
+        print(f"{fmt:20} {sum(c.values()):12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS) + f" {after[fmt]:12d}")
+    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS) + f" {sum(after.values()):12d}", flush=True)
 
 
 if __name__ == "__main__":

@@ -394,7 +394,21 @@ class _FolderMirror:
 _MIRRORS: dict[Path, _FolderMirror] = {}
 
 
-def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Mutant]:
+def _donor(donors, rng: random.Random) -> bytes | None:
+    """Another seed's bytes (of any format, this one's included) to splice with, or None: a file
+    seed whole, a folder seed's data file."""
+    if not donors:
+        return None
+    d = rng.choice(donors)
+    if d.is_dir:
+        files = sorted(f for f in d.path.rglob("*") if f.is_file() and f.name.endswith(_FOLDER_DATA_SUFFIXES))
+        if not files:
+            return None
+        return _seed_bytes(rng.choice(files))
+    return _seed_bytes(d.path)
+
+
+def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple[Path, Mutant]:
     """A mutant of `seed` in a folder of its format under `dest`, keeping the seed's file name; the
     seed's companions are copied beside it unchanged. That folder holds nothing else; it is reused
     from one mutant to the next, because removing and re-creating folders (and re-copying folder
@@ -414,7 +428,7 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Muta
         files = sorted(out / f for f in mirror.files)
         victim = rng.choice(files)
         rel = victim.relative_to(out)
-        m = mutate(_seed_bytes(seed.path / rel), victim.name, rng)
+        m = mutate(_seed_bytes(seed.path / rel), victim.name, rng, _donor(donors, rng))
         victim.write_bytes(m.data)
         mirror.victim = rel
         m.label = f"{rel}: {m.label}"
@@ -434,15 +448,34 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path) -> tuple[Path, Muta
         if d.exists():
             d.unlink()
         d.mkdir(parents=True)
-    m = mutate(_seed_bytes(seed.path), seed.path.name, rng)
+    m = mutate(_seed_bytes(seed.path), seed.path.name, rng, _donor(donors, rng))
     out.write_bytes(m.data)
     for c in seed.companions:
         shutil.copyfile(c, d / c.name)
     return out, m
 
 
-def verdict(path: Path, mutant: Mutant | None = None) -> tuple[str, str]:
-    """(verdict, one line of detail) for reading `path` the way the CLI does."""
+# unmutated seeds, loaded once each: the sibling a loaded mutant is compared against
+_SEED_SETS: dict[Path, object] = {}
+
+
+def _seed_set(seed: Seed):
+    from profaudit.loader import read_one
+    from profaudit.profile import ProfileSet
+
+    if seed.path not in _SEED_SETS:
+        try:
+            _SEED_SETS[seed.path] = ProfileSet(read_one(seed.path, explicit=True))
+        except Exception:  # a seed refused without its vendor tool: nothing to compare against
+            _SEED_SETS[seed.path] = None
+    return _SEED_SETS[seed.path]
+
+
+def verdict(path: Path, mutant: Mutant | None = None, *, seed: Seed | None = None, after: Path | None = None) -> tuple[str, str]:
+    """(verdict, one line of detail) for reading `path` the way the CLI does; with `after` (a
+    scratch folder), an input that loads also goes through what a user runs next
+    (tests/fuzz/downstream.py), compared against its unmutated `seed`, and an undeliberate failure
+    there is an `undeliberate` verdict."""
     from profaudit import schema
     from profaudit.errors import ProfauditError
     from profaudit.loader import UnexpectedReadError, read_one
@@ -465,6 +498,14 @@ def verdict(path: Path, mutant: Mutant | None = None) -> tuple[str, str]:
     except Exception as exc:
         return "undeliberate", f"{type(exc).__name__}: {str(exc)[:300]}"
     incomplete = any(p.metadata.get("complete") is False for p in profiles)
+    if after is not None and not (mutant is not None and mutant.cut_incomplete and not incomplete):
+        from tests.fuzz.downstream import after_load
+
+        sibling = _seed_set(seed) if seed is not None else None
+        with contextlib.redirect_stderr(io.StringIO()):
+            problem = after_load(path, ps, (seed.path, sibling) if sibling is not None else None, after)
+        if problem:
+            return "undeliberate", f"after load: {problem}"
     if incomplete:
         return "incomplete", err.getvalue().strip().splitlines()[0] if err.getvalue().strip() else "complete: false"
     if mutant is not None and mutant.cut_incomplete:

@@ -250,49 +250,60 @@ def mutate_lines(data: bytes, rng: random.Random) -> Mutant | None:
 # --------------------------------------------------------------------------------------------
 # SQLite
 # --------------------------------------------------------------------------------------------
-def mutate_sqlite(data: bytes, rng: random.Random) -> Mutant | None:
-    """Drop or rename a table or column, delete rows, set values to extremes: on the database
-    deserialized in memory (no temporary file to write, fsync and unlink for every mutant)."""
+def _sqlite_edit(data: bytes, rng: random.Random, edit, prefix: str) -> Mutant | None:
+    """`edit(con, table, columns, rng) -> label` applied to one table of the database deserialized
+    in memory (no temporary file to write, fsync and unlink for every mutant); None when the seed
+    is no database, has no table, or the edit declines (returns None)."""
     con = sqlite3.connect(":memory:")
     try:
         try:
             con.deserialize(data)
-            tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
         except (sqlite3.Error, UnicodeDecodeError):
             return None
         if not tables:
             return None
         t = rng.choice(tables)
-        op = rng.choice(["drop", "delete", "value", "value", "value", "nulls", "rename"])
         try:
             cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
-            c = rng.choice(cols) if cols else None
-            if op == "drop":
-                con.execute(f'DROP TABLE "{t}"')
-                label = f"drop table {t}"
-            elif op == "delete":
-                con.execute(f'DELETE FROM "{t}" WHERE rowid % {rng.choice([1, 2, 7])} = 0')
-                label = f"delete rows of {t}"
-            elif op == "nulls" and c:
-                con.execute(f'UPDATE "{t}" SET "{c}" = NULL')
-                label = f"null {t}.{c}"
-            elif op == "rename" and c:
-                con.execute(f'ALTER TABLE "{t}" RENAME COLUMN "{c}" TO "{c}_x"')
-                label = f"rename {t}.{c}"
-            elif c:
-                v = rng.choice([2**63 - 1, -(2**63), 2**31, -1, 0, 1e308, float("inf"), float("nan"), "text", "", b"\x00\xff", None])
-                if isinstance(v, float) and v != v:
-                    v = None  # sqlite stores NaN as NULL
-                con.execute(f'UPDATE "{t}" SET "{c}" = ? WHERE rowid IN (SELECT rowid FROM "{t}" ORDER BY random() LIMIT {rng.choice([1, 5, 1000000])})', (v,))
-                label = f"set {t}.{c} = {v!r:.30}"
-            else:
-                label = f"nothing in {t}"
+            label = edit(con, t, cols, rng)
+            if label is None:
+                return None
             con.commit()
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             return Mutant(data, f"sqlite op failed: {exc}")
-        return Mutant(con.serialize(), "sqlite: " + label)
+        return Mutant(con.serialize(), prefix + label)
     finally:
         con.close()
+
+
+def mutate_sqlite(data: bytes, rng: random.Random) -> Mutant | None:
+    """Drop or rename a table or column, delete rows, set values to extremes."""
+    return _sqlite_edit(data, rng, _classic_edit, "sqlite: ")
+
+
+def _classic_edit(con, t: str, cols: list[str], rng: random.Random) -> str:
+    op = rng.choice(["drop", "delete", "value", "value", "value", "nulls", "rename"])
+    c = rng.choice(cols) if cols else None
+    if op == "drop":
+        con.execute(f'DROP TABLE "{t}"')
+        return f"drop table {t}"
+    if op == "delete":
+        con.execute(f'DELETE FROM "{t}" WHERE rowid % {rng.choice([1, 2, 7])} = 0')
+        return f"delete rows of {t}"
+    if op == "nulls" and c:
+        con.execute(f'UPDATE "{t}" SET "{c}" = NULL')
+        return f"null {t}.{c}"
+    if op == "rename" and c:
+        con.execute(f'ALTER TABLE "{t}" RENAME COLUMN "{c}" TO "{c}_x"')
+        return f"rename {t}.{c}"
+    if c:
+        v = rng.choice([2**63 - 1, -(2**63), 2**31, -1, 0, 1e308, float("inf"), float("nan"), "text", "", b"\x00\xff", None])
+        if isinstance(v, float) and v != v:
+            v = None  # sqlite stores NaN as NULL
+        con.execute(f'UPDATE "{t}" SET "{c}" = ? WHERE rowid IN (SELECT rowid FROM "{t}" ORDER BY random() LIMIT {rng.choice([1, 5, 1000000])})', (v,))
+        return f"set {t}.{c} = {v!r:.30}"
+    return f"nothing in {t}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,16 +466,25 @@ def _rewrap(data: bytes, how: str) -> bytes:
     return data
 
 
-def mutate(data: bytes, name: str, rng: random.Random) -> Mutant:
-    """One mutant of a seed file's bytes: about half structure-aware, half raw bytes, inside the
-    compression where the seed is gzip/zstd (and sometimes on the compressed bytes)."""
+def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = None) -> Mutant:
+    """One mutant of a seed file's bytes: about a third the wider kinds (encodings, edge numbers,
+    duplicated keys, splices with `donor`, another seed's bytes ...), a third structure-aware, a
+    third raw bytes, inside the compression where the seed is gzip/zstd (and sometimes on the
+    compressed bytes); now and then gzip-compressed under its own name, or blown up in size
+    (BLOWUP_RATE)."""
     inner, how = _wrap(data)
     if how and rng.random() < 0.15:
         m = rng.choice(BYTE_MUTATORS)(data, rng)
         m.label = f"{how} bytes: {m.label}"
         return m
+    if BLOWUP_RATE and rng.random() < BLOWUP_RATE:
+        m = blowup(inner, rng)
+        if m is not None:
+            return Mutant(_rewrap(m.data, how), f"{how}: {m.label}" if how else m.label)
     m = None
-    if rng.random() < 0.55:
+    if rng.random() < 0.35:
+        m = mutate_wide(inner, name, rng, _wrap(donor)[0] if donor is not None else None)
+    if m is None and rng.random() < 0.55:
         for fn in rng.sample(structured_for(inner, name), k=len(structured_for(inner, name))):
             m = fn(inner, rng)
             if m is not None:
@@ -473,8 +493,324 @@ def mutate(data: bytes, name: str, rng: random.Random) -> Mutant:
         m = rng.choice(BYTE_MUTATORS)(inner, rng)
     if how:
         m = Mutant(_rewrap(m.data, how), f"{how}: {m.label}", m.cut_incomplete)
+    elif rng.random() < 0.03:
+        # gzip around any of these, the name unchanged: readers that sniff content must still
+        # refuse or read it in one line
+        m = Mutant(gzip.compress(m.data, compresslevel=1, mtime=0), f"gzipped: {m.label}", m.cut_incomplete)
     # a second round now and then: combined damage
     if rng.random() < 0.1 and m.data:
         m2 = rng.choice(BYTE_MUTATORS[1:])(m.data, rng)
         m = Mutant(m2.data, f"{m.label}; {m2.label}", m.cut_incomplete)
     return m
+
+
+# --------------------------------------------------------------------------------------------
+# wider kinds (session 13): what an independent fuzzer of the same kind tries that the families
+# above do not: other text encodings and line ends, very long tokens, numbers at the edges in the
+# numeric fields themselves, duplicated JSON keys, every wrong JSON type for one field, nesting
+# right at the readers' depth limits, SQLite type affinity, views and repetition, CSV header and
+# column-count damage, two files spliced together, gzip around any of these, and size blow-ups.
+# --------------------------------------------------------------------------------------------
+# numbers as text where a number belongs: beyond float range, beyond 64 bits, signed zero,
+# non-finite spelled bare (JSON5 / Python json) and quoted, thousands separators, hex, empty
+EDGE_NUMBERS = ("1e309", "-1e309", "-0", "-0.0", "9223372036854775807", "9223372036854775808", "18446744073709551615",
+                "18446744073709551616", "-9223372036854775809", "NaN", "Infinity", "-Infinity", "nan", "inf", "1e-400",
+                "4.9e-324", "1.7976931348623157e308", "1,234", "1_000", "0x1F", "0b101", "1e", ".", "", " 12 ", "+5", "00012")
+# the readers' nesting limits (rocprof-sdk 64, metadata and YAML 100, Python's recursion ~1000)
+DEPTHS_AT_LIMITS = (63, 64, 65, 99, 100, 101, 998, 999, 1000, 1001)
+WRONG_TYPES = (None, True, 0, -1, 1.5, "", "x", "1", [], [1], {}, {"a": 1})
+
+# the share of mutants that are size blow-ups (tens of MB each): 0 unless a long run asks
+BLOWUP_RATE = 0.0
+
+
+def _placeholder(i: int) -> str:
+    return f"\x00raw{i}\x00"
+
+
+def _dumps_raw(doc, raw: dict[str, str]) -> bytes:
+    """json.dumps with placeholders replaced by raw JSON text (bare NaN, 1e309, duplicated keys:
+    what json.dumps cannot write)."""
+    text = json.dumps(doc, allow_nan=True)
+    for ph, r in raw.items():
+        text = text.replace(json.dumps(ph), r, 1)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _json_or_lines(data: bytes):
+    """(documents, how): the whole JSON document, or the JSON Lines records (how = 'jsonl'), or None."""
+    try:
+        return [json.loads(data)], "json"
+    except ValueError:
+        pass
+    lines = data.split(b"\n")
+    docs = []
+    for l in lines:
+        if l.strip():
+            try:
+                docs.append(json.loads(l))
+            except ValueError:
+                return None, ""
+    return (docs, "jsonl") if docs else (None, "")
+
+
+def _rejoin(docs, how: str, raw: dict[str, str], which: int) -> bytes:
+    if how == "json":
+        return _dumps_raw(docs[0], raw)
+    return b"\n".join(_dumps_raw(d, raw if i == which else {}) for i, d in enumerate(docs)) + b"\n"
+
+
+def mutate_json_wide(data: bytes, rng: random.Random) -> Mutant | None:
+    """Numbers at the edges in a numeric field, a duplicated key, each wrong type for a field,
+    nesting at the depth limits, a very long string."""
+    docs, how = _json_or_lines(data)
+    if not docs:
+        return None
+    which = rng.randrange(len(docs))
+    doc = docs[which]
+    nodes = list(_nodes(doc))
+    op = rng.choice(["number", "number", "dupkey", "wrongtype", "wrongtype", "depth", "longstr"])
+    raw: dict[str, str] = {}
+    ph = _placeholder(0)
+    if op == "number":
+        nums = [(p, v) for p, v in nodes if p and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if not nums:
+            return None
+        path, _ = rng.choice(nums)
+        text = rng.choice(EDGE_NUMBERS)
+        quoted = rng.random() < 0.3 or text in ("", "1,234", "1_000", "0b101", ".", " 12 ", "1e")
+        raw[ph] = json.dumps(text) if quoted else text
+        docs[which] = _set(doc, path, ph)
+        label = f"number {list(path)[-3:]} = {raw[ph]}"
+    elif op == "dupkey":
+        dicts = [(p, v) for p, v in nodes if isinstance(v, dict) and v]
+        if not dicts:
+            return None
+        path, d = rng.choice(dicts)
+        key = rng.choice(list(d))
+        other = rng.choice(WRONG_TYPES + (d[key],))
+        first = rng.random() < 0.5  # the duplicate before or after the original
+        body = ", ".join(f"{json.dumps(k)}: {json.dumps(v, allow_nan=True)}" for k, v in d.items())
+        dup = f"{json.dumps(key)}: {json.dumps(other)}"
+        raw[ph] = "{" + (f"{dup}, {body}" if first else f"{body}, {dup}") + "}"
+        docs[which] = _set(doc, path, ph)
+        label = f"duplicate key {list(path)[-2:] + [key]} = {other!r:.20} ({'first' if first else 'last'})"
+    elif op == "wrongtype":
+        fields = [(p, v) for p, v in nodes if p]
+        if not fields:
+            return None
+        path, v = rng.choice(fields)
+        choices = [w for w in WRONG_TYPES if type(w) is not type(v)]
+        w = rng.choice(choices)
+        docs[which] = _set(doc, path, w)
+        label = f"wrong type {list(path)[-3:]} = {w!r:.20} (was {type(v).__name__})"
+    elif op == "depth":
+        depth = rng.choice(DEPTHS_AT_LIMITS)
+        path, node = rng.choice(nodes)
+        opener, closer = ("[", "]") if rng.random() < 0.5 else ('{"a":', "}")
+        inner = json.dumps(node, allow_nan=True) if not isinstance(node, (dict, list)) else "0"
+        raw[ph] = opener * depth + inner + closer * depth
+        docs[which] = _set(doc, path, ph)
+        label = f"nest {depth} deep at {list(path)[-3:]}"
+    else:
+        strs = [(p, v) for p, v in nodes if p and isinstance(v, str)]
+        if not strs:
+            return None
+        path, v = rng.choice(strs)
+        n = rng.choice([4096, 65536, 1 << 20])
+        docs[which] = _set(doc, path, (v or "x") * (n // max(1, len(v or "x"))))
+        label = f"long string ({n} chars) at {list(path)[-3:]}"
+    return Mutant(_rejoin(docs, how, raw, which), f"json+: {label}")
+
+
+def encode_text(data: bytes, rng: random.Random) -> Mutant | None:
+    """The same text in another encoding or with other line ends: UTF-16 with a BOM, a UTF-8 BOM,
+    Latin-1 bytes, NUL bytes, CRLF or bare CR line ends."""
+    if not _is_text(data) or not data:
+        return None
+    op = rng.choice(["utf16", "bom8", "latin1", "nul", "crlf", "cr", "mixed"])
+    if op == "utf16":
+        enc = rng.choice(["utf-16", "utf-16-le", "utf-16-be"])
+        bom = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}.get(enc, b"")
+        return Mutant(bom + data.decode("utf-8", "replace").encode(enc), f"encode {enc} with BOM")
+    if op == "bom8":
+        return Mutant(b"\xef\xbb\xbf" + data, "UTF-8 BOM before the text")
+    if op == "latin1":
+        # a name or cell with bytes that are Latin-1, not UTF-8
+        i = rng.randrange(len(data))
+        return Mutant(data[:i] + rng.choice([b"\xe9", b"\xb5s", b"caf\xe9", b"\xff\xfe"]) + data[i:], f"Latin-1 bytes at {i}")
+    if op == "nul":
+        i = rng.randrange(len(data))
+        return Mutant(data[:i] + b"\x00" * rng.choice([1, 4]) + data[i:], f"NUL bytes at {i}")
+    lf = data.replace(b"\r\n", b"\n")
+    if op == "crlf":
+        return Mutant(lf.replace(b"\n", b"\r\n"), "CRLF line ends")
+    if op == "cr":
+        return Mutant(lf.replace(b"\n", b"\r"), "CR line ends")
+    lines = lf.split(b"\n")
+    return Mutant(b"".join(l + rng.choice([b"\n", b"\r\n", b"\r"]) for l in lines[:-1]) + lines[-1], "mixed line ends")
+
+
+def mutate_csv_wide(data: bytes, rng: random.Random) -> Mutant | None:
+    """Numbers at the edges in a numeric cell, a repeated header, a row with missing or extra
+    cells, a quoted newline inside a cell, a very long cell."""
+    text = data.decode("utf-8", "replace")
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error:
+        return None
+    body = [i for i, r in enumerate(rows) if len(r) > 1]
+    if len(body) < 2:
+        return None
+    head = body[0]
+    op = rng.choice(["number", "number", "header", "short", "extra", "newline", "long"])
+    i = rng.choice(body[1:])
+    if op == "number":
+        nums = [(r, c) for r in body[1:] for c, v in enumerate(rows[r]) if _looks_numeric(v)]
+        if not nums:
+            return None
+        r, c = rng.choice(nums)
+        rows[r][c] = rng.choice(EDGE_NUMBERS)
+        label = f"number cell ({r},{c}) = {rows[r][c]!r}"
+    elif op == "header":
+        rows.insert(i, list(rows[head]))
+        label = f"header repeated at row {i}"
+    elif op == "short":
+        rows[i] = rows[i][: rng.randrange(1, len(rows[i]))]
+        label = f"row {i} cut to {len(rows[i])} cells"
+    elif op == "extra":
+        rows[i] = rows[i] + [rng.choice(["", "1", "x", "1e309"])] * rng.choice([1, 3])
+        label = f"row {i} with extra cells"
+    elif op == "newline":
+        c = rng.randrange(len(rows[i]))
+        rows[i][c] = rows[i][c][:3] + rng.choice(["\n", "\r\n", "\n\n"]) + rows[i][c][3:]
+        label = f"quoted newline in cell ({i},{c})"
+    else:
+        c = rng.randrange(len(rows[i]))
+        rows[i][c] = "x" * rng.choice([4096, 1 << 20])
+        label = f"cell ({i},{c}) {len(rows[i][c])} chars long"
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return Mutant(out.getvalue().encode("utf-8", "surrogatepass"), "csv+: " + label)
+
+
+def _looks_numeric(v: str) -> bool:
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def mutate_lines_wide(data: bytes, rng: random.Random) -> Mutant | None:
+    """Console and Markdown tables: a number token at the edges, a very long line."""
+    lines = data.split(b"\n")
+    spots = [(i, k) for i, l in enumerate(lines) for k, t in enumerate(l.split(b" ")) if _looks_numeric(t.decode("latin-1").strip("|"))]
+    if rng.random() < 0.2 or not spots:
+        i = rng.randrange(len(lines))
+        lines[i] = lines[i] + b" " + b"x" * rng.choice([4096, 1 << 20])
+        return Mutant(b"\n".join(lines), f"line {i} made {len(lines[i])} bytes long")
+    i, k = rng.choice(spots)
+    toks = lines[i].split(b" ")
+    toks[k] = rng.choice(EDGE_NUMBERS).encode()
+    lines[i] = b" ".join(toks)
+    return Mutant(b"\n".join(lines), f"line {i} number token {k} = {toks[k]!r}")
+
+
+def mutate_sqlite_wide(data: bytes, rng: random.Random) -> Mutant | None:
+    """A column's values stored as TEXT, BLOB or REAL (SQLite keeps what it is given), a view in
+    place of a table, rows repeated many times, NULLs in an id column."""
+    return _sqlite_edit(data, rng, _wide_edit, "sqlite+: ")
+
+
+def _wide_edit(con, t: str, cols: list[str], rng: random.Random) -> str | None:
+    if not cols:
+        return None
+    op = rng.choice(["affinity", "affinity", "view", "repeat", "null_id"])
+    c = rng.choice(cols)
+    if op == "affinity":
+        kind = rng.choice(["TEXT", "BLOB", "REAL"])
+        expr = {"TEXT": f'CAST("{c}" AS TEXT)', "BLOB": f'CAST(CAST("{c}" AS TEXT) AS BLOB)', "REAL": f'CAST("{c}" AS REAL)'}[kind]
+        con.execute(f'UPDATE "{t}" SET "{c}" = {expr}')
+        return f"{t}.{c} values as {kind}"
+    if op == "view":
+        con.execute(f'ALTER TABLE "{t}" RENAME TO "{t}__base"')
+        con.execute(f'CREATE VIEW "{t}" AS SELECT * FROM "{t}__base"')
+        return f"{t} a view"
+    if op == "repeat":
+        n = con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+        if not n:
+            return None
+        times, most = 0, rng.choice([3, 8, 17])
+        # doubling to at most ~200,000 rows: a big but loadable profile
+        while n * 2 <= 200_000 and times < most:
+            con.execute(f'INSERT INTO "{t}" SELECT * FROM "{t}"')
+            n *= 2
+            times += 1
+        return f"{t} rows doubled {times} times ({n} rows)"
+    ids = [x for x in cols if x.lower().endswith("id")] or cols
+    c = rng.choice(ids)
+    con.execute(f'UPDATE "{t}" SET "{c}" = NULL WHERE rowid IN (SELECT rowid FROM "{t}" LIMIT {rng.choice([1, 10])})')
+    return f"NULL in {t}.{c}"
+
+
+def splice_files(data: bytes, donor: bytes, rng: random.Random) -> Mutant:
+    """Two files made one: this one's head with another's tail, another file inserted inside this
+    one, or this one followed by the whole other (concatenated exports)."""
+    if not data or not donor:
+        return Mutant(data + donor, "concatenated with an empty file")
+    op = rng.choice(["head_tail", "insert", "concat"])
+    if op == "head_tail":
+        i, j = rng.randrange(len(data)), rng.randrange(len(donor))
+        return Mutant(data[:i] + donor[j:], f"head [:{i}] + donor tail [{j}:]")
+    if op == "insert":
+        i = rng.randrange(len(data))
+        chunk = donor[: rng.choice([64, 4096, len(donor)])]
+        return Mutant(data[:i] + chunk + data[i:], f"donor's first {len(chunk)} bytes inserted at {i}")
+    return Mutant(data + rng.choice([b"", b"\n"]) + donor, "donor appended whole")
+
+
+def blowup(data: bytes, rng: random.Random, target: int | None = None) -> Mutant | None:
+    """A valid record repeated until the file is 50-200 MB: it must load within the memory and
+    time bounds, or be refused in one line."""
+    target = target or rng.choice([50, 100, 200]) << 20
+    docs, how = _json_or_lines(data) if data.lstrip()[:1] in (b"{", b"[") else (None, "")
+    if how == "json":
+        lists = [(p, v) for p, v in _nodes(docs[0]) if isinstance(v, list) and v]
+        if lists:
+            path, lst = max(lists, key=lambda pv: len(json.dumps(pv[1][:1], allow_nan=True)) * len(pv[1]))
+            one = len(json.dumps(lst[:1], allow_nan=True)) or 1
+            k = max(1, target // one)
+            doc = _set(docs[0], path, lst[:1] * k) if path else lst[:1] * k
+            return Mutant(json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass"), f"blow-up: list {list(path)[-3:]} x{k}")
+    if data.startswith(b"SQLite format 3"):
+        return None  # rows by repetition: mutate_sqlite_wide's 'repeat'
+    if _is_text(data):
+        lines = data.split(b"\n")
+        body = [l for l in lines[1:] if l.strip()] or lines
+        rec = rng.choice(body) + b"\n"
+        k = max(1, target // len(rec))
+        head = b"\n".join(lines[: lines.index(rec.rstrip(b"\n")) + 1]) + b"\n" if rec.rstrip(b"\n") in lines else data
+        tail = data[len(head):]
+        return Mutant(head + rec * k + tail, f"blow-up: a line repeated x{k}")
+    return None
+
+
+def mutate_wide(data: bytes, name: str, rng: random.Random, donor: bytes | None = None) -> Mutant | None:
+    """One of the wider kinds that fits this seed (None when none does)."""
+    fns = []
+    if data.startswith(b"SQLite format 3"):
+        fns.append(mutate_sqlite_wide)
+    elif data.lstrip()[:1] in (b"{", b"[") or name.lower().endswith((".json", ".jsonl")):
+        fns.append(mutate_json_wide)
+    elif _is_text(data):
+        fns += [mutate_csv_wide, mutate_lines_wide]
+    if _is_text(data):
+        fns.append(encode_text)
+    if donor is not None:
+        fns.append(lambda d, r: splice_files(d, donor, r))
+    for fn in rng.sample(fns, k=len(fns)):
+        m = fn(data, rng)
+        if m is not None:
+            return m
+    return None

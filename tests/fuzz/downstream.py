@@ -1,0 +1,142 @@
+"""What a user runs next on an input that loaded, run in-process with the same classification as
+the read itself (tests/fuzz/harness.py `verdict`).
+
+A profile that loads but then breaks `profaudit summary` or `compare` is the same bug to a user as
+one that breaks `load`: exit 3 and "internal error". So each loaded mutant also goes through the
+CLI commands a user runs on a profile (`summary`, `summary --by nvtx`, `gaps`, `kernels` on every
+table, `roofline`, `kernel-report`, `compare` against itself and against its unmutated seed,
+`export-trace`) and the library path of `ingest` (the dataset written, then read back with the same
+row counts), plus a check that every table has exactly the dtypes `profaudit.schema` declares.
+
+The commands run through `profaudit.cli.main` (so rendering and the CLI's own error handling are
+covered too), with the loader answered from the ProfileSet already read: the read is what the
+verdict has already judged, and reading the same file ten more times would multiply the cost of a
+long run for nothing. Exit 2 (a deliberate one-line refusal, e.g. `kernel-report` on a profile
+without kernels) is fine; exit 3 (the CLI's internal-error catch-all), any other exit code, or an
+exception escaping `main` is an undeliberate failure, named by the command that hit it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from pathlib import Path
+
+# the CLI modules that bind `load_with_progress` by name when imported
+_CLI_MODULES = ("common", "kernels_cmd", "roofline_cmd", "timeline_cmd", "kernel_report_cmd")
+
+
+@contextlib.contextmanager
+def _loads_from(cache: dict[str, object]):
+    """`load_with_progress` answers the paths in `cache` with their ProfileSets (and anything
+    else by loading it, as the CLI does)."""
+    import importlib
+
+    mods = [importlib.import_module(f"profaudit.cli.{m}") for m in _CLI_MODULES]
+    real = mods[0].load_with_progress
+
+    def cached(paths, **kw):
+        key = "\x00".join(str(p) for p in paths)
+        if key in cache:
+            return cache[key]
+        return real(paths, **kw)
+
+    saved = [(m, m.load_with_progress) for m in mods]
+    for m in mods:
+        m.load_with_progress = cached
+    try:
+        yield
+    finally:
+        for m, fn in saved:
+            m.load_with_progress = fn
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    from profaudit.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, err.getvalue()
+
+
+def schema_problem(ps) -> str | None:
+    """The first table whose columns or dtypes differ from what `profaudit.schema` declares."""
+    from profaudit import schema
+
+    for name, t in schema.ALL_TABLES.items():
+        have = dict(ps.table(name).schema)
+        want = dict(t.polars_schema)
+        if have != want:
+            diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+            return f"table {name} differs from the schema in {diff[:4]}"
+    return None
+
+
+def commands(path: Path, ps, sibling: Path | None, scratch: Path) -> list[list[str]]:
+    """The CLI command lines run on a loaded `path` (its kernel-report picks a kernel by id, as a
+    user with a multi-kernel profile must)."""
+    p = str(path)
+    cmds = [["summary", p], ["summary", p, "--by", "nvtx"], ["gaps", p], ["kernels", p], ["roofline", p],
+            ["compare", p, p, "--format", "json"], ["export-trace", p, "-o", str(scratch / "trace.json")]]
+    for table in ("metrics", "ranges", "transfers", "counters", "samples", "metadata"):
+        if ps.table(table).height:
+            cmds.append(["kernels", p, "-t", table, "--format", "csv"])
+    k = ps.kernels
+    if k.height:
+        kid = k["kernel_id"][0]
+        cmds.append(["kernel-report", p] + (["--id", str(kid)] if kid is not None else []) + (["--profile", ps.ids[0]] if len(ps) > 1 else []))
+    if sibling is not None:
+        cmds.append(["compare", str(sibling), p])
+    return cmds
+
+
+def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Path) -> str | None:
+    """None when every next step ends in output or a deliberate refusal; else one line naming the
+    step and what escaped."""
+    problem = schema_problem(ps)
+    if problem:
+        return f"schema: {problem}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    cache = {str(path): ps}
+    if sibling is not None:
+        cache[str(sibling[0])] = sibling[1]
+    try:
+        with _loads_from(cache):
+            for argv in commands(path, ps, sibling[0] if sibling else None, scratch):
+                try:
+                    rc, err = _cli(argv)
+                except BaseException as exc:  # noqa: B036 - a panic or SystemExit escaping main is the finding
+                    return f"{argv[0]}: {type(exc).__name__} escaped the CLI: {str(exc)[:200]}"
+                if rc not in (0, 1, 2, 4):
+                    line = next((l for l in err.splitlines() if "error" in l), err.strip()[-200:])
+                    return f"{' '.join(a if a not in cache else 'FILE' for a in argv[:1] + argv[2:])} (exit {rc}): {line[:300]}"
+                if "Traceback (most recent call last)" in err:
+                    return f"{argv[0]}: a traceback on stderr"
+        return _ingest_round_trip(ps, scratch / "dataset")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _ingest_round_trip(ps, out: Path) -> str | None:
+    """`ingest` as the library runs it (write_dataset), then the dataset read back: every table
+    keeps its row count. A refusal there with a one-line ProfauditError is deliberate."""
+    from profaudit.dataset import write_dataset
+    from profaudit.errors import ProfauditError
+    from profaudit.loader import read_one
+    from profaudit.profile import ProfileSet
+    from profaudit import schema
+
+    try:
+        write_dataset(ps, out, merge=False)
+        back = ProfileSet(read_one(out, explicit=True))
+    except ProfauditError:
+        return None
+    except BaseException as exc:  # noqa: B036 - a polars panic is a BaseException
+        return f"ingest: {type(exc).__name__}: {str(exc)[:300]}"
+    for name in schema.DATA_TABLES:
+        a, b = ps.table(name).height, back.table(name).height
+        if a != b:
+            return f"ingest: {name} has {a} rows, {b} after the dataset round trip"
+    return None

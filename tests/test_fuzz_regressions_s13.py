@@ -1,0 +1,42 @@
+"""Regression tests for what the widened fuzzing of session 13 found (tests/fuzz/mutators.py's
+wider kinds, and tests/fuzz/downstream.py: the commands a user runs after a load). Each input is
+the smallest form of its reproducer, built here from the suite's own fixtures."""
+
+from __future__ import annotations
+
+from tests.test_fuzz_regressions import _refused
+
+# one cell beyond the csv module's 128 KiB field limit (a "very long name" mutant)
+HUGE_CELL = '"' + "x" * 200_000 + '"'
+
+
+def test_rocprof_compute_roofline_cell_beyond_csv_field_limit(tmp_path):
+    """Was the catch-all: 'cannot read as rocprof-compute: Error: field larger than field limit'."""
+    from tests.test_rocprof_compute import make_workload
+
+    w = make_workload(tmp_path)
+    lines = (w / "roofline.csv").read_text().splitlines()
+    lines[1] += "," + HUGE_CELL
+    (w / "roofline.csv").write_text("\n".join(lines) + "\n")
+    _refused(w, "not a readable roofline.csv: field larger than field limit")
+
+
+def test_nsys_stats_summary_cell_beyond_csv_field_limit(tmp_path):
+    from tests.test_nsys_stats_csv import KERN_SUM_NEW
+
+    lines = KERN_SUM_NEW.splitlines()
+    lines[-1] += "," + HUGE_CELL
+    f = tmp_path / "cuda_gpu_kern_sum.csv"
+    f.write_text("\n".join(lines) + "\n")
+    _refused(f, "malformed nsys stats CSV in a cuda_gpu_kern_sum table: field larger than field limit")
+
+
+def test_nvprof_cell_beyond_csv_field_limit(tmp_path):
+    from tests.test_nvprof_csv import SUMMARY_UNIT_CELLS
+
+    lines = SUMMARY_UNIT_CELLS.splitlines()
+    body = max(i for i, l in enumerate(lines) if l.count(",") > 3)
+    lines[body] = lines[body].rsplit(",", 1)[0] + "," + HUGE_CELL
+    f = tmp_path / "nvprof.csv"
+    f.write_text("\n".join(lines) + "\n")
+    _refused(f, "field larger than field limit")
