@@ -744,7 +744,7 @@ def nvperf_library() -> Path | None:
     return None
 
 
-def prepare_reader() -> None:
+def prepare_reader() -> list[tuple[int, int]]:
     """The reader's process-wide set-up, done once in the isolation zygote (parsers/isolate.py)
     and inherited by every child that reads a report: import `ncu_report` and load its metrics
     library. Loading that 37 MB library (relocations, static constructors building ~110 MB of
@@ -752,14 +752,22 @@ def prepare_reader() -> None:
     else a fresh process pays (~10 ms more than a process that has read reports before) happens
     while it reads a report, and is the per-report state that must not be shared. No report is opened here:
     ncu_report registers a report's derived-metric units process-wide, and a zygote that had read
-    one would hand its units to every later report."""
+    one would hand its units to every later report.
+
+    Returns the address range of what those constructors filled (the library's 124 MB `.bss`),
+    which the zygote moves onto huge pages so that each child's fork and exit cost less."""
     import ctypes
 
     lib = nvperf_library()
-    if lib is not None:
-        # RTLD_LOCAL, as ncu_report's own dlopen: the library's symbols stay private to it, and
-        # ncu_report's later dlopen of the same file returns this handle
-        ctypes.CDLL(str(lib), mode=ctypes.RTLD_LOCAL)
+    if lib is None:
+        return []
+    # RTLD_LOCAL, as ncu_report's own dlopen: the library's symbols stay private to it, and
+    # ncu_report's later dlopen of the same file returns this handle
+    ctypes.CDLL(str(lib), mode=ctypes.RTLD_LOCAL)
+    from profaudit.parsers.hugepages import loaded_bss
+
+    bss = loaded_bss(lib)
+    return [bss] if bss is not None else []
 
 
 def _read_actions(path: Path, send) -> dict[str, Any]:
