@@ -18,6 +18,9 @@ How the cost is distributed:
   module's FLOPs. Rows sit at their execution's average arithmetic intensity: a module-level
   roofline position, not a per-kernel one.
   `flops_method`/`dram_bytes_method` = "cost-analysis:module-execution".
+- One module name can cover several compiled programs (jax compiles `jit_matmul` again for new
+  shapes; xplane records each row's `program_id`). A cost analysis describes one of them, so such
+  a module must be named with its program: `module="jit_matmul(19)"`.
 - Per op (`op="fusion.3"`): the cost describes one execution of that HLO instruction and is set
   on every row of that op ("cost-analysis:op").
 
@@ -97,11 +100,14 @@ def _executions(profile: Profile, rows: pl.DataFrame, module: str) -> tuple[int,
             per_dev = mods.group_by("device_id").len()["len"]
             return int(per_dev.max()), "XLA Modules ranges"
     counts = Counter(rows["op_name"].fill_null(rows["name"]).to_list())
-    mode = Counter(counts.values()).most_common(1)[0][0]
+    # the count most ops share; on a tie the smaller one, since an op in a loop body runs a
+    # multiple of the executions (body.1 six times, reduce.2 three: three executions)
+    freq = Counter(counts.values())
+    mode = min(freq, key=lambda c: (-freq[c], c))
     return int(mode), "most common per-op occurrence count"
 
 
-def _execution_keys(profile: Profile, rows: pl.DataFrame, module: str, how: str) -> pl.DataFrame:
+def _execution_keys(profile: Profile, rows: pl.DataFrame, module: str, how: str, n_exec: int) -> pl.DataFrame:
     """kernel_id -> which execution of the module the row belongs to (`_exec`), decided the way the
     executions were counted: the row's run_id, the XLA Modules range around its start, or (no
     grouping recorded) the n-th occurrence of its op in time order."""
@@ -118,8 +124,50 @@ def _execution_keys(profile: Profile, rows: pl.DataFrame, module: str, how: str)
             hit = mods.filter((pl.col("start_ns") <= start) & (pl.col("end_ns") >= start) & (pl.col("device_id").is_null() | pl.lit(dev is None) | (pl.col("device_id") == dev))) if start is not None else mods.head(0)
             out.append((kid, f"r{hit['range_id'][0]}" if hit.height else None))
         return pl.DataFrame(out, schema={"kernel_id": pl.Int64, "_exec": pl.Utf8}, orient="row")
+    # no grouping recorded: the i-th of an op's c rows belongs to execution floor(i * n / c), so
+    # there are never more executions than were counted (an op in a loop body runs several times
+    # per execution; numbering its rows 0..c-1 made each of them an execution of its own and
+    # gave the module's FLOPs c times)
     op = pl.col("op_name").fill_null(pl.col("name"))
-    return rows.sort("start_ns", nulls_last=True).select("kernel_id", pl.int_range(pl.len()).over(op).cast(pl.Utf8).alias("_exec"))
+    i, c = pl.int_range(pl.len()).over(op), pl.len().over(op)
+    exec_no = pl.when(c > n_exec).then((i * n_exec) // c).otherwise(i)
+    return rows.sort("start_ns", nulls_last=True).select("kernel_id", exec_no.cast(pl.Utf8).alias("_exec"))
+
+
+_PROGRAM_RE = re.compile(r"^(.*)\((\d+)\)$")
+
+
+def _programs(profile: Profile, rows: pl.DataFrame) -> pl.DataFrame:
+    """kernel_id -> the XLA program id the row ran in (`_program`, text), where the trace records
+    one (xplane's `program_id` stat): one module name can cover several compiled programs."""
+    m = profile.tables["metrics"]
+    if not m.height or not rows.height:
+        return pl.DataFrame(schema={"kernel_id": pl.Int64, "_program": pl.Utf8})
+    ids = m.filter(pl.col("kernel_id").is_in(rows["kernel_id"].implode()) & (pl.col("metric") == "program_id"))
+    v = pl.coalesce(pl.col("value_int").cast(pl.Utf8), pl.col("value").cast(pl.Int64, strict=False).cast(pl.Utf8), pl.col("value_str"))
+    return ids.select("kernel_id", v.alias("_program")).drop_nulls().unique("kernel_id")
+
+
+def _one_program(profile: Profile, rows: pl.DataFrame, module: str, program: str | None) -> pl.DataFrame:
+    """The rows of one compiled program. A cost analysis describes one compiled program; a module
+    name that jax compiled several times (other shapes or options: `jit_matmul` as programs 19,
+    32 and 59) has no single per-execution cost, so spreading one over all of them would count
+    each program's executions with another program's FLOPs. `module(ID)` picks one."""
+    progs = _programs(profile, rows)
+    if program is not None:
+        keep = progs.filter(pl.col("_program") == program)["kernel_id"]
+        if keep.is_empty():
+            have = sorted(set(progs["_program"].to_list()), key=int)
+            raise UsageError(f"module {module!r} has no rows of program {program} in profile {profile.profile_id}" + (f"; its programs: {', '.join(have)}" if have else " (the trace records no program ids)"))
+        return rows.filter(pl.col("kernel_id").is_in(keep.implode()))
+    counts = progs.group_by("_program").len().sort(pl.col("_program").cast(pl.Int64))
+    if counts.height > 1:
+        listing = ", ".join(f"{pid} ({n} {'row' if n == 1 else 'rows'})" for pid, n in counts.iter_rows())
+        raise UsageError(
+            f"module {module!r} ran as {counts.height} compiled programs in profile {profile.profile_id} (program ids {listing}): "
+            f"a cost analysis belongs to one; say which, as module '{module}({counts['_program'][0]})' (--module '{module}({counts['_program'][0]})')"
+        )
+    return rows
 
 
 def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None, overwrite: bool) -> Profile:
@@ -127,12 +175,18 @@ def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None
     flops, nbytes = _flops(cost), _bytes(cost)
     if flops is None and nbytes is None:
         raise UsageError("cost analysis has neither 'flops' nor 'bytes accessed'")
+    program = None
+    if module is not None and (pm := _PROGRAM_RE.match(module)) and not (k.height and k.filter(pl.col("module") == module).height):
+        module, program = pm.group(1), pm.group(2)  # 'jit_matmul(19)': program 19 of module jit_matmul
     sel = pl.lit(True)
     if module is not None:
         sel = sel & (pl.col("module") == module)
     if op is not None:
         sel = sel & ((pl.col("op_name") == op) | (pl.col("name") == op))
     rows = k.filter(sel) if k.height and (module is not None or op is not None) else k.head(0)
+    if rows.height and module is not None and (op is None or program is not None):
+        rows = _one_program(profile, rows, module, program)
+        sel = pl.col("kernel_id").is_in(rows["kernel_id"].implode())
     md = dict(profile.metadata)
     record = {"module": module, "op": op, "flops": flops, "bytes_accessed": nbytes,
               "transcendentals": cost.get("transcendentals"), "raw": cost}
@@ -147,7 +201,7 @@ def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None
         record.update(applied_to=f"{rows.height} rows of op {op}", per="op execution")
     else:
         n_exec, how = _executions(profile, rows, module)
-        keys = _execution_keys(profile, rows, module, how)
+        keys = _execution_keys(profile, rows, module, how, n_exec)
         # Each execution carries the module's whole per-execution cost, spread over that
         # execution's rows by device time: a module run five times as five single rows gives each
         # row the module's FLOPs, not a fifth of five times them in proportion to time. Rows whose
@@ -165,7 +219,7 @@ def _attach_one(profile: Profile, cost: dict, module: str | None, op: str | None
         method = "cost-analysis:module-execution"
         row_flops = share * flops if flops is not None else pl.lit(None, dtype=pl.Float64)
         row_bytes = share * nbytes if nbytes is not None else pl.lit(None, dtype=pl.Float64)
-        record.update(applied_to=f"{rows.height} rows of module {module}", executions=n_exec, executions_from=how,
+        record.update(applied_to=f"{rows.height} rows of module {module}" + (f" program {program}" if program else ""), executions=n_exec, executions_from=how,
                       per="module execution: each execution's rows share its cost by device time")
     hit = sel
     fill_f = hit & (pl.col("flops_total").is_null() | pl.lit(overwrite)) & pl.lit(flops is not None)

@@ -198,3 +198,44 @@ def test_kernels_on_an_nsys_export_without_kernel_tables(cli):
     res = cli("kernels", str(corpus_file("nsys-sqlite", "kmeans-parallel")))
     assert res.code == 0, res
     assert "note: no kernels in these inputs; no other table holds rows either, only the run metadata (`-t metadata`)" in res.err
+
+
+def _xla_profile(rows: list[tuple[str, str, int | None]]) -> Profile:
+    """XLA op rows (op, module, program id) in time order, 1 µs each."""
+    from profaudit import schema
+
+    n = len(rows)
+    kernels = pl.DataFrame({
+        "source": ["xla"] * n, "kernel_id": list(range(n)), "name": [r[0] for r in rows], "short_name": [r[0] for r in rows],
+        "op_name": [r[0] for r in rows], "module": [r[1] for r in rows], "start_ns": [i * 10_000 for i in range(n)], "duration_ns": [1000.0] * n,
+    })
+    prog = [{"kernel_id": i, "metric": "program_id", "unit": "", "value": float(r[2]), "kind": "metric"} for i, r in enumerate(rows) if r[2] is not None]
+    metrics = schema.conform("metrics", pl.DataFrame(prog, schema_overrides={"value": pl.Float64}, strict=False) if prog else None, profile_id="x")
+    return Profile("x", {"source": "xla", "path": "x.xplane.pb"}, {"kernels": kernels, "metrics": metrics})
+
+
+def test_xla_cost_refuses_a_module_name_that_covers_several_programs():
+    from profaudit.errors import UsageError
+    from profaudit.xla import attach_cost_analysis
+
+    p = _xla_profile([("dot.1", "jit_mm", 19), ("dot.1", "jit_mm", 32), ("dot.1", "jit_mm", 19), ("dot.1", "jit_mm", 32)])
+    with pytest.raises(UsageError) as e:
+        attach_cost_analysis(p, {"flops": 1e9}, module="jit_mm")
+    assert "ran as 2 compiled programs" in str(e.value) and "19 (2 rows), 32 (2 rows)" in str(e.value), e.value
+    out = attach_cost_analysis(p, {"flops": 1e9}, module="jit_mm(32)")
+    assert out.tables["kernels"]["flops_total"].to_list() == [None, 1e9, None, 1e9]  # two executions of program 32, 1 GFLOP each
+    with pytest.raises(UsageError, match="no rows of program 7 in profile x; its programs: 19, 32"):
+        attach_cost_analysis(p, {"flops": 1e9}, module="jit_mm(7)")
+
+
+def test_xla_cost_counts_an_op_that_runs_twice_per_execution_once_per_execution():
+    from profaudit.xla import attach_cost_analysis
+
+    # three executions of one program: a loop body op (body.1) twice, then reduce.2 once
+    rows = [("body.1", "jit_loop", None), ("body.1", "jit_loop", None), ("reduce.2", "jit_loop", None)] * 3
+    out = attach_cost_analysis(_xla_profile(rows), {"flops": 3e6}, module="jit_loop")
+    k = out.tables["kernels"]
+    rec = out.metadata["xla_cost_analysis"][-1]
+    assert rec["executions"] == 3
+    assert k["flops_total"].sum() == pytest.approx(3 * 3e6)  # each execution carries the module's FLOPs once
+    assert k["flops_total"].to_list() == pytest.approx([1e6] * 9)  # equal device time within an execution

@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         paths: List[str] = typer.Argument(..., help="XLA profiles (xplane.pb, JAX log dirs) or a dataset."),
         cost: Path = typer.Option(..., "--cost", help="Cost JSON: profaudit.xla.save_cost_analysis output, or json.dump of Compiled.cost_analysis()."),
         output: Path = typer.Option(..., "--output", "-o", help="Dataset folder to write (merged into when it exists)."),
-        module: Optional[str] = typer.Option(None, "--module", help="HLO module the cost belongs to (e.g. jit_f) where the file does not say."),
+        module: Optional[str] = typer.Option(None, "--module", help="HLO module the cost belongs to (e.g. jit_f) where the file does not say; NAME(ID) for one compiled program (jit_f(19)) when jax compiled the module several times."),
         op: Optional[str] = typer.Option(None, "--op", help="Give the cost to this HLO op's rows instead of spreading it over the module."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace FLOPs/bytes the trace already recorded."),
     ) -> None:
