@@ -44,7 +44,6 @@ import signal
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -417,11 +416,10 @@ def _stop_worker() -> None:
 def _forget_inherited() -> None:
     """In a process forked from the caller (a process pool's worker, the zygote itself): the
     caller's zygotes are not ours; close our copies of their sockets so that they still end when
-    the caller does, and start our own if we read. The locks are new too: another thread of the
-    caller may have held one at the fork, and no thread is left here to release it."""
-    global _lock, _stderr_lock
+    the caller does, and start our own if we read. The lock is new too: another thread of the
+    caller may have held it at the fork, and no thread is left here to release it."""
+    global _lock
     _lock = threading.Lock()
-    _stderr_lock = threading.Lock()
     for z in _zygotes.values():
         with contextlib.suppress(OSError):
             z.sock.close()
@@ -597,52 +595,6 @@ def _one_read(z: _Zygote, work_bytes: bytes, on_chunk, limit: float, path: Path,
         os.close(resp_r)
 
 
-_stderr_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def rust_panics_as_input_errors(path: Path, what: str):
-    """Run a native (Rust) decoder on untrusted bytes: its panic becomes one InputError line.
-
-    pyo3's PanicException is a BaseException (it passes `except Exception`), and Rust's panic hook
-    writes the panic message, and with RUST_BACKTRACE a backtrace, straight to file descriptor 2
-    before Python sees anything. While the decoder runs, fd 2 goes to a temporary file: replayed
-    afterwards when the call succeeds or fails normally, dropped when it panicked (the error line
-    says what happened). Serialised by a lock, since fd 2 is shared by all threads.
-    """
-    with _stderr_lock:
-        try:
-            sys.stderr.flush()
-        except (AttributeError, ValueError, OSError):
-            pass
-        try:
-            saved = os.dup(2)
-        except OSError:  # no fd 2 (a daemon): nothing to keep clean
-            saved = None
-        tmp = tempfile.TemporaryFile() if saved is not None else None
-        if tmp is not None:
-            os.dup2(tmp.fileno(), 2)
-        panicked = False
-        try:
-            yield
-        except BaseException as exc:
-            if type(exc).__name__ != "PanicException":
-                raise
-            panicked = True
-            msg = first_line(exc, "panic")
-            raise InputError(path, f"{what}: damaged data, the decoder failed ({msg[:160]})") from None
-        finally:
-            if saved is not None and tmp is not None:
-                os.dup2(saved, 2)
-                os.close(saved)
-                if not panicked:
-                    tmp.seek(0)
-                    kept = tmp.read()
-                    if kept:
-                        os.write(2, kept)
-                tmp.close()
-
-
 def read_parquet_untrusted(source: Any, path: Path | str, what: str):
     """A whole Parquet file (a path or a file object) as a polars DataFrame, decoded by pyarrow.
 
@@ -652,8 +604,10 @@ def read_parquet_untrusted(source: Any, path: Path | str, what: str):
     InputError naming `path` and `what`."""
     import polars as pl
 
+    from profaudit.panic_stderr import panics_as_input_errors
+
     try:
-        with rust_panics_as_input_errors(Path(path), what):
+        with panics_as_input_errors(path, what):
             return pl.read_parquet(source, use_pyarrow=True)
     except InputError:
         raise

@@ -165,7 +165,7 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         if explicit:
             raise InputError(path, _unrecognised_reason(pr))
         return []
-    from profaudit.panic_stderr import panic_reports_off_stderr
+    from profaudit.panic_stderr import is_rust_panic, panic_reports_off_stderr
 
     try:
         with panic_reports_off_stderr():  # a Rust panic is the one line below, not also its hook's report
@@ -193,7 +193,7 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
     except BaseException as exc:
         # polars' PanicException (a Rust panic on damaged Parquet/IPC data) is a BaseException:
         # it would pass every `except Exception` and print a traceback
-        if not _is_rust_panic(exc):
+        if not is_rust_panic(exc):
             raise
         msg = first_line(exc, "panic")
         raise InputError(path, f"damaged data: the native decoder failed while reading as {parser.name} ({msg[:200]})") from None
@@ -202,12 +202,6 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
 
     check_read(path, parser, profiles)  # a text file cut inside its last line loads as incomplete
     return profiles
-
-
-def _is_rust_panic(exc: BaseException) -> bool:
-    """polars (and any other Rust extension) raises pyo3's PanicException when its native
-    decoder panics on damaged data."""
-    return type(exc).__name__ == "PanicException" and type(exc).__module__ in ("pyo3_runtime", "polars.exceptions")
 
 
 class UnexpectedReadError(InputError):

@@ -1,16 +1,20 @@
-"""Rust panic reports kept off the terminal while a parser reads (used at the loader's boundary).
+"""Rust panic reports kept off the terminal while native code decodes untrusted data: the one
+place that captures file descriptor 2 (the loader's boundary around every parser, and
+`panics_as_input_errors` around a Parquet decode).
 
 polars (like any Rust extension built with pyo3) reports a panic on damaged data twice: Rust's
 panic hook writes "thread '...' panicked at ..." (with RUST_BACKTRACE, a backtrace too) straight to
-file descriptor 2, and then Python gets a PanicException, which the loader turns into one
-InputError line. So that the user sees only that line, whatever parser the panic came from, fd 2
-goes to a temporary file while a parser reads; afterwards what was written there is passed on
-with the panic reports taken out. A parser's own warnings are kept, in order: they appear when the
-read ends rather than while it runs.
+file descriptor 2, and then Python gets a PanicException, which becomes one InputError line. So
+that the user sees only that line, fd 2 goes to a temporary file while the code runs; afterwards
+what was written there is passed on with the panic reports taken out. Everything else written
+meanwhile is kept, in order: it appears when the block ends rather than while it runs. Captures
+nest (an inner one passes its output on to the outer one's file).
 
-Only on the main thread: fd 2 belongs to the whole process, so reads running in threads (a thread
-executor) would hold back each other's output. There a panic is still one InputError line, and
-Rust's own report may show beside it.
+Only on the main thread: fd 2 belongs to the whole process. A capture taken in a worker thread
+would hold back the output of every other thread and of the main thread for as long as its decode
+runs, and serialising the threads' captures with a lock (as a second helper once did) made parallel
+decodes wait for each other and lost other threads' lines along with a panic report. In a thread a
+panic is still one InputError line, and Rust's own report may show beside it.
 """
 
 from __future__ import annotations
@@ -51,6 +55,28 @@ def _flush() -> None:
         pass
 
 
+def is_rust_panic(exc: BaseException) -> bool:
+    """pyo3's PanicException (a BaseException: it passes every `except Exception`), which polars
+    and any other Rust extension raise when their native code panics on damaged data."""
+    return type(exc).__name__ == "PanicException" and type(exc).__module__ in ("pyo3_runtime", "polars.exceptions")
+
+
+@contextlib.contextmanager
+def panics_as_input_errors(path: str | os.PathLike, what: str):
+    """Run a native (Rust) decoder on untrusted bytes: its panic is one InputError naming `path`,
+    and its hook's report stays off the terminal."""
+    from profaudit.errors import InputError, first_line
+
+    with panic_reports_off_stderr():
+        try:
+            yield
+        except BaseException as exc:
+            if not is_rust_panic(exc):
+                raise
+            msg = first_line(exc, "panic")
+            raise InputError(path, f"{what}: damaged data, the decoder failed ({msg[:160]})") from None
+
+
 @contextlib.contextmanager
 def panic_reports_off_stderr():
     """Run the body with fd 2 captured; pass on what it wrote, less any Rust panic report."""
@@ -59,11 +85,17 @@ def panic_reports_off_stderr():
         return
     _flush()
     try:
-        saved = os.dup(2)
-    except OSError:  # no fd 2 (a daemon): nothing reaches a terminal anyway
+        tmp = tempfile.TemporaryFile()
+    except OSError:  # no writable temporary folder: better a panic report shown than no read
         yield
         return
-    with tempfile.TemporaryFile() as tmp:
+    try:
+        saved = os.dup(2)
+    except OSError:  # no fd 2 (a daemon): nothing reaches a terminal anyway
+        tmp.close()
+        yield
+        return
+    with tmp:
         os.dup2(tmp.fileno(), 2)
         try:
             yield
