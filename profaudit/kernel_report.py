@@ -660,6 +660,18 @@ def roofline_section(profile, kernel_id: int, device: str | None = None) -> Sect
             s.items.append(Item(label, r[col], unit, col))
     if r.get("roof_note"):
         s.summary.append(str(r["roof_note"]))
+    if r.get("flops") is None and profile.metadata.get("source") == "xla":
+        # XLA GPU traces carry no counts; jax's cost analysis of the compiled module does
+        row = profile.kernels.filter(pl.col("kernel_id") == kernel_id).row(0, named=True)
+        module = row.get("module") or "MODULE"
+        from profaudit.xla import _programs
+
+        same = profile.kernels.filter(pl.col("module") == module) if row.get("module") else profile.kernels.head(0)
+        progs = _programs(profile, same)
+        mine = progs.filter(pl.col("kernel_id") == kernel_id)["_program"]
+        if progs["_program"].n_unique() > 1 and mine.len():
+            module = f"'{module}({mine[0]})'"  # the module was compiled several times: this row's program
+        s.summary.append(f"XLA ops get FLOPs and bytes from jax's cost analysis of their module: `profaudit xla-cost PROFILE --cost cost.json --module {module} -o DATASET` (cost.json from profaudit.xla.save_cost_analysis)")
     return s
 
 

@@ -239,3 +239,15 @@ def test_xla_cost_counts_an_op_that_runs_twice_per_execution_once_per_execution(
     assert rec["executions"] == 3
     assert k["flops_total"].sum() == pytest.approx(3 * 3e6)  # each execution carries the module's FLOPs once
     assert k["flops_total"].to_list() == pytest.approx([1e6] * 9)  # equal device time within an execution
+
+
+def test_xla_kernel_report_says_how_to_get_flops_for_its_program():
+    from profaudit import kernel_report as kr
+    from profaudit.profile import ProfileSet
+
+    p = _xla_profile([("dot.1", "jit_mm", 19), ("dot.1", "jit_mm", 32)])
+    roof = next(s for s in kr.kernel_report(ProfileSet([p]), kernel_id=1).sections if s.ident == "Roofline")
+    assert any("`profaudit xla-cost PROFILE --cost cost.json --module 'jit_mm(32)' -o DATASET`" in x for x in roof.summary), roof.summary
+    one = _xla_profile([("dot.1", "jit_mm", 19)])
+    roof = next(s for s in kr.kernel_report(ProfileSet([one]), kernel_id=0).sections if s.ident == "Roofline")
+    assert any("--module jit_mm -o DATASET" in x for x in roof.summary), roof.summary
