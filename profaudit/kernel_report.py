@@ -146,13 +146,18 @@ def select_kernel(ps, name: str | None = None, *, kernel_id: int | None = None, 
     else:
         if not name:
             distinct = k["short_name"].unique(maintain_order=True)
+            if k["name"].null_count() and k.height > 1:
+                # no name to choose by: only an id picks one of these
+                raise UsageError(f"{where}: {k['name'].null_count()} of its {plural(k.height, 'kernel')} have no recorded name; choose one with --id N ({k['kernel_id'].min()}..{k['kernel_id'].max()})")
             if distinct.len() != 1:
                 raise UsageError(f"{where}: {distinct.len()} kernels; choose one with -k NAME: {_listing(distinct.to_list())}")
             hit = k
         else:
             hit = _names_matching(k, name)
         if hit.is_empty():
-            raise UsageError(f"{where}: no kernel matches {name!r}; kernels: {_listing(k['short_name'].unique(maintain_order=True).to_list())}")
+            named = k["short_name"].drop_nulls().unique(maintain_order=True).to_list()
+            ids = f"--id N ({k['kernel_id'].min()}..{k['kernel_id'].max()})"
+            raise UsageError(f"{where}: no kernel matches {name!r}; " + (f"kernels: {_listing(named)}" if named else f"its kernels have no recorded names; choose one with {ids}"))
         distinct = hit["name"].unique(maintain_order=True)
         if distinct.len() > 1:
             exact = hit.filter(pl.col("short_name") == name)
@@ -160,12 +165,15 @@ def select_kernel(ps, name: str | None = None, *, kernel_id: int | None = None, 
                 hit = exact
             else:
                 raise UsageError(f"-k {name!r} matches {distinct.len()} kernels: {_tell_kernels_apart(hit)}; give a longer name or --id")
-        launches = k.filter(pl.col("name") == hit["name"][0]).sort("kernel_id")
+        # a name was matched, or the profile's one kernel has none (then it is its only launch)
+        launches = (k.filter(pl.col("name") == hit["name"][0]) if hit["name"][0] is not None else hit.head(1)).sort("kernel_id")
         idx = launch or 0
         if not 0 <= idx < launches.height:
             raise UsageError(f"--launch {idx}: {hit['short_name'][0]} has {plural(launches.height, 'launch', 'launches')} (0..{launches.height - 1})")
         row = launches.row(idx, named=True)
-    same = k.filter(pl.col("name") == row["name"]).sort("kernel_id")
+    # launches of one kernel share its name; a row without a name (an ncu CSV without the Kernel
+    # Name column) is only itself: rows of unknown name need not be one kernel
+    same = (k.filter(pl.col("name") == row["name"]) if row["name"] is not None else k.filter(pl.col("kernel_id") == row["kernel_id"])).sort("kernel_id")
     pos = same["kernel_id"].to_list().index(row["kernel_id"])
     return {"row": row, "launch_index": pos, "launches": same}
 
@@ -691,7 +699,7 @@ def trace_note(row: dict, profile_device: str | None = None) -> str:
         return "This kernel ran on the host CPU: the GPU counter sections (speed of light, memory chart, occupancy, stalls) do not apply"
     if any(w in device for w in ("amd", "instinct", "radeon", "mi2", "mi3")):
         return "Hardware-counter sections need rocprofiler-compute (omniperf) counters of this kernel: `rocprof-compute profile -n WORKLOAD -k KERNEL -- <app>`"
-    return TRACE_NOTE.format(name=re.escape(row.get("short_name") or row["name"]))
+    return TRACE_NOTE.format(name=re.escape(row.get("short_name") or row["name"] or "KERNEL"))
 
 
 def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, launch: int | None = None, profile: str | None = None, device: str | None = None) -> KernelReport:
@@ -721,8 +729,8 @@ def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, 
         source=row.get("source"),
         device=row.get("device_name") or p.metadata.get("device_name"),
         kernel_id=row["kernel_id"],
-        name=row["name"],
-        short_name=row.get("short_name") or row["name"],
+        name=row["name"] or MISSING,
+        short_name=row.get("short_name") or row["name"] or f"kernel_id {row['kernel_id']} (the profile records no kernel name)",
         launch_index=pick["launch_index"],
         launches=pick["launches"].height,
         sections=sections,

@@ -251,3 +251,25 @@ def test_xla_kernel_report_says_how_to_get_flops_for_its_program():
     one = _xla_profile([("dot.1", "jit_mm", 19)])
     roof = next(s for s in kr.kernel_report(ProfileSet([one]), kernel_id=0).sections if s.ident == "Roofline")
     assert any("--module jit_mm -o DATASET" in x for x in roof.summary), roof.summary
+
+
+def _unnamed(n: int) -> Profile:
+    kernels = pl.DataFrame({"source": ["ncu"] * n, "kernel_id": list(range(n)), "name": [None] * n, "short_name": [None] * n, "duration_ns": [1000.0 * (i + 1) for i in range(n)]},
+                           schema_overrides={"name": pl.Utf8, "short_name": pl.Utf8})
+    return Profile("u", {"source": "ncu", "path": "u.csv"}, {"kernels": kernels})
+
+
+def test_kernels_without_names_are_chosen_by_id_and_each_is_its_own():
+    from profaudit import kernel_report as kr
+    from profaudit.errors import UsageError
+    from profaudit.profile import ProfileSet
+
+    ps = ProfileSet([_unnamed(3)])
+    rep = kr.kernel_report(ps, kernel_id=2)  # was: internal error (ValueError: 2 is not in list)
+    assert rep.launches == 1 and rep.name == fmt.MISSING and rep.short_name == "kernel_id 2 (the profile records no kernel name)"
+    assert "Kernel report: kernel_id 2" in kr.render(rep, "text") and "None" not in kr.render(rep, "md")
+    with pytest.raises(UsageError, match=r"3 of its 3 kernels have no recorded name; choose one with --id N \(0..2\)"):
+        kr.kernel_report(ps)
+    with pytest.raises(UsageError, match=r"no kernel matches 'k'; its kernels have no recorded names; choose one with --id N \(0..2\)"):
+        kr.kernel_report(ps, "k")
+    assert kr.kernel_report(ProfileSet([_unnamed(1)])).launches == 1
