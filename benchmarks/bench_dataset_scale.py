@@ -8,7 +8,8 @@
    dataset. Target: <= 2x. Both the median append and the amortised one (the mean over 64 appends
    in a row, merges included) are reported, and the amortised cost of re-ingesting one profile 16
    times (each copy superseding the last).
-2. Ingest 5,000 small timing logs on LocalCluster(2 single-threaded worker processes) vs one local
+2. Ingest 5,000 small timing logs on LocalCluster(2 single-threaded worker processes, as
+   `profaudit ingest --engine dask` starts it: `executors.dask_client`) vs one local
    worker (the in-process serial ingest), --ingest-reps pairs run in alternation. Target: >= 1.7x.
    The same pairs in CPU seconds (serial vs the 2-worker run's critical path) say what the ratio is
    without the machine's other tenants. Then the scaling model
@@ -140,9 +141,8 @@ def _spread(xs: list[float], fmt: str = "{:.2f}") -> str:
 
 
 def bench_ingest(root: Path, n_files: int, reps: int) -> None:
-    from distributed import Client, LocalCluster
-
     from profaudit import dataset_v2 as v2
+    from profaudit.executors import dask_client
     from profaudit.datastore import open_store
     from profaudit.fleet import executor_workers, ingest, plan_chunks
     from profaudit.loader import expand
@@ -174,11 +174,13 @@ def bench_ingest(root: Path, n_files: int, reps: int) -> None:
     c_client = t_expand + t_manifest
 
     def cluster(workers: int):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        # the LocalCluster `profaudit ingest --engine dask` starts when given no scheduler
+        # (single-threaded worker processes, no dashboard, no worker profiler)
+        return dask_client(n_workers=workers)
 
     # the goal: one local worker (the serial in-process ingest) against LocalCluster(2), run in
     # alternation so that the load of a shared machine weighs on both sides alike
-    with cluster(2) as c2, Client(c2) as client:
+    with cluster(2) as client:
         ex2 = client.get_executor()
         ingest(warm, root / "warm-two", executor=ex2)
         client.run(lambda: None)
@@ -200,7 +202,7 @@ def bench_ingest(root: Path, n_files: int, reps: int) -> None:
     # the model's costs, from one worker at two chunk sizes (one run each: a fit, not a goal),
     # in the worker's CPU seconds, which other tenants of the machine do not inflate as they do
     # wall time
-    with cluster(1) as c1, Client(c1) as client:
+    with cluster(1) as client:
         ex1 = client.get_executor()
         ingest(warm, root / "warm-one", executor=ex1)
         cpu0 = worker_cpu(client)

@@ -21,7 +21,8 @@ ENGINES = ("local", "dask")
 def dask_client(scheduler: str | None = None, scheduler_file: str | None = None, *, n_workers: int | None = None) -> Iterator:
     """A connected `distributed.Client`: to `scheduler` (tcp://HOST:8786), to the one a scheduler
     file names, to `$DASK_SCHEDULER_ADDRESS` (Dask's own config key `scheduler-address`), or else
-    to a LocalCluster started here (one single-threaded worker process per core) and stopped after."""
+    to a LocalCluster started here (one single-threaded worker process per core, no dashboard and
+    no worker profiler) and stopped after."""
     distributed = require("distributed", "fleet", "--engine dask")
     import dask
 
@@ -37,6 +38,11 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
             elif address:
                 client = distributed.Client(address, timeout="30s")
             else:
+                # no dashboard, so nobody sees the workers' statistical profiler (a stack sample of
+                # the running task every 10 ms): off, it gave back ~12 % of the workers' CPU in an
+                # ingest of 2,000 small logs on 2 cores (benchmarks/bench_dataset_scale.py uses
+                # this cluster). Worker processes take their config from here when they start
+                stack.enter_context(dask.config.set({"distributed.worker.profile.enabled": False}))
                 cluster = stack.enter_context(distributed.LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None))
                 client = distributed.Client(cluster)
         except OSError as exc:  # no scheduler listening there, or a timeout reaching it

@@ -174,3 +174,17 @@ def test_urls_fsspec_cannot_open_are_one_line(cli):
         import gcsfs  # noqa: F401
     except ImportError:
         assert_one_line_error(cli("ingest", "gs://bucket/runs/", "-o", "gs://bucket/ds"), "gcsfs")
+
+
+def test_the_local_cluster_profaudit_starts_has_no_worker_profiler(monkeypatch):
+    # nobody sees its samples (no dashboard), and taking them cost the workers CPU on every task
+    from profaudit.executors import dask_client
+
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    with dask_client(n_workers=1) as client:
+        sampling = client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks)
+    assert list(sampling.values()) == [False]
+    # the process's own Dask config is as it was
+    import dask
+
+    assert dask.config.get("distributed.worker.profile.enabled") is True
