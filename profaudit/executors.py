@@ -12,7 +12,7 @@ import os
 from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
-from profaudit.errors import UsageError, require
+from profaudit.errors import UsageError, first_line, require
 
 ENGINES = ("local", "dask")
 
@@ -47,6 +47,16 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
                 client = distributed.Client(cluster)
         except OSError as exc:  # no scheduler listening there, or a timeout reaching it
             raise UsageError(f"cannot reach the Dask scheduler {scheduler_file or address}: {exc}") from None
+        except (ValueError, TypeError, KeyError, AssertionError) as exc:
+            # distributed's own checks: an address without a port or of an unknown scheme
+            # (ValueError), a scheduler file that is no JSON object naming an address (an assert
+            # deep inside distributed, with no text)
+            if scheduler_file:
+                where, default = f"--scheduler-file {scheduler_file}", 'names no scheduler address (a JSON object with "address", as `dask scheduler --scheduler-file` writes it)'
+            else:
+                source = "--scheduler" if scheduler else "DASK_SCHEDULER_ADDRESS" if os.environ.get("DASK_SCHEDULER_ADDRESS") else "Dask's scheduler-address setting"
+                where, default = f"{source} {address}", "not a scheduler address"
+            raise UsageError(f"{where}: {first_line(exc, default)}") from None
         with client:
             yield client
 

@@ -152,6 +152,12 @@ def test_cli_engine_mistakes_are_one_line(tmp_path, cli):
     assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "spark"), "--engine spark: choose one of local, dask")
     assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler-file", str(tmp_path / "nope.json")), "no such file")
     assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler", "tcp://a:1", "--scheduler-file", "f"), "give one")
+    # addresses and scheduler files distributed itself refuses (a ValueError, a bare assert)
+    assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler", "localhost"), "--scheduler localhost: missing port number")
+    assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler", "http://h:1"), "unknown address scheme 'http'")
+    broken = tmp_path / "scheduler.json"
+    broken.write_text('{"not": "an address"}')
+    assert_one_line_error(cli("ingest", str(tmp_path / "in"), "-o", out, "--engine", "dask", "--scheduler-file", str(broken)), "names no scheduler address")
     assert not (tmp_path / "ds").exists()
 
 
