@@ -273,3 +273,21 @@ def test_kernels_without_names_are_chosen_by_id_and_each_is_its_own():
     with pytest.raises(UsageError, match=r"no kernel matches 'k'; its kernels have no recorded names; choose one with --id N \(0..2\)"):
         kr.kernel_report(ps, "k")
     assert kr.kernel_report(ProfileSet([_unnamed(1)])).launches == 1
+
+
+def test_compare_table_holds_the_kernel_pairs_as_markdown_does():
+    from test_kernel_report import ncu_like_profile
+
+    from profaudit.compare import compare
+    from profaudit.compare.render import render
+    from profaudit.profile import Profile as P
+
+    a = ncu_like_profile(duration=97_812.5)
+    b0 = ncu_like_profile(duration=50_000.0, achieved=60.0)
+    b = P("synthetic-ncu-after", dict(b0.metadata), dict(b0.tables))
+    cmp = compare(a, b)
+    md, table = render(cmp, "markdown"), render(cmp, "table", width=120)
+    assert "## Kernel pairs: before and after" in md
+    assert "Kernel pairs: before and after" in table and "gemm_tiled → gemm_tiled" in table
+    # the values that moved most, in the table as in the Markdown
+    assert "Achieved Occupancy" in md and "Achieved Occupancy" in table

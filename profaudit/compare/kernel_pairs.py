@@ -125,14 +125,44 @@ def _pair_cells(r) -> list[str]:
     return [r.section, r.label, val(r.before), val(r.after), ch]
 
 
+PAIR_HEADERS = ["section", "metric", "before", "after", "change"]
+
+
+def pairs_intro(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
+    return (f"The {plural(len(pairs), 'matched kernel')} with the largest time difference, each side's first launch; "
+            f"the {top_rows} values that moved most (`profaudit compare A B --kernel NAME` shows one pair in full).")
+
+
+def print_pairs(pairs: list[KernelPair], console, top_rows: int = TOP_ROWS) -> None:
+    """The pairs in a terminal, as the Markdown and HTML reports show them: every format of a
+    compare report holds the same sections."""
+    from rich.table import Table
+
+    from profaudit.audit.render import print_hanging
+
+    if not pairs:
+        return
+    console.print("Kernel pairs: before and after", style="bold", markup=False, highlight=False)
+    print_hanging(console, "", pairs_intro(pairs, top_rows))
+    for p in pairs:
+        t = Table(title=f"{p.before.short_name} → {p.after.short_name} (kernel_id {p.before.kernel_id} → {p.after.kernel_id})",
+                  title_justify="left", header_style="bold")
+        for h in PAIR_HEADERS:
+            # a metric name is read and copied whole: it never folds (the other cells may)
+            t.add_column(h, overflow="fold", no_wrap=h == "metric")
+        for r in p.rows[:top_rows]:
+            t.add_row(*_pair_cells(r))
+        if not p.rows:
+            t.add_row("none", "", "", "", "")
+        console.print(t)
+
+
 def pairs_markdown(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
     from profaudit.kernel_report import render_pair_markdown
 
     if not pairs:
         return ""
-    out = ["## Kernel pairs: before and after", "",
-           f"The {plural(len(pairs), 'matched kernel')} with the largest time difference, "
-           f"each side's first launch; the {top_rows} values that moved most (`profaudit compare A B --kernel NAME` shows one pair in full).", ""]
+    out = ["## Kernel pairs: before and after", "", pairs_intro(pairs, top_rows), ""]
     for p in pairs:
         out += [_demote(render_pair_markdown(p.before, p.after, p.rows, top=top_rows), 2), ""]
     return "\n".join(out)
@@ -141,9 +171,8 @@ def pairs_markdown(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
 def pairs_html(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
     if not pairs:
         return ""
-    out = ["<h2>Kernel pairs: before and after</h2>",
-           f"<p>The {plural(len(pairs), 'matched kernel')} with the largest time difference, each side's first launch; "
-           f"the {top_rows} values that moved most (<code>profaudit compare A B --kernel NAME</code> shows one pair in full).</p>"]
+    intro = _html.escape(pairs_intro(pairs, top_rows)).replace("`profaudit", "<code>profaudit").replace("NAME`", "NAME</code>")
+    out = ["<h2>Kernel pairs: before and after</h2>", f"<p>{intro}</p>"]
     for p in pairs:
         out.append(pair_table_html(p, top_rows, level=3))
     return "\n".join(out)
@@ -152,7 +181,7 @@ def pairs_html(pairs: list[KernelPair], top_rows: int = TOP_ROWS) -> str:
 def pair_table_html(p: KernelPair, top_rows: int | None, level: int = 2) -> str:
     e = _html.escape
     rows = p.rows if top_rows is None else p.rows[:top_rows]
-    head = "".join(f"<th>{h}</th>" for h in ("section", "metric", "before", "after", "change"))
+    head = "".join(f"<th>{h}</th>" for h in PAIR_HEADERS)
     body = "".join("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in _pair_cells(r)) + "</tr>" for r in rows)
     return (f"<h{level}>Kernel pair: {e(p.before.short_name)} → {e(p.after.short_name)}</h{level}>"
             f"<p>before: {e(str(p.before.path or p.before.profile_id))} (kernel_id {p.before.kernel_id}); "

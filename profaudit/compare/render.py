@@ -370,6 +370,9 @@ def print_table(c: Comparison, top: int, console) -> None:
         if not rows:
             t.add_row(*(["none"] + [""] * (len(hdr) - 1)))
         console.print(t)
+    from profaudit.compare.kernel_pairs import print_pairs, top_pairs
+
+    print_pairs(top_pairs(c), console)
     for n in c.notes:
         print_hanging(console, "note: ", str(n))
 
