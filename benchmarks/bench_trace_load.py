@@ -5,7 +5,10 @@ The trace is generated in a temporary folder from a real corpus trace (default: 
 ns-resolution V100 trace, 68,692 events): its events are replicated with shifted timestamps and
 shifted correlation / External / flow ids until the file reaches `--size-mb` (uncompressed), and
 written the way Kineto writes today (`ts`/`dur` as `<us>.<3 digits>` relative to
-`baseTimeNanoseconds`). `--gzip` writes `.json.gz` instead.
+`baseTimeNanoseconds`). `--gzip` writes `.json.gz` instead; `--epoch-ns` writes `ts` as absolute
+Unix-epoch microseconds with three decimals and no base, as ns-resolution Kineto of 2024 did (the
+source trace's own form: doubles cannot hold those times, the parser reads them as text).
+`--trace FILE` loads a trace written earlier with `--keep` instead of generating one.
 
 Each loader runs in a child process (a fresh interpreter that imports its library first: for
 profaudit that includes the parser modules `load` would otherwise import on first use, as HTA's
@@ -33,8 +36,8 @@ profaudit time >= 5, in CPU time as well as wall time, and profaudit peak RSS <=
 module (e.g. `git show REV:parsers/chrome_trace.py > /tmp/old.py`), in the same run, for the
 CPU-time ratio of a change.
 
-    .venv/bin/python benchmarks/bench_trace_load.py [--size-mb 300] [--gzip] [--source TRACE] [--repeat 1]
-        [--hta-python /path/to/venv/bin/python] [--baseline-parser /tmp/old_chrome_trace.py]
+    .venv/bin/python benchmarks/bench_trace_load.py [--size-mb 300] [--gzip] [--epoch-ns] [--source TRACE] [--repeat 1]
+        [--hta-python /path/to/venv/bin/python] [--baseline-parser /tmp/old_chrome_trace.py] [--keep F | --trace F]
     .venv/bin/python benchmarks/bench_trace_load.py --size-mb 1000 --skip-hta      # the 1 GB case
 """
 
@@ -110,9 +113,9 @@ def _fmt(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
+def generate(src: Path, dst: Path, size_mb: float, gz: bool, epoch: bool = False) -> tuple[int, int]:
     """Write a Kineto-style trace of about `size_mb` MB (uncompressed) built from `src`; returns
-    (events written, copies of the source)."""
+    (events written, copies of the source). With `epoch`, `ts` is absolute (see the docstring)."""
     raw = src.read_bytes()
     doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw, parse_float=Decimal)
     events = [e for e in doc.get("traceEvents", []) if isinstance(e, dict) and e.get("ph") and "ts" in e]
@@ -135,7 +138,11 @@ def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
             e["id"] = f"@@ID{e['id']}@@"
         parts = _MARK.split(orjson.dumps(e, default=str).decode())
         templates.append((parts, start - base, dur))
-    header["baseTimeNanoseconds"] = base
+    if epoch:
+        header.pop("baseTimeNanoseconds", None)
+    else:
+        header["baseTimeNanoseconds"] = base
+    origin = base if epoch else 0
     head = orjson.dumps(header, default=str).decode()[:-1] + ',\n  "traceEvents": [\n'
     target = int(size_mb * 1e6)
     written, copies, n_events = len(head), 0, 0
@@ -151,7 +158,7 @@ def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
                     if not i % 2:
                         s.append(p)
                     elif p == "TS":
-                        s.append(_fmt(rel + shift))
+                        s.append(_fmt(origin + rel + shift))
                     elif p == "DUR":
                         s.append(dur)
                     else:
@@ -164,6 +171,19 @@ def generate(src: Path, dst: Path, size_mb: float, gz: bool) -> tuple[int, int]:
             n_events += len(buf)
         out.write("\n  ]\n}\n")
     return n_events, copies
+
+
+def _json_mb(path: Path) -> float:
+    """MB of JSON text in `path` (decompressed, for a gzip file)."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if not gz:
+        return path.stat().st_size / 1e6
+    n = 0
+    with gzip.open(path, "rb") as f:
+        while block := f.read(1 << 24):
+            n += len(block)
+    return n / 1e6
 
 
 def child_env(workdir: Path) -> dict[str, str]:
@@ -208,9 +228,11 @@ def main(argv=None) -> int:
     ap.add_argument("--size-mb", type=float, default=300.0, help="uncompressed size of the generated trace (default 300)")
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="corpus Kineto trace to replicate")
     ap.add_argument("--gzip", action="store_true", help="write and load .json.gz")
+    ap.add_argument("--epoch-ns", action="store_true", help="absolute Unix-epoch ts with ns digits, no baseTimeNanoseconds")
     ap.add_argument("--repeat", type=int, default=1, help="runs per loader (median reported)")
     ap.add_argument("--skip-hta", action="store_true", help="profaudit only (HTA needs ~7x the file size in memory)")
     ap.add_argument("--keep", type=Path, help="write the generated trace here and keep it")
+    ap.add_argument("--trace", type=Path, help="load this trace (written earlier with --keep) instead of generating one")
     ap.add_argument("--hta-python", default=os.environ.get("HTA_PYTHON", sys.executable),
                     help="interpreter with holistictraceanalysis installed (default: $HTA_PYTHON, else this one)")
     ap.add_argument("--baseline-parser", type=Path, help="another chrome_trace.py to load the trace with, in the same run")
@@ -219,14 +241,22 @@ def main(argv=None) -> int:
         raise SystemExit(f"no source trace at {args.source}; pass --source")
     if args.baseline_parser is not None and not args.baseline_parser.is_file():
         raise SystemExit(f"no parser module at {args.baseline_parser}")
+    if args.trace is not None and not args.trace.is_file():
+        raise SystemExit(f"no trace at {args.trace}")
     with tempfile.TemporaryDirectory(prefix="bench_trace_") as tmp:
         tmp = Path(tmp)
-        path = args.keep or tmp / ("trace.json.gz" if args.gzip else "trace.json")
-        n_events, copies = generate(args.source, path, args.size_mb, args.gzip)
-        size = path.stat().st_size
-        raw_mb = args.size_mb if args.gzip else size / 1e6
-        print(f"trace: {path.name}, {size / 1e6:.1f} MB on disk (~{raw_mb:.0f} MB of JSON), {n_events:,} events "
-              f"({copies} copies of {args.source.name})")
+        if args.trace is not None:
+            path = args.trace
+            size = path.stat().st_size
+            raw_mb = _json_mb(path)
+            print(f"trace: {path}, {size / 1e6:.1f} MB on disk ({raw_mb:.0f} MB of JSON), as written earlier")
+        else:
+            path = args.keep or tmp / ("trace.json.gz" if args.gzip else "trace.json")
+            n_events, copies = generate(args.source, path, args.size_mb, args.gzip, args.epoch_ns)
+            size = path.stat().st_size
+            raw_mb = args.size_mb if args.gzip else size / 1e6
+            print(f"trace: {path.name}, {size / 1e6:.1f} MB on disk (~{raw_mb:.0f} MB of JSON), {n_events:,} events "
+                  f"({copies} copies of {args.source.name}{', epoch-ns timestamps' if args.epoch_ns else ''})")
         loaders = [("profaudit", PROFAUDIT_SETUP, PROFAUDIT_CHILD, sys.executable, ())]
         if args.baseline_parser is not None:
             loaders.append(("baseline", PROFAUDIT_SETUP, PROFAUDIT_CHILD, sys.executable, (str(args.baseline_parser.resolve()),)))

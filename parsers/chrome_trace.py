@@ -353,8 +353,7 @@ def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool 
             continue
         failed = name != schema
         pieces_ok = piece is not None or not pieces_failed
-        ts = pl.col("ts").cast(F64, strict=False) if quote else pl.col("ts")
-        flags = raw.select((pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), ts.abs().max() >= _TWO43).row(0)
+        flags = raw.select(_Q.text_ts_flags if quote else _Q.flags).row(0)
         if flags[0] or flags[1]:
             break  # counters and range-profiler metrics carry free-form args: the Python loop reads them
         if quote and not flags[2]:  # no time beyond 2**43 us: numbers are exact, read as any chunk
@@ -506,6 +505,7 @@ _LAUNCH_KINDS = ["cuda_runtime", "cuda_driver", "mtia_runtime", "xpu_runtime", "
 _ANNOTATION_KINDS = {"user_annotation", "nvtx_push_pop"}
 
 
+@functools.cache  # (the expressions are immutable; building them cost more than a small chunk's shaping)
 def _cat_rules() -> tuple[pl.Expr, pl.Expr]:
     """(class, range kind) from `cat`: kernel / memcpy / memset / prof (CUPTI range profiler) /
     skip (the profiler's own span) / range. Unknown categories keep their name as the kind."""
@@ -529,24 +529,42 @@ def _cat_rules() -> tuple[pl.Expr, pl.Expr]:
     return cls, kind
 
 
+# category -> (class, kind, is MTIA's), shared by the chunks (and files) that follow: the same
+# handful of categories comes back in every chunk. Bounded, for files with free-form categories.
+_CAT_MEMO: dict[str | None, tuple[str | None, str | None, bool]] = {}
+_CAT_MEMO_MAX = 4096
+
+
+def _cat_classes(cats: list) -> dict:
+    """`_cat_rules` of each category in `cats` (None included), from the memo where known."""
+    out = {c: _CAT_MEMO.get(c) for c in cats}
+    new = [c for c, v in out.items() if v is None]
+    if new:
+        cls, kind = _cat_rules()
+        t = pl.DataFrame({"cat": pl.Series("cat", new, dtype=STR), "name": pl.Series("name", [None] * len(new), dtype=STR)})
+        rows = t.select(cls.alias("cls"), kind.alias("kind"), (pl.col("cat").str.to_lowercase() == "mtia_ccp_events").alias("mtia")).rows()
+        out.update(zip(new, rows))
+        if len(_CAT_MEMO) + len(new) > _CAT_MEMO_MAX:
+            _CAT_MEMO.clear()
+        _CAT_MEMO.update(zip(new, rows))
+    return out
+
+
 def _chunk_classes(raw: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
     """`_cat_rules` as (cls, kind) columns for a chunk's rows, evaluated once per distinct
     category and mapped onto the rows: a chunk holds tens of thousands of events but a handful of
     categories, and the per-row string rules were a quarter of shaping a chunk. MTIA's category
     also looks at the event name, so a chunk holding it takes the per-row rules."""
-    cats = raw.get_column("cat").unique()
-    table = pl.DataFrame({"cat": cats, "name": pl.Series("name", [None] * len(cats), dtype=STR)})
-    cls, kind = _cat_rules()
-    table = table.select("cat", cls.alias("cls"), kind.alias("kind"), (pl.col("cat").str.to_lowercase() == "mtia_ccp_events").alias("mtia"))
-    if table["mtia"].any():
+    table = _cat_classes(raw.get_column("cat").unique().to_list())
+    if any(v[2] for v in table.values()):
+        cls, kind = _cat_rules()
         return cls.alias("cls"), kind.alias("kind")
-    known = table.filter(pl.col("cat").is_not_null())
-    null = table.filter(pl.col("cat").is_null())
     # every non-null category of the chunk is a key; the default is the null category's class
     # (taken from the same rules, so nothing is spelled twice)
-    null_cls, null_kind = (null["cls"][0], null["kind"][0]) if null.height else (None, None)
-    return (pl.col("cat").replace_strict(known["cat"], known["cls"], default=null_cls, return_dtype=STR).alias("cls"),
-            pl.col("cat").replace_strict(known["cat"], known["kind"], default=null_kind, return_dtype=STR).alias("kind"))
+    null_cls, null_kind, _ = table.pop(None, (None, None, False))
+    keys = pl.Series("cat", list(table), dtype=STR)
+    return (pl.col("cat").replace_strict(keys, pl.Series([v[0] for v in table.values()], dtype=STR), default=null_cls, return_dtype=STR).alias("cls"),
+            pl.col("cat").replace_strict(keys, pl.Series([v[1] for v in table.values()], dtype=STR), default=null_kind, return_dtype=STR).alias("kind"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,6 +578,29 @@ _OPTIONAL = {**{c: I64 for c in _INT_ARGS}, **{c: F64 for c in _FLOAT_ARGS}, **{
              "a_name": STR, "a_sort": I64, "m_alloc": F64, "m_reserved": F64, "m_device": I64, "m_devtype": I64}
 _DEVICE_KEEP = ("cls", *_CORE)  # device rows always carry these; the rest only where present
 _DEVICE_EXTRA = ("context", "regs", "smem", "occ", "bytes", "a_size", "a_kind", "a_dir", "hlo_op", "hlo_module", "kernel_details", "memcpy_details") + _DIM_COLS
+
+
+class _Q:
+    """Expressions every chunk uses, built once (building them per chunk cost more Python time
+    than evaluating them on a small chunk)."""
+
+    count = pl.len().alias("n")
+    cats = pl.col("cat").drop_nulls().unique()
+    tmin = pl.col("ts_ns").min()
+    is_flow = pl.col("ph").is_in(["s", "t", "f"])
+    is_meta = pl.col("ph") == "M"
+    is_mem = pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]")
+    is_counter = pl.col("ph") == "C"
+    is_range = pl.col("cls") == "range"
+    range_cols = [pl.col(c) for c in _CORE + ["kind"]]
+    range_cats = pl.col("kind", "cat", "name").cast(pl.Categorical)
+    is_device = pl.col("cls").is_in(_DEVICE_CLASSES)
+    device_cols = [pl.col(c) for c in ["cls"] + _CORE + list(_DEVICE_EXTRA)]
+    device_cats = pl.col("cls", "cat", "name").cast(pl.Categorical)
+    launch_lacks_corr = (pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("corr").is_null()).any()
+    # (counters, range-profiler metrics, times beyond 2**43 us) of a raw chunk; `ts` as text or number
+    flags = [(pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), pl.col("ts").abs().max() >= _TWO43]
+    text_ts_flags = flags[:2] + [pl.col("ts").cast(F64, strict=False).abs().max() >= _TWO43]
 
 
 def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
@@ -577,31 +618,33 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         if src is not None and raw[src].null_count() < n:
             texts.append(text_us_to_ns(raw[src]).alias(f"_{c}_text_ns"))
     raw = raw.with_columns(*texts, *(_chunk_classes(raw) if split else ()), seq=pl.int_range(0, n, dtype=I64) + (index << 32))
-    text_ids = tuple(c for c in ("pid", "tid") if c in raw.schema and raw.schema[c] == STR
+    # (the schema is read once: each `raw.schema` builds it anew, and Python-side work like this
+    # was a tenth of decoding a chunk)
+    schema = raw.schema
+    text_ids = tuple(c for c in ("pid", "tid") if schema.get(c) == STR
                      and raw[c].cast(I64, strict=False).null_count() > raw[c].null_count())
-    plan = _plan(tuple(raw.schema.items()), split, text_ids)
+    plan = _plan(tuple(schema.items()), split, text_ids)
     lf = raw.lazy()
     # one evaluation of everything: the typed slices and the other kept events are computed once
     # (cached) and split from there
     sl = lf.filter(plan.is_slice).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived).cache()
     rest = lf.filter(plan.is_rest).with_columns(plan.base).cache()
+    q = _Q
     queries = {
         "checks": lf.select(plan.checks),
-        "phases": lf.group_by("ph").agg(pl.len().alias("n")),
-        "cats": sl.select(pl.col("cat").drop_nulls().unique()),
-        "tmin": sl.select(pl.col("ts_ns").min()),
-        "flows": rest.filter(pl.col("ph").is_in(["s", "t", "f"])).select(plan.flow_cols),
-        "meta": rest.filter(pl.col("ph") == "M").select(plan.meta_cols),
-        "mem": rest.filter(pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]")).select(plan.mem_cols),
-        "cevents": rest.filter(pl.col("ph") == "C").select(plan.cevent_cols),
+        "phases": lf.group_by("ph").agg(q.count),
+        "cats": sl.select(q.cats),
+        "tmin": sl.select(q.tmin),
+        "flows": rest.filter(q.is_flow).select(plan.flow_cols),
+        "meta": rest.filter(q.is_meta).select(plan.meta_cols),
+        "mem": rest.filter(q.is_mem).select(plan.mem_cols),
+        "cevents": rest.filter(q.is_counter).select(plan.cevent_cols),
     }
     if split:
         # names, categories and kinds repeat millions of times: held as categoricals until the
         # tables are built (`cat_to_str`)
-        queries["ranges"] = (sl.filter(pl.col("cls") == "range").select(_CORE + ["kind"])
-                             .with_columns(pl.col("kind", "cat", "name").cast(pl.Categorical)))
-        queries["devices"] = (sl.filter(pl.col("cls").is_in(_DEVICE_CLASSES)).select(["cls"] + _CORE + list(_DEVICE_EXTRA))
-                              .with_columns(pl.col("cls", "cat", "name").cast(pl.Categorical)))
+        queries["ranges"] = sl.filter(q.is_range).select(q.range_cols).with_columns(q.range_cats)
+        queries["devices"] = sl.filter(q.is_device).select(q.device_cols).with_columns(q.device_cats)
     else:
         queries["slices"] = sl.drop("dur_ns")
     # the in-memory engine: a chunk is ~40k rows, where the streaming engine's per-query set-up
@@ -619,34 +662,40 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         # Kineto writes a flow next to the slices it binds and puts the correlation id in args as
         # well: the flows are only worth keeping where a launch or device row lacks that id
         r, d = frames.get("ranges"), frames.get("devices")
-        lacking = (d is not None and d["corr"].null_count() > 0) or (
-            r is not None and r.filter(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("corr").is_null()).height > 0)
+        lacking = (d is not None and d["corr"].null_count() > 0) or (r is not None and bool(r.select(q.launch_lacks_corr).item()))
         if not lacking:
             frames["flows"] = frames["flows"].clear()
+    flows = frames["flows"].height > 0
     for k, f in frames.items():
         if not f.height:
             continue
-        if k == "slices":  # every event: drop the columns this chunk does not use
-            f = f.select([c for c in f.columns if c in _CORE or f[c].null_count() < f.height])
-        elif k == "ranges":
-            f = f.select([c for c in f.columns if _keep_range_col(f, c, frames["flows"].height > 0)])
-        elif k == "devices":  # launch details this chunk's rows do not carry (all null) are not kept
-            f = f.select([c for c in f.columns if c in _DEVICE_KEEP or f[c].null_count() < f.height])
+        if k in ("slices", "ranges", "devices"):
+            # every column's null count in one call (one per column was most of this loop's time)
+            nulls = f.null_count().row(0, named=True)
+            if k == "slices":  # every event: drop the columns this chunk does not use
+                keep = [c for c in f.columns if c in _CORE or nulls[c] < f.height]
+            elif k == "ranges":
+                keep = [c for c in f.columns if _keep_range_col(f, c, nulls, flows, out.phases)]
+            else:  # launch details this chunk's rows do not carry (all null) are not kept
+                keep = [c for c in f.columns if c in _DEVICE_KEEP or nulls[c] < f.height]
+            if len(keep) < f.width:
+                f = f.select(keep)
         # one chunk per column (the chunk was read in pieces): frames with uneven chunks get
         # copied whole by the first operation that aligns them, after the stacking
         setattr(out, k, f.rechunk())
     return out
 
 
-def _keep_range_col(f: pl.DataFrame, c: str, flows: bool) -> bool:
+def _keep_range_col(f: pl.DataFrame, c: str, nulls: dict[str, int], flows: bool, phases: dict[str, int]) -> bool:
     """Range frames are the bulk of what a chunk keeps: drop what this chunk does not need."""
     if c in ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw"):
         return True
     if c == "ph":  # only B/E pairing needs the phase
-        return bool(f["ph"].is_in(["B", "E"]).any())
+        return bool((phases.get("B") or phases.get("E")) and f["ph"].is_in(["B", "E"]).any())
     if c in ("pid", "tid"):  # the text ids: for grouping when not numeric, for flow joins
-        return flows or bool((f[c + "_i"].is_null() & f[c].is_not_null()).any())
-    return f[c].null_count() < f.height
+        # (an id that is null has a null number: more null numbers than null ids means text ids)
+        return flows or nulls[c + "_i"] > nulls[c]
+    return nulls[c] < f.height
 
 
 class _Plan:
@@ -731,7 +780,13 @@ def _plan(schema_items: tuple, split: bool, text_ids: tuple[str, ...]):
     # profile_memory instants: the caching allocator's totals over time
     plan.mem_cols = ["seq", "pid", "ts_ns", col("m_device"), col("m_devtype"), col("m_alloc").alias("alloc"), col("m_reserved").alias("reserved")]
     plan.cevent_cols = ["seq", "name", "pid", "ts_ns"]  # the Python loop fills cvalues
+    for k in ("flow_cols", "meta_cols", "mem_cols", "cevent_cols"):  # (names as expressions once, not per chunk)
+        setattr(plan, k, _exprs(getattr(plan, k)))
     return plan
+
+
+def _exprs(cols: list) -> list[pl.Expr]:
+    return [pl.col(c) if isinstance(c, str) else c for c in cols]
 
 
 def _missing_examples(base: pl.LazyFrame, out: Chunk, chk: dict) -> None:
