@@ -81,7 +81,7 @@ def test_verdict_warns_when_matched_kernels_hold_little_of_the_time():
     b = profile("b", [("shared", 4, 1_000.0), ("only_b", 4, 24_000.0)], noise=0)
     c = profile("c", [("shared", 4, 1_000.0), ("only_c", 4, 99_000.0)], noise=0)
     v = compare(b, c).verdict
-    assert "matched kernels hold only 4% / 1% of the baseline's / candidate's GPU time" in v
+    assert "matched kernels hold only 4.0% / 1.0% of the baseline's / candidate's GPU time" in v
     # a pair where the matched kernels are the work gets no such caveat
     v2 = compare(profile("b", [("k", 4, 1_000.0)], noise=0), profile("c", [("k", 4, 800.0)], noise=0)).verdict
     assert "matched kernels hold" not in v2

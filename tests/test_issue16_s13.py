@@ -291,3 +291,23 @@ def test_compare_table_holds_the_kernel_pairs_as_markdown_does():
     assert "Kernel pairs: before and after" in table and "gemm_tiled → gemm_tiled" in table
     # the values that moved most, in the table as in the Markdown
     assert "Achieved Occupancy" in md and "Achieved Occupancy" in table
+
+
+def test_kernel_verdict_prints_its_interval_and_shares_through_the_formatter():
+    import re
+
+    from test_compare import profile
+
+    from profaudit.compare import compare
+    from profaudit.profile import ProfileSet
+
+    fast = ProfileSet([profile(f"b{i}", [("k", 20, 10_000)], seed=i) for i in range(3)])
+    slow = ProfileSet([profile(f"c{i}", [("k", 20, 5_000)], seed=9 + i) for i in range(3)])
+    v = compare(fast, slow).verdict
+    assert re.search(r"95% CI \[\d\.\d\d, \d\.\d\d\]", v), v  # was '95% CI 1.93x-2.07x'
+    # a matched share below 1 % is not '0%' (which reads as none)
+    b = profile("b", [("shared", 4, 100.0), ("only_b", 4, 240_000.0)], noise=0)
+    c = profile("c", [("shared", 4, 100.0), ("only_c", 4, 990_000.0)], noise=0)
+    cmp = compare(b, c)
+    assert "hold only <0.1% / <0.1% of the baseline's / candidate's" in cmp.verdict, cmp.verdict
+    assert any(n.startswith("matched kernels hold only <0.1% of the baseline's and <0.1%") for n in cmp.notes), cmp.notes

@@ -14,7 +14,7 @@ import re
 import polars as pl
 
 from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
-from profaudit.fmt import fmt_ns, fmt_pct, fmt_x, plural
+from profaudit.fmt import fmt_interval, fmt_ns, fmt_p, fmt_pct, fmt_x, plural
 from profaudit.compare.match import (
     Group,
     align_instances,
@@ -216,7 +216,7 @@ def compare_kernels(
     cov_b, cov_c = totals["matched_share_baseline_pct"], totals["matched_share_candidate_pct"]
     if cov_b is not None and cov_c is not None and min(cov_b, cov_c) < 50:
         notes.append(
-            f"matched kernels hold only {cov_b:.0f}% of the baseline's and {cov_c:.0f}% of the candidate's GPU time: "
+            f"matched kernels hold only {fmt_pct(cov_b)} of the baseline's and {fmt_pct(cov_c)} of the candidate's GPU time: "
             "the two profiles may not run the same program or workload"
         )
     mm = metrics.metrics_moved(b, c, kb, kc)
@@ -362,21 +362,24 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str, label
     cov = [totals.get("matched_share_baseline_pct"), totals.get("matched_share_candidate_pct")]
     if all(isinstance(x, (int, float)) for x in cov) and min(cov) < 50:
         # most of one side's time is in kernels the other side lacks: the totals may not measure the same work
-        caveat += f" (matched kernels hold only {cov[0]:.0f}% / {cov[1]:.0f}% of the baseline's / candidate's GPU time: check both run the same workload)"
+        # through fmt_pct: a 0.3 % share must not print as "0%" (held nothing)
+        caveat += f" (matched kernels hold only {fmt_pct(cov[0])} / {fmt_pct(cov[1])} of the baseline's / candidate's GPU time: check both run the same workload)"
     if state == "unknown" and abs(diff) < noise_pct:
         # One untested measurement per side: a difference this small is within the resolution and
         # run-to-run noise of any GPU timer (the same run read through two tools differs by a few ns)
         return (
-            f"candidate {label} {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): within the {noise_pct:.3g}% noise threshold and "
+            f"candidate {label} {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): within the {fmt_pct(noise_pct)} noise threshold and "
             f"significance unknown ({sig.get('reason') or 'no repeated runs'}); no winner declared{caveat}"
         )
     direction = "faster" if diff < 0 else "slower" if diff > 0 else "as fast"
     head = f"candidate {label} {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): candidate {direction}"
     basis = sig.get("basis") or ""
     p = sig.get("p_value")
-    ptxt = (", p<1e-300" if p == 0 else f", p={p:.2g}") if isinstance(p, float) and p == p else ""
+    pv = fmt_p(p) if isinstance(p, float) and p == p else None
+    ptxt = "" if pv is None else (f", p{pv}" if pv.startswith("<") else f", p={pv}")
     lo, hi = sig.get("speedup_ci_low"), sig.get("speedup_ci_high")
-    ci = f", 95% CI {fmt_x(lo)}-{fmt_x(hi)}" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""
+    # the interval as every other speedup interval prints ([1.10, 1.40]), not '1.10x-1.40x'
+    ci = f", 95% CI {fmt_interval(lo, hi)}" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""
     if state == "unknown":
         tail = f"significance unknown ({sig.get('reason') or 'no repeated runs'})"
     elif state == "same":
