@@ -11,7 +11,7 @@ import polars as pl
 import profaudit
 from profaudit.parsers import chrome_trace as ct
 from profaudit.parsers import jsonstream
-from tests.test_chrome_trace import _kineto_events, ns, write_trace
+from tests.test_chrome_trace import _fix_ts, _kineto_events, ns, write_trace
 
 EPOCH_US = 1_712_195_495_519_689  # (an ns-resolution Kineto trace of 2024 writes times like this)
 
@@ -67,3 +67,43 @@ def test_epoch_ns_timestamps_are_read_as_text_once_a_chunk_needed_it(tmp_path, m
     assert quoted > 20 and numeric < quoted, (quoted, numeric)
     assert seen[:4] == [False, True] * 2  # two chunks in flight before the first came back
     assert seen[-8:] == [True, False] * 4  # the last third: text, then numbers
+
+
+class _CountingDict(dict):
+    clears = 0
+
+    def clear(self):
+        self.clears += 1
+        super().clear()
+
+
+def test_category_memo_evicts_and_still_classifies(tmp_path, monkeypatch):
+    # the classes of categories are remembered across chunks and files; a memo smaller than the
+    # categories in use is cleared again and again, and every event is still classified by its own
+    ev = _kineto_events(600)
+    extra = ["gpu_memcpy", "gpu_memset", "user_annotation", "python_function", "Trace", "my_cat", None]
+    for i, e in enumerate(ev[::3]):  # the cpu_op of every third triple gets another category
+        e["cat"] = extra[i % len(extra)]
+        if e["cat"] == "my_cat":  # a new category in every chunk
+            e["cat"] = f"my_cat{i}"
+        elif e["cat"] is None:
+            del e["cat"]
+    path = write_trace(tmp_path / "cats.json", _fix_ts(ev), schemaVersion=1)
+    monkeypatch.setattr(jsonstream, "BLOCK_BYTES", 8 << 10)
+    monkeypatch.setattr(ct, "_CAT_MEMO", {})
+    full = profaudit.load(path, parallel=False)
+    memo = _CountingDict()
+    monkeypatch.setattr(ct, "_CAT_MEMO", memo)
+    monkeypatch.setattr(ct, "_CAT_MEMO_MAX", 2)
+    small = profaudit.load(path, parallel=False)
+    assert memo.clears > 5
+    for t in ("kernels", "ranges", "transfers"):
+        assert small.table(t).drop("profile_id").equals(full.table(t).drop("profile_id")), t
+    # against the events themselves: memcpy/memset are transfers, "Trace" is skipped, others ranges
+    cats = [e.get("cat") if not e.get("cat", "").startswith("my_cat") else "my_cat" for e in ev]
+    assert full.transfers.height == cats.count("gpu_memcpy") + cats.count("gpu_memset")
+    assert full.kernels.height == cats.count("kernel")
+    assert full.ranges.height == len(ev) - full.transfers.height - full.kernels.height - cats.count("Trace")
+    kinds = dict(zip(*full.ranges.group_by(pl.col("kind").str.replace(r"^my_cat\d+$", "my_cat")).len().to_dict(as_series=False).values()))
+    assert kinds["python_function"] == cats.count("python_function") and kinds["my_cat"] == cats.count("my_cat")
+    assert kinds["host"] == cats.count(None)
