@@ -4,6 +4,10 @@ the smallest form of its reproducer, built here from the suite's own fixtures.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from tests.test_fuzz_regressions import _refused
 
 # one cell beyond the csv module's 128 KiB field limit (a "very long name" mutant)
@@ -40,3 +44,28 @@ def test_nvprof_cell_beyond_csv_field_limit(tmp_path):
     f = tmp_path / "nvprof.csv"
     f.write_text("\n".join(lines) + "\n")
     _refused(f, "field larger than field limit")
+
+
+REPRODUCERS = Path(__file__).parent / "fuzz_reproducers"
+
+
+def test_rocprofv3_folder_with_damaged_gzip_csv(tmp_path):
+    """A folder's marker trace gzipped and then damaged (8 NUL bytes inserted): zlib.error reached
+    the catch-all ('Error -3 while decompressing data')."""
+    from tests.test_rocprofv3_csv import make_output
+
+    d = make_output(tmp_path)
+    victim = next(d.glob("*_marker_api_trace.csv"))
+    victim.write_bytes((REPRODUCERS / "rocprofv3_marker_damaged_gzip.csv").read_bytes())
+    _refused(d, "damaged gzip data: Error -3 while decompressing data")
+
+
+def test_damaged_gzip_is_both_a_cut_and_an_unreadable_file():
+    """Every reader opens gzip through open_maybe_gzip and already catches EOFError (a cut gzip)
+    or OSError (an unreadable file): the damaged-data error must be both."""
+    from profaudit.parsers.base import DamagedGzip, open_maybe_gzip
+
+    for catch in (EOFError, OSError):
+        with pytest.raises(catch) as ei, open_maybe_gzip(REPRODUCERS / "rocprofv3_marker_damaged_gzip.csv") as fh:
+            fh.read()
+        assert isinstance(ei.value, DamagedGzip)
