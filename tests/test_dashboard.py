@@ -636,7 +636,11 @@ def test_audit_good_claim(app, ctx):
     rep = audit(str(next(e.path for e in st.claims.values() if e.path.name == "good.yaml")))
     assert rep.verdict in text_of(find(view, "au-verdict"))
     iv = rep.supported.interval
-    assert f"{iv.estimate:.3g}x [{iv.low:.3g}, {iv.high:.3g}]" in text_of(find(view, "au-summary"))
+    from profaudit.fmt import fmt_ns, fmt_speedup
+
+    assert fmt_speedup(iv.estimate, iv.low, iv.high) in text_of(find(view, "au-summary"))  # as the CLI prints it
+    rep.elapsed_s = 0.0042  # a fast audit: its time, not '0.00 s'
+    assert fmt_ns(4.2e6) == "4.20 ms" and "4.20 ms" in text_of(find(audit_page.report_view(rep), "au-summary"))
     assert len(find(view, "au-findings").children[1].children) == len(rep.findings)
     _, msg = audit_page.run(1, cid, "PA9", "")
     assert "PA9" in text_of(msg)

@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 
 from profaudit.dashboards.ui import guarded, kv_table, message, option_label, page_header, pretty_json, severity_badge, state, table
 from profaudit.dashboards.uploads import register_upload_callbacks, upload_box
-from profaudit.fmt import MISSING, fmt_x
+from profaudit.fmt import fmt_interval, fmt_x
 
 NAME = "Audit"
 PATH = "/audit"
@@ -51,12 +51,15 @@ def layout(**_query):
 
 
 def _interval(d: dict) -> str:
+    from profaudit.fmt import fmt_speedup
+
     est, lo, hi = d.get("estimate"), d.get("low"), d.get("high")
     if est is None:
         return "none"
     conf = d.get("confidence")
-    rng = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else " (no interval)"
-    return f"{est:.3g}x{rng}{f' at {conf:.0%}' if conf else ''}"
+    # the one formatter: 2.00x [1.98, 2.30] as the CLI prints it (.3g gave '2x [1.98, 2.3]')
+    rng = "" if lo is not None and hi is not None else " (no interval)"
+    return f"{fmt_speedup(est, lo, hi)}{rng}{f' at {conf:.0%}' if conf else ''}"
 
 
 def report_view(rep) -> html.Div:
@@ -73,14 +76,14 @@ def report_view(rep) -> html.Div:
         supported += f" (corrected by {', '.join(sup['corrected_by'])})"
     if not sup.get("comparable", True):
         supported += "; the sides are not comparable, so no speedup claim holds"
-    summary = kv_table([("verdict", verdict), ("claimed speedup", claimed), ("supported speedup", supported), ("claim file", d.get("claim_file") or "—"), ("rules run", len(d["rules_run"])), ("audit time", f"{d['elapsed_s']:.2f} s")])
+    summary = kv_table([("verdict", verdict), ("claimed speedup", claimed), ("supported speedup", supported), ("claim file", d.get("claim_file") or "—"), ("rules run", len(d["rules_run"])), ("audit time", fmt_ns(d["elapsed_s"] * 1e9))])  # 4.20 ms, not '0.00 s'
     out = [head, html.Div(summary, id="au-summary")]
     if d["reasons"]:
         out.append(html.Div([message(r, kind) for r in d["reasons"]], id="au-reasons"))
     out += [html.H3("Findings"), findings_table(rep)]
     cmp = d["comparison"]
     if cmp.get("intervals"):
-        rows = [[k, fmt_x(v.get("estimate")), f"[{v['low']:.3g}, {v['high']:.3g}]" if v.get("low") is not None and v.get("high") is not None else MISSING, v.get("space"), v.get("method")] for k, v in cmp["intervals"].items()]
+        rows = [[k, fmt_x(v.get("estimate")), fmt_interval(v.get("low"), v.get("high")), v.get("space"), v.get("method")] for k, v in cmp["intervals"].items()]
         out += [html.H3("Speedup by statistic"), table(["statistic", "speedup", "interval", "space", "method"], rows, id="au-speedups")]
     elif cmp.get("reason"):
         out.append(message(f"speedup not recomputed: {cmp['reason']}", "warn"))
