@@ -30,7 +30,9 @@ prints what the move cost (CPU seconds, once per zygote, outside the timed reads
 reads' savings pay for it.
 
 Times are CPU seconds (median of interleaved runs): for profaudit, this process, its children, the
-live zygotes and the children they reaped; for the baseline, the helper's own around each read.
+live zygotes and the children they reaped -- a load returns before its child has exited, and the
+CPU count waits for that exit (isolate.settle), so the exit is counted though not waited for; for
+the baseline, the helper's own around each read.
 On a shared machine wall time mostly measures the neighbours; a wall-clock ratio is printed too.
 
     .venv/bin/python benchmarks/bench_ncu_load.py [--repeat 7] [--top 4] [FILES...]
@@ -126,7 +128,8 @@ def _cpu() -> float:
 def _time(fn, path: Path) -> tuple[float, float]:
     c0, w0 = _cpu(), time.perf_counter()
     fn(path)
-    return _cpu() - c0, time.perf_counter() - w0
+    wall = time.perf_counter() - w0  # the load returns before its child has exited ...
+    return _cpu() - c0, wall  # ... whose CPU _cpu() waits for (worker_cpu_seconds settles)
 
 
 def _finish_huge_page_move(files: list[Path]) -> tuple[int, float, int] | None:

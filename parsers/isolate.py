@@ -15,7 +15,9 @@ The children come from a zygote: a process forked from the caller once, which ru
 process-wide set-up (`prepare`; for ncu_report, loading its 37 MB metrics library, ~70 ms of CPU
 that a fresh process otherwise pays inside its first report) without reading any report, then
 forks one child per read. A child therefore starts with the library loaded and no report's state,
-and dies after its one report. The memory that set-up filled is moved onto huge pages while the
+and dies after its one report. A read returns as soon as the child's answer is whole: its exit (the
+teardown of the page tables it inherited) runs meanwhile, and the message that says how it ended
+is taken at the next read (or by `settle`), so no CPU goes uncounted. The memory that set-up filled is moved onto huge pages while the
 zygote is idle, so that forking and exiting cost less (_HugePageMover). The zygote is single-threaded whatever the caller is (the dashboard's
 threads, a Dask worker's), keeps none of the caller's file descriptors, reaps its children and
 reports how each ended (signal, CPU seconds). It ends when the caller closes its socket (atexit) or
@@ -364,6 +366,12 @@ class _Zygote:
         self.children_cpu_s = 0.0  # CPU of the children it reaped (not in our RUSAGE_CHILDREN)
         self.pieces_moved = 0  # _HugePageMover's progress as of the last read, and its CPU
         self.move_cpu_s = 0.0
+        self.exit_pending = False  # the last child's "exited" message is still to be taken
+
+    def took_exit(self, ended: tuple) -> None:
+        """("exited", status, CPU s of the child, pieces moved, CPU s of the move)."""
+        self.children_cpu_s += ended[2]
+        self.pieces_moved, self.move_cpu_s = ended[3], ended[4]
 
     def request(self, work_bytes: bytes, resp_w: int) -> None:
         try:
@@ -459,7 +467,8 @@ def zygote_pid(prepare: Callable[[], None] | None = None) -> int | None:
 
 def zygote_stats(prepare: Callable[[], Any] | None = None) -> dict[str, Any] | None:
     """How far the live zygote for `prepare` has moved its set-up's memory onto huge pages, as of
-    the last read (pieces of 2 MiB, CPU seconds spent on it); None when there is no zygote."""
+    the last read's end (pieces of 2 MiB, CPU seconds spent on it); None when there is no zygote."""
+    settle()
     z = _zygotes.get(prepare)
     if z is None or z.owner != os.getpid():
         return None
@@ -471,6 +480,7 @@ def worker_cpu_seconds() -> float:
     a benchmark adds this to its own, since neither is in its RUSAGE_CHILDREN until a zygote is
     reaped. The zygote's own time is read from schedstat (nanoseconds) where the kernel has it,
     else from stat (clock ticks)."""
+    settle()
     total = 0.0
     for z in list(_zygotes.values()):
         if z.owner != os.getpid():
@@ -517,6 +527,7 @@ def run_isolated(
         for attempt in (1, 2):
             z = _zygote_for(prepare)
             try:
+                _settle(z)  # the previous child's exit, not waited for then
                 outcome, status = _one_read(z, work_bytes, on_chunk, limit, path, what)
                 break
             except _ZygoteGone:
@@ -553,8 +564,9 @@ def run_isolated(
 
 
 def _one_read(z: _Zygote, work_bytes: bytes, on_chunk, limit: float, path: Path, what: str) -> tuple[tuple | None, int | None]:
-    """One request to the zygote: (the child's last message or None, its exit status or None).
-    Raises _ZygoteGone when the zygote is not there to fork or to report."""
+    """One request to the zygote: (the child's last message, None) once that message is whole, or
+    (None, its exit status) when it died without one. Raises _ZygoteGone when the zygote is not
+    there to fork or to report."""
     resp_r, resp_w = os.pipe()
     try:
         try:
@@ -581,18 +593,41 @@ def _one_read(z: _Zygote, work_bytes: bytes, on_chunk, limit: float, path: Path,
             except _ZygoteGone:  # not answering either: it goes, and its child with it
                 _forget(z)
             raise InputError(path, f"{what} did not finish within {limit:.0f} s (stopped): the file is damaged in a way that makes it loop") from None
-        try:
-            ended = z.recv(time.monotonic() + _STATUS_GRACE_S)  # ("exited", status, cpu s)
-        except _ZygoteGone:
-            if outcome is not None:  # the answer came whole; only the zygote went (replaced next read)
-                _forget(z)
-                return outcome, None
-            raise
-        z.children_cpu_s += ended[2]
-        z.pieces_moved, z.move_cpu_s = ended[3], ended[4]
+        if outcome is not None:
+            # The answer is whole (its length prefix says so; a child that died mid-send leaves it
+            # short, outcome None). Its exit -- tearing down the page tables it inherited, ~5 ms
+            # of CPU -- is not waited for: the zygote reaps it meanwhile, and the next read (or
+            # worker_cpu_seconds) takes the message that says how it ended. The CPU is still
+            # counted, only no longer on the caller's clock.
+            z.exit_pending = True
+            return outcome, None
+        ended = z.recv(time.monotonic() + _STATUS_GRACE_S)  # ("exited", status, cpu s, ...): to word the crash
+        z.took_exit(ended)
         return outcome, ended[1]
     finally:
         os.close(resp_r)
+
+
+def _settle(z: _Zygote) -> None:
+    """Take the message saying how the previous child ended, if it has not been taken (the
+    zygote sends it once the child is reaped); raises _ZygoteGone if the zygote died meanwhile."""
+    if z.exit_pending:
+        z.exit_pending = False
+        z.took_exit(z.recv(time.monotonic() + _STATUS_GRACE_S))
+
+
+def settle() -> None:
+    """Wait until every child this process's zygotes forked is reaped, and count its CPU: for a
+    benchmark that reads worker_cpu_seconds (which calls this) right after a read."""
+    with _lock:
+        for key, z in list(_zygotes.items()):
+            if z.owner != os.getpid():
+                continue
+            try:
+                _settle(z)
+            except _ZygoteGone:  # it died after answering: the next read starts a fresh one
+                _zygotes.pop(key, None)
+                z.stop(signal.SIGKILL)
 
 
 def read_parquet_untrusted(source: Any, path: Path | str, what: str):

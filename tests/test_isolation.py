@@ -88,11 +88,14 @@ def test_results_and_chunks_come_back(tmp_path):
     zygote = isolate.zygote_pid()
     assert zygote is not None and res["ppid"] == zygote
     # each read gets a fresh child of the same zygote (ncu_report keeps state across the reports
-    # of one process), and the finished child is reaped, not left running
+    # of one process), and the finished child is reaped, not left running: the read does not wait
+    # for its exit, the next read (or settle) takes the zygote's word that it was reaped
     res2 = isolate.run_isolated(f, functools.partial(_echo, 42), chunks.append, "the test reader")
     assert res2["pid"] != res["pid"] and res2["value"] == 42 and res2["ppid"] == zygote
-    assert not _running(res["pid"]) and not _running(res2["pid"])
-    assert isolate.worker_cpu_seconds() > 0
+    assert not _running(res["pid"])
+    cpu = isolate.worker_cpu_seconds()  # settles: the second child's exit and CPU are in
+    assert not _running(res2["pid"]) and not isolate._zygotes[None].exit_pending
+    assert cpu > 0
 
 
 def _prepared_value(send):
