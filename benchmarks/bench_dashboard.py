@@ -7,7 +7,9 @@ library in every index page): the first render of an empty Dash page (one Div); 
 holding one two-point WebGL plotly chart in its initial layout, plotly.js loaded as Dash loads it
 (what starting plotly.js costs before any data: the floor under every chart page); and of that
 page with the dashboard's own loading of plotly.js and dcc's graph chunk (what 2 points would cost
-with everything the roofline page does to load fast). Each time is from `page.goto` to the
+with everything the roofline page does to load fast, its plotly.js build included: that build
+holds only the trace types the dashboard draws, so "/chart+preload" is the roofline's cost over
+the same page chrome, "/chart" over a chart page as Dash serves it). Each time is from `page.goto` to the
 element being on screen in a fresh browser context (empty cache): the grid's first data row; the
 roofline's WebGL points drawn (plotly finished plotting a figure holding them). "cold" is the
 first visit after the app started (the app warms its caches in the background from the start,

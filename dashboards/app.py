@@ -13,6 +13,7 @@ import importlib
 import ipaddress
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from profaudit.dashboards import first_paint
+from profaudit.dashboards.plotly_preload import PLOTLY_BUNDLE
 from profaudit.dashboards.plotly_preload import index_string as plotly_index
 from profaudit.dashboards.limits import DEFAULT_CALLBACK_TIMEOUT_S
 from profaudit.dashboards.state import DEFAULT_MAX_UPLOAD_BYTES, STATE_KEY, DashboardState
@@ -69,6 +71,9 @@ def create_app(
         use_pages=True,
         pages_folder="",  # no auto-discovery: the pages below are imported explicitly
         assets_folder=str(ASSETS),
+        # served to the plotly.js loader (plotly_preload.py), never put in an index by Dash: a
+        # second plotly.js in every page would undo what loading one lean build saves
+        assets_ignore=re.escape(PLOTLY_BUNDLE),
         title=title,
         suppress_callback_exceptions=True,
         update_title=None,
