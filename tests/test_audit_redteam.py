@@ -122,3 +122,28 @@ def test_ranks_on_different_devices_within_one_side_are_a_device_mismatch(tmp_pa
     assert f and "A100" in f[0].message and "rank-3" in f[0].message and "H100" in f[0].message
     assert not any(x.rule == "PA201" and x.status is Status.PASS for x in report.findings)
     assert report.supported.interval is None
+
+
+# ---------------------------------------------------------------------------------------------
+# unknown is coverage, said once
+# ---------------------------------------------------------------------------------------------
+
+
+def test_what_could_not_be_checked_is_listed_once_as_coverage_in_every_render():
+    # The text, Markdown and HTML reports printed every "cannot check" twice: as a row of the
+    # notes table and again under the assumptions. It is coverage: said once, never as a finding.
+    from profaudit.audit.render import render
+
+    b = side("baseline", 1.0e6, seed=1, drop=("shape", "batch_size", "dtype", "power_limit_w"), profiles=None)
+    c = side("candidate", 0.5e6, seed=2, drop=("shape", "batch_size", "dtype", "power_limit_w"), profiles=None)
+    report = audit(claim(b, c))
+    unknown = [f for f in report.findings if f.status is Status.UNKNOWN]
+    assert len(unknown) >= 3 and report.verdict == "PASS", report.reasons
+    for fmt_ in ("text", "markdown", "html"):
+        out = render(report, fmt_, width=400)
+        for f in unknown:
+            what = f.message.removeprefix("cannot check: ")[:50]
+            assert out.count(what) == 1, (fmt_, what)
+    text = render(report, "text", width=70)
+    # a wrapped "passed:" list breaks between rules, never inside "PA201 device-mismatch"
+    assert not any(line.rstrip().endswith(("PA201", "PA202", "PA108")) for line in text.splitlines())

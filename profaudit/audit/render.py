@@ -142,11 +142,19 @@ def _stats_lines(report: AuditReport) -> list[str]:
 
 
 def _groups(report: AuditReport) -> tuple[list[Finding], list[Finding], list[Finding]]:
+    """Problems, notes (INFO findings) and passes. What a rule could not check is not among them:
+    it is coverage, listed once under the assumptions (it was printed twice, as table rows and
+    again as assumptions)."""
     problems = report.problems
-    unknown = sorted((f for f in report.findings if f.status is Status.UNKNOWN), key=lambda f: f.rule)
     notes = sorted((f for f in report.findings if f.status is Status.FAIL and f.severity == Severity.INFO), key=lambda f: f.rule)
     passed = sorted((f for f in report.findings if f.status is Status.PASS), key=lambda f: f.rule)
-    return problems, unknown + notes, passed
+    return problems, notes, passed
+
+
+def _rule_names(fs: list[Finding]) -> str:
+    """'PA101 warmup-in-timed-region, ...' with a no-break space inside each item, so a wrapped
+    list breaks between rules, never between a code and its name."""
+    return ", ".join(sorted({f"{f.rule}\u00a0{f.name}" for f in fs}))
 
 
 def _finding_label(f: Finding) -> str:
@@ -226,7 +234,7 @@ def print_text(report: AuditReport, console) -> None:
             t.add_row(f"{f.rule}\n{f.name}", Text(_finding_label(f), style=_SEV_STYLE[f.severity]), ", ".join(f.pitfalls), f.message)
         console.print(t)
     if info:
-        t = Table(title="notes and checks without evidence", header_style="bold", title_justify="left")
+        t = Table(title="notes", header_style="bold", title_justify="left")
         t.add_column("rule", no_wrap=True)
         t.add_column("status", no_wrap=True)
         t.add_column("message", overflow="fold")
@@ -234,7 +242,7 @@ def print_text(report: AuditReport, console) -> None:
             t.add_row(f"{f.rule} {f.name}", Text(_finding_label(f), style="dim"), f.message)
         console.print(t)
     if passed:
-        print_hanging(console, "passed: ", ", ".join(sorted({f"{f.rule} {f.name}" for f in passed})), style="green")
+        print_hanging(console, "passed: ", _rule_names(passed), style="green")
     if assumptions:
         console.print(Text("assumptions (could not be checked):", style="bold"))
         for a in assumptions:
@@ -310,7 +318,7 @@ def render_markdown(report: AuditReport) -> str:
         out.append("|---|---|---|---|")
         for f in problems:
             out.append(f"| {f.rule} `{f.name}` | {_finding_label(f)} | {', '.join(f.pitfalls)} | {md_cell(f.message)} |")
-    _md_section(out, "Notes and checks without evidence", [f"- {f.rule} `{f.name}` ({_finding_label(f)}): {md_cell(f.message)}" for f in info])
+    _md_section(out, "Notes", [f"- {f.rule} `{f.name}` ({_finding_label(f)}): {md_cell(f.message)}" for f in info])
     _md_section(out, "Passed", [", ".join(f"{f.rule} `{f.name}`" for f in passed)] if passed else [])
     _md_section(out, "Assumptions (could not be checked)", [f"- {md_cell(a)}" for a in assumptions])
     out.append("")
@@ -382,7 +390,7 @@ def render_html(report: AuditReport) -> str:
     if problems:
         p.append("<h2>Findings</h2>" + finding_rows(problems))
     if info:
-        p.append("<h2>Notes and checks without evidence</h2>" + finding_rows(info))
+        p.append("<h2>Notes</h2>" + finding_rows(info))
     if passed:
         p.append("<h2>Passed</h2>" + finding_rows(passed))
     if assumptions:
