@@ -69,3 +69,19 @@ def test_damaged_gzip_is_both_a_cut_and_an_unreadable_file():
         with pytest.raises(catch) as ei, open_maybe_gzip(REPRODUCERS / "rocprofv3_marker_damaged_gzip.csv") as fh:
             fh.read()
         assert isinstance(ei.value, DamagedGzip)
+
+
+def test_compare_with_a_zero_duration_sample(cli):
+    """A torch-benchmark log with one raw time of -0.0 (a zero-duration sample): the speedup
+    interval's bootstrap draw of 0 overflowed math.exp and `compare` exited 3. Now the case has no
+    interval (unknown), as with too few usable draws."""
+    import json
+
+    f = REPRODUCERS / "torch_benchmark_zero_raw_time.json"
+    assert 0.0 in json.loads(f.read_text())[0]["raw_times"]
+    for fmt in ("json", "table"):
+        res = cli("compare", str(f), str(f), "--format", fmt)
+        assert res.code == 0, res
+    doc = json.loads(cli("compare", str(f), str(f), "--format", "json").out)
+    (case,) = doc["matched"]
+    assert case["speedup_ci_low"] is None and case["speedup_ci_high"] is None

@@ -849,6 +849,11 @@ def ratio_interval(
         return Interval(est, math.nan, math.nan, confidence, stat.name, space, method, baseline.n, candidate.n, draws_b.size)
     alpha = 1 - confidence
     q_lo, q_hi = np.quantile(dev, (alpha / 2, 1 - alpha / 2))
+    if max(abs(q_lo), abs(q_hi)) + abs(math.log(est)) >= 709.0:
+        # a zero-duration sample (a coarse timer) makes a bootstrap draw of 0, whose log deviation
+        # of ~708 overflowed math.exp (fuzzing: `compare` on a torch-benchmark log with one raw
+        # time of -0.0 exited 3): no interval, as with too few usable draws
+        return Interval(est, math.nan, math.nan, confidence, stat.name, space, method, baseline.n, candidate.n, draws_b.size)
     return Interval(
         est,
         float(math.exp(math.log(est) + q_lo)),
