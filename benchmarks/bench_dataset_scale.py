@@ -184,7 +184,7 @@ def bench_ingest(root: Path, n_files: int, reps: int) -> None:
         ex2 = client.get_executor()
         ingest(warm, root / "warm-two", executor=ex2)
         client.run(lambda: None)
-        t_serial, t2, cpu_paths = [], [], []
+        t_serial, t2, cpu_paths, parts = [], [], [], []
         for _ in range(reps):
             c0 = time.process_time()
             t_serial.append(timed())
@@ -196,6 +196,7 @@ def bench_ingest(root: Path, n_files: int, reps: int) -> None:
             t2.append(timed(ex2))
             w1, client_cpu = client.run(time.process_time), time.process_time() - c0
             cpu_paths.append((cpu_serial, max(w1[w] - w0[w] for w in w1) + client_cpu))
+            parts.append((sorted(w1[w] - w0[w] for w in w1), client_cpu))
         chunks2 = plan_chunks(inputs, executor_workers(ex2))
     ratios = [a / b for a, b in zip(t_serial, t2)]
     cpu_ratios = [a / b for a, b in cpu_paths]
@@ -232,6 +233,9 @@ def bench_ingest(root: Path, n_files: int, reps: int) -> None:
     print(f"    LocalCluster 2 workers: {_spread(t2)} s ({len(chunks2)} tasks of {len(chunks2[0])} down to {len(chunks2[-1])} inputs)")
     print(f"    speedup LocalCluster(2) vs one local worker = {statistics.median(t_serial) / t2_med:.2f}x (ratio of medians; per pair {_spread(ratios)})   (target >= 1.7x)")
     print(f"    in CPU seconds: serial {_spread([a for a, _ in cpu_paths])} s vs the 2-worker critical path {_spread([b for _, b in cpu_paths])} s: {_spread(cpu_ratios)}x per pair (what the wall-time ratio is without other tenants, less any idle wait)")
+    # where the critical path goes: the busier worker, the other one, and this process (the
+    # client, and the scheduler's event loop, which a LocalCluster runs here)
+    print(f"    of which: busier worker {_spread([w[-1] for w, _ in parts])} s, the other {_spread([w[0] for w, _ in parts])} s, client + scheduler process {_spread([c for _, c in parts])} s")
     print(f"    LocalCluster 1 worker: {t1_big:.2f} s wall, {cpu_big:.2f} s worker CPU ({tasks_big} tasks, {len(chunks_big[0])} inputs first); {t1_small:.2f} s wall, {cpu_small:.2f} s CPU ({tasks_small} tasks of {len(chunks_small[0])})")
     print(f"    model T(W) = c_client + (tasks * c_task + n * c_file) / W: c_client = {c_client * 1e3:.0f} ms (expand {t_expand * 1e3:.0f} ms + manifest {t_manifest * 1e3:.0f} ms), c_task = {c_task * 1e3:.1f} ms, c_file = {c_file * 1e3:.2f} ms (CPU)")
     print(f"    model predicts 2 workers: {p2:.2f} s (measured median {t2_med:.2f} s wall, on a machine shared with other work); 64 workers: {p64:.2f} s ({tasks64} tasks, {chunk64} inputs first), {n_files * c_file / p64:.0f}x one worker's parsing alone")

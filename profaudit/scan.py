@@ -8,7 +8,7 @@ are filtered out, so a scan returns what `read_dataset` returns.
 from __future__ import annotations
 
 from profaudit import schema
-from profaudit.errors import UsageError, require
+from profaudit.errors import InputError, UsageError, first_line, require
 
 ENGINES = ("polars", "duckdb", "dask")
 
@@ -86,9 +86,35 @@ def scan(path, table: str = "kernels", *, engine: str = "polars", storage_option
     """
     if engine not in ENGINES:
         raise UsageError(f"engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    try:
+        return _build(engine, path, table, storage_options, connection)
+    except _UnreadablePart:
+        # a compaction that replaced the listed parts between our listing and the engine's read
+        # is over by a second listing (as in `dataset_v2.read`); what fails twice is the dataset's
+        return _build(engine, path, table, storage_options, connection)
+
+
+class _UnreadablePart(InputError):
+    """A part file the engine could not open while the scan was built."""
+
+
+def _build(engine: str, path, table: str, storage_options: dict | None, connection):
     store, files, gone, dirty, layout1 = _files(path, table, storage_options)
     t = schema.ALL_TABLES[table]
-    return {"polars": _polars, "duckdb": _duckdb, "dask": _dask}[engine](store, files, gone, dirty, layout1, t, connection)
+    try:
+        return {"polars": _polars, "duckdb": _duckdb, "dask": _dask}[engine](store, files, gone, dirty, layout1, t, connection)
+    except Exception as exc:  # noqa: BLE001 - each engine raises its own types: sorted here
+        # DuckDB binds and dask reads footers now, not when the frame is collected: a part file
+        # missing or damaged fails inside scan(), in the engine's words (dask's first line says
+        # only "An error occurred while calling the read_parquet method ..."; its cause says more)
+        cause = exc.__cause__ if exc.__cause__ is not None and type(exc.__cause__) is type(exc) else exc
+        text = first_line(cause, type(cause).__name__)
+        part = next((f for f in files if f in text or f.split("://", 1)[-1] in text), None)
+        if part is None and not isinstance(cause, OSError):
+            raise
+        missing = isinstance(cause, FileNotFoundError) or "No files found" in text
+        problem = "part file listed in its batch manifest is missing" if missing else text
+        raise _UnreadablePart(part or store.url(), f"cannot scan table {table}: {problem}") from None
 
 
 def _polars(store, files, gone, dirty, layout1, t, _connection):

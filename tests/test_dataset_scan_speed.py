@@ -115,3 +115,16 @@ def test_cluster_parts_carry_their_profiles_positions_in_the_batch(tmp_path):
         lo, hi = f["profile_range"]
         held = set(pl.read_parquet(tmp_path / "ds" / f["path"])["profile_id"])
         assert held == set(ids[lo:hi]), f
+
+
+def test_a_scan_whose_parts_a_compaction_replaced_meanwhile_lists_again(tmp_path, monkeypatch):
+    pytest.importorskip("duckdb")
+    ds = write_dataset(ProfileSet([_profile("a", 3)]), tmp_path / "ds")
+    write_dataset(ProfileSet([_profile("b", 2)]), ds)
+    stale = scan_mod._files(ds, "kernels", None)  # listed just before a compaction replaced them
+    compact_dataset(ds)
+    listings = []
+    real = scan_mod._files
+    monkeypatch.setattr(scan_mod, "_files", lambda *a: listings.append(a) or (stale if len(listings) == 1 else real(*a)))
+    rel = profaudit.scan(ds, "kernels", engine="duckdb")
+    assert len(listings) == 2 and _rows(rel.pl()) == _rows(read_dataset(ds).kernels)

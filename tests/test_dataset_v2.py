@@ -267,3 +267,26 @@ def test_duckdb_scan_drops_superseded_copies_by_predicate_and_by_join(tmp_path, 
         got = profaudit.scan(ds, "kernels", engine="duckdb").pl()
         assert sorted(zip(got["profile_id"], got["duration_ns"])) == want, limit
         assert got.columns == schema.ALL_TABLES["kernels"].names
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "dask"])
+def test_a_scan_of_a_missing_or_damaged_part_is_one_line_naming_it(tmp_path, engine):
+    # DuckDB binds and dask reads the footers inside scan(): their own exceptions reached the user
+    if engine == "dask":
+        pytest.importorskip("dask.dataframe")
+    else:
+        pytest.importorskip("duckdb")
+    ds = write_dataset(ProfileSet([_profile("a", 3), _profile("b", 2)]), tmp_path / "ds")
+    (part,) = (ds / "kernels").rglob("*.parquet")
+    part.write_bytes(b"not parquet")
+    from profaudit.errors import InputError, UsageError
+
+    with pytest.raises(InputError, match="cannot scan table kernels") as info:
+        profaudit.scan(ds, "kernels", engine=engine)
+    assert info.value.path == str(part) and "\n" not in str(info.value)
+    part.unlink()
+    with pytest.raises(InputError, match="part file listed in its batch manifest is missing"):
+        profaudit.scan(ds, "kernels", engine=engine)
+    # a mistake in the call is still the caller's, not the dataset's
+    with pytest.raises(UsageError, match="no table"):
+        profaudit.scan(ds, "kernelz", engine=engine)
