@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import polars as pl
 
 from profaudit.errors import UsageError
+from profaudit.names import instance_name
 from profaudit.fmt import MISSING, fmt_ns, fmt_num, fmt_pct, fmt_quantity, fmt_x, md_cell, plural
 
 SECTOR_BYTES = 32  # an L1/L2 sector on every NVIDIA GPU since Maxwell
@@ -178,19 +179,6 @@ def select_kernel(ps, name: str | None = None, *, kernel_id: int | None = None, 
     return {"row": row, "launch_index": pos, "launches": same}
 
 
-def _without_arguments(name: str) -> str:
-    """'void f<float, 128>(int, float*)' -> 'f<float, 128>': the template arguments, which tell
-    instantiations apart, without the return type and the parameter list, which rarely do."""
-    name = name.removeprefix("void ")
-    if name.endswith(")"):
-        depth = 0
-        for i in range(len(name) - 1, -1, -1):
-            depth += {")": 1, "(": -1}.get(name[i], 0)
-            if depth == 0:
-                return name[:i] if i else name
-    return name
-
-
 def _tell_kernels_apart(hit: pl.DataFrame) -> str:
     """The kernels a name matched, as a person can tell them apart and pick one: short names when
     they differ; otherwise each instantiation with its template arguments, its first --id and its
@@ -198,7 +186,7 @@ def _tell_kernels_apart(hit: pl.DataFrame) -> str:
     shorts = hit.group_by("name", maintain_order=True).agg(pl.col("short_name").first(), pl.col("kernel_id").min().alias("id"), pl.len().alias("n"))
     if shorts["short_name"].n_unique() == shorts.height:
         return _listing(shorts["short_name"].to_list())
-    return _listing([f"{_without_arguments(r['name'])} (--id {r['id']}, {plural(r['n'], 'launch', 'launches')})" for r in shorts.iter_rows(named=True)], 5)
+    return _listing([f"{instance_name(r['name'])} (--id {r['id']}, {plural(r['n'], 'launch', 'launches')})" for r in shorts.iter_rows(named=True)], 5)
 
 
 def _listing(names: Sequence[str], n: int = 8) -> str:

@@ -114,8 +114,27 @@ def short_name(name: str) -> str:
     """
     if not name:
         return name
-    s = demangle(name.strip())
-    # drop a trailing parameter list (the last top-level (...) that ends the string, plus cv/ref qualifiers)
+    s = _drop_parameters(demangle(name.strip()))
+    # strip template arguments at top level
+    angles = _top_level_spans(s, "<")
+    for start, end in reversed(angles):
+        s = s[:start] + s[end:]
+    return _drop_return_type(s.strip()) or name
+
+
+@functools.lru_cache(maxsize=65536)
+def instance_name(name: str) -> str:
+    """`short_name` with the template arguments kept: `void f<float, 128>(int, float*)` ->
+    `f<float, 128>`. The arguments tell a kernel's instantiations apart; the return type and the
+    parameter list rarely do and fill a narrow terminal column."""
+    if not name:
+        return name
+    return _drop_return_type(_drop_parameters(demangle(name.strip())).strip()) or name
+
+
+def _drop_parameters(s: str) -> str:
+    """A trailing parameter list (the last top-level (...) that ends the string, plus cv/ref
+    qualifiers) dropped."""
     parens = _top_level_spans(s, "(")
     if parens:
         start, end = parens[-1]
@@ -124,12 +143,11 @@ def short_name(name: str) -> str:
             head = s[:start]
             if head.strip() and not head.rstrip().endswith(("(anonymous namespace)", "::")):
                 s = head
-    # strip template arguments at top level
-    angles = _top_level_spans(s, "<")
-    for start, end in reversed(angles):
-        s = s[:start] + s[end:]
-    s = s.strip()
-    # drop a leading return type: the last space at bracket depth 0 that is not inside a name
+    return s
+
+
+def _drop_return_type(s: str) -> str:
+    """A leading return type dropped: the last space at bracket depth 0 that is not inside a name."""
     depth = 0
     cut = -1
     for i, ch in enumerate(s):
@@ -143,7 +161,7 @@ def short_name(name: str) -> str:
         rest = s[cut + 1 :]
         if rest and not rest.startswith(("namespace)", "[")):
             s = rest
-    return s or name
+    return s
 
 
 _WS = re.compile(r"\s+")

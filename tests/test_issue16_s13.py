@@ -311,3 +311,38 @@ def test_kernel_verdict_prints_its_interval_and_shares_through_the_formatter():
     cmp = compare(b, c)
     assert "hold only <0.1% / <0.1% of the baseline's / candidate's" in cmp.verdict, cmp.verdict
     assert any(n.startswith("matched kernels hold only <0.1% of the baseline's and <0.1%") for n in cmp.notes), cmp.notes
+
+
+def test_instance_name_keeps_template_arguments_only():
+    from profaudit.names import instance_name, short_name
+
+    n = "void cudnn::detail::dgrad_engine<float, 512, 6>(int, float const*, kernel_grad_params)"
+    assert instance_name(n) == "cudnn::detail::dgrad_engine<float, 512, 6>" and short_name(n) == "cudnn::detail::dgrad_engine"
+    assert instance_name("ampere_sgemm_128x64_nn") == "ampere_sgemm_128x64_nn"
+
+
+def test_two_name_columns_share_the_width_and_context_columns_give_first():
+    from profaudit.cli.common import fit_cells
+
+    df = pl.DataFrame({"time_pct": [13.3], "nvtx_range": ["/layer1/layer1.1/conv1/Conv + /layer1/layer1.1/relu/Relu"],
+                       "name": ["sm80_xmma_fprop_implicit_gemm_indexed_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x32x64_execute_kernel_trt"]})
+    cols, rows, _, _ = fit_cells(df, 80)
+    w = {c: len(v) for c, v in zip(cols, rows[0])}
+    assert abs(w["nvtx_range"] - w["name"]) <= 1, w  # was 39 beside 12
+    df2 = pl.DataFrame({"profile_id": ["pytorch__kineto__resnet50_num_workers_0__worker0-8317ad70"], "kernel_id": [0],
+                        "short_name": ["at::native::vectorized_elementwise_kernel"], "duration_ns": [2000]})
+    cols, rows, _, _ = fit_cells(df2, 80)
+    assert "at::native::vectorized_elementwise_kernel" in rows[0]  # the profile label is cut, the kernel name is not
+
+
+@pytest.mark.corpus
+def test_summary_by_nvtx_keeps_kernel_names_in_a_terminal(cli, monkeypatch):
+    from conftest import corpus_file
+
+    monkeypatch.setenv("COLUMNS", "120")
+    res = cli("summary", str(corpus_file("nsys-sqlite", "memfusion_artifact")), "--by", "nvtx", "-n", "3")
+    assert res.code == 0, res
+    assert "hidden to fit" not in res.out or "name" not in res.out.split("hidden to fit")[1].split("(")[0], res.out
+    head = res.out.splitlines()[1]
+    assert head.rstrip().endswith("name") and "nvtx_range" in head
+    assert "names without return type and parameters" in res.out

@@ -127,6 +127,8 @@ _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (
 
 # text columns that carry names: shortened in the middle to fit (the ends tell kernels apart)
 _NAME_COLUMNS = ("short_name", "profile_id", "name", "benchmark", "variant", "params", "op_name", "nvtx_range", "module", "path", "mangled_name", "device_name", "case")
+# name columns that say where a row comes from rather than what it is: shortened first
+_CONTEXT_COLUMNS = ("profile_id", "path", "device_name", "module", "mangled_name")
 # never shortened nor folded: a metric name must be readable and copyable whole
 _WHOLE_COLUMNS = ("metric",)
 _MIN_NAME = 12
@@ -214,17 +216,28 @@ def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_o
     def shrink(floor: int) -> None:
         ws = widths()
         excess = total(ws) - width
+        if excess <= 0:
+            return
         # names first, then any other text (a note, a message): never a metric name, never a number
         text = [j for j, c in enumerate(cols) if c not in _WHOLE_COLUMNS and (c in _NAME_COLUMNS or (c in df.columns and df.schema[c] == pl.Utf8))]
-        names = sorted(text, key=lambda j: (cols[j] not in _NAME_COLUMNS, -ws[j]))
-        for j in names:
-            if excess <= 0:
-                return
-            target = max(floor, len(cols[j]), ws[j] - excess)
-            if target < ws[j]:
-                for r in rows:
-                    r[j] = middle_ellipsis(r[j], target)
-                excess -= ws[j] - target
+        context = [j for j in text if cols[j] in _CONTEXT_COLUMNS]  # which profile/file: cut before the kernel's own name
+        names = [j for j in text if cols[j] in _NAME_COLUMNS and j not in context]
+        for group in (context, names, [j for j in text if cols[j] not in _NAME_COLUMNS]):
+            # the widest of the group gives a character at a time, so two name columns end up
+            # alike (an NVTX range of 39 beside a kernel name cut to 12 told neither apart)
+            target = {j: ws[j] for j in group}
+            low = {j: max(_MIN_NAME if group is context else floor, len(cols[j])) for j in group}
+            while excess > 0:
+                j = max((j for j in group if target[j] > low[j]), key=lambda j: target[j], default=None)
+                if j is None:
+                    break
+                step = min(excess, target[j] - low[j], max(1, target[j] - max((target[i] for i in group if i != j), default=0)))
+                target[j] -= step
+                excess -= step
+            for j in group:
+                if target[j] < ws[j]:
+                    for r in rows:
+                        r[j] = middle_ellipsis(r[j], target[j])
 
     full = {c: [r[j] for r in rows] for j, c in enumerate(cols)}
     shrink(24)

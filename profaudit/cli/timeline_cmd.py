@@ -28,6 +28,22 @@ class Per(str, Enum):
     profile = "profile"
 
 
+def _names_for_terminal(table: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """Demangled names as `names.instance_name` writes them (`cudnn::detail::dgrad_engine<float,
+    512, 6>`): in a terminal column a middle ellipsis of the whole name keeps 'void cudnn::d' and
+    'int, int)' and cuts away what tells kernels apart. Kept whole where that would merge rows."""
+    from profaudit.names import instance_name
+
+    if "name" not in table.columns or table.height == 0:
+        return table, False
+    short = table["name"].map_elements(instance_name, return_dtype=pl.Utf8)
+    keys = [c for c in ("profile_id", "nvtx_range") if c in table.columns]
+    shown = table.with_columns(short.alias("name"))
+    if shown.select(*keys, "name").n_unique() < table.select(*keys, "name").n_unique() or shown["name"].equals(table["name"]):
+        return table, False
+    return shown, True
+
+
 def register(app: typer.Typer) -> None:
     @app.command("summary")
     def summary(
@@ -58,9 +74,16 @@ def register(app: typer.Typer) -> None:
                 _note_empty(ps, "kernel")
         if len(ps) == 1 and fmt is Format.table:
             table = table.drop("profile_id")
+        title = f"kernel summary ({plural(table.height, 'row')})"
         if fmt is Format.table:
             table = table.drop(["q1_ns", "q3_ns"], strict=False)
-        emit_frame(table, fmt, output, title=f"kernel summary ({plural(table.height, 'row')})", limit=limit)
+            if output is None and by is not By.mangled:
+                table, shortened = _names_for_terminal(table)
+                if shortened:
+                    title += ": names without return type and parameters (--format csv has them whole)"
+        # what a narrow terminal gives up first: the spread columns, never a name (a summary by
+        # NVTX range and kernel hid the kernel names at 120 columns)
+        emit_frame(table, fmt, output, title=title, limit=limit, drop_order=("avg_ns", "instances", "med_ns", "min_ns", "max_ns", "stddev_ns"))
 
     @app.command("gaps")
     def gaps(
