@@ -46,7 +46,7 @@ def is_dataset(path) -> bool:
     return (local_path(path) / MARKER).is_file()
 
 
-def _cannot_write(path: Path, exc: OSError) -> InputError:
+def _cannot_write(path: Path | str, exc: OSError) -> InputError:
     # an unwritable -o (read-only folder, /proc, a folder in the way, a full disk) is the user's to
     # fix: name the target, not our temporary sibling
     return InputError(path, f"cannot write: {exc.strerror or exc}")
@@ -142,7 +142,10 @@ def write_to(out, write: Callable[[object], T], *, merge: bool) -> T:
                 raise UsageError(f"{out}: exists, is not empty and is not a profaudit dataset; choose another -o")
             if ours:
                 _remove_dataset(store)
-        return write(store)
+        try:
+            return write(store)
+        except OSError as exc:  # a bucket that does not exist or refuses us: s3fs's FileNotFoundError / PermissionError
+            raise _cannot_write(store.url(), exc) from None
     out = store.root
     _check_target(out)
     if merge:

@@ -58,6 +58,8 @@ def test_bad_s3_inputs_are_one_line_naming_the_url(s3, cli):
 
     assert_one_line_error(cli("kernels", "s3://runs/bad/bad.ncu-rep"), "s3://runs/bad/bad.ncu-rep")
     assert_one_line_error(cli("kernels", "s3://runs/nope/x.csv"), "s3://runs/nope/x.csv: no such file or folder")
+    # a dataset in a bucket that is not there: s3fs's FileNotFoundError reached the catch-all
+    assert_one_line_error(cli("ingest", "s3://runs/ci/", "-o", "s3://nobucket/ds"), "s3://nobucket/ds: cannot write: The specified bucket does not exist")
 
 
 def test_dataset_on_s3_appends_scans_and_compacts(s3):
