@@ -156,6 +156,12 @@ def fmt_p(v: Any) -> str:
     return MISSING if is_missing(v) else (f"{float(v):.2g}" if float(v) >= 1e-4 else "<1e-4")
 
 
+def p_is(v: Any) -> str:
+    """'p=0.031', or 'p<1e-4' below the precision fmt_p prints (never 'p=<1e-4')."""
+    s = fmt_p(v)
+    return f"p{s}" if s.startswith("<") else f"p={s}"
+
+
 # units as tools and the schema spell them -> how to print a value in that unit
 _BYTE_UNITS = {"byte", "bytes", "b"}
 

@@ -346,3 +346,38 @@ def test_summary_by_nvtx_keeps_kernel_names_in_a_terminal(cli, monkeypatch):
     head = res.out.splitlines()[1]
     assert head.rstrip().endswith("name") and "nvtx_range" in head
     assert "names without return type and parameters" in res.out
+
+
+def _many_cases(pid: str, scale: float) -> Profile:
+    rows = [(f"Not Coalesced (Different Array Sizes)", {"Axis Size": n, "Num Elements": n * n}, scale * n) for n in (256, 512, 1024, 2048, 4096, 8192)]
+    return _timing(pid, rows)
+
+
+def _table_lines(text: str, title: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index(next(ln for ln in lines if ln.startswith(title)))
+    out = []
+    for ln in lines[start + 1:]:
+        out.append(ln)
+        if ln.startswith("└"):
+            break
+    return out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_compare_tables_print_one_row_per_line_with_the_distinguishing_end(width):
+    from profaudit.compare import compare
+    from profaudit.compare.render import render
+
+    text = render(compare(_many_cases("b", 1000.0), _many_cases("c", 500.0)), "table", width=width)
+    body = [ln for ln in _table_lines(text, "Where the time went") if ln.startswith("│")]
+    assert len(body) == 6, body  # one line per case (they folded into two or more)
+    assert all(len(ln) <= width for ln in body)
+    # the parameters at the end tell the cases apart: a middle ellipsis keeps them
+    assert sum("Num Elements=" in ln or "Elements=" in ln or "=" in ln.split("│")[3] for ln in body) == 6
+    assert len({ln.split("│")[3].strip() for ln in body}) == 6
+    if width == 120:
+        matched = _table_lines(text, "Matched cases")
+        assert sum(ln.startswith("│") for ln in matched) == 6, matched
+        assert "hidden to fit 120 columns: mean" in text.split("Matched cases")[1].split("Added")[0]
+        assert "(p<1e-4)" in text and "p=<" not in text

@@ -14,7 +14,7 @@ import re
 import polars as pl
 
 from profaudit.compare.core import BASELINE, CANDIDATE, Comparison, Side
-from profaudit.fmt import fmt_interval, fmt_ns, fmt_p, fmt_pct, fmt_x, plural
+from profaudit.fmt import fmt_interval, fmt_ns, fmt_pct, fmt_x, p_is, plural
 from profaudit.compare.match import (
     Group,
     align_instances,
@@ -375,8 +375,7 @@ def verdict_line(comparable: str, findings: list, totals: dict, what: str, label
     head = f"candidate {label} {fmt_pct(diff, signed=True)} ({fmt_x(sp)}): candidate {direction}"
     basis = sig.get("basis") or ""
     p = sig.get("p_value")
-    pv = fmt_p(p) if isinstance(p, float) and p == p else None
-    ptxt = "" if pv is None else (f", p{pv}" if pv.startswith("<") else f", p={pv}")
+    ptxt = f", {p_is(p)}" if isinstance(p, float) and p == p else ""
     lo, hi = sig.get("speedup_ci_low"), sig.get("speedup_ci_high")
     # the interval as every other speedup interval prints ([1.10, 1.40]), not '1.10x-1.40x'
     ci = f", 95% CI {fmt_interval(lo, hi)}" if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi else ""

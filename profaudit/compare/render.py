@@ -19,7 +19,7 @@ from profaudit import fmt as _fmt
 from profaudit.compare.core import Comparison
 from profaudit.compare.kernels import display_name
 from profaudit.compare.timing import totals_label
-from profaudit.fmt import fmt_ns, fmt_num, fmt_p, fmt_si, fmt_speedup, fmt_x, is_missing, md_cell
+from profaudit.fmt import fmt_ns, fmt_num, fmt_si, fmt_speedup, fmt_x, is_missing, md_cell, p_is
 
 FORMATS = ("table", "markdown", "html", "json")
 
@@ -39,7 +39,7 @@ def _sig_cell(r: dict) -> str:
     if s == "unknown":
         return "unknown"
     p = r.get("p_value")
-    return f"{s} (p={fmt_p(p)})" if not is_missing(p) else s
+    return f"{s} ({p_is(p)})" if not is_missing(p) else s
 
 
 def header_lines(c: Comparison) -> list[tuple[str, str]]:
@@ -138,7 +138,10 @@ def shortener(c: Comparison) -> Callable[[str, int], str]:
     """Kernel names are shortened C++-aware; benchmark case labels are cut at the end."""
     if c.kind == "kernels":
         return display_name
-    return lambda s, w: s if s is None or len(s) <= w else s[: w - 1] + "…"
+    from profaudit.cli.common import middle_ellipsis
+
+    # cut in the middle: a case's parameters at the end are what tell it from its neighbours
+    return lambda s, w: s if s is None or len(s) <= w else middle_ellipsis(s, w)
 
 
 def contributions_rows(c: Comparison, top: int, width: int) -> tuple[list[str], list[list[str]]]:
@@ -352,6 +355,31 @@ def render(c: Comparison, fmt: str = "table", *, top: int = 20, width: int | Non
     return buf.getvalue()
 
 
+# columns holding an item's name (kernel, case): cut to fit, never folded over several lines
+_LABEL_COLUMNS = {"item", "case", "kernel"}
+_WHOLE = 10**6  # sections() width that leaves labels whole, for the terminal to cut them
+# what a narrow terminal gives up first, in order: the mean beside the median, the match method,
+# the counts; never the speedup, its significance or the difference
+_DROPPABLE = ("mean", "match", "samples", "launches", "of which launch count", "total", "op", "statistic")
+_MIN_LABEL = 16
+
+
+def _fit_labels(rows: list[list[str]], hdr: list[str], label: int, width: int, short: Callable[[str, int], str]) -> bool:
+    """Cut the label cells so that every row of a bordered table fits `width` on one line; False
+    (nothing cut) when the other columns leave less than _MIN_LABEL characters for the label."""
+    from profaudit.cli.common import tell_apart
+
+    natural = [max([len(h)] + [len(r[j]) for r in rows]) for j, h in enumerate(hdr)]
+    room = width - (3 * len(hdr) + 1) - sum(w for j, w in enumerate(natural) if j != label)
+    if room < _MIN_LABEL:
+        return False
+    full = [r[label] for r in rows]
+    cut = [short(x, room) for x in full]
+    for r, v in zip(rows, tell_apart(full, cut) if cut != full else cut):
+        r[label] = v
+    return True
+
+
 def print_table(c: Comparison, top: int, console) -> None:
     from rich.table import Table
 
@@ -361,12 +389,35 @@ def print_table(c: Comparison, top: int, console) -> None:
     for k, v in header_lines(c):
         # a long path or verdict wraps under its value, never inside a file name
         print_hanging(console, f"{k:>10}: ", str(v), style=style if k in ("comparable", "verdict") else "")
-    for title, hdr, rows in sections(c, top):
+    short = shortener(c)
+    for title, hdr, rows in sections(c, top, width=_WHOLE):
         t = Table(title=title, title_justify="left", header_style="bold", show_lines=False)
-        for h in hdr:
-            t.add_column(h, overflow="fold")
+        rows = [[str(x) for x in r] for r in rows]
+        label = next((j for j, h in enumerate(hdr) if h in _LABEL_COLUMNS), None)
+        fitted = _fit_labels(rows, hdr, label, console.width, short) if label is not None and rows else False
+        hidden = []
+        while label is not None and rows and not fitted and (j := next((hdr.index(h) for h in _DROPPABLE if h in hdr), None)) is not None:
+            # too many columns for one line per row: the least telling go, named in the caption
+            hidden.append(hdr[j])
+            hdr = hdr[:j] + hdr[j + 1:]
+            rows = [r[:j] + r[j + 1:] for r in rows]
+            label = next(i for i, h in enumerate(hdr) if h in _LABEL_COLUMNS)
+            fitted = _fit_labels(rows, hdr, label, console.width, short)
+        if hidden:
+            t.caption = f"hidden to fit {console.width} columns: {', '.join(hidden)} (a wider terminal or --format markdown shows them)"
+        for j, h in enumerate(hdr):
+            # fitted: one row per line, the label cut to the room the numbers leave; otherwise
+            # (too many columns even so) the numbers fold and the label is cut to _MIN_LABEL
+            t.add_column(h, overflow="fold", no_wrap=fitted or j == label)
+        if label is not None and rows and not fitted:
+            full = [r[label] for r in rows]
+            cut = [short(x, _MIN_LABEL) for x in full]
+            from profaudit.cli.common import tell_apart
+
+            for r, v in zip(rows, tell_apart(full, cut) if cut != full else cut):
+                r[label] = v
         for r in rows:
-            t.add_row(*[str(x) for x in r])
+            t.add_row(*r)
         if not rows:
             t.add_row(*(["none"] + [""] * (len(hdr) - 1)))
         console.print(t)
