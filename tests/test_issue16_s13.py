@@ -381,3 +381,12 @@ def test_compare_tables_print_one_row_per_line_with_the_distinguishing_end(width
         assert sum(ln.startswith("│") for ln in matched) == 6, matched
         assert "hidden to fit 120 columns: mean" in text.split("Matched cases")[1].split("Added")[0]
         assert "(p<1e-4)" in text and "p=<" not in text
+
+
+def test_unknown_time_sources_print_as_missing():
+    from profaudit.compare import compare
+    from profaudit.compare.render import totals_rows
+
+    cmp = compare(_many_cases("b", 1000.0), _many_cases("c", 500.0))
+    row = next(r for r in totals_rows(cmp)[1] if r[0] == "time sources")
+    assert row[1:3] == [fmt.MISSING, fmt.MISSING], row  # was '?'

@@ -123,7 +123,7 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             ["matched cases", fmt_num(t["matched_cases"]), fmt_num(t["matched_cases"]), "", f"geomean {fmt_x(t['geomean_speedup'])}"],
             ["cases (all)", fmt_num(b["cases"]), fmt_num(k["cases"]), "", ""],
             ["raw samples (all)", fmt_num(b["samples"]), fmt_num(k["samples"]), "", ""],
-            ["time sources", ", ".join(b["time_sources"]) or "?", ", ".join(k["time_sources"]) or "?", "", ""],
+            ["time sources", ", ".join(b["time_sources"]) or _fmt.MISSING, ", ".join(k["time_sources"]) or _fmt.MISSING, "", ""],
         ]
         for key, side, col in (("removed", "baseline only", 1), ("added", "candidate only", 2)):
             u = t.get(key)
