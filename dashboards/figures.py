@@ -29,6 +29,12 @@ from profaudit.schema import MEMORY_LEVELS
 
 LEVEL_STYLE = {"dram": ("circle", "DRAM"), "l2": ("square", "L2"), "l1": ("diamond", "L1"), "llc": ("x", "LLC"), "vmem": ("x", "VMEM"), "cmem": ("x", "CMEM"), "sbuf": ("x", "SBUF"), "psum": ("x", "PSUM"), "sram": ("x", "SRAM")}
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
+# One group of points per level (one profile, or every profile merged): levels told apart by
+# colour, every marker a circle. WebGL draws circles without a symbol texture; squares and diamonds
+# make plotly rasterise a distance field per symbol on the page's main thread and the GPU process
+# compile a second marker program (about 60 ms and 110 ms of CPU there on a first render).
+# Several profiles keep colour per profile and a symbol per level.
+LEVEL_COLOR = {"dram": "#1f77b4", "l2": "#ff7f0e", "l1": "#2ca02c"}
 DEVICE_COLORS = ["#333333", "#7a3e9d", "#00707a", "#a0522d", "#4b6cb7"]
 # Up to this many points every point is sent; beyond, one point per occupied screen cell.
 MAX_EXACT_POINTS = 20_000
@@ -143,9 +149,11 @@ def roofline_figure(
         else:
             cells_view = view
     n_sent = 0
+    groups = [(pid, (rf["profile_id"] == pid).to_numpy()) for pid in pids] if by_profile else [("all profiles", np.ones(rf.height, dtype=bool))]
     for lv, (ai, ok) in level_pts.items():
         symbol, label = LEVEL_STYLE[lv]
-        groups = [(pid, (rf["profile_id"] == pid).to_numpy()) for pid in pids] if by_profile else [("all profiles", np.ones(rf.height, dtype=bool))]
+        if len(groups) == 1:
+            symbol = "circle"
         for gi, (gname_raw, gmask) in enumerate(groups):
             gname = plain((labels or {}).get(gname_raw, gname_raw))
             idx = np.flatnonzero(ok & gmask).astype(np.int32)
@@ -171,7 +179,7 @@ def roofline_figure(
                 "x": typed(x.astype(np.float64)),
                 "y": typed(y.astype(np.float64)),
                 "customdata": typed(idx),
-                "marker": {"symbol": symbol, "size": MARKER_SIZE, "opacity": 0.7, "color": PALETTE[gi % len(PALETTE)]},
+                "marker": {"symbol": symbol, "size": MARKER_SIZE, "opacity": 0.7, "color": LEVEL_COLOR[lv] if len(groups) == 1 else PALETTE[gi % len(PALETTE)]},
                 "hovertemplate": f"<b>%{{text}}</b><br>AI ({label}) %{{x:.3g}} FLOP/B<br>%{{y:.3s}}FLOP/s<extra>{gname}</extra>",
             }
             names = names_all[idx]
@@ -263,8 +271,10 @@ def roofline_figure(
     layout = _base_layout(
         # FLOP/s ticks with SI prefixes (plotly's default writes 1e9 as "1B"), as the hover text has
         # them; intensity keeps plain decimals (SI would write 0.001 FLOP/B as "1m")
-        xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}, "range": [math.log10(lo), math.log10(hi)]},
-        yaxis={"type": "log", "title": {"text": "performance (FLOP/s)"}, "range": [math.log10(max(ys_min, 1e-30)) - 0.3, math.log10(ys_max) + 0.3], "exponentformat": "SI"},
+        # automargin off (plotly_white turns it on): the fixed margins hold these short tick labels,
+        # and a margin that grew after the first draw would draw the whole chart a second time
+        xaxis={"type": "log", "title": {"text": "arithmetic intensity (FLOP / byte)"}, "range": [math.log10(lo), math.log10(hi)], "automargin": False},
+        yaxis={"type": "log", "title": {"text": "performance (FLOP/s)"}, "range": [math.log10(max(ys_min, 1e-30)) - 0.3, math.log10(ys_max) + 0.3], "exponentformat": "SI", "automargin": False},
         legend={"font": {"size": 10}},
         hoverlabel={"align": "left"},
         margin={"l": 70, "r": 10, "t": 40, "b": 60},

@@ -12,6 +12,9 @@ this load instead of starting a second one, and plotly.js replaces the placehold
 Other pages (the kernel grid has no chart) get the placeholder without the download: navigating
 from them to a chart page loads the same build when the first graph asks for it.
 
+Once loaded, plotly draws WebGL at the screen's pixel ratio (`plotGlPixelRatio`; plotly's
+default of 2 quadruples the pixels of every WebGL canvas on a standard screen).
+
 The build (`PLOTLY_BUNDLE` in the assets folder, made by tools/build_plotly_bundle.py) registers
 `PLOTLY_TRACES` only: plotly.js as Dash serves it registers every trace type (maps, 3-D, geo,
 ...), 4.8 MB whose start-up costs the browser's main thread about 0.9 s on each chart page; this
@@ -58,7 +61,15 @@ _LOADER = """<script>
   var src = %(src)s, started = false, fetch0 = window.fetch;
   var s = document.createElement("script");
   var loaded = new Promise(function (resolve, reject) {
-    s.onload = function () { resolve(window.Plotly); };
+    s.onload = function () {
+      // WebGL at the screen's pixel ratio: plotly's default (2) draws each of its three WebGL
+      // canvases, every one the size of the whole figure, at twice a standard screen's
+      // resolution both ways: four times the pixels to clear, draw and hand to the compositor,
+      // for no sharper a picture on that screen (and software WebGL pays for every pixel)
+      var ratio = Math.min(4, Math.max(1, window.devicePixelRatio || 1));
+      if (window.Plotly && window.Plotly.setPlotConfig) { window.Plotly.setPlotConfig({ plotGlPixelRatio: ratio }); }
+      resolve(window.Plotly);
+    };
     s.onerror = function (e) { window.Plotly = undefined; reject(e); };
   });
   function start() {

@@ -75,6 +75,10 @@ def test_roofline_loads_plotly_once_and_the_grid_not_at_all(tmp_path):
                     assert first < next(i for i, u in enumerate(urls) if "_dash-layout" in u)
                     # the placeholder was replaced by plotly.js itself, which drew the chart
                     assert page.evaluate("() => typeof window.Plotly.newPlot === 'function' && typeof window.Plotly.then === 'undefined'")
+                    # WebGL drawn at the screen's pixel ratio (1 here), not plotly's default of 2
+                    gl = page.evaluate("() => { const gd = document.querySelector('#rf-graph .js-plotly-plot'); const c = gd.querySelector('canvas.gl-canvas-context');"
+                                       " return [gd._context.plotGlPixelRatio, c.width, Math.floor(gd._fullLayout.width)]; }")
+                    assert gl[0] == 1 and gl[1] == gl[2], gl
                 else:
                     # from a page without charts to one with: the same build, when the graph asks
                     page.click("#nav-roofline")
