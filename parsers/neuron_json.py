@@ -147,6 +147,9 @@ def _device(doc: dict, path: Path) -> tuple[dict, dict]:
         device_id = int(device_id) if device_id is not None else None
     except (TypeError, ValueError):
         device_id = None
+    if device_id is not None:
+        # nc_idx written as text ("-9223372036854775809") passes the number check above
+        jsonshape.int64(device_id, "summary nc_idx", path)
     module = summary.get("neff_name") or summary.get("network_name")
     m = re.match(r"^device_profile_model_(\w+)\.json$", name)
     md: dict[str, Any] = {"neuron_json_kind": "device_profile"}

@@ -98,7 +98,12 @@ def parse_scalar(text: Any) -> Any:
         return text
     s = text.strip()
     if _INT_RE.match(s):
-        return int(s)
+        try:
+            return int(s)
+        except ValueError:
+            # beyond Python's 4,300-digit limit on int-from-text (fuzzing: a torch-benchmark
+            # sub_label of 65,536 digits reached the catch-all): a label, kept as text
+            return s
     if _FLOAT_RE.match(s):
         return float(s)
     return s

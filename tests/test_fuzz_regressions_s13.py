@@ -85,3 +85,44 @@ def test_compare_with_a_zero_duration_sample(cli):
     doc = json.loads(cli("compare", str(f), str(f), "--format", "json").out)
     (case,) = doc["matched"]
     assert case["speedup_ci_low"] is None and case["speedup_ci_high"] is None
+
+
+def test_neuron_nc_idx_as_text_beyond_int64():
+    """summary.nc_idx written as the text "-9223372036854775809": the numeric check passed it,
+    int() took it, and polars' Int64 cast failed in the catch-all."""
+    _refused(REPRODUCERS / "neuron_device_nc_idx_text_beyond_int64.json", "summary nc_idx: the integer -9223372036854775809 is out of range")
+
+
+def test_gzipped_text_cut_inside_its_last_line_is_incomplete(tmp_path):
+    """A rocprofv3 kernel trace cut mid-row and then gzipped: the gzip stream is whole, only the
+    text shows the cut; it loaded as whole. Now `complete: false`, for every line format."""
+    import gzip
+    import shutil
+
+    from profaudit.loader import read_one
+
+    f = tmp_path / "4242_kernel_trace.csv"
+    shutil.copyfile(REPRODUCERS / "rocprofv3_kernel_trace_cut_then_gzipped.csv", f)
+    assert not gzip.decompress(f.read_bytes()).endswith(b"\n")
+    (p,) = read_one(f)
+    assert p.metadata.get("complete") is False
+    # the same text ending in its newline is whole
+    f.write_bytes(gzip.compress(gzip.decompress(f.read_bytes()).rsplit(b"\n", 1)[0] + b"\n"))
+    (p,) = read_one(f)
+    assert p.metadata.get("complete") is not False
+
+
+def test_torch_benchmark_sub_label_of_65536_digits(tmp_path):
+    """A sub_label of 65,536 digits: int() refuses text beyond 4,300 digits (ValueError in the
+    catch-all). A label that long stays text."""
+    import json
+
+    from profaudit.loader import read_one
+
+    spec = {"stmt": "x * 2", "setup": "pass", "global_setup": "", "label": "scale", "sub_label": "64" * 32768,
+            "description": "eager", "env": None, "num_threads": 1}
+    f = tmp_path / "torch_measurements.json"
+    f.write_text(json.dumps([{"number_per_run": 100, "raw_times": [1.2e-4, 1.1e-4, 1.3e-4], "task_spec": spec, "metadata": None}]))
+    (p,) = read_one(f)
+    assert p.tables["samples"].height == 3
+    assert "64" * 100 in p.tables["samples"]["params"][0]
