@@ -909,19 +909,43 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
+def pair_cells(r: PairRow) -> list[str]:
+    """One moved value as printed in every format: section, metric, before, after, change."""
+    ch = MISSING if r.change is None else (f"{r.change:+.1f} pts" if r.change_kind == "points" else fmt_pct(r.change, signed=True))
+    b = r.before if isinstance(r.before, str) else fmt_quantity(r.before, r.unit)
+    a = r.after if isinstance(r.after, str) else fmt_quantity(r.after, r.unit)
+    return [r.section, r.label, b, a, ch]
+
+
+def _pair_duration(before: KernelReport, after: KernelReport) -> str | None:
+    d0 = before.value("SpeedOfLight", "Duration") or before.value("Launches", "Median")
+    d1 = after.value("SpeedOfLight", "Duration") or after.value("Launches", "Median")
+    if _is_num(d0) and _is_num(d1) and d1:
+        return f"Duration {fmt_ns(d0)} → {fmt_ns(d1)}: {fmt_x(float(d0) / float(d1))}"
+    return None
+
+
 def render_pair_markdown(before: KernelReport, after: KernelReport, rows: list[PairRow] | None = None, top: int = 15) -> str:
     rows = compare_kernel_reports(before, after) if rows is None else rows
     out = [f"# Kernel pair: {before.short_name} → {after.short_name}", "",
            f"- **before**: {before.path or before.profile_id} (kernel_id {before.kernel_id})",
            f"- **after**: {after.path or after.profile_id} (kernel_id {after.kernel_id})", "",
            "| section | metric | before | after | change |", "|---|---|---:|---:|---:|"]
-    for r in rows[:top]:
-        ch = MISSING if r.change is None else (f"{r.change:+.1f} pts" if r.change_kind == "points" else fmt_pct(r.change, signed=True))
-        b = r.before if isinstance(r.before, str) else fmt_quantity(r.before, r.unit)
-        a = r.after if isinstance(r.after, str) else fmt_quantity(r.after, r.unit)
-        out.append(f"| {r.section} | {md_cell(r.label)} | {md_cell(b)} | {md_cell(a)} | {ch} |")
-    d0 = before.value("SpeedOfLight", "Duration") or before.value("Launches", "Median")
-    d1 = after.value("SpeedOfLight", "Duration") or after.value("Launches", "Median")
-    if _is_num(d0) and _is_num(d1) and d1:
-        out += ["", f"Duration {fmt_ns(d0)} → {fmt_ns(d1)}: {fmt_x(float(d0) / float(d1))}"]
+    out += ["| " + " | ".join(md_cell(x) for x in pair_cells(r)) + " |" for r in rows[:top]]
+    if (d := _pair_duration(before, after)):
+        out += ["", d]
+    return "\n".join(out) + "\n"
+
+
+def render_pair_text(before: KernelReport, after: KernelReport, rows: list[PairRow] | None = None, top: int = 15) -> str:
+    """The pair as plain aligned text (what `-f text` asks for; the Markdown table is for files)."""
+    rows = compare_kernel_reports(before, after) if rows is None else rows
+    out = [f"Kernel pair: {before.short_name} → {after.short_name}",
+           f"  before  {before.path or before.profile_id} (kernel_id {before.kernel_id})",
+           f"  after   {after.path or after.profile_id} (kernel_id {after.kernel_id})", ""]
+    cells = [["section", "metric", "before", "after", "change"]] + [pair_cells(r) for r in rows[:top]]
+    widths = [max(len(c[j]) for c in cells) for j in range(5)]
+    out += ["  " + "  ".join(f"{c:<{w}}" if j < 2 else f"{c:>{w}}" for j, (c, w) in enumerate(zip(row, widths))).rstrip() for row in cells]
+    if (d := _pair_duration(before, after)):
+        out += ["", d]
     return "\n".join(out) + "\n"

@@ -390,3 +390,20 @@ def test_unknown_time_sources_print_as_missing():
     cmp = compare(_many_cases("b", 1000.0), _many_cases("c", 500.0))
     row = next(r for r in totals_rows(cmp)[1] if r[0] == "time sources")
     assert row[1:3] == [fmt.MISSING, fmt.MISSING], row  # was '?'
+
+
+def test_kernel_pair_as_text_is_text_not_markdown(cli, tmp_path):
+    from test_kernel_report import ncu_like_profile
+
+    from profaudit import kernel_report as kr
+    from profaudit.profile import ProfileSet
+
+    before = kr.kernel_report(ProfileSet([ncu_like_profile(duration=97_812.5)]), "gemm_tiled")
+    after = kr.kernel_report(ProfileSet([ncu_like_profile(duration=50_000.0, achieved=60.0)]), "gemm_tiled")
+    text = kr.render_pair_text(before, after)
+    assert text.startswith("Kernel pair: gemm_tiled → gemm_tiled") and "|" not in text and "**" not in text
+    assert any(ln.split()[:2] == ["SpeedOfLight", "Duration"] and ln.split()[-1] == "-48.9%" for ln in text.splitlines()), text
+    assert text.rstrip().endswith("Duration 97.8 µs → 50.0 µs: 1.96x")
+    # the same cells as the Markdown table
+    md = kr.render_pair_markdown(before, after)
+    assert "| SpeedOfLight | Duration | 97.8 µs | 50.0 µs | -48.9% |" in md

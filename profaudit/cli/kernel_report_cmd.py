@@ -46,4 +46,4 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("md", "text"):
             raise UsageError(f"--baseline renders md or text, not {fmt}")
         before = kr.kernel_report(load_with_progress([baseline], device=device, nsys=nsys), baseline_kernel or kernel or after.short_name, device=device)
-        emit_text(kr.render_pair_markdown(before, after), output)
+        emit_text((kr.render_pair_markdown if fmt == "md" else kr.render_pair_text)(before, after), output)

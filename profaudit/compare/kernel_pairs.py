@@ -116,13 +116,9 @@ def _demote(md: str, levels: int) -> str:
 
 
 def _pair_cells(r) -> list[str]:
-    from profaudit.fmt import MISSING, fmt_pct, fmt_quantity
+    from profaudit.kernel_report import pair_cells
 
-    def val(v):
-        return v if isinstance(v, str) else fmt_quantity(v, r.unit)
-
-    ch = MISSING if r.change is None else (f"{r.change:+.1f} pts" if r.change_kind == "points" else fmt_pct(r.change, signed=True))
-    return [r.section, r.label, val(r.before), val(r.after), ch]
+    return pair_cells(r)
 
 
 PAIR_HEADERS = ["section", "metric", "before", "after", "change"]
@@ -213,7 +209,9 @@ def render_pair(p: KernelPair, fmt: str) -> str:
           "# Before", "", _demote(render(p.before, "md"), 1), "", "# After", "", _demote(render(p.after, "md"), 1)]
     if fmt == "markdown":
         return "\n".join(md) + "\n"
-    return "\n".join([render_pair_markdown(p.before, p.after, p.rows, top=len(p.rows)), "Before", "", render(p.before, "text"),
+    from profaudit.kernel_report import render_pair_text
+
+    return "\n".join([render_pair_text(p.before, p.after, p.rows, top=len(p.rows)), "Before", "", render(p.before, "text"),
                       "After", "", render(p.after, "text")])
 
 
