@@ -195,10 +195,12 @@ def manifest_name(batch: str, files: list[dict], target_file_bytes: int, tier_by
     batches merged into one no bigger than each and it stayed in their size class: merged again
     three appends later, and again, until its rows alone filled the class (a thousand profiles
     rewritten every third append: 7-40x an append into an empty dataset, amortised). Summed, a
-    merge always lands a class up, and a row is rewritten once per class, as `auto_compact` says."""
-    size = sum(f["bytes"] for f in files) if tier_bytes is None else tier_bytes
+    merge always lands a class up, and a row is rewritten once per class, as `auto_compact` says.
+    Small or full goes by the real bytes: summed overheads must not call a batch of a few MB full
+    (never merged again), or a dataset grown one profile at a time would end in many such files."""
+    size = sum(f["bytes"] for f in files)
     if size < target_file_bytes // 2:
-        return f"{batch}.s{size}.json"
+        return f"{batch}.s{size if tier_bytes is None else max(size, tier_bytes)}.json"
     return f"{batch}.f{size}.json"
 
 
@@ -443,10 +445,14 @@ def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
     for batch, f in snap.files(table):
         try:
             source = io.BytesIO(store.read_bytes(f["path"])) if store.remote else store.path(f["path"])
+            if not store.remote and not source.exists():
+                raise FileNotFoundError(f["path"])
         except FileNotFoundError:
             raise _MissingPart(store.url(f["path"]), "part file listed in its batch manifest is missing") from None
-        if not store.remote and not source.exists():
-            raise _MissingPart(store.url(f["path"]), "part file listed in its batch manifest is missing")
+        except OSError as exc:
+            # a damaged manifest's path that no file system takes (fuzzing: 4,096 characters,
+            # ENAMETOOLONG from exists()) reached the loader's catch-all
+            raise InputError(store.url(f["path"])[:200], f"part file listed in its batch manifest cannot be opened: {exc.strerror or exc}") from None
         df = read_parquet_untrusted(source, store.url(f["path"]), "unreadable Parquet part")
         gone = snap.superseded(batch)
         if gone:
@@ -711,7 +717,7 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
         by: dict[int, list] = {}
         for name in names:
             size = small_batch_bytes(name)
-            if size is not None and size < target_file_bytes // 2:
+            if size is not None:  # an "s" name: small by its real bytes (its number may be more: see manifest_name)
                 by.setdefault(size_class(size, fanout, base), []).append(name)
         return by
 

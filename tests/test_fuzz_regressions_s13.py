@@ -126,3 +126,23 @@ def test_torch_benchmark_sub_label_of_65536_digits(tmp_path):
     (p,) = read_one(f)
     assert p.tables["samples"].height == 3
     assert "64" * 100 in p.tables["samples"]["params"][0]
+
+
+def test_dataset_manifest_part_path_too_long_for_the_file_system(tmp_path):
+    """A batch manifest whose part path is 4,096 characters long: exists() raised ENAMETOOLONG
+    (OSError) into the loader's catch-all. Now one line naming the part."""
+    import json
+
+    from profaudit.dataset import write_dataset
+    from profaudit.loader import load
+
+    src = tmp_path / "torch_measurements.json"
+    spec = {"stmt": "x", "setup": "pass", "global_setup": "", "label": "scale", "sub_label": "64", "description": "eager", "env": None, "num_threads": 1}
+    src.write_text(json.dumps([{"number_per_run": 10, "raw_times": [1e-4, 2e-4], "task_spec": spec, "metadata": None}]))
+    d = tmp_path / "dataset"
+    write_dataset(load(src), d)
+    (manifest,) = (d / "_manifests").glob("*.json")
+    doc = json.loads(manifest.read_text())
+    doc["files"][0]["path"] = doc["files"][0]["path"] * 64
+    manifest.write_text(json.dumps(doc))
+    _refused(d, "part file listed in its batch manifest cannot be opened: File name too long")
