@@ -195,3 +195,12 @@ def test_a_batch_partly_superseded_is_merged_and_a_batch_of_no_profiles_is_kept(
     assert [v2._dead(m, snap) for m in snap.manifests] == [False, False, False]
     snap.owner["b"] = "b2"
     assert v2._dead(snap.manifests[0], snap)
+
+
+def test_a_merged_batch_is_named_by_what_it_merged_but_full_only_by_its_own_bytes():
+    files = [{"bytes": 1000}]
+    assert v2.manifest_name("B", files, 64_000) == "B.s1000.json"
+    assert v2.manifest_name("B", files, 64_000, tier_bytes=4000) == "B.s4000.json"
+    # merged overheads past half the target: still small (merged again), as its bytes are
+    assert v2.manifest_name("B", files, 64_000, tier_bytes=90_000) == "B.s90000.json"
+    assert v2.manifest_name("B", [{"bytes": 40_000}], 64_000, tier_bytes=90_000) == "B.f40000.json"
