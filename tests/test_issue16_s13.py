@@ -407,3 +407,26 @@ def test_kernel_pair_as_text_is_text_not_markdown(cli, tmp_path):
     # the same cells as the Markdown table
     md = kr.render_pair_markdown(before, after)
     assert "| SpeedOfLight | Duration | 97.8 µs | 50.0 µs | -48.9% |" in md
+
+
+def test_a_note_gives_way_before_the_kernel_name():
+    from profaudit.cli.common import fit_cells
+
+    df = pl.DataFrame({"kernel_id": [0], "short_name": ["sgemm_128x128x8_kernel"], "device_key": ["a100-pcie-40gb"],
+                       "roof_note": ["tensor pipe active (<0.1% of peak) but its FLOPs were not counted: FLOPs and compute roof unknown"]})
+    cols, rows, _, _ = fit_cells(df, 80)
+    assert rows[0][cols.index("short_name")] == "sgemm_128x128x8_kernel"  # was 'sgemm_…ernel'
+    assert len(rows[0][cols.index("roof_note")]) >= 24
+
+
+@pytest.mark.corpus
+def test_roofline_table_of_two_profiles_says_which_profile(cli, monkeypatch):
+    from conftest import corpus_file
+
+    monkeypatch.setenv("COLUMNS", "80")
+    a, b = corpus_file("ncu-rep", "ZSL98__bitwise_spgemm"), corpus_file("ncu-rep", "piragi__fuzigrad")
+    two = cli("roofline", str(a), str(b), "-n", "2")
+    assert two.code == 0, two
+    assert two.out.splitlines()[1].startswith("profile_id"), two.out
+    one = cli("roofline", str(a), "-n", "2")
+    assert "profile_id ZSL98__bitwise_spgemm__sgemm" in one.out.splitlines()[0] and not one.out.splitlines()[1].startswith("profile_id")

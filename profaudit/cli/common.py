@@ -218,11 +218,13 @@ def fit_cells(df: pl.DataFrame, width: int | None, *, wide: bool = False, drop_o
         excess = total(ws) - width
         if excess <= 0:
             return
-        # names first, then any other text (a note, a message): never a metric name, never a number
+        # which profile/file a row is from, then free text (a note, a message), then the row's own
+        # name (a kernel cut to 'sgemm_…ernel' beside a 39-character note told nothing): never a
+        # metric name, never a number
         text = [j for j, c in enumerate(cols) if c not in _WHOLE_COLUMNS and (c in _NAME_COLUMNS or (c in df.columns and df.schema[c] == pl.Utf8))]
-        context = [j for j in text if cols[j] in _CONTEXT_COLUMNS]  # which profile/file: cut before the kernel's own name
+        context = [j for j in text if cols[j] in _CONTEXT_COLUMNS]
         names = [j for j in text if cols[j] in _NAME_COLUMNS and j not in context]
-        for group in (context, names, [j for j in text if cols[j] not in _NAME_COLUMNS]):
+        for group in (context, [j for j in text if cols[j] not in _NAME_COLUMNS], names):
             # the widest of the group gives a character at a time, so two name columns end up
             # alike (an NVTX range of 39 beside a kernel name cut to 12 told neither apart)
             target = {j: ws[j] for j in group}

@@ -11,8 +11,10 @@ import typer
 from profaudit.cli.common import FORMAT_OPTION, LIMIT_OPTION, OUTPUT_OPTION, PLOTLYJS_OPTION, Format, emit_frame, load_with_progress, select_columns, stderr_console
 from profaudit.fmt import plural
 
+# profile_id: which profile a kernel_id belongs to when several are loaded (one profile: the
+# table drops the column and its title names the profile)
 TABLE_COLUMNS = [
-    "kernel_id", "short_name", "device_key", "duration_ns", "achieved_flops_per_s", "ai_dram_flops_per_byte",
+    "profile_id", "kernel_id", "short_name", "device_key", "duration_ns", "achieved_flops_per_s", "ai_dram_flops_per_byte",
     "roof_pct_at_boost", "bound_at_boost", "roof_pct_at_kernel_clock", "bound_at_kernel_clock", "roof_note",
 ]
 # what a narrow terminal gives up first (last listed goes first): the percent of roof and the
