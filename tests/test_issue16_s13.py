@@ -430,3 +430,14 @@ def test_roofline_table_of_two_profiles_says_which_profile(cli, monkeypatch):
     assert two.out.splitlines()[1].startswith("profile_id"), two.out
     one = cli("roofline", str(a), "-n", "2")
     assert "profile_id ZSL98__bitwise_spgemm__sgemm" in one.out.splitlines()[0] and not one.out.splitlines()[1].startswith("profile_id")
+
+
+def test_colliding_kernel_labels_are_told_apart_without_the_return_type():
+    from profaudit.compare.render import _apart
+
+    full = ["void cudnn::bn_bw_1C11_singleread<float, 512, true, 1>(float const*, float)",
+            "void cudnn::bn_bw_1C11_singleread<float, 128, true, 1>(float const*, float)"]
+    cut = ["cudnn::bn_bw_1C…", "cudnn::bn_bw_1C…"]
+    out = _apart(full, cut)
+    assert len(set(out)) == 2 and all(len(x) == len(cut[0]) for x in out), out
+    assert not any(x.startswith("voi") for x in out) and "512" in out[0] and "128" in out[1], out

@@ -367,17 +367,27 @@ _MIN_LABEL = 16
 def _fit_labels(rows: list[list[str]], hdr: list[str], label: int, width: int, short: Callable[[str, int], str]) -> bool:
     """Cut the label cells so that every row of a bordered table fits `width` on one line; False
     (nothing cut) when the other columns leave less than _MIN_LABEL characters for the label."""
-    from profaudit.cli.common import tell_apart
-
     natural = [max([len(h)] + [len(r[j]) for r in rows]) for j, h in enumerate(hdr)]
     room = width - (3 * len(hdr) + 1) - sum(w for j, w in enumerate(natural) if j != label)
     if room < _MIN_LABEL:
         return False
     full = [r[label] for r in rows]
     cut = [short(x, room) for x in full]
-    for r, v in zip(rows, tell_apart(full, cut) if cut != full else cut):
+    for r, v in zip(rows, _apart(full, cut)):
         r[label] = v
     return True
+
+
+def _apart(full: list[str], cut: list[str]) -> list[str]:
+    """Cut labels that collided, cut again where they differ; kernel names without their return
+    type and parameter list first ('voi…, 512, t…at)' told two cudnn kernels apart by 'void')."""
+    from profaudit.cli.common import tell_apart
+    from profaudit.names import instance_name
+
+    if cut == full or len(set(cut)) == len(set(full)):
+        return cut
+    bare = [instance_name(x) if x else x for x in full]
+    return tell_apart(bare if len(set(bare)) == len(set(full)) else full, cut)
 
 
 def print_table(c: Comparison, top: int, console) -> None:
@@ -412,9 +422,7 @@ def print_table(c: Comparison, top: int, console) -> None:
         if label is not None and rows and not fitted:
             full = [r[label] for r in rows]
             cut = [short(x, _MIN_LABEL) for x in full]
-            from profaudit.cli.common import tell_apart
-
-            for r, v in zip(rows, tell_apart(full, cut) if cut != full else cut):
+            for r, v in zip(rows, _apart(full, cut)):
                 r[label] = v
         for r in rows:
             t.add_row(*r)
