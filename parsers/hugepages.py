@@ -47,16 +47,18 @@ def available() -> bool:
     return "[never]" not in mode
 
 
-def _libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.mremap.restype = ctypes.c_void_p
-    libc.mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-    return libc
+def libc():
+    """The C library with the memory calls typed (pointers are 64-bit: untyped, ctypes would cut
+    them to C ints)."""
+    lib = ctypes.CDLL(None, use_errno=True)
+    lib.mmap.restype = ctypes.c_void_p
+    lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    lib.mremap.restype = ctypes.c_void_p
+    lib.mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    lib.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    return lib
 
 
 def loaded_bss(lib: Path) -> tuple[int, int] | None:
@@ -105,28 +107,28 @@ def pieces(lo: int, hi: int) -> list[int]:
     return list(range(first, hi - HUGE + 1, HUGE)) if hi - first >= HUGE else []
 
 
-def move_piece(libc, at: int, min_resident: float = 0.5) -> bool:
+def move_piece(lib, at: int, min_resident: float = 0.5) -> bool:
     """Move the 2 MiB piece at `at` onto a huge page; False when it was left alone (mostly never
     touched: moving it would only add memory) or the kernel refused a step (then it is intact)."""
     vec = ctypes.create_string_buffer(HUGE // 4096)
     page = os.sysconf("SC_PAGE_SIZE")
-    if page != 4096 or libc.mincore(at, HUGE, vec) != 0:
+    if page != 4096 or lib.mincore(at, HUGE, vec) != 0:
         return False
     if sum(b & 1 for b in vec.raw) < min_resident * len(vec.raw):
         return False
     # a 4 MiB reservation always holds one 2 MiB-aligned piece: that is where the copy goes
-    raw = libc.mmap(None, 2 * HUGE, _PROT_RW, _MAP_PRIVATE_ANON, -1, 0)
+    raw = lib.mmap(None, 2 * HUGE, _PROT_RW, _MAP_PRIVATE_ANON, -1, 0)
     if raw is None or raw == ctypes.c_void_p(-1).value:
         return False
     dst = (raw + HUGE - 1) & ~(HUGE - 1)
     if dst > raw:
-        libc.munmap(raw, dst - raw)
+        lib.munmap(raw, dst - raw)
     if raw + 2 * HUGE > dst + HUGE:
-        libc.munmap(dst + HUGE, raw + 2 * HUGE - dst - HUGE)
-    libc.madvise(dst, HUGE, _MADV_HUGEPAGE)
+        lib.munmap(dst + HUGE, raw + 2 * HUGE - dst - HUGE)
+    lib.madvise(dst, HUGE, _MADV_HUGEPAGE)
     ctypes.memmove(dst, at, HUGE)  # the first write faults in one 2 MiB page
-    if libc.mremap(dst, HUGE, HUGE, _MREMAP_MAYMOVE_FIXED, at) != at:
-        libc.munmap(dst, HUGE)  # the original was not touched
+    if lib.mremap(dst, HUGE, HUGE, _MREMAP_MAYMOVE_FIXED, at) != at:
+        lib.munmap(dst, HUGE)  # the original was not touched
         return False
     return True
 
@@ -134,9 +136,9 @@ def move_piece(libc, at: int, min_resident: float = 0.5) -> bool:
 def move_onto_huge_pages(lo: int, hi: int) -> Iterator[bool]:
     """Move [lo, hi) piece by piece; yields after each piece (whether it moved), so the caller can
     stop between pieces and resume later."""
-    libc = _libc()
+    lib = libc()
     for at in pieces(lo, hi):
-        yield move_piece(libc, at)
+        yield move_piece(lib, at)
 
 
 def anon_huge_kb(pid: int | str = "self") -> int:

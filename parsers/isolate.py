@@ -17,9 +17,10 @@ that a fresh process otherwise pays inside its first report) without reading any
 forks one child per read. A child therefore starts with the library loaded and no report's state,
 and dies after its one report. A read returns as soon as the child's answer is whole: its exit (the
 teardown of the page tables it inherited) runs meanwhile, and the message that says how it ended
-is taken at the next read (or by `settle`), so no CPU goes uncounted. The memory that set-up filled is moved onto huge pages while the
-zygote is idle, so that forking and exiting cost less (_HugePageMover). The zygote is single-threaded whatever the caller is (the dashboard's
-threads, a Dask worker's), keeps none of the caller's file descriptors, reaps its children and
+is taken at the next read (or by `settle`), so no CPU goes uncounted. The memory the set-up filled
+is moved onto huge pages while the zygote is idle, so that forking and exiting cost less
+(_HugePageMover). The zygote is single-threaded whatever the caller is (the dashboard's threads, a
+Dask worker's), keeps none of the caller's file descriptors, reaps its children and
 reports how each ended (signal, CPU seconds). It ends when the caller closes its socket (atexit) or
 dies (end of file on the socket), and its child dies with it (PR_SET_PDEATHSIG); a zygote found dead
 is replaced and the read retried once; a process forked from the caller starts its own. Reads
@@ -330,7 +331,7 @@ class _HugePageMover:
             if hugepages.available():
                 for lo, hi in ranges:
                     self.pieces.extend(hugepages.pieces(int(lo), int(hi)))
-                self._libc = hugepages._libc() if self.pieces else None
+                self._libc = hugepages.libc() if self.pieces else None
                 self._move = hugepages.move_piece
         except (ImportError, OSError, TypeError, ValueError):  # a layout it does not know: no move
             self.pieces = []

@@ -66,7 +66,7 @@ def test_a_piece_never_touched_is_left_alone():
     m = mmap.mmap(-1, 2 * hugepages.HUGE)  # no byte written: no page behind it
     base = _address(m)
     at = hugepages.pieces(base, base + len(m))[0]  # 4 MiB hold one whole 2 MiB piece, or two
-    assert hugepages.move_piece(hugepages._libc(), at) is False
+    assert hugepages.move_piece(hugepages.libc(), at) is False
     assert m[: len(m)].count(0) == len(m)
     m.close()
 
