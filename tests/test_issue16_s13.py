@@ -441,3 +441,15 @@ def test_colliding_kernel_labels_are_told_apart_without_the_return_type():
     out = _apart(full, cut)
     assert len(set(out)) == 2 and all(len(x) == len(cut[0]) for x in out), out
     assert not any(x.startswith("voi") for x in out) and "512" in out[0] and "128" in out[1], out
+
+
+def test_timing_totals_list_one_sided_cases_only_when_there_are_some():
+    from profaudit.compare import compare
+    from profaudit.compare.render import totals_rows
+
+    same = totals_rows(compare(_many_cases("b", 1000.0), _many_cases("c", 500.0)))[1]
+    assert not any(r[0].startswith(("added cases", "removed cases")) for r in same), same  # were rows of '0'
+    extra = _timing("c", [("extra", {"N": 1}, 2000.0)] + [(f"Not Coalesced (Different Array Sizes)", {"Axis Size": 256, "Num Elements": 65536}, 500.0 * 256)])
+    rows = totals_rows(compare(_many_cases("b", 1000.0), extra))[1]
+    added = next(r for r in rows if r[0].startswith("added cases"))
+    assert added[2].startswith("1: ")

@@ -127,9 +127,10 @@ def totals_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ]
         for key, side, col in (("removed", "baseline only", 1), ("added", "candidate only", 2)):
             u = t.get(key)
-            if u:
+            if u and u["cases"]:
+                # only when there are some, as for kernels (a row of '0' took three lines at 80 columns)
                 row = [f"{key} cases ({side}), {totals_label(t).replace('sum of case', 'sum of')}", "", "", "", ""]
-                row[col] = f"{fmt_num(u['cases'])}: {fmt_ns(u['time_ns'])}" if u["cases"] else "0"
+                row[col] = f"{fmt_num(u['cases'])}: {fmt_ns(u['time_ns'])}"
                 rows.append(row)
     return hdr, rows
 
