@@ -2,8 +2,11 @@
 
 Each saboteur of issue 17 runs beside an honest variant on the numpy backend (real host timing,
 real calls), with several harness seeds; the table gives how many runs caught it (status
-correctness_failed) and with which check, and how many runs passed the honest variant. Last,
-the wall time of one case with the default 8 spot checks against 1 (what the checks cost).
+correctness_failed) and with which check, and how many runs passed the honest variant. Then the
+torch saboteurs of benchmarks/cpu_torch_sabotage.py (a cache keyed on the buffers' write counter,
+work handed to a thread, bfloat16 inside a float32 case, half the rows, a float16 output) on CPU
+torch, all in one case per seed. Last, the wall time of one case with the default 8 spot checks
+against 1 (what the checks cost).
 
     .venv/bin/python benchmarks/bench_sabotage_catch.py [seeds]
 """
@@ -88,6 +91,7 @@ def main(seeds: int) -> int:
                     how = how or (v["cand"]["error"] or "")[:70]
                 honest_ok += v["honest"]["status"] == "ok"
             print(f"{name:<14} {caught:>5}/{seeds} {honest_ok:>7}/{seeds}  {how}")
+        torch_table(seeds, opts, Path(d))
         # what the checks cost: one honest case, 8 spot checks against 1
         f = Path(d) / "clean.py"
         f.write_text(textwrap.dedent(HEADER) + "cand = honest\n" + BENCH)
@@ -96,6 +100,37 @@ def main(seeds: int) -> int:
             bench.run_file(f, Path(d) / f"clean{k}", options=bench.RunOptions(spot_checks=k, **opts))
             print(f"one case, 2 variants, spot_checks={k}: {time.perf_counter() - t0:.2f} s wall")
     return 0
+
+
+def torch_table(seeds: int, opts: dict, d: Path) -> None:
+    """Catch counts of the CPU torch saboteurs: one case holding all of them per harness seed."""
+    import importlib.util
+
+    from profaudit import bench
+
+    here = Path(__file__).resolve().parent
+    if importlib.util.find_spec("torch") is None:
+        print("torch saboteurs: skipped (torch is not installed)")
+        return
+    sys.path.insert(0, str(here))
+    from cpu_torch_sabotage import BENCHMARKS, EXPECTED
+
+    if not BENCHMARKS:
+        print("torch saboteurs: skipped (a GPU is visible: benchmarks/gpu_sabotage.py covers it)")
+        return
+    caught = {n: 0 for n in EXPECTED}
+    how = {n: "" for n in EXPECTED}
+    t0 = time.perf_counter()
+    for seed in range(seeds):
+        m = bench.run_file(here / "cpu_torch_sabotage.py", d / f"torch_{seed}", options=bench.RunOptions(seed=seed, **opts))
+        for n, ve in m["cases"][0]["variants"].items():
+            caught[n] += ve["status"] == EXPECTED[n]
+            if ve["status"] == "correctness_failed" and not how[n]:
+                how[n] = (ve["error"] or "")[:70]
+    print(f"\ntorch (CPU) saboteurs, one case of {len(EXPECTED)} variants per seed ({time.perf_counter() - t0:.1f} s wall for {seeds})")
+    print(f"{'variant':<14} {'as expected':>11}  how (first run that caught it)")
+    for n in EXPECTED:
+        print(f"{n:<14} {caught[n]:>8}/{seeds}  {how[n] if n != 'honest' else 'status ok'}")
 
 
 if __name__ == "__main__":

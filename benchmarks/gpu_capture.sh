@@ -14,7 +14,7 @@
 #      auto (up to 2 processes when a noise target is missed);
 #   3. writes and audits claims (Triton vs torch, CUDA graph vs eager with --intended
 #      cuda_graphs, jax eager vs jit with --intended compile_mode) -> OUTDIR/timing/claims/;
-#   4. runs benchmarks/gpu_sabotage.py (five torch matmul candidates, four sabotaged): bench run
+#   4. runs benchmarks/gpu_sabotage.py (six torch matmul candidates, five sabotaged): bench run
 #      must exit 1 with exactly the saboteurs failed -> OUTDIR/sabotage/;
 #   5. measures the GPU's ceilings (bench ceilings: copy/triad/reduce bandwidth, Triton fp32 FMA,
 #      fp16/bf16/tf32/fp32 GEMMs, best of N) -> OUTDIR/ceilings.json; the first ncu report of

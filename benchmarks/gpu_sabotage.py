@@ -6,7 +6,10 @@ exit 1; the capture script checks the manifest for exactly these outcomes.
 - memo_values: returns a cached result for input values it has seen (keyed on a few values: a
   64-byte copy instead of a 4096^3 matmul, ~50x "faster");
 - flaky: wrong on 30 % of calls (seeded);
-- sneaky: writes into its input after its first 5 calls.
+- sneaky: writes into its input after its first 5 calls;
+- version_cache: returns a cached result while its input buffers are unwritten (keyed on the
+  buffers and torch's write counter `_version`: every check writes new values and it computes,
+  every timed call is a copy). Only the spot checks' controls on the untouched inputs show it.
 """
 
 import hashlib
@@ -50,6 +53,15 @@ if importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is
             x.mul_(0.5)
         torch.matmul(x, y, out=out)
 
+    VERSIONS: dict = {}
+
+    def version_cache(x, y, out):
+        key = (x.data_ptr(), y.data_ptr(), x._version, y._version)
+        if key not in VERSIONS:
+            VERSIONS.clear()
+            VERSIONS[key] = x @ y
+        out.copy_(VERSIONS[key])
+
     BENCHMARKS.append(
         bench.Benchmark(
             "gpu_sabotage",
@@ -57,10 +69,11 @@ if importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is
             inputs=lambda p, gen: (gen.randn((p["n"], p["n"]), "float32", scale=p["n"] ** -0.5), gen.randn((p["n"], p["n"]), "float32", scale=p["n"] ** -0.5)),
             output=lambda p, ins: torch.empty_like(ins[0]),
             reference=lambda x, y: x @ y,  # float64 on the GPU
-            variants={"honest": honest, "nan_only": nan_only, "memo_values": memo_values, "flaky": flaky, "sneaky": sneaky},
+            variants={"honest": honest, "nan_only": nan_only, "memo_values": memo_values, "flaky": flaky, "sneaky": sneaky,
+                      "version_cache": version_cache},
             params=bench.grid(n=[4096]),
             baseline="honest",
         )
     )
 
-EXPECTED = {"honest": "ok", "nan_only": "correctness_failed", "memo_values": "correctness_failed", "flaky": "correctness_failed", "sneaky": "correctness_failed"}
+EXPECTED = {"honest": "ok", "nan_only": "correctness_failed", "memo_values": "correctness_failed", "flaky": "correctness_failed", "sneaky": "correctness_failed", "version_cache": "correctness_failed"}

@@ -44,8 +44,9 @@ For each case (one point of a benchmark's sweep) and the variants chosen:
    effect (a neighbour that changes its time) is recorded.
    Spot checks: `spot_checks` rounds, at random places among the blocks (a seeded stream the
    code under test cannot see), are timed calls like the others but checked: each variant runs
-   once on newly drawn values (written in place) and once, as a control, on the values the
-   timed calls used, in random order, each after the same host work; the outputs are poisoned
+   once, as a control, on the values the timed calls used, in the untouched buffers (a write,
+   even of the same values, would reset a cache keyed on the buffer's write count), then once
+   on newly drawn values (written in place), each after the same host work; the outputs are poisoned
    with finite random values (a kernel that works only when its output holds NaN, or returns
    a stale result, fails), every output is verified and the inputs compared with what was
    installed. A variant whose calls on new values take over 3x its controls (in 3/4 of the
@@ -408,12 +409,24 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
                 backend.poison(o)
             backend.sync()
         ret = call()
+        # The outputs copied as the call returned, before the harness's own device-wide sync:
+        # reading them waits for the stream the timer measures (a CUDA tensor's copy, a JAX
+        # array's block), nothing else. Work left running after the return (a worker thread
+        # on the CPU, a side stream nobody joined) is not in any timed call, and shows here as
+        # an output that is wrong now and right after the sync.
+        raw = out_buffer(v.name, s) if b.output is not None else ret
+        at_return = None if raw is None else [np.array(a, copy=True) for a in host_outputs(backend, raw)]
         backend.sync()
         if ret is None and b.output is None:
             return check.CheckResult(False, "the variant returned None: return the output (or declare output= and write into the buffer it gets)"), []
         got = produced(v, s, ret)
         rtol, atol = tolerances[v.name]
-        return check.compare(got, refs[s], rtol, atol), got
+        res = check.compare(got, refs[s], rtol, atol)
+        if res.ok and at_return is not None and not check.same_values(at_return, got):
+            early = check.compare(at_return, refs[s], rtol, atol)
+            if not early.ok:
+                res = check.CheckResult(False, f"its output was not complete when the call returned, only after the harness synchronised ({early.message}): work still running after the return escapes the timer", early.max_abs_err, early.max_rel_err, early.mismatched, early.elements, early.nan_outputs)
+        return res, got
 
     tolerances = {name: tolerance(case, v, dtype, backend) for name, v in variants.items()}
     for name in variants:
@@ -486,6 +499,9 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             r.status, r.error = "error", f"calling it changed global precision flags {changed}"
             raise CaseError(f"variant {name!r} changed global precision flags {changed}: every variant after it would run under different numerics")
     _check_output_dtypes(variants, results, out_dtypes, b.baseline)
+    declared = case.value(case.benchmark.dtype) or case.params.get("dtype")
+    if b.output is None:  # an output= buffer's dtype is the benchmark's own choice, not the variant's
+        _check_output_precision(results, out_dtypes, dtype if declared is not None else None)
     live = [n for n in variants if results[n].status == "ok"]
     if not live:
         return
@@ -781,11 +797,11 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
 
         def spot_round(rnd: int) -> int:
             """One round of checked timed calls (module docstring, step 4). Each variant gets
-            two: one on newly drawn values and a control on the values the timed calls have
-            been using, in a random order of the two, each right after the same host work
-            (values installed, reference computed, output poisoned): a variant fast only on
-            values it has seen shows as the difference between the two, while a slowdown from
-            the host work itself (a GPU or thread pool idling) hits both alike."""
+            two: a control on the values the timed calls have been using, in their untouched
+            buffers, then one on newly drawn values; each right after an untimed call of the
+            variant, with the same host work around it (see `untimed`): a variant fast only on
+            values or buffers it has seen shows as the difference between the two, while a
+            slowdown from the host work itself (a GPU or thread pool idling) hits both alike."""
             nonlocal spots_done
             inputs_intact(group, f"before spot check {spots_done + 1}")
             for n in [n for n in group if n in caught]:
@@ -795,15 +811,49 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
             names = order(rnd, group)
             s = int(spot_rng.integers(n_sets))
             seen = snapshots[s]  # what the timed calls ran on
+            # Every control runs before any fresh values go in, on the buffers exactly as the
+            # timed calls left them: writing even the same values back bumps a tensor's write
+            # counter (torch's `_version`, a dirty bit), so a cache keyed on the buffer and its
+            # write count would miss on a rewritten control as on a fresh call and the two would
+            # time alike. The control gets the same host work without the write; the variants'
+            # order is random per round.
+            if inputs_changed(s):
+                restore(s, seen)  # a variant wrote into them (recorded above): the controls need what was drawn
+
+            def untimed(n: str) -> None:
+                # Each checked call comes right after an untimed call of the same variant on the
+                # buffers as they are (the state a timed call meets: whatever ran last, the
+                # previous round's restore when the rounds come back to back after the stopping
+                # rule), with the same small host work between the two for the control and the
+                # fresh call; the heavy host work (values drawn or made, the reference) comes
+                # before. A thread pool that fell asleep during host work, or an allocator that
+                # gave memory back, then costs both alike: without this an honest kernel's fresh
+                # calls read as many times slower than its controls on a loaded machine. A write
+                # into the inputs this call makes is the variant's, and its checked call says so.
+                # A benchmark that declares mutates_inputs gets none: its calls change the very
+                # values the checked call and its reference are about to use.
+                if b.mutates_inputs:
+                    return
+                try:
+                    bound[n][s]()
+                except _USER_ERRORS:  # the checked call makes the same call through run_block, which reports it
+                    pass
+
             for n in names:
-                for what in (("fresh", "control") if spot_rng.random() < 0.5 else ("control", "fresh")):
-                    if n not in group:
-                        break
-                    if what == "fresh":
-                        refill(s, f"spot{spots_done}-{n}")
-                    else:
-                        restore(s, seen)
-                    checked_timed_call(n, s, ref_of(sets[s]), what)
+                if n in group:
+                    _from_host(backend, sets[s], seen)
+                    ref = ref_of(sets[s])
+                    untimed(n)
+                    _host_copy(backend, sets[s])  # what installing new values does after its write, without the write
+                    backend.sync()
+                    checked_timed_call(n, s, ref, "control")
+            for n in names:
+                if n in group:
+                    new = make_inputs(s, f"spot{spots_done}-{n}")
+                    ref = ref_of(new)
+                    untimed(n)
+                    install(s, new)
+                    checked_timed_call(n, s, ref, "fresh")
             restore(s, seen)
             spots_done += 1
             return rnd + 1
@@ -1070,6 +1120,29 @@ def _check_output_dtypes(variants: dict[str, Variant], results: dict[str, Varian
         )
 
 
+# Bits of the floating types a case may declare, to tell a narrower output from the declared one.
+_FLOAT_BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16}
+
+
+def _check_output_precision(results: dict[str, VariantResult], out_dtypes: dict[str, list[str]], declared: str | None) -> None:
+    """Fail a variant that returns a floating output narrower than the dtype the benchmark
+    declares (`dtype=` or a `dtype` parameter): a float32 case answered in float16 computed in
+    half precision, whatever tolerance let its values through, and the log would record float32
+    for it. Checked per variant, so a lone variant (no other to compare with) is held to it too;
+    integer and boolean outputs (indices, masks) are not precisions of the computation."""
+    want = _FLOAT_BITS.get(declared or "")
+    if want is None:
+        return
+    for n, got in out_dtypes.items():
+        if results[n].status != "ok":
+            continue
+        narrow = [(i, d) for i, d in enumerate(got) if _FLOAT_BITS.get(d, want) < want]
+        if narrow:
+            i, d = narrow[0]
+            results[n].status = "correctness_failed"
+            results[n].error = f"output {i} is {d}, narrower than the {declared} the benchmark declares: it computed in a lower precision than the case asks for"
+
+
 def _repeat_check(v: Variant, r: VariantResult, first: list[np.ndarray], call, repeats: int) -> int:
     """Call the variant `repeats` more times on the very inputs of its first checked call and
     compare: bit for bit, or within its declared `nondeterministic=` tolerance. A result that
@@ -1156,9 +1229,10 @@ def _poison_finite(backend: Backend, out: Any, rng: np.random.Generator) -> None
 
 def _memo_suspect(fresh: Sequence[float], control: Sequence[float]) -> str | None:
     """Why the spot-checked calls on new input values look like a different, slower computation
-    than the control calls right after them on the same values (after the same host work), or
-    None. A kernel that memoises its result on the input values passes every check (new values:
-    it computes) and is fast whenever it is timed on values it has seen. Flagged when the fresh
+    than the control calls just before them on the values the timed calls used, untouched (after
+    the same host work), or None. A kernel that memoises its result on the input values or
+    buffers passes every check (new values: it computes) and is fast whenever it is timed on
+    what it has seen. Flagged when the fresh
     calls' median is over 3x the controls' and at least 3/4 of the pairs (a fresh call and its
     control) have the fresh call over 2x slower: one slow control on a busy machine does not
     hide it, one slow fresh call does not make it."""
@@ -1170,9 +1244,9 @@ def _memo_suspect(fresh: Sequence[float], control: Sequence[float]) -> str | Non
     slower = int(np.sum(c > 2 * o))
     if mo > 0 and mc > 3 * mo and 4 * slower >= 3 * k:
         return (
-            f"the {k} spot-checked calls on new input values took {mc / mo:.1f}x as long as the control calls right "
-            f"after them on the same values ({slower} of {k} pairs over 2x): its speed comes from recognising inputs "
-            "it has seen (a result memoised on input values), not from the computation"
+            f"the {k} spot-checked calls on new input values took {mc / mo:.1f}x as long as the control calls "
+            f"on the values the timed calls used ({slower} of {k} pairs over 2x): its speed comes from recognising inputs "
+            "it has seen (a result memoised on input values or buffers), not from the computation"
         )
     return None
 
