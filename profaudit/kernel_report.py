@@ -20,6 +20,7 @@ from __future__ import annotations
 import html as _html
 import math
 import re
+import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -685,9 +686,11 @@ def trace_note(row: dict, profile_device: str | None = None) -> str:
     device = (row.get("device_name") or profile_device or "").lower()
     if "cpu" in device:
         return "This kernel ran on the host CPU: the GPU counter sections (speed of light, memory chart, occupancy, stalls) do not apply"
+    name = row.get("short_name") or row.get("name")
     if any(w in device for w in ("amd", "instinct", "radeon", "mi2", "mi3")):
-        return "Hardware-counter sections need rocprofiler-compute (omniperf) counters of this kernel: `rocprof-compute profile -n WORKLOAD -k KERNEL -- <app>`"
-    return TRACE_NOTE.format(name=re.escape(row.get("short_name") or row["name"] or "KERNEL"))
+        # the kernel's own name in the command, as the ncu one has it (was the placeholder KERNEL)
+        return f"Hardware-counter sections need rocprofiler-compute (omniperf) counters of this kernel: `rocprof-compute profile -n WORKLOAD -k {shlex.quote(name or 'KERNEL')} -- <app>`"
+    return TRACE_NOTE.format(name=re.escape(name or "KERNEL"))
 
 
 def kernel_report(ps, name: str | None = None, *, kernel_id: int | None = None, launch: int | None = None, profile: str | None = None, device: str | None = None) -> KernelReport:

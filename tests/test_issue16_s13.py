@@ -453,3 +453,11 @@ def test_timing_totals_list_one_sided_cases_only_when_there_are_some():
     rows = totals_rows(compare(_many_cases("b", 1000.0), extra))[1]
     added = next(r for r in rows if r[0].startswith("added cases"))
     assert added[2].startswith("1: ")
+
+
+def test_amd_trace_note_names_the_kernel_to_collect():
+    from profaudit import kernel_report as kr
+
+    note = kr.trace_note({"device_name": "AMD Instinct MI210", "name": "void k<1>(int)", "short_name": "SubTensorOpWithScalar1d"})
+    assert "`rocprof-compute profile -n WORKLOAD -k SubTensorOpWithScalar1d -- <app>`" in note, note
+    assert "-k 'at::native::kernel<(1)>'" in kr.trace_note({"device_name": "AMD Instinct MI300X", "name": "x", "short_name": "at::native::kernel<(1)>"})
