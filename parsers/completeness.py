@@ -36,27 +36,28 @@ def mark_incomplete(metadata: dict[str, Any], reason: str) -> None:
     metadata["incomplete_reason"] = f"{prev}; {reason}" if prev and reason not in prev else (prev or reason)
 
 
-def _gzip_tail(fh) -> bytes | None:
-    """The last _TAIL bytes of a gzip file's text (every member), or None when the stream is
+def _gzip_tail(fh) -> tuple[bytes, bytes] | None:
+    """The first 64 and the last _TAIL bytes of a gzip file's text (every member), or None when the stream is
     damaged (the reader reports that itself). A text file cut mid-line and then compressed has a
     whole gzip stream: only its text shows the cut (fuzzing: a gzipped rocprofv3 CSV cut inside
     its last row loaded as whole). Costs one more decompression of the file, in 1 MiB steps."""
     import zlib
 
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    tail = b""
+    tail = head = b""
     try:
         while chunk := fh.read(1 << 20):
             while chunk:
                 out = d.decompress(chunk)
                 if out:
+                    head = head or out[:64]
                     tail = (tail + out)[-_TAIL:]
                 chunk = d.unused_data  # the next member of a multi-member file
                 if chunk:
                     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     except zlib.error:
         return None
-    return tail
+    return head, tail
 
 
 def unterminated_last_line(path: Path) -> bool:
@@ -66,11 +67,13 @@ def unterminated_last_line(path: Path) -> bool:
         if size == 0:
             return False
         with open(path, "rb") as fh:
-            if fh.read(2) == b"\x1f\x8b":
+            head = fh.read(64)
+            if head[:2] == b"\x1f\x8b":
                 fh.seek(0)
-                tail = _gzip_tail(fh)
-                if tail is None:
+                ends = _gzip_tail(fh)
+                if ends is None:
                     return False
+                head, tail = ends
             else:
                 fh.seek(max(0, size - _TAIL))
                 tail = fh.read()
@@ -85,7 +88,10 @@ def unterminated_last_line(path: Path) -> bool:
         # after it are gone); a lone \r ends lines only in old Mac text
         return b"\r\n" in tail
     end = tail.rstrip()
-    if not end.endswith((b"}", b"]")):
+    # only a file that is JSON may end in its closing bracket without a newline: a text line that
+    # happens to end in "]" ("Processing [report.sqlite] with [.../cuda_gpu_kern_sum.py]" of an
+    # nsys stats export, fuzzing) is still a cut line
+    if not end.endswith((b"}", b"]")) or head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"["):
         return True
     # a JSON document may end without a newline; JSON Lines (a whole {...} record as the last line,
     # after a line that also ends a record) may not: every writer ends each record with one

@@ -239,7 +239,9 @@ class RocprofSdkParser:
                 continue
             info = {"type": a.get("type"), "name": a.get("product_name") or a.get("name")}
             if a.get("type") == 2:  # GPU agent
-                info["device_id"] = int(a["gpu_index"]) if isinstance(a.get("gpu_index"), (int, float)) else gpu_rank
+                # a device id must fit Int64 (fuzzing: gpu_index 1e308 overflowed polars' frame build)
+                g = a.get("gpu_index")
+                info["device_id"] = jsonshape.int64(g, "agents[].gpu_index", path) if isinstance(g, (int, float)) and not isinstance(g, bool) else gpu_rank
                 gpu_rank += 1
             agent_by_handle[h] = info
         kinds = strings.get("buffer_records") or []

@@ -146,3 +146,36 @@ def test_dataset_manifest_part_path_too_long_for_the_file_system(tmp_path):
     doc["files"][0]["path"] = doc["files"][0]["path"] * 64
     manifest.write_text(json.dumps(doc))
     _refused(d, "part file listed in its batch manifest cannot be opened: File name too long")
+
+
+def test_nsys_stats_cut_inside_a_line_ending_in_a_bracket(tmp_path):
+    """An nsys stats export cut inside its 'Processing [...] with [.../cuda_gpu_kern_sum.py]...'
+    line, right after a ']': the last-line check took the ']' for the end of a JSON document and
+    the notes-only file loaded as whole. Only a file that starts as JSON may end that way."""
+    from profaudit.loader import read_one
+
+    text = ("\nNOTICE: Existing SQLite export found: run.sqlite\n\n"
+            "Processing [run.sqlite] with [/opt/nvidia/nsight-systems/2025.1.1/host-linux-x64/reports/cuda_gpu_kern_sum.py]... \n"
+            "SKIPPED: run.sqlite does not contain CUDA kernel data.\n")
+    f = tmp_path / "kern_sum.csv"
+    f.write_text(text)
+    (p,) = read_one(f)
+    assert p.metadata.get("complete") is not False
+    f.write_text(text[: text.index("]... ") + 1])
+    (p,) = read_one(f)
+    assert p.metadata.get("complete") is False
+
+
+def test_rocprof_sdk_agent_gpu_index_beyond_int64(tmp_path):
+    """agents[].gpu_index = 1e308: int() made a 309-digit device id that polars could not hold
+    (OverflowError in the catch-all)."""
+    import json
+
+    from tests.test_chrome_trace import _sdk_doc
+
+    doc = _sdk_doc()
+    gpus = [a for a in doc["rocprofiler-sdk-tool"][0]["agents"] if a.get("type") == 2]
+    gpus[0]["gpu_index"] = 1e308
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(doc))
+    _refused(f, "agents[].gpu_index: the integer")
