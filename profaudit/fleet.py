@@ -11,7 +11,9 @@ chunks on W workers takes about  c_client + (tasks * c_task + N * c_file) / W,  
 parsing one input, c_task writing one chunk's parts (a Parquet file per non-empty table) and
 scheduling it, and c_client expanding the inputs plus writing the manifest (the part no worker
 shares). The tasks' work divides by W because the chunks shrink towards the end of the plan
-(`plan_chunks`): the workers run out of work within a few inputs of each other.
+(`plan_chunks`): the workers run out of work within a few inputs of each other. Not in the model:
+a LocalCluster's scheduler runs in the client's process, so on a machine with no spare core its
+background work (~37 ms a second) and ~3 ms per task come out of the workers' share.
 """
 
 from __future__ import annotations
