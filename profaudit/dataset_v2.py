@@ -54,8 +54,8 @@ TABLES_WITH_METADATA: tuple[str, ...] = (*schema.DATA_TABLES, "metadata")
 # After each append, `auto_compact` merges small batches of one size class once this many have
 # piled up (see there). 4 keeps a scan to a few files per table (a query over many small files
 # pays a per-file cost: 55 files made a DuckDB group-by 2.4x one file) while a byte is rewritten
-# once per size class it passes through (classes are powers of 4 above 64 KiB: at most 5 below a
-# full 128 MB batch).
+# once per size class it passes through (classes are powers of 4 above 64 KiB of what a batch's
+# rows were appended as: about 5 below a full 128 MB batch; see `manifest_name`).
 AUTO_COMPACT_FANOUT = 4
 AUTO_COMPACT_BASE_BYTES = 64 << 10
 
@@ -696,7 +696,9 @@ def auto_compact(store, *, fanout: int = AUTO_COMPACT_FANOUT, target_file_bytes:
 
     Why tiers and not "merge every small batch": a merge only combines batches of about one size,
     so its cost is about what they hold, and a byte is rewritten once per class it climbs through
-    (log_fanout(target / base) at most, 5 with the defaults): appends stay O(their rows) amortised
+    (log_fanout(weight / base), the weight being the bytes the batch's rows were appended as: 5
+    with the defaults for batches appended near their Parquet size, a few more for one-profile
+    appends, whose bytes are mostly per-file overhead): appends stay O(their rows) amortised
     whatever the dataset holds, while a scan meets at most (fanout - 1) small batches per class
     instead of one per append. Which batches are small and how big is in the manifests' names: an
     append with nothing due lists one folder and reads nothing. Batches of a due class whose every
