@@ -400,7 +400,9 @@ def _gpus(db: _Db) -> tuple[list[dict], pl.DataFrame, pl.DataFrame]:
                 # kB/s (760080000 for a 760 GB/s RTX 3080); 0 where it was not recorded
                 "memory_bandwidth_bytes_per_s": bw * 1000 if isinstance(bw, int) and bw > 0 else None,
                 "l2_cache_bytes": d.get("l2CacheSize") or None,
-                "compute_capability": f"{d['computeCapabilityMajor']}.{d['computeCapabilityMinor']}" if d.get("computeCapabilityMajor") is not None else None,
+                # both halves or none: an export with only one column (fuzzing: Minor renamed) was a KeyError
+                "compute_capability": f"{d['computeCapabilityMajor']}.{d['computeCapabilityMinor']}"
+                if d.get("computeCapabilityMajor") is not None and d.get("computeCapabilityMinor") is not None else None,
             }
             g = {k: v for k, v in g.items() if v is not None}
             same = by_bus.get(key)

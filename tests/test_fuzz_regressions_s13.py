@@ -179,3 +179,22 @@ def test_rocprof_sdk_agent_gpu_index_beyond_int64(tmp_path):
     f = tmp_path / "results.json"
     f.write_text(json.dumps(doc))
     _refused(f, "agents[].gpu_index: the integer")
+
+
+@pytest.mark.parametrize("columns", [
+    "computeCapabilityMajor INTEGER, computeCapabilityMinor INTEGER",
+    "computeCapabilityMajor INTEGER",  # Minor renamed away (fuzzing): was KeyError in the catch-all
+])
+def test_nsys_cuda_gpu_table_with_half_a_compute_capability(tmp_path, columns):
+    """An older export's TARGET_INFO_CUDA_GPU with computeCapabilityMajor but no Minor column."""
+    from profaudit.loader import read_one
+    from tests.test_fuzz_regressions import _rich_db_with
+
+    names = [c.split()[0] for c in columns.split(", ")]
+    db = _rich_db_with(tmp_path / "r.sqlite",
+                       f"CREATE TABLE TARGET_INFO_CUDA_GPU (deviceId INTEGER, pid INTEGER, name TEXT, pciBusId TEXT, {columns})",
+                       f"INSERT INTO TARGET_INFO_CUDA_GPU VALUES (0, 1, 'NVIDIA GeForce RTX 3080', '0000:01:00.0', {', '.join(['8', '6'][: len(names)])})")
+    (p,) = read_one(db)
+    assert p.tables["kernels"].height == 4
+    # never half a capability such as "8.None"
+    assert "None" not in str(p.metadata.get("compute_capability") or "")
