@@ -147,3 +147,15 @@ def test_what_could_not_be_checked_is_listed_once_as_coverage_in_every_render():
     text = render(report, "text", width=70)
     # a wrapped "passed:" list breaks between rules, never inside "PA201 device-mismatch"
     assert not any(line.rstrip().endswith(("PA201", "PA202", "PA108")) for line in text.splitlines())
+
+
+def test_an_idle_second_gpu_in_the_trace_is_not_the_sides_device(tmp_path):
+    # a workstation's display card listed in deviceProperties ran none of the side's kernels
+    path = kineto_json(tmp_path / "two-gpus.pt.trace.json", calls(20, [("softmax_kernel", 7, 200_000, 0)]), period_ns=PERIOD)
+    doc = json.loads(path.read_text())
+    doc["deviceProperties"].append({"id": 1, "name": "NVIDIA T400 4GB", "totalGlobalMem": 4_000_000_000, "computeMajor": 7, "computeMinor": 5, "numSms": 6})
+    path.write_text(json.dumps(doc))
+    b = side("baseline", 200_000, seed=1, n=60, runs=1, meta={"timed_range": "call", "profiled_calls": 20}, profiles=load(path))
+    c = side("candidate", 100_000, seed=2, n=60, runs=1, meta={"timed_range": "call", "profiled_calls": 20}, profiles=load(path))
+    report = audit(tclaim(b, c, speedup=2.0))
+    assert not triggered(report, "PA201"), [f.message for f in triggered(report, "PA201")]

@@ -32,10 +32,13 @@ def _traced_devices(ev: Evidence, role: str) -> list[dict]:
         if k is not None and "device_id" in k.columns and k.height:
             used = set(k.get_column("device_id").drop_nulls().cast(pl.Int64).unique().to_list()) or None
         props = [(d.get("id"), d.get("name"), d.get("numSms"), d.get("totalGlobalMem")) for d in md.get("device_properties") or [] if isinstance(d, dict)]
-        props += [(g.get("cuda_ordinal", g.get("id")), g.get("name"), g.get("sm_count"), g.get("memory_bytes")) for g in md.get("gpus") or [] if isinstance(g, dict)]
+        # nsys kernels carry the GPU's own id (the parser maps CUDA ordinals to it)
+        props += [(g.get("id"), g.get("name"), g.get("sm_count"), g.get("memory_bytes")) for g in md.get("gpus") or [] if isinstance(g, dict)]
+        if len(props) > 1:
+            # a machine's other GPUs (a display card, idle boards) are not the side's: only the
+            # ones its kernels name count, and none when the kernels name no device
+            props = [d for d in props if used is not None and d[0] in used]
         for dev_id, name, sms, mem in props:
-            if used is not None and dev_id not in used and len(props) > 1:
-                continue
             out.append({"name": name or md.get("device_name"), "sms": sms, "memory": mem, "where": where})
         if not props and md.get("device_name"):
             out.append({"name": md.get("device_name"), "sms": None, "memory": None, "where": where})
