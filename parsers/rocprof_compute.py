@@ -212,7 +212,8 @@ class RocprofComputeParser:
             raise InputError(p, "sysinfo.csv has a header but no row")
         r = {k: (v.strip() if isinstance(v, str) else v) for k, v in s.row(0, named=True).items()}
         pick = lambda *ks: next((r[k] for k in ks if r.get(k)), None)  # noqa: E731
-        num = lambda *ks: (lambda v: float(v) if v is not None and re.fullmatch(r"[\d.]+", v) else None)(pick(*ks))  # noqa: E731
+        # a plain decimal only: "[\d.]+" let "." and "1.2.3" through to float() (fuzzing: the catch-all)
+        num = lambda *ks: (lambda v: float(v) if v is not None and re.fullmatch(r"\d+(?:\.\d*)?|\.\d+", v) else None)(pick(*ks))  # noqa: E731
         return {
             "device_name": pick("gpu_marketing_name", "product_name", "gpu_model", "name"),
             "gpu_arch": pick("gpu_arch", "gpu_soc"),

@@ -198,3 +198,22 @@ def test_nsys_cuda_gpu_table_with_half_a_compute_capability(tmp_path, columns):
     assert p.tables["kernels"].height == 4
     # never half a capability such as "8.None"
     assert "None" not in str(p.metadata.get("compute_capability") or "")
+
+
+@pytest.mark.parametrize("cell", [".", "1.2.3"])
+def test_rocprof_compute_sysinfo_number_that_is_no_number(tmp_path, cell):
+    """sysinfo.csv's cu_per_gpu (or a clock) of '.': the pattern [\\d.]+ let it through to float()
+    (ValueError in the catch-all). Such a cell is not a number: no value."""
+    import csv
+
+    from profaudit.loader import read_one
+    from tests.test_rocprof_compute import make_workload
+
+    w = make_workload(tmp_path)
+    rows = list(csv.reader((w / "sysinfo.csv").read_text().splitlines()))
+    col = next(i for i, h in enumerate(rows[0]) if h in ("cu_per_gpu", "numCU", "max_sclk", "sclk", "cur_sclk", "max_mclk", "mclk"))
+    rows[1][col] = cell
+    with open(w / "sysinfo.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    (p,) = read_one(w)
+    assert p.tables["kernels"].height > 0
