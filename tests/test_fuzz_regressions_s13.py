@@ -217,3 +217,15 @@ def test_rocprof_compute_sysinfo_number_that_is_no_number(tmp_path, cell):
         csv.writer(fh).writerows(rows)
     (p,) = read_one(w)
     assert p.tables["kernels"].height > 0
+
+
+def test_compare_kernelbench_std_of_2_pow_64(tmp_path, cli):
+    """A KernelBench std of 2**64 on a mean of a millisecond: the delta-method interval's exp()
+    overflowed and `compare` exited 3. Now the case has no interval."""
+    import json
+
+    f = tmp_path / "baseline_time_torch.json"
+    f.write_text(json.dumps({"level1": {"19_ReLU.py": {"mean": 1.0, "std": 2**64, "min": 0.9, "max": 1.2, "num_trials": 10,
+                                                       "hardware": "L40S", "device": "cuda:0"}}}))
+    res = cli("compare", str(f), str(f), "--format", "json")
+    assert res.code == 0, res

@@ -940,6 +940,10 @@ def summary_ratio_interval(
         return Interval(est, math.nan, math.nan, confidence, statistic, "time", "reported summaries (no dispersion)", b_n or 0, c_n or 0, 0)
     se = math.sqrt((b_sd / b_mean) ** 2 / b_n + (c_sd / c_mean) ** 2 / c_n)
     zq = float(sps.norm.ppf(0.5 + confidence / 2))
+    if zq * se >= 700.0:
+        # a reported sd of 2**64 on a mean of milliseconds (fuzzing: KernelBench std) overflowed
+        # math.exp and `compare` exited 3: no interval, as with no dispersion at all
+        return Interval(est, math.nan, math.nan, confidence, statistic, "time", "reported summaries (dispersion beyond range)", b_n, c_n, 0)
     return Interval(est, est * math.exp(-zq * se), est * math.exp(zq * se), confidence, statistic, "time", "delta method on reported mean, sd and n", b_n, c_n, 0)
 
 
