@@ -72,6 +72,10 @@ class _Db:
         except UnicodeDecodeError:
             # SQLite's message about a damaged schema quotes the damaged bytes, which sqlite3 cannot decode
             raise InputError(path, "damaged SQLite database: its schema holds bytes that are not UTF-8") from None
+        if any(not isinstance(r[0], str) for r in rows):
+            # a flipped bit can make a schema name a BLOB, which sqlite3 returns as bytes (was a
+            # TypeError in the catch-all, fuzzing)
+            raise InputError(path, "damaged SQLite database: a table name in its schema is not text")
         names = {r[0] for r in rows}
         self.src: dict[str, str] = {}
         for t in sorted(_TABLES, key=len, reverse=True):

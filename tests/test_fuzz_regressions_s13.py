@@ -229,3 +229,9 @@ def test_compare_kernelbench_std_of_2_pow_64(tmp_path, cli):
                                                        "hardware": "L40S", "device": "cuda:0"}}}))
     res = cli("compare", str(f), str(f), "--format", "json")
     assert res.code == 0, res
+
+
+def test_rocpd_schema_name_that_is_a_blob():
+    """Four flipped bits (in a database built by tests/rocpd_synth.py) made a schema name a BLOB:
+    sqlite3 returned bytes and str.startswith raised TypeError in the catch-all."""
+    _refused(REPRODUCERS / "rocpd_schema_name_blob.db", "damaged SQLite database: a table name in its schema is not text")
