@@ -608,6 +608,10 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", str(name).lower()).strip()
 
 
+# Longest reported device name matched against the specs (real ones are under 64 characters).
+MAX_DEVICE_NAME_CHARS = 256
+
+
 @dataclass(frozen=True)
 class Match:
     """The outcome of matching a reported device name: the spec, or None and why."""
@@ -647,6 +651,11 @@ def resolve_device(
     if name is None or not str(name).strip():
         return Match(str(name), None, "no device name was reported")
     raw = str(name)
+    if len(raw) > MAX_DEVICE_NAME_CHARS:
+        # No tool reports a device name this long; the match patterns, written for short names,
+        # can take quadratic time on a long one that repeats a real name (a damaged or hostile
+        # file), so such a text is refused before any pattern sees it.
+        return Match(raw[:60] + "…", None, f"not a device name: a text of {len(raw):,} characters (a reported device name is at most {MAX_DEVICE_NAME_CHARS})")
     norm = normalize_name(raw)
     for s in specs.values():
         if norm == normalize_name(s.key):

@@ -1383,3 +1383,21 @@ def test_older_specs_agree_with_their_driver_records(fname, key, reference_clock
     assert spec.bandwidth_bytes_per_s("dram") == pytest.approx(dram, rel=2e-3)
     if reference_clock:
         assert spec.boost_clock_hz == attr("clock_rate") * 1e3
+
+
+def test_a_device_name_too_long_for_any_device_is_refused_at_once():
+    """Fuzz run-14 timeout: a KernelBench 'hardware' of 65,520 characters repeating a real name made
+    the name patterns take quadratic time (compare ran > 60 s). Such a text matches nothing, with a
+    reason that says why and quotes only its start."""
+    import time
+
+    from profaudit.specs import MAX_DEVICE_NAME_CHARS, resolve_device
+
+    long_name = "NVIDIA A100-SXM4-80GB" * 3120
+    t0 = time.process_time()
+    m = resolve_device(long_name)
+    assert time.process_time() - t0 < 1.0  # was tens of seconds
+    assert m.spec is None and "not a device name" in m.reason and "65,520 characters" in m.reason
+    assert len(m.name) < 100
+    # a name at the limit is still matched as usual
+    assert resolve_device("NVIDIA A100-SXM4-80GB" + " " * (MAX_DEVICE_NAME_CHARS - 21)).spec is not None
