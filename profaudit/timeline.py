@@ -231,7 +231,8 @@ def nest_ranges(ranges: pl.DataFrame, by: Sequence[str] = ("profile_id", "proces
     """
     by = [c for c in by]
     base = ranges.drop([c for c in ("depth", "parent_range_id") if c in ranges.columns])
-    if ranges.height == 0:
+    if ranges.height == 0 or ranges.select(pl.col("start_ns").is_null().all() & pl.col("end_ns").is_null().all()).item():
+        # no range has a recorded time (a damaged marker table): nothing to nest by, depth unknown
         return base.with_columns(pl.lit(None, dtype=pl.Int64).alias("depth"), pl.lit(None, dtype=pl.Int64).alias("parent_range_id"))
     r = base.select(by + ["range_id", "start_ns", "end_ns"]).with_row_index("_row")
     r, _ = _group_ids(r, by)

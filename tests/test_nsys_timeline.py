@@ -203,6 +203,15 @@ def test_attribution_for_traces_without_host_pids():
     assert attribute_kernels_to_nvtx(kernels=k, ranges=r2)["nvtx_range"].to_list() == ["inner", "outer", None]
 
 
+def test_ranges_without_any_recorded_time_nest_as_unknown():
+    """Fuzz finding (rocprofv3 marker CSV with duplicated bytes): every range's start and end null made
+    `summary --by nvtx` an internal error (max() of nothing); they have no depth or parent."""
+    r = pl.DataFrame({"profile_id": ["p", "p"], "range_id": [0, 1], "process_id": [1, 1], "thread_id": [1, 1],
+                      "start_ns": [None, None], "end_ns": [None, None]}, schema_overrides={"start_ns": pl.Int64, "end_ns": pl.Int64})
+    out = nest_ranges(r)
+    assert out.height == 2 and out["depth"].null_count() == 2 and out["parent_range_id"].null_count() == 2
+
+
 # ---------------------------------------------------------------------------------------- CLI
 
 def test_cli_summary_and_gaps(tmp_path):
