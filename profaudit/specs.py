@@ -46,6 +46,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
 from profaudit.errors import InputError, UsageError
+from profaudit.fmt import fmt_int
 from profaudit.schema import MEMORY_LEVELS, PRECISIONS
 
 SCHEMA_VERSION = 1
@@ -655,7 +656,7 @@ def resolve_device(
         # No tool reports a device name this long; the match patterns, written for short names,
         # can take quadratic time on a long one that repeats a real name (a damaged or hostile
         # file), so such a text is refused before any pattern sees it.
-        return Match(raw[:60] + "…", None, f"not a device name: a text of {len(raw):,} characters (a reported device name is at most {MAX_DEVICE_NAME_CHARS})")
+        return Match(raw[:60] + "…", None, f"not a device name: a text of {fmt_int(len(raw))} characters (a reported device name is at most {MAX_DEVICE_NAME_CHARS})")
     norm = normalize_name(raw)
     for s in specs.values():
         if norm == normalize_name(s.key):
