@@ -1,0 +1,62 @@
+"""The fuzz harness's next-command stage (tests/fuzz/downstream.py) runs the CLI through a click
+command built once instead of letting Typer rebuild it on every call. These tests hold it to
+giving what `profaudit.cli.main` gives: the same exit code and stderr for output, a deliberate
+refusal and an internal error, and the real app back in place afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+import profaudit.cli as cli
+from profaudit.loader import load
+from tests.fuzz import downstream
+
+
+def _plain(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(argv)
+    return rc, err.getvalue()
+
+
+@pytest.fixture()
+def timing(tmp_path):
+    f = tmp_path / "timings.csv"
+    f.write_text("kernel,size,time_ms\nsoftmax,1024,0.125\nsoftmax,2048,0.25\nmatmul,1024,1.5\n")
+    return f
+
+
+@pytest.mark.parametrize("argv", [["summary"], ["kernels", "-t", "samples", "--format", "csv"], ["gaps"], ["roofline"],
+                                  ["kernels", "-t", "nosuchtable"], ["compare", "SELF", "--format", "json"]])
+def test_built_cli_answers_as_main_does(timing, argv):
+    argv = [argv[0], str(timing)] + [str(timing) if a == "SELF" else a for a in argv[1:]]
+    plain = _plain(argv)
+    built = downstream._cli(argv)
+    assert built == plain
+    assert cli.app is downstream._BUILT.app and not isinstance(cli.app, downstream._BuiltApp)
+
+
+def test_internal_error_is_exit_3_through_the_built_cli(timing, monkeypatch):
+    """An exception inside a command still reaches main's catch-all (exit 3): the finding the
+    stage exists to see."""
+    import profaudit.timeline as timeline
+
+    monkeypatch.setattr(timeline, "idle_summary", lambda *a, **k: [][1])
+    argv = ["gaps", str(timing)]
+    plain = _plain(argv)
+    built = downstream._cli(argv)
+    assert plain[0] == 3 and "internal error: IndexError" in plain[1]
+    assert built == plain
+
+
+def test_after_load_sees_a_command_that_breaks(timing, tmp_path, monkeypatch):
+    ps = load(timing)
+    assert downstream.after_load(timing, ps, None, tmp_path / "after") is None
+    import profaudit.timeline as timeline
+
+    monkeypatch.setattr(timeline, "idle_summary", lambda *a, **k: {}["x"])
+    problem = downstream.after_load(timing, ps, None, tmp_path / "after")
+    assert problem is not None and problem.startswith("gaps (exit 3)") and "KeyError" in problem
