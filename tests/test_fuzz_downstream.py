@@ -60,3 +60,17 @@ def test_after_load_sees_a_command_that_breaks(timing, tmp_path, monkeypatch):
     monkeypatch.setattr(timeline, "idle_summary", lambda *a, **k: {}["x"])
     problem = downstream.after_load(timing, ps, None, tmp_path / "after")
     assert problem is not None and problem.startswith("gaps (exit 3)") and "KeyError" in problem
+
+
+def test_each_input_runs_one_form_of_compare(timing, tmp_path):
+    ps = load(timing)
+    seed = tmp_path / "seed.csv"
+    forms = {}
+    for pick in (0, 1, 2, 3):
+        cmds = [c for c in downstream.commands(timing, ps, seed, tmp_path, pick) if c[0] == "compare"]
+        assert len(cmds) == 1
+        forms[pick] = cmds[0]
+    assert forms[0] == forms[2] == ["compare", str(timing), str(timing), "--format", "json"]
+    assert forms[1] == forms[3] == ["compare", str(seed), str(timing)]
+    # without a seed to compare against, the input is compared with itself
+    assert [c for c in downstream.commands(timing, ps, None, tmp_path, 1) if c[0] == "compare"] == [forms[0]]

@@ -102,12 +102,21 @@ def schema_problem(ps) -> str | None:
     return None
 
 
-def commands(path: Path, ps, sibling: Path | None, scratch: Path) -> list[list[str]]:
+def commands(path: Path, ps, sibling: Path | None, scratch: Path, pick: int = 0) -> list[list[str]]:
     """The CLI command lines run on a loaded `path` (its kernel-report picks a kernel by id, as a
-    user with a multi-kernel profile must)."""
+    user with a multi-kernel profile must).
+
+    `compare` is the costliest step (a third to a half of the stage), so one input runs one of its
+    two forms, picked by `pick`: against itself (`--format json`, the degenerate statistics of two
+    identical sides) or, when there is one, against its unmutated seed (the table, with kernels
+    and cases matched across a change). A long run's inputs cover both."""
     p = str(path)
     cmds = [["summary", p], ["summary", p, "--by", "nvtx"], ["gaps", p], ["kernels", p], ["roofline", p],
-            ["compare", p, p, "--format", "json"], ["export-trace", p, "-o", str(scratch / "trace.json")]]
+            ["export-trace", p, "-o", str(scratch / "trace.json")]]
+    if sibling is not None and pick % 2:
+        cmds.append(["compare", str(sibling), p])
+    else:
+        cmds.append(["compare", p, p, "--format", "json"])
     for table in ("metrics", "ranges", "transfers", "counters", "samples", "metadata"):
         if ps.table(table).height:
             cmds.append(["kernels", p, "-t", table, "--format", "csv"])
@@ -115,14 +124,12 @@ def commands(path: Path, ps, sibling: Path | None, scratch: Path) -> list[list[s
     if k.height:
         kid = k["kernel_id"][0]
         cmds.append(["kernel-report", p] + (["--id", str(kid)] if kid is not None else []) + (["--profile", ps.ids[0]] if len(ps) > 1 else []))
-    if sibling is not None:
-        cmds.append(["compare", str(sibling), p])
     return cmds
 
 
-def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Path) -> str | None:
+def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Path, pick: int = 0) -> str | None:
     """None when every next step ends in output or a deliberate refusal; else one line naming the
-    step and what escaped."""
+    step and what escaped (`pick`: which form of compare, see `commands`)."""
     problem = schema_problem(ps)
     if problem:
         return f"schema: {problem}"
@@ -132,7 +139,7 @@ def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Pat
         cache[str(sibling[0])] = sibling[1]
     try:
         with _loads_from(cache):
-            for argv in commands(path, ps, sibling[0] if sibling else None, scratch):
+            for argv in commands(path, ps, sibling[0] if sibling else None, scratch, pick):
                 try:
                     rc, err = _cli(argv)
                 except BaseException as exc:  # noqa: B036 - a panic or SystemExit escaping main is the finding

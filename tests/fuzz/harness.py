@@ -21,6 +21,7 @@ import os
 import random
 import shutil
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -503,7 +504,9 @@ def verdict(path: Path, mutant: Mutant | None = None, *, seed: Seed | None = Non
 
         sibling = _seed_set(seed) if seed is not None else None
         with contextlib.redirect_stderr(io.StringIO()):
-            problem = after_load(path, ps, (seed.path, sibling) if sibling is not None else None, after)
+            # which compare the input runs: from its own bytes, so a rerun of the input picks the same
+            pick = zlib.crc32(mutant.data) if mutant is not None else 0
+            problem = after_load(path, ps, (seed.path, sibling) if sibling is not None else None, after, pick)
         if problem:
             return "undeliberate", f"after load: {problem}"
     if incomplete:
