@@ -5,7 +5,8 @@ CLI reads a file (`read_one`, then every table and `ps.metadata` built) and gets
 tests/fuzz/harness.py): ok, incomplete (loaded with `complete: false`), rejected (a deliberate
 one-line error), undeliberate (the loader's catch-all or an exception escaping it), silent_partial
 (a cut that removed content loaded as whole), and, from the worker's fate, crash (it died),
-timeout (killed after --timeout seconds of CPU time, or --timeout-wall seconds of wall time) and
+timeout (killed after --timeout seconds of CPU time, or --timeout-wall seconds of wall time not spent
+waiting for a CPU) and
 memory (its peak RSS passed --mem-mb, or a read ran out of memory). Formats take turns so each
 gets its share; bad verdicts are saved under --out with a note of the seed and the mutation,
 ready to become regression tests.
@@ -134,9 +135,33 @@ class Worker:
         except (OSError, ValueError, IndexError):
             return time.monotonic() - self.started  # no /proc: wall time stands in
 
+    def _rq_waits(self) -> dict[str, float]:
+        """Seconds each of the worker's threads has spent runnable but waiting for a CPU
+        (/proc/PID/task/TID/schedstat, second field), by thread id; empty without /proc."""
+        out = {}
+        try:
+            tids = os.listdir(f"/proc/{self.proc.pid}/task")
+        except OSError:
+            return out
+        for tid in tids:
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{tid}/schedstat") as fh:
+                    out[tid] = int(fh.read().split()[1]) / 1e9
+            except (OSError, ValueError, IndexError):
+                continue
+        return out
+
+    def starved_s(self) -> float:
+        """Seconds of this task's wall time the worker spent waiting for a CPU: the most any of
+        its threads waited since the task was sent. Under nice 19 on a loaded machine that can be
+        most of the wall time; a hang (a blocked wait) is not in it."""
+        now = self._rq_waits()
+        return max((v - self.rq0.get(t, 0.0) for t, v in now.items()), default=0.0)
+
     def send(self, task: dict):
         self.task, self.started = task, time.monotonic()
         self.cpu0 = self.cpu_s()
+        self.rq0 = self._rq_waits()
         try:
             self.proc.stdin.write((json.dumps({"format": task["format"], "i": task["i"]}) + "\n").encode())
         except BrokenPipeError:
@@ -173,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds one input may take (its worker's, and its worker's reaped children's)")
     ap.add_argument("--timeout-wall", type=float, default=300.0,
-                    help="wall seconds one input may take (covers waits, e.g. on a forked reader; generous, since under nice a worker may wait for a CPU)")
+                    help="wall seconds one input may take, less the time its worker waited for a CPU (covers blocked waits, e.g. on a forked reader)")
     ap.add_argument("--mem-mb", type=int, default=2048, help="peak worker RSS that counts as a memory blow-up")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--formats", default="", help="comma-separated parser names (default: every format with seeds)")
@@ -304,8 +329,11 @@ def main(argv: list[str] | None = None) -> int:
             if w.task is None:
                 continue
             cpu, wall = w.cpu_s() - w.cpu0, now - w.started
-            if cpu > args.timeout or wall > args.timeout_wall:
-                record(w, "timeout", f"no verdict after {cpu:.0f} s of CPU ({wall:.0f} s wall)")
+            # the wall limit counts only time the worker was not kept waiting for a CPU: a niced run
+            # on a busy machine had inputs that read in 1 s of CPU killed after 300 s wall
+            if cpu > args.timeout or wall > args.timeout_wall and wall - w.starved_s() > args.timeout_wall:
+                starved = w.starved_s()
+                record(w, "timeout", f"no verdict after {cpu:.0f} s of CPU ({wall:.0f} s wall, {starved:.0f} s of it waiting for a CPU)")
                 w.restart()
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:

@@ -491,6 +491,8 @@ def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = Non
                 break
     if m is None:
         m = rng.choice(BYTE_MUTATORS)(inner, rng)
+    elif rng.random() < STACK_RATE:
+        m = _stack(m, name, rng)
     if how:
         m = Mutant(_rewrap(m.data, how), f"{how}: {m.label}", m.cut_incomplete)
     elif rng.random() < 0.03:
@@ -501,6 +503,30 @@ def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = Non
     if rng.random() < 0.1 and m.data:
         m2 = rng.choice(BYTE_MUTATORS[1:])(m.data, rng)
         m = Mutant(m2.data, f"{m.label}; {m2.label}", m.cut_incomplete)
+    return m
+
+
+# the share of structured mutants that get 1-3 more structured edits (see `_stack`)
+STACK_RATE = 0.12
+
+
+def _stack(m: Mutant, name: str, rng: random.Random) -> Mutant:
+    """More structure-aware edits on top of one: damage no single edit makes (two fields that
+    must agree both changed, a value set and its unit cell changed, a table's rows deleted and a
+    column renamed), the way havoc-style fuzzers stack their mutations. Stops at the first edit
+    that does not apply (a document one edit made unparsable, or too deep to parse again). Never
+    on a cut: an edit that re-serialises the text (csv.writer) could end it on a whole line again,
+    and the harness would take the parser's correct load of it for a silent partial."""
+    if m.cut_incomplete:
+        return m
+    for _ in range(rng.randint(1, 3)):
+        try:
+            m2 = rng.choice(structured_for(m.data, name))(m.data, rng)
+        except (ValueError, RecursionError, UnicodeError):
+            break
+        if m2 is None or m2.label.startswith("sqlite op failed"):
+            break
+        m = Mutant(m2.data, f"{m.label}; {m2.label}", m2.cut_incomplete)
     return m
 
 

@@ -1,0 +1,66 @@
+"""tools/fuzz_long.py's wall-time limit leaves out the time a worker waited for a CPU (a niced run
+on a busy machine), but never a blocked wait: a worker that sleeps, as a hang does, accrues none."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def fuzz_long():
+    spec = importlib.util.spec_from_file_location("fuzz_long_under_test", REPO / "tools" / "fuzz_long.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _worker(fuzz_long, proc):
+    # a Worker around any process: only `proc` and the counters are used
+    w = fuzz_long.Worker.__new__(fuzz_long.Worker)
+    w.proc = proc
+    return w
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc (Linux)")
+def test_a_blocked_worker_is_not_counted_as_starved(fuzz_long):
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.5)  # past its start-up
+        w = _worker(fuzz_long, proc)
+        w.rq0 = w._rq_waits()
+        assert w.rq0, "no schedstat read for a live process"
+        time.sleep(1.5)
+        assert w.starved_s() < 0.3
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc (Linux)")
+def test_runqueue_waits_are_read_per_thread(fuzz_long):
+    """The counter read is the runqueue wait (schedstat's second field), not the run time: a
+    process that spins accrues run time, and its waits stay below it on an idle CPU share."""
+    proc = subprocess.Popen([sys.executable, "-c", "import threading, time\n"
+                             "def spin():\n    t = time.time()\n    while time.time() - t < 30: pass\n"
+                             "threading.Thread(target=spin, daemon=True).start(); spin()"])
+    try:
+        time.sleep(0.5)
+        w = _worker(fuzz_long, proc)
+        waits = w._rq_waits()
+        assert len(waits) == 2  # the main thread and the spinning thread
+        run = {}
+        for tid in waits:
+            with open(f"/proc/{proc.pid}/task/{tid}/schedstat") as fh:
+                run[tid] = int(fh.read().split()[0]) / 1e9
+        assert all(waits[t] != run[t] for t in waits)
+    finally:
+        proc.kill()
+        proc.wait()

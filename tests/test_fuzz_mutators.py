@@ -1,0 +1,48 @@
+"""Stacked structure-aware edits in the fuzz mutators (tests/fuzz/mutators.py `_stack`): several
+edits land in one input, each named in its label, and a cut is never stacked on."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from tests.fuzz import mutators
+
+DOC = json.dumps({"context": {"date": "2024-01-01", "num_cpus": 8},
+                  "benchmarks": [{"name": f"BM_x/{i}", "real_time": 1.5 * i, "cpu_time": 1.4, "time_unit": "ns", "iterations": 10}
+                                 for i in range(1, 9)]}).encode()
+CSV = b"kernel,size,time_ms\n" + b"".join(b"k%d,%d,%d.5\n" % (i, 1 << i, i) for i in range(12))
+
+
+def test_stack_adds_edits_each_named():
+    labels = []
+    for n in range(40):
+        rng = random.Random(n)
+        first = mutators.mutate_json(DOC, rng)
+        stacked = mutators._stack(first, "bench.json", rng)
+        extra = stacked.label.split("; ")[1:]
+        assert stacked.label.startswith(first.label)
+        assert all(e.startswith(("json: ", "jsonl line")) for e in extra)
+        labels.append(len(extra))
+    # 1-3 further edits; the stack stops early only when the document no longer parses
+    assert max(labels) == 3 and sum(labels) >= 40
+
+
+def test_stack_on_csv_edits_the_csv():
+    rng = random.Random(3)
+    m = mutators._stack(mutators.mutate_csv(CSV, rng), "timings.csv", rng)
+    assert m.label.count("; ") >= 1 and m.data != CSV
+
+
+def test_a_cut_is_never_stacked_on():
+    """A cut file must stay cut: a stacked edit that re-serialises the text (csv.writer) would
+    end it on a whole line and the harness would call the parser's correct load a silent partial."""
+    cuts = 0
+    for n in range(60):
+        rng = random.Random(n)
+        m = mutators.truncate(CSV, rng)
+        if not m.cut_incomplete:
+            continue
+        cuts += 1
+        assert mutators._stack(m, "timings.csv", rng) is m
+    assert cuts >= 5
