@@ -72,8 +72,14 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
         out.write(json.dumps(obj) + "\n")
         out.flush()
 
+    def cpu_now() -> float:
+        # this worker's CPU and its reaped children's (a forked reader's, once it has exited)
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
     for line in sys.stdin:
         task = json.loads(line)
+        cpu0 = cpu_now()
         rng = random.Random(f"{rng_seed}/{task['format']}/{task['i']}")
         seed = pick_seed(seeds[task["format"]], rng)
         try:
@@ -93,7 +99,7 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
         if peak_mb > mem_mb:
             v, detail = "memory", f"peak RSS {peak_mb:.0f} MB ({v}: {detail[:200]})"
         went_on = go_on and (v in ("ok", "incomplete") or detail.startswith("after load:"))
-        send({"verdict": v, "detail": detail[:500], "after": went_on})
+        send({"verdict": v, "detail": detail[:500], "after": went_on, "cpu": round(cpu_now() - cpu0, 4)})
         if v == "memory":
             return 0  # start afresh: the peak never comes down
     return 0
@@ -244,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                                       for f, lst in seeds.items()}))
     counts: dict[str, Counter] = defaultdict(Counter)
     after_counts: Counter = Counter()  # loaded inputs that also went through the next commands
+    cpu_s: Counter = Counter()  # worker CPU seconds per format (making the mutant, reading it, the next commands)
     examples: dict[tuple[str, str], list[str]] = defaultdict(list)
     t0 = time.monotonic()
     last_report = t0
@@ -322,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     if res.get("after"):
                         after_counts[w.task["format"]] += 1
+                    cpu_s[w.task["format"]] += res.get("cpu", 0.0)
                     record(w, res["verdict"], res["detail"])
                     if res["verdict"] == "memory":
                         w.restart()
@@ -338,17 +346,17 @@ def main(argv: list[str] | None = None) -> int:
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:
             last_report = now
-            _table(counts, now - t0, workers, after_counts)
-            _summary(args, counts, now - t0, after_counts)
+            _table(counts, now - t0, workers, after_counts, cpu_s)
+            _summary(args, counts, now - t0, after_counts, cpu_s)
     for w in workers:
         w.proc.kill()
         w.proc.wait()
     elapsed = time.monotonic() - t0
-    _table(counts, elapsed, workers, after_counts)
+    _table(counts, elapsed, workers, after_counts, cpu_s)
     for (fmt, v), ex in sorted(examples.items()):
         for e in ex:
             print(f"  {fmt} {v}: {e}")
-    _summary(args, counts, elapsed, after_counts)
+    _summary(args, counts, elapsed, after_counts, cpu_s)
     if made_scratch:
         shutil.rmtree(scratch, ignore_errors=True)
     bad = sum(c[v] for c in counts.values() for v in BAD)
@@ -364,28 +372,39 @@ def _default_scratch(out: Path) -> Path:
     return out / "scratch"
 
 
-def _summary(args, counts: dict[str, Counter], elapsed: float, after: Counter) -> None:
+def _summary(args, counts: dict[str, Counter], elapsed: float, after: Counter, cpu_s: Counter) -> None:
     summary = {"elapsed_s": round(elapsed, 1), "argv": sys.argv, "counts": {f: dict(c) for f, c in sorted(counts.items())},
                "went_on": dict(sorted(after.items())),
+               "worker_cpu_s": {f: round(v, 2) for f, v in sorted(cpu_s.items())},
                "total": sum(sum(c.values()) for c in counts.values())}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
-def _table(counts: dict[str, Counter], elapsed: float, workers: list, after: Counter) -> None:
+def _table(counts: dict[str, Counter], elapsed: float, workers: list, after: Counter, cpu_s: Counter) -> None:
     """The verdicts per format; `went on`: loaded inputs that also went through the next commands
-    (counted inside ok/incomplete/undeliberate, not beside them)."""
+    (counted inside ok/incomplete/undeliberate, not beside them); `cpu ms`: the workers' CPU per
+    input (mutant, read, next commands; inputs that timed out or crashed not included), which with
+    the input count gives a run's length on an idle machine whatever the load of this one."""
     tot = Counter()
     for c in counts.values():
         tot.update(c)
     n = sum(tot.values())
     rate = n / elapsed if elapsed > 0 else 0.0
     restarts = sum(w.restarts for w in workers)
-    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS + ("went on",))
+    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS + ("went on", "cpu ms"))
           + f"   [{elapsed:.0f} s, {rate:.1f} inputs/s, {len(workers)} workers, {restarts} restarts]")
     for fmt in sorted(counts):
         c = counts[fmt]
-        print(f"{fmt:20} {sum(c.values()):12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS) + f" {after[fmt]:12d}")
-    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS) + f" {sum(after.values()):12d}", flush=True)
+        k = sum(c.values())
+        print(f"{fmt:20} {k:12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS) + f" {after[fmt]:12d} {_ms(cpu_s[fmt], k):>12}")
+    total_cpu = sum(cpu_s.values())
+    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS) + f" {sum(after.values()):12d} {_ms(total_cpu, n):>12}")
+    print(f"worker CPU {total_cpu:.0f} s: {total_cpu / max(1, len(workers)):.0f} s of wall time with {len(workers)} workers "
+          f"on otherwise idle cores", flush=True)
+
+
+def _ms(cpu: float, n: int) -> str:
+    return f"{cpu / n * 1000:.1f}" if n else "-"
 
 
 if __name__ == "__main__":
