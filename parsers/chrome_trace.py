@@ -579,21 +579,43 @@ def _cat_classes(cats: list) -> dict:
     return out
 
 
-def _chunk_classes(raw: pl.DataFrame) -> tuple[pl.Expr, pl.Expr]:
-    """`_cat_rules` as (cls, kind) columns for a chunk's rows, evaluated once per distinct
-    category and mapped onto the rows: a chunk holds tens of thousands of events but a handful of
-    categories, and the per-row string rules were a quarter of shaping a chunk. MTIA's category
-    also looks at the event name, so a chunk holding it takes the per-row rules."""
+def _chunk_classes(raw: pl.DataFrame) -> tuple[dict, bool]:
+    """`_cat_rules` of each distinct category of a chunk ({cat: (class, kind, is MTIA's)}, None
+    included), and whether the rows need the per-row rules: MTIA's category also looks at the
+    event name. Otherwise a row's class and kind are functions of its category alone, and a
+    chunk holds tens of thousands of events but a handful of categories (`_class_masks`)."""
     table = _cat_classes(raw.get_column("cat").unique().to_list())
-    if any(v[2] for v in table.values()):
-        cls, kind = _cat_rules()
-        return cls.alias("cls"), kind.alias("kind")
-    # every non-null category of the chunk is a key; the default is the null category's class
-    # (taken from the same rules, so nothing is spelled twice)
-    null_cls, null_kind, _ = table.pop(None, (None, None, False))
-    keys = pl.Series("cat", list(table), dtype=STR)
-    return (pl.col("cat").replace_strict(keys, pl.Series([v[0] for v in table.values()], dtype=STR), default=null_cls, return_dtype=STR).alias("cls"),
-            pl.col("cat").replace_strict(keys, pl.Series([v[1] for v in table.values()], dtype=STR), default=null_kind, return_dtype=STR).alias("kind"))
+    return table, any(v[2] for v in table.values())
+
+
+def _cat_in(keys: list, null: bool) -> pl.Expr:
+    """`cat` is one of `keys` (`null` where it is null): equality tests, cheaper than a hashed
+    lookup of every row for the few categories a chunk has."""
+    if not keys:
+        return pl.col("cat").is_null() if null else pl.lit(False)
+    m = functools.reduce(lambda a, b: a | b, [pl.col("cat") == k for k in keys])
+    return m.fill_null(null)  # (every test is null only where cat is)
+
+
+@functools.lru_cache(maxsize=256)
+def _class_masks(items: tuple) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+    """For a chunk whose categories classify as `items` ((cat, (class, kind, mtia)) pairs):
+    (is a range, is a device row, its device class, is a launch call) as expressions over `cat`.
+    Ranges carry no kind column: it is a function of the category, mapped once on the stacked
+    frame (`_range_kinds`)."""
+    table = dict(items)
+    null = table.get(None, ("range", "host", False))
+    keys = [k for k in table if k is not None]
+    ranges = [k for k in keys if table[k][0] == "range"]
+    others = [k for k in keys if table[k][0] != "range"]
+    # (the shorter list of tests: most rows are ranges, and most categories too)
+    is_range = _cat_in(ranges, null[0] == "range") if len(ranges) <= len(others) else ~_cat_in(others, null[0] != "range")
+    devices = [k for k in keys if table[k][0] in _DEVICE_CLASSES]
+    is_device = _cat_in(devices, null[0] in _DEVICE_CLASSES)
+    dev_cls = pl.col("cat").replace_strict(pl.Series(devices, dtype=STR), pl.Series([table[k][0] for k in devices], dtype=STR),
+                                           default=null[0], return_dtype=STR)
+    launch = _cat_in([k for k in keys if table[k][1] in _LAUNCH_KINDS], null[1] in _LAUNCH_KINDS)
+    return is_range, is_device, dev_cls.alias("cls"), launch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,13 +642,15 @@ class _Q:
     is_meta = pl.col("ph") == "M"
     is_mem = pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]")
     is_counter = pl.col("ph") == "C"
-    is_range = pl.col("cls") == "range"
-    range_cols = [pl.col(c) for c in _CORE + ["kind"]]
-    range_cats = pl.col("kind", "cat", "name").cast(pl.Categorical)
-    is_device = pl.col("cls").is_in(_DEVICE_CLASSES)
+    # classes per row (chunks holding MTIA's category; see `_class_masks` for the others)
+    is_range = (pl.col("cls") == "range").fill_null(False)
+    is_device = pl.col("cls").is_in(_DEVICE_CLASSES).fill_null(False)
+    is_launch = pl.col("kind").is_in(_LAUNCH_KINDS)
+    range_cols = [pl.col(c) for c in _CORE]
+    range_cats = pl.col("cat", "name").cast(pl.Categorical)
+    kind_col = pl.col("kind").cast(pl.Categorical)
     device_cols = [pl.col(c) for c in ["cls"] + _CORE + list(_DEVICE_EXTRA)]
     device_cats = pl.col("cls", "cat", "name").cast(pl.Categorical)
-    launch_lacks_corr = (pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("corr").is_null()).any()
     # (counters, range-profiler metrics, times beyond 2**43 us) of a raw chunk; `ts` as text or number
     flags = [(pl.col("ph") == "C").any(), (pl.col("cat") == "cuda_profiler_range").any(), pl.col("ts").abs().max() >= _TWO43]
     text_ts_flags = flags[:2] + [pl.col("ts").cast(F64, strict=False).abs().max() >= _TWO43]
@@ -646,35 +670,51 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         src = c if raw.schema.get(c) == STR else (c + "_txt" if c + "_txt" in raw.schema else None)
         if src is not None and raw[src].null_count() < n:
             texts.append(text_us_to_ns(raw[src]).alias(f"_{c}_text_ns"))
-    raw = raw.with_columns(*texts, *(_chunk_classes(raw) if split else ()), seq=pl.int_range(0, n, dtype=I64) + (index << 32))
+    ids = {f"_{c}_i": _num_ids(raw[c]) for c in ("pid", "tid") if c in raw.schema}
+    table, per_row = _chunk_classes(raw) if split else ({}, False)
+    per_row_cols = ()
+    if per_row:
+        cls, kind = _cat_rules()
+        per_row_cols = (cls.alias("cls"), kind.alias("kind"))
+    raw = raw.with_columns(*texts, *per_row_cols, **ids, seq=pl.int_range(0, n, dtype=I64) + (index << 32))
     # (the schema is read once: each `raw.schema` builds it anew, and Python-side work like this
     # was a tenth of decoding a chunk)
     schema = raw.schema
-    text_ids = tuple(c for c in ("pid", "tid") if schema.get(c) == STR
-                     and raw[c].cast(I64, strict=False).null_count() > raw[c].null_count())
-    plan = _plan(tuple(schema.items()), split, text_ids)
+    plan = _plan(tuple(schema.items()), per_row)
     lf = raw.lazy()
-    # one evaluation of everything: the typed slices and the other kept events are computed once
-    # (cached) and split from there
-    sl = lf.filter(plan.is_slice).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived).cache()
-    rest = lf.filter(plan.is_rest).with_columns(plan.base).cache()
     q = _Q
     queries = {
         "checks": lf.select(plan.checks),
         "phases": lf.group_by("ph").agg(q.count),
-        "cats": sl.select(q.cats),
-        "tmin": sl.select(q.tmin),
-        "flows": rest.filter(q.is_flow).select(plan.flow_cols),
-        "meta": rest.filter(q.is_meta).select(plan.meta_cols),
-        "mem": rest.filter(q.is_mem).select(plan.mem_cols),
-        "cevents": rest.filter(q.is_counter).select(plan.cevent_cols),
     }
+    # the events other than slices are few: each query filters them out of the chunk itself (a
+    # shared filtered frame would carry the union of their columns)
+    for k, is_k, cols in (("flows", q.is_flow, plan.flow_cols), ("meta", q.is_meta, plan.meta_cols),
+                          ("mem", q.is_mem, plan.mem_cols), ("cevents", q.is_counter, plan.cevent_cols)):
+        queries[k] = lf.filter(is_k.fill_null(False)).with_columns(plan.base).select(cols)
     if split:
-        # names, categories and kinds repeat millions of times: held as categoricals until the
-        # tables are built (`cat_to_str`)
-        queries["ranges"] = sl.filter(q.is_range).select(q.range_cols).with_columns(q.range_cats)
-        queries["devices"] = sl.filter(q.is_device).select(q.device_cols).with_columns(q.device_cats)
+        # Kineto: each table's rows straight out of the chunk, with only the columns that table
+        # reads (a frame of every slice column, split afterwards, copied the launch dimensions'
+        # lists and the args of every range row)
+        if per_row:
+            is_range, is_device, dev_cls, is_launch = q.is_range, q.is_device, pl.col("cls"), q.is_launch
+        else:
+            is_range, is_device, dev_cls, is_launch = _class_masks(tuple(table.items()))
+        slices = lf.filter(plan.is_slice & is_range).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived)
+        # names and categories repeat millions of times: held as categoricals until the tables
+        # are built (`cat_to_str`); a range's kind is mapped from its category then (`_range_kinds`)
+        queries["ranges"] = slices.select(*q.range_cols, *([q.kind_col] if per_row else ())).with_columns(q.range_cats)
+        queries["devices"] = (lf.filter(plan.is_slice & is_device).with_columns(plan.base).select(plan.slice_cols)
+                              .with_columns(*plan.derived, dev_cls).select(q.device_cols).with_columns(q.device_cats))
+        # (the profiler's own span: a slice in neither table, whose start counts for t_min)
+        queries["tmin"] = lf.filter(plan.is_slice & ~is_range & ~is_device).select(plan.base[0]).select(q.tmin)
+        # the categories only tell Kineto from other traces (`detect_source`), which a chunk read
+        # as Kineto already is
+        out.cats = {c for c in table if c is not None}
     else:
+        sl = lf.filter(plan.is_slice).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived).cache()
+        queries["cats"] = sl.select(q.cats)
+        queries["tmin"] = sl.select(q.tmin)
         queries["slices"] = sl.drop("dur_ns")
     # the in-memory engine: a chunk is ~40k rows, where the streaming engine's per-query set-up
     # and thread hand-offs cost more CPU than the work itself (measured: -10% of the read's CPU)
@@ -682,16 +722,20 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
     chk = frames.pop("checks").row(0, named=True)
     out.inexact += int(chk["inexact"] or 0)
     out.phases = {k if k is not None else "": int(v) for k, v in frames.pop("phases").iter_rows()}
-    out.cats = set(frames.pop("cats")["cat"].to_list())
-    t0 = frames.pop("tmin")["ts_ns"][0]
-    out.t_min = int(t0) if t0 is not None else None
+    if not split:
+        out.cats = set(frames.pop("cats")["cat"].to_list())
+    starts = [frames.pop("tmin")["ts_ns"][0]]
+    if split:
+        starts += [f["ts_ns"].min() for f in (frames["ranges"], frames["devices"])]
+    starts = [t for t in starts if t is not None]
+    out.t_min = int(min(starts)) if starts else None
     if chk["no_ph"] or chk["no_ts"] or chk["no_dur"]:
         _missing_examples(lf.with_columns(plan.base), out, chk)
     if split and frames["flows"].height:
         # Kineto writes a flow next to the slices it binds and puts the correlation id in args as
         # well: the flows are only worth keeping where a launch or device row lacks that id
         r, d = frames.get("ranges"), frames.get("devices")
-        lacking = (d is not None and d["corr"].null_count() > 0) or (r is not None and bool(r.select(q.launch_lacks_corr).item()))
+        lacking = (d is not None and d["corr"].null_count() > 0) or (r is not None and bool(r.select((is_launch & pl.col("corr").is_null()).any()).item()))
         if not lacking:
             frames["flows"] = frames["flows"].clear()
     flows = frames["flows"].height > 0
@@ -731,8 +775,18 @@ class _Plan:
     """The expressions that shape a chunk with a given schema."""
 
 
+def _num_ids(s: pl.Series) -> pl.Series:
+    """Process or thread ids as numbers: the id, or the number a text id ends with ("stream 7");
+    the text rows are few (thread names), so only they are searched."""
+    v = s.cast(I64, strict=False)
+    if v.null_count() > s.null_count():
+        text = (v.is_null() & s.is_not_null()).arg_true()
+        v = v.scatter(text, s.gather(text).str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))
+    return v
+
+
 @functools.lru_cache(maxsize=64)
-def _plan(schema_items: tuple, split: bool, text_ids: tuple[str, ...]):
+def _plan(schema_items: tuple, split: bool):
     """The lazy queries that shape a chunk with this schema, built once per schema: each maps
     the chunk's LazyFrame to one output frame. (Building the expressions costs more Python time
     than running them on a chunk.)"""
@@ -757,12 +811,8 @@ def _plan(schema_items: tuple, split: bool, text_ids: tuple[str, ...]):
         return pl.coalesce(e, pl.col(f"_{c}_text_ns")) if text else e
 
     def ident(c: str) -> pl.Expr:
-        if c not in schema:
-            return pl.lit(None, dtype=I64)
-        v = pl.col(c).cast(I64, strict=False)
-        if c in text_ids:
-            v = pl.coalesce(v, pl.col(c).str.extract(r"(-?\d+)\s*$", 1).cast(I64, strict=False))
-        return v
+        # (numbers once per chunk, in `_shape`: `_num_ids`)
+        return pl.col(f"_{c}_i") if c in schema else pl.lit(None, dtype=I64)
 
     plan = _Plan()
     plan.base = [time("ts").alias("ts_ns"), time("dur").alias("dur_ns")]
@@ -799,10 +849,9 @@ def _plan(schema_items: tuple, split: bool, text_ids: tuple[str, ...]):
         pl.coalesce(pl.col("corr"), pl.col("corr_xla")).alias("corr"),
         pl.coalesce(pl.col("ext"), pl.col("ext_old")).alias("ext"),
     ]
-    if split:  # classified per chunk (`_chunk_classes`)
+    if split:  # classified per row (`_shape`: MTIA)
         plan.slice_cols += [pl.col("cls"), pl.col("kind")]
     plan.is_slice = ph.is_in(["X", "B", "E"]).fill_null(False)
-    plan.is_rest = ph.is_in(["s", "t", "f", "M", "i", "I", "C"]).fill_null(False)
     plan.flow_cols = ["seq", "ph", "cat", (pl.col("id") if "id" in schema else pl.lit(None, dtype=STR)).cast(STR).alias("fid"),
                       "pid", "tid", "ts_ns", (pl.col("bp") if "bp" in schema else pl.lit(None, dtype=STR)).alias("bp")]
     plan.meta_cols = ["name", "pid", "tid", col("a_name"), col("a_sort")]
@@ -1056,6 +1105,25 @@ def cat_to_str(s: pl.Series) -> pl.Series:
         return s
     values = s.drop_nulls().unique().cast(STR)
     return values.gather(s.cast(pl.Enum(values)).to_physical()).alias(s.name)
+
+
+def _range_kinds(R: pl.DataFrame) -> pl.DataFrame:
+    """Stacked ranges with their kind: `_cat_rules` of each distinct category, gathered onto the
+    rows through the categorical's codes (a range's kind is a function of its category, except
+    in chunks holding MTIA's, which carry the kind of each row; those are kept). A categorical,
+    as the other repeated texts: `_ranges` tests it several times."""
+    cat = R["cat"]
+    values = cat.drop_nulls().unique().cast(STR)
+    table = _cat_classes(values.to_list() + [None])
+    # the last entry is the null category's kind
+    kinds = pl.Series("kind", [table[v][1] for v in values.to_list()] + [table[None][1]], dtype=STR)
+    if cat.dtype == pl.Categorical:
+        mapped = kinds.cast(pl.Categorical).gather(cat.cast(pl.Enum(values)).to_physical().fill_null(len(values)))
+    else:  # (no chunk had ranges: an empty String column)
+        mapped = cat.replace_strict(values, kinds[:-1], default=kinds[-1], return_dtype=STR).cast(pl.Categorical)
+    if R["kind"].null_count() < R.height:
+        mapped = pl.select(pl.coalesce(pl.lit(R["kind"].cast(STR)), pl.lit(mapped.cast(STR)))).to_series().cast(pl.Categorical)
+    return R.with_columns(mapped.alias("kind"))
 
 
 def _int_or_none(v) -> int | None:
@@ -1406,7 +1474,7 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
         D = S.filter(pl.col("cls").is_in(_DEVICE_CLASSES))
         del S
     else:
-        R = _stack(acc.ranges, _EV_TYPES, ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw"))
+        R = _range_kinds(_stack(acc.ranges, _EV_TYPES, ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw")))
         D = _stack(acc.devices, _EV_TYPES, _DEVICE_KEEP)  # the others are optional (`_opt`)
         D = D.with_columns(cat_to_str(D[c]) for c in ("cls", "cat", "name"))
     acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them

@@ -139,16 +139,35 @@ def test_chunk_classes_equal_the_per_row_rules():
     cats = ["kernel", "Kernel", "KERNEL", "gpu_memcpy", "Memcpy", "gpu_memset", "memset", "cuda_profiler_range", "Trace",
             "cpu_op", "operator", "python", "cuda_runtime", "Runtime", "driver", "user_annotation", "gpu_user_annotation",
             "something_else", "", None]
-    raw = pl.DataFrame({"cat": cats * 3, "name": [f"n{i}" for i in range(len(cats) * 3)]})
     cls, kind = ct._cat_rules()
-    want = raw.select(cls.alias("cls"), kind.alias("kind"))
-    assert raw.select(*ct._chunk_classes(raw)).equals(want)
+
+    def check(raw: pl.DataFrame) -> None:
+        """The category masks, device classes and range kinds equal the per-row rules."""
+        want = raw.select(cls.alias("cls"), kind.alias("kind"))
+        table, per_row = ct._chunk_classes(raw)
+        assert not per_row
+        is_range, is_device, dev_cls, launch = ct._class_masks(tuple(table.items()))
+        got = raw.select(is_range.alias("r"), is_device.alias("d"), dev_cls, launch.alias("l"))
+        assert got["r"].to_list() == (want["cls"] == "range").to_list()
+        assert got["d"].to_list() == want["cls"].is_in(ct._DEVICE_CLASSES).to_list()
+        assert got.filter("d")["cls"].to_list() == want.filter(pl.col("cls").is_in(ct._DEVICE_CLASSES))["cls"].to_list()
+        assert got["l"].to_list() == want["kind"].is_in(ct._LAUNCH_KINDS).to_list()
+        # ranges carry no kind column: it is mapped from the category on the stacked frame
+        R = raw.select(pl.col("cat").cast(pl.Categorical), pl.lit(None, dtype=pl.String).alias("kind"))
+        assert ct._range_kinds(R)["kind"].cast(pl.String).to_list() == want["kind"].to_list()
+
+    check(pl.DataFrame({"cat": cats * 3, "name": [f"n{i}" for i in range(len(cats) * 3)]}))
+    # no category at all; no range category; no device category
+    check(pl.DataFrame({"cat": pl.Series([None, None], dtype=pl.String), "name": ["a", "b"]}))
+    check(pl.DataFrame({"cat": ["kernel", "Trace", "gpu_memcpy"], "name": ["a", "b", "c"]}))
+    check(pl.DataFrame({"cat": ["cpu_op", None, "cuda_runtime"], "name": ["a", "b", "c"]}))
     # MTIA's category looks at the event name too: such a chunk is classified row by row
     mtia = pl.DataFrame({"cat": ["mtia_ccp_events"] * 3 + ["kernel", None],
                          "name": ["dma_request", "event_wait", "gemm", "k", None]})
-    got = mtia.select(*ct._chunk_classes(mtia))
-    assert got.equals(mtia.select(cls.alias("cls"), kind.alias("kind")))
+    assert ct._chunk_classes(mtia)[1]
+    got = mtia.select(cls.alias("cls"), kind.alias("kind"))
     assert got["cls"].to_list() == ["memcpy", "range", "kernel", "kernel", "range"]
-    # no category at all
-    none = pl.DataFrame({"cat": pl.Series([None, None], dtype=pl.String), "name": ["a", "b"]})
-    assert none.select(*ct._chunk_classes(none)).equals(none.select(cls.alias("cls"), kind.alias("kind")))
+    # their per-row kinds are kept where the stacked frame has them; other rows map from `cat`
+    R = pl.DataFrame({"cat": pl.Series(["mtia_ccp_events", "cpu_op"], dtype=pl.Categorical),
+                      "kind": pl.Series(["mtia_sync", None], dtype=pl.Categorical)})
+    assert ct._range_kinds(R)["kind"].cast(pl.String).to_list() == ["mtia_sync", "cpu_op"]
