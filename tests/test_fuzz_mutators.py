@@ -46,3 +46,29 @@ def test_a_cut_is_never_stacked_on():
         cuts += 1
         assert mutators._stack(m, "timings.csv", rng) is m
     assert cuts >= 5
+
+
+def test_folder_damage_and_the_next_mutant_starts_from_the_whole_seed(tmp_path, monkeypatch):
+    """A folder seed's mutant may lose, empty, double or rename one of its files; the folder is
+    reused for the next mutant, which must again hold every file of the seed (one changed)."""
+    from tests.fuzz import harness
+
+    seed_dir = tmp_path / "seed" / "run"
+    seed_dir.mkdir(parents=True)
+    for name in ("1_kernel_trace.csv", "1_agent_info.csv", "1_marker_api_trace.csv"):
+        (seed_dir / name).write_bytes(CSV)
+    seed = harness.Seed("rocprofv3-csv-dir", seed_dir)
+    want = sorted(p.name for p in seed_dir.iterdir())
+    ops = set()
+    for n in range(24):
+        monkeypatch.setattr(harness, "FOLDER_OP_RATE", 1.0)
+        out, m = harness.write_mutant(seed, random.Random(n), tmp_path / "m")
+        assert m.label.startswith("folder: ") and not m.cut_incomplete
+        ops.add(m.label.split()[1])
+        assert sorted(p.name for p in out.iterdir()) != want or m.label.startswith("folder: empty")
+        monkeypatch.setattr(harness, "FOLDER_OP_RATE", 0.0)
+        out, m = harness.write_mutant(seed, random.Random(1000 + n), tmp_path / "m")
+        assert sorted(p.name for p in out.iterdir()) == want
+        changed = [p.name for p in out.iterdir() if p.read_bytes() != CSV]
+        assert len(changed) <= 1
+    assert ops == {"delete", "empty", "copy", "rename"}

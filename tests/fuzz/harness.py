@@ -427,6 +427,9 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple
             mirror.files = {f.relative_to(out): f.stat().st_size for f in out.rglob("*") if f.is_file()}
         mirror.victim = None
         files = sorted(out / f for f in mirror.files)
+        if rng.random() < FOLDER_OP_RATE:
+            # the file set changes: the next mutant's mirror check sees it and copies afresh
+            return out, _folder_op(out, files, rng)
         victim = rng.choice(files)
         rel = victim.relative_to(out)
         m = mutate(_seed_bytes(seed.path / rel), victim.name, rng, _donor(donors, rng))
@@ -454,6 +457,30 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple
     for c in seed.companions:
         shutil.copyfile(c, d / c.name)
     return out, m
+
+
+# the share of a folder seed's mutants whose damage is to the folder, not inside a file
+FOLDER_OP_RATE = 0.08
+
+
+def _folder_op(out: Path, files: list[Path], rng: random.Random) -> Mutant:
+    """Damage to a folder format's file set, as a sync or a copy leaves it: a file missing, one
+    emptied to 0 bytes, one copied under a second name of the same kind (another process's, a
+    second run's), or one renamed out of the kind its reader looks for. Never a cut: a folder has
+    no signal of which files belong in it, so reading what is there is not a partial load."""
+    victim = rng.choice(files)
+    rel = victim.relative_to(out)
+    op = rng.choice(["delete", "empty", "copy", "rename"])
+    if op == "delete":
+        victim.unlink()
+    elif op == "empty":
+        victim.write_bytes(b"")
+    elif op == "copy":
+        twin = victim.with_name("9" + victim.name)  # same suffix: `*_kernel_trace.csv`, `*.parquet` ...
+        shutil.copyfile(victim, twin)
+    else:
+        victim.rename(victim.with_name(victim.name + ".bak"))
+    return Mutant(b"", f"folder: {op} {rel}")
 
 
 # unmutated seeds, loaded once each: the sibling a loaded mutant is compared against
