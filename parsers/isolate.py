@@ -19,7 +19,10 @@ and dies after its one report. A read returns as soon as the child's answer is w
 teardown of the page tables it inherited) runs meanwhile, and the message that says how it ended
 is taken at the next read (or by `settle`), so no CPU goes uncounted. The memory the set-up filled
 is moved onto huge pages while the zygote is idle, so that forking and exiting cost less
-(_HugePageMover). The zygote is single-threaded whatever the caller is (the dashboard's threads, a
+(_HugePageMover). A reader may also name a warm-up (`warm`): a call that, from the second read on,
+the zygote runs once on a file an earlier child read to the end, to build process-wide caches that
+every report needs and that hold no report's data (for ncu_report: reading the first kernel's metric
+values, never their units; see ncu_rep.warm_reader for what was measured to be safe). The zygote is single-threaded whatever the caller is (the dashboard's threads, a
 Dask worker's), keeps none of the caller's file descriptors, reaps its children and
 reports how each ended (signal, CPU seconds). It ends when the caller closes its socket (atexit) or
 dies (end of file on the socket), and its child dies with it (PR_SET_PDEATHSIG); a zygote found dead
@@ -258,6 +261,7 @@ def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> Non
             except Exception:  # noqa: BLE001 - without it each child pays the set-up itself
                 pass
         mover = _HugePageMover(ranges)
+        warmed = _WarmUp()
         me = os.getpid()
         pdeathsig = _pdeathsig_setter()
         fd = sock.fileno()
@@ -274,6 +278,9 @@ def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> Non
             if body is None:
                 break
             msg = pickle.loads(body)
+            if msg[0] == "warm":
+                warmed.run(msg[1])
+                continue
             if msg[0] != "read" or not fds:  # a kill that crossed its child's exit
                 for f in fds:
                     os.close(f)
@@ -289,7 +296,7 @@ def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> Non
             ended = _await_child(sock, pid)
             if ended is None:
                 break
-            sock.sendall(_pack(("exited", *ended, mover.moved, mover.spent_s)))
+            sock.sendall(_pack(("exited", *ended, mover.moved, mover.spent_s, warmed.cpu_s)))
     except BaseException:
         code = 70
     finally:
@@ -301,6 +308,26 @@ def _single_threaded() -> bool:
         return len(os.listdir("/proc/self/task")) == 1
     except OSError:  # no /proc: no way to be sure
         return False
+
+
+class _WarmUp:
+    """Runs the reader's warm-up (run_isolated's `warm`) in the zygote, once, and keeps its CPU.
+
+    It runs in the zygote itself, so it must not crash it: the caller only sends a warm-up built
+    for a file that a child has already read to the end (the same bytes: the warm-up checks), and
+    a zygote that dies anyway is replaced with warm-ups switched off for that reader (run_isolated).
+    Its Python errors are ignored: a zygote that is not warm only costs more per read."""
+
+    def __init__(self):
+        self.cpu_s = 0.0
+
+    def run(self, warm_bytes: bytes) -> None:
+        c0 = time.process_time()
+        try:
+            pickle.loads(warm_bytes)()
+        except Exception:  # noqa: BLE001 - a failed warm-up leaves the zygote cold, not broken
+            pass
+        self.cpu_s += time.process_time() - c0
 
 
 class _HugePageMover:
@@ -368,11 +395,21 @@ class _Zygote:
         self.pieces_moved = 0  # _HugePageMover's progress as of the last read, and its CPU
         self.move_cpu_s = 0.0
         self.exit_pending = False  # the last child's "exited" message is still to be taken
+        self.warm_sent = False  # a warm-up was sent to it (_send_warm_up)
+        self.warm_cpu_s = 0.0  # its CPU, as of the last read
 
     def took_exit(self, ended: tuple) -> None:
-        """("exited", status, CPU s of the child, pieces moved, CPU s of the move)."""
+        """("exited", status, CPU s of the child, pieces moved, CPU s of the move, CPU s of the
+        warm-up)."""
         self.children_cpu_s += ended[2]
-        self.pieces_moved, self.move_cpu_s = ended[3], ended[4]
+        self.pieces_moved, self.move_cpu_s, self.warm_cpu_s = ended[3], ended[4], ended[5]
+
+    def warm_up(self, warm_bytes: bytes) -> None:
+        self.warm_sent = True
+        try:
+            self.sock.sendall(_pack(("warm", warm_bytes)))
+        except OSError:
+            raise _ZygoteGone from None
 
     def request(self, work_bytes: bytes, resp_w: int) -> None:
         try:
@@ -412,6 +449,10 @@ class _Zygote:
 
 _lock = threading.Lock()
 _zygotes: dict[Any, _Zygote] = {}
+# Per `prepare`: the pickled warm-up of the first read that ended well (what a later zygote warms
+# with), and the readers whose warm-up is off because a zygote died after being sent one.
+_warm_ups: dict[Any, bytes] = {}
+_warm_off: set = set()
 
 
 def _stop_worker() -> None:
@@ -420,6 +461,8 @@ def _stop_worker() -> None:
         if z.owner == os.getpid():
             z.stop()
         _zygotes.pop(key, None)
+    _warm_ups.clear()
+    _warm_off.clear()
 
 
 def _forget_inherited() -> None:
@@ -433,6 +476,8 @@ def _forget_inherited() -> None:
         with contextlib.suppress(OSError):
             z.sock.close()
     _zygotes.clear()
+    _warm_ups.clear()
+    _warm_off.clear()
 
 
 atexit.register(_stop_worker)
@@ -457,6 +502,8 @@ def _forget(z: _Zygote) -> None:
     """Kill and reap a zygote that stopped answering; the next read forks a fresh one."""
     for key in [k for k, v in _zygotes.items() if v is z]:
         del _zygotes[key]
+        if z.warm_sent:  # stuck after a warm-up: it may be the warm-up's doing
+            _warm_off.add(key)
     z.stop(signal.SIGKILL)
 
 
@@ -468,12 +515,13 @@ def zygote_pid(prepare: Callable[[], None] | None = None) -> int | None:
 
 def zygote_stats(prepare: Callable[[], Any] | None = None) -> dict[str, Any] | None:
     """How far the live zygote for `prepare` has moved its set-up's memory onto huge pages, as of
-    the last read's end (pieces of 2 MiB, CPU seconds spent on it); None when there is no zygote."""
+    the last read's end (pieces of 2 MiB, CPU seconds spent on it), whether it was sent a warm-up
+    and that warm-up's CPU seconds; None when there is no zygote."""
     settle()
     z = _zygotes.get(prepare)
     if z is None or z.owner != os.getpid():
         return None
-    return {"pid": z.pid, "pieces_moved": z.pieces_moved, "move_cpu_s": z.move_cpu_s}
+    return {"pid": z.pid, "pieces_moved": z.pieces_moved, "move_cpu_s": z.move_cpu_s, "warmed": z.warm_sent, "warm_cpu_s": z.warm_cpu_s}
 
 
 def worker_cpu_seconds() -> float:
@@ -508,6 +556,7 @@ def run_isolated(
     on_chunk: Callable[[Any], None],
     what: str,
     prepare: Callable[[], None] | None = None,
+    warm: Callable[[], None] | None = None,
 ) -> Any:
     """`work(send)` in a fresh child; each `send(chunk)` reaches `on_chunk` here; returns work's result.
 
@@ -516,7 +565,10 @@ def run_isolated(
     function) is the reader's process-wide set-up, run once in the zygote that forks the children;
     one zygote serves each distinct `prepare`. It may return the (start, end) address ranges of
     the memory it filled, which the zygote then moves onto huge pages as forking pays for it
-    (_HugePageMover).
+    (_HugePageMover). `warm` (picklable, no arguments) is a warm-up for this zygote built from
+    this read's file: it is kept if the read ends well, and the zygote runs the first one kept
+    before the next read (never before a first read: a process that reads one file would only
+    pay for it). It must build only state that no later read can tell apart from a cold start.
     """
     if not can_isolate():
         return work(on_chunk)
@@ -529,10 +581,15 @@ def run_isolated(
             z = _zygote_for(prepare)
             try:
                 _settle(z)  # the previous child's exit, not waited for then
+                if warm is not None and not z.warm_sent and prepare in _warm_ups and prepare not in _warm_off:
+                    z.warm_up(_warm_ups[prepare])
                 outcome, status = _one_read(z, work_bytes, on_chunk, limit, path, what)
                 break
             except _ZygoteGone:
-                # the zygote died (or hangs) outside any child's doing: replace it, try once more
+                # the zygote died (or hangs) outside any child's doing: replace it, try once more;
+                # if it had been sent a warm-up, that may be why: no more warm-ups for this reader
+                if z.warm_sent:
+                    _warm_off.add(prepare)
                 _zygotes.pop(prepare, None)
                 z.stop(signal.SIGKILL)
                 if attempt == 2:
@@ -556,6 +613,8 @@ def run_isolated(
         raise InputError(path, f"{what} stopped without a result: the file is damaged")
     kind = outcome[0]
     if kind == "done":
+        if warm is not None and prepare not in _warm_ups:
+            _warm_ups[prepare] = pickle.dumps(warm, protocol=pickle.HIGHEST_PROTOCOL)
         return outcome[1]
     if kind == "input_error":
         raise InputError(outcome[1], outcome[2])
