@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import errno
 import glob
+import gzip
 import os
 import stat
 import sys
+import zlib
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
@@ -182,6 +184,11 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         raise InputError(path, f"out of memory while reading as {parser.name}") from None
     except RecursionError:
         raise InputError(path, f"nested too deeply to read as {parser.name}") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        # compressed data cut short, or damaged past the part the format sniffing decompressed (a
+        # CRC or length check that fails only at the end): whatever reads the stream, the input is
+        # the problem. Readers that meant to say it themselves already did; several never expected it
+        raise InputError(path, f"damaged or cut compressed data: {first_line(exc, type(exc).__name__)}") from None
     except UnicodeError as exc:
         # undecodable bytes, or JSON's "\ud800" escape (a lone surrogate: a string no UTF-8 file,
         # table or terminal can hold) anywhere in a value

@@ -1,0 +1,55 @@
+"""Regression tests for what the fuzzing of session 14 found. Each input is the smallest form of
+its reproducer, built here from the suite's own fixtures."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from tests.test_fuzz_regressions import _refused
+
+NVBENCH_HEAD = "Benchmark,Device,Device Name,Skipped,NumElements,Samples,CPU Time (sec),Noise,GPU Time (sec),Noise,Batch GPU (sec),Batch\n"
+NVBENCH_ROW = "copy,0,Quadro GV100,No,{n},47755,0.00027093838689142973,0.0111,0.00026478739019249176,0.0114,0.0002632571401085129,47756\n"
+
+
+def _nvbench(rows: int) -> str:
+    return NVBENCH_HEAD + "".join(NVBENCH_ROW.format(n=16 + i) for i in range(rows))
+
+
+def _gz(text: str, damage: str) -> bytes:
+    data = bytearray(gzip.compress(text.encode(), mtime=0))
+    if damage == "crc":
+        data[-8] ^= 0xFF  # the CRC-32 of the trailer: checked once the whole stream is read
+    elif damage == "cut":
+        data = data[:-5]  # the trailer cut: the deflate data is whole, its end marker is not
+    return bytes(data)
+
+
+def test_nvbench_gzip_crc_failing_after_the_sniffed_head(tmp_path):
+    """s14 run 1, nvbench #1721: a gzipped nvbench CSV longer than the 64 KiB the sniffing
+    decompresses, its CRC wrong: `cannot read as nvbench: BadGzipFile: CRC check failed` (the
+    catch-all). Any reader of a compressed stream can meet it; the loader now says it in one line."""
+    f = tmp_path / "bench.csv"
+    text = _nvbench(800)
+    assert len(text) > 64 * 1024
+    f.write_bytes(_gz(text, "crc"))
+    _refused(f, "damaged or cut compressed data: CRC check failed")
+
+
+GBENCH = json.dumps({"context": {"date": "2024-01-01", "num_cpus": 8, "mhz_per_cpu": 3000, "library_build_type": "release"},
+                     "benchmarks": [{"name": "BM_x/8", "run_name": "BM_x/8", "run_type": "iteration", "iterations": 10,
+                                     "real_time": 1.5, "cpu_time": 1.4, "time_unit": "ns"}]})
+NCU_RAW = "gpu__time_duration.sum,launch__block_size\nmsecond,-\n17.61,1024\n18.54,512\n"
+
+
+@pytest.mark.parametrize("name,text", [("bench.csv", _nvbench(3)), ("gbench.json", GBENCH), ("raw.csv", NCU_RAW)],
+                         ids=["nvbench", "google-benchmark", "ncu-csv"])
+def test_gzip_trailer_cut(tmp_path, name, text):
+    """A gzipped input whose last bytes are missing (the trailer): nvbench, Google Benchmark and
+    ncu CSV gave `EOFError: Compressed file ended before the end-of-stream marker was reached`
+    through the catch-all (found sweeping every format with damaged gzip trailers)."""
+    f = tmp_path / name
+    f.write_bytes(_gz(text, "cut"))
+    _refused(f, "damaged or cut compressed data: Compressed file ended before the end-of-stream marker was reached")
