@@ -239,6 +239,244 @@ def _parse_raw(path: Path, header: list[str], rows: list[list[str]], out: _Rows,
     return order
 
 
+# One CSV record per line in the RFC form ncu writes: quoted cells ("" inside for a quote) or bare
+# cells without quotes. Only then do polars' CSV reader and csv.reader split a line the same way;
+# a file with any other line (a program's own output with a stray quote) is read row by row.
+_REGULAR_LINE = r'^(?:"(?:[^"]|"")*"|[^",\x00\ufeff]*)(?:,(?:"(?:[^"]|"")*"|[^",\x00\ufeff]*))*$'
+_QUOTED_CELL = r'"(?:[^"]|"")*"'
+
+
+# Rows of the metrics table one file may give: each costs about 75 bytes in memory (a String
+# column is 16 bytes a row), so 10 million is about 0.75 GB, plus what reading the text takes. A
+# `--page raw` export of 5,000 kernels x 1,500 metrics is 7.5 million; beyond the limit, ask for
+# fewer metrics or launches.
+METRIC_VALUE_LIMIT = 10_000_000
+# the raw page column by column (tests turn it off to compare with the row-by-row reader)
+FAST_RAW = True
+_CHUNK = 1 << 16
+
+
+def _interleave(cols: list[pl.Series], take: pl.Series) -> pl.Series:
+    """Row k of every column, then row k + 1 ...: one kernel's metrics after another (`take`:
+    _interleaving(len(cols), rows))."""
+    return pl.concat(cols, rechunk=True).gather(take)
+
+
+def _interleaving(m: int, c: int) -> pl.Series:
+    i = pl.int_range(0, c * m, eager=True)
+    return (i % m) * c + i // m
+
+
+def _too_many(count: int) -> str:
+    return (
+        f"{count:,} metric values: over the {METRIC_VALUE_LIMIT:,} one file may hold (about 0.75 GB in memory); "
+        "export fewer metrics (--metrics, --section) or launches (--launch-count, --kernel-name), or split the report"
+    )
+
+
+def _read_raw_fast(path: Path, options: ReadOptions | None, header_line: str, box: list[list[str]], preamble: int):
+    """A `--page raw` export column by column (polars; no Python per row or cell), or None when a
+    line is not plain RFC CSV. Same tables, metadata and errors as the row-by-row reader. `box`
+    holds the lines after the header; they are taken out of it (and freed once copied)."""
+    from profaudit.parsers import ncu_vector as nv
+
+    lines = pl.Series("l", box.pop(), dtype=pl.String)
+    # what `l.strip() and not _TOOL_LINE.match(l)` keeps (Python's whitespace: \s and \x1c-\x1f)
+    lines = lines.filter(~lines.str.contains(r"^[\s\x1c-\x1f]*$") & ~lines.str.contains(r"^[\s\x1c-\x1f]*==[A-Z]+=="))
+    try:
+        header = next(csv.reader([header_line]))
+    except csv.Error:
+        return None
+    if not lines.str.contains(_REGULAR_LINE).all():
+        return None
+    names = [h.strip() for h in header]
+    width = len(names)
+    ncells = lines.str.replace_all(_QUOTED_CELL, "").str.count_matches(",", literal=True) + 1
+    # csv.reader refuses a cell over its field limit (128 KiB): only a line that long can hold one
+    limit = csv.field_size_limit()
+    long_line = lines.str.len_chars() > limit
+    if (long_line & (ncells > width)).any():
+        return None  # the cells polars drops past the header's width could hold one
+    if len(lines):
+        data = (lines.str.join("\n").item() + "\n").encode("utf-8")
+        del lines
+        cells = pl.read_csv(data, has_header=False, schema={f"c{i}": pl.String for i in range(width)}, quote_char='"', truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert", extra_columns="ignore")
+        del data
+    else:
+        cells = pl.DataFrame(schema={f"c{i}": pl.String for i in range(width)})
+    if long_line.any() and max((cells[c].str.len_chars().max() or 0) for c in cells.columns) > limit:
+        raise InputError(path, f"malformed ncu CSV: field larger than field limit ({limit})")
+    # csv.reader gives '' where polars gives null: an empty cell, or one past a short row's end
+    cells = cells.with_columns(ncells.alias("_n"))
+    fixed_idx = [i for i, n in enumerate(names) if _is_fixed(n)]
+    metric_idx = [i for i, n in enumerate(names) if not _is_fixed(n)]
+
+    def cell(i: int) -> pl.Expr:
+        return pl.when(pl.col("_n") > i).then(pl.col(f"c{i}").fill_null(""))
+
+    # the number format is decided by every line's value cells, row by row, as _value_cells lists them
+    def value_cells():
+        start, step = 0, 1024  # the first rows usually decide: small blocks first
+        while start < len(cells):
+            part = cells.slice(start, step).select(pl.concat_list([cell(i) for i in metric_idx]).alias("v"))
+            yield part.explode("v")["v"].drop_nulls()
+            start, step = start + step, min(step * 4, _CHUNK)
+
+    dc = bool(metric_idx) and nv.number_format(value_cells()) == "decimal_comma"
+    program = cells["_n"] <= 1  # the program's own output between rows
+    skipped = int(program.sum())
+    rows = cells.filter(~program)
+    del cells
+    units = [""] * width
+    if len(rows):
+        first = [rows[f"c{i}"][0] or "" for i in range(min(width, rows["_n"][0]))]
+        if _is_units_row(names, first):
+            units = [u.strip() for u in first] + [""] * (width - len(first))
+            rows = rows.slice(1)
+    wrong = (rows["_n"] != width).arg_true()
+    if len(wrong):
+        i = wrong[0]
+        raise InputError(path, f"ncu CSV raw row {i + 1} has {rows['_n'][i]} cells, the header has {width}")
+    if not len(rows):
+        raise InputError(path, "ncu CSV export without kernel rows")
+    n, m = len(rows), len(metric_idx)
+    if n * m > METRIC_VALUE_LIMIT:
+        raise InputError(path, _too_many(n * m))
+    rows = rows.drop("_n")
+
+    # metric cells -> the long metrics table, kernel by kernel in column order (as _parse_raw adds
+    # them), built a block of kernels at a time so that only the table itself grows with the file
+    per_unit = ["" if units[i] == "-" else units[i] for i in metric_idx]
+    pos: dict[str, int] = {}  # canonical metric -> its metric column (the last one, as in _parse_raw)
+    for j, i in enumerate(metric_idx):
+        canon = _canonical(names[i], per_unit[j])
+        if canon is not None:
+            pos[canon] = j
+    keep = sorted(set(pos.values()))
+    metric_s = pl.Series("metric", [names[i] for i in metric_idx], dtype=pl.String)
+    unit_s = pl.Series("unit", per_unit, dtype=pl.String)
+    kind_s = pl.Series("kind", [ncu_common.metric_kind(names[i]) for i in metric_idx], dtype=pl.String)
+    blocks, kept, strs = [], [], []
+    for start in range(0, n if m else 0, _CHUNK):
+        part = rows.slice(start, _CHUNK)
+        vf = [nv.value_frame(part[f"c{i}"].fill_null(""), dc) for i in metric_idx]
+        kept.append(pl.DataFrame({f"r{j}": vf[j]["value"] for j in keep}))
+        c = len(part)
+        j = pl.int_range(0, c * m, eager=True) % m
+        take = _interleaving(m, c)
+        blocks.append(pl.DataFrame({
+            "kernel_id": pl.int_range(start * m, (start + c) * m, eager=True) // m,
+            "metric": metric_s.gather(j),
+            "unit": unit_s.gather(j),
+            **{f: _interleave([v[f] for v in vf], take) for f in ("value", "value_int")},
+            "kind": kind_s.gather(j),
+        }))
+        # text values are rare: a block without any keeps no column of nulls (16 bytes a row)
+        strs.append(_interleave([v["value_str"] for v in vf], take) if any(v["value_str"].null_count() < c for v in vf) else c * m)
+        del vf, j, take
+    if blocks:
+        # whole-frame operations from here on only add or pick columns: a cast or a rechunk would
+        # copy the table
+        if all(isinstance(x, int) for x in strs):
+            value_str = pl.lit(None, dtype=pl.String)  # a constant costs nothing
+        else:
+            value_str = pl.concat([pl.repeat(None, x, dtype=pl.String, eager=True) if isinstance(x, int) else x for x in strs], rechunk=False)
+            value_str = pl.lit(value_str)
+        metrics = pl.concat(blocks, rechunk=False).with_columns(
+            value_str.alias("value_str"), pl.lit(None, dtype=pl.String).alias("instance_key"), pl.lit(None, dtype=pl.String).alias("section"),
+        ).select("kernel_id", "metric", "unit", "value", "value_str", "value_int", "instance_key", "section", "kind")
+    else:
+        metrics = _Rows().frame()
+    del blocks, strs
+    parts_value = pl.concat(kept, how="vertical") if kept else pl.DataFrame()
+    del kept
+
+    # kernel columns: derive_kernel_columns over the frame (every kernel has the same metrics)
+    kf = nv.KernelFrame(pos, {c: per_unit[j] for c, j in pos.items()}, lambda c: f"r{pos[c]}")
+    frame = parts_value.with_columns([pl.when(pl.col(f"r{j}").is_finite()).then(pl.col(f"r{j}")) for j in keep])
+    disp = pos.get("device__attribute_display_name")
+    if disp is not None:
+        # the display name is the cell's text where it is not a number
+        i = metric_idx[disp]
+        frame = frame.with_columns(nv.value_frame(rows[f"c{i}"].fill_null(""), dc)["value_str"].alias("_display"))
+    if not len(frame.columns):
+        frame = pl.DataFrame({"_": pl.repeat(None, n, eager=True)})
+    kdf = kf.apply(frame, pl.col("_display") if disp is not None else None)
+    del parts_value, frame
+
+    info = {names[i]: i for i in fixed_idx}  # a repeated name: its last column (the dict of _parse_raw)
+
+    def fixed(name: str) -> pl.Series | None:
+        i = info.get(name)
+        return rows.select(nv.strip(pl.col(f"c{i}")))[f"c{i}"] if i is not None else None
+
+    def ids(name: str) -> pl.Series | None:
+        col = fixed(name)
+        return None if col is None else nv.map_unique(col, lambda c: ncu_common.id_value(ncu_common.parse_number(c, dc)), pl.Int64)
+
+    add: dict[str, pl.Series] = {"kernel_id": pl.int_range(0, n, eager=True)}
+    kname = fixed("Kernel Name")
+    if kname is not None:
+        kname = kname.replace("", None)
+        add["name"] = kname
+        add["short_name"] = nv.map_unique(kname, short_name, pl.String)
+    else:
+        add["name"] = add["short_name"] = pl.Series([None] * n, dtype=pl.String)
+    for col, field in (("process_id", "Process ID"), ("context_id", "Context"), ("stream", "Stream"), ("device_id", "Device")):
+        v = ids(field)
+        if v is not None:
+            add[col] = pl.coalesce(v, kdf[col]) if col in kdf.columns else v
+    pname = fixed("Process Name")
+    add["module"] = pname.replace("", None) if pname is not None else pl.Series([None] * n, dtype=pl.String)
+    kdf = kdf.with_columns([v.alias(k) for k, v in add.items()])
+    for prefix, field in (("block", "Block Size"), ("grid", "Grid Size")):
+        col = fixed(field)
+        if col is None:
+            continue
+        dims = nv.map_unique(col, lambda c: list(d) if (d := ncu_common.parse_dims(c)) else None, pl.List(pl.Int64))
+        prod = nv.map_unique(col, lambda c: (d[0] * d[1] * d[2]) if (d := ncu_common.parse_dims(c)) else None, pl.Int64)
+        has = dims.is_not_null()
+        xs = [dims.list.get(j) for j in range(3)]
+        # derive's value counts as set even where it overflowed Int64 (a Python int there)
+        use = has & ~kdf[f"_set_{prefix}_x"]
+        kdf = kdf.with_columns(
+            [pl.when(use).then(xs[j]).otherwise(pl.col(f"{prefix}_{a}")).alias(f"{prefix}_{a}") for j, a in enumerate("xyz")]
+            + [pl.when(has & ~pl.col(f"_set_{prefix}_size")).then(prod).otherwise(pl.col(f"{prefix}_size")).alias(f"{prefix}_size")]
+        )
+    # push/pop ranges first (what ncu_rep does), then start/end ranges: the last non-blank cell
+    pp = [i for n_, i in info.items() if _is_nvtx(n_) and "Start/Stop_Range" not in n_]
+    se = [i for n_, i in info.items() if "Start/Stop_Range" in n_]
+    if pp or se:
+        def last_set(idx):
+            return [nv.strip(pl.col(f"c{i}")).replace("", None) for i in reversed(idx)]
+        pick = rows.select(pl.coalesce(last_set(pp) + last_set(se) + [pl.lit(None, dtype=pl.String)]).alias("p"))["p"]
+        kdf = kdf.with_columns(nv.map_unique(pick, _nvtx_innermost, pl.String).alias("nvtx_range"))
+    else:
+        kdf = kdf.with_columns(pl.lit(None, dtype=pl.String).alias("nvtx_range"))
+
+    device_from_option = False
+    has_name = kdf["device_name"].fill_null("") != ""
+    if options is not None and options.device and not has_name.any():
+        # a CSV export names no device unless device__attribute_display_name was asked for
+        kdf = kdf.with_columns(pl.lit(options.device, dtype=pl.String).alias("device_name"))
+        device_from_option = True
+        has_name = kdf["device_name"].fill_null("") != ""
+    kdf = kdf.with_columns(pl.lit("ncu", dtype=pl.String).alias("source"))
+    kdf = kdf.select([pl.col(c).cast(schema.KERNELS.polars_schema[c]) for c in schema.KERNELS.names if c in kdf.columns])
+
+    def distinct(name: str) -> list[str]:
+        col = fixed(name)
+        return [] if col is None else col.filter(col != "").unique().to_list()
+
+    hosts, ccs = sorted(distinct("Host Name")), sorted(distinct("CC"))
+    dev_names = kdf["device_name"].filter(has_name)
+    md = _metadata(
+        layout="raw", device_name=dev_names[0] if len(dev_names) else None, device_count=len(distinct("Device")), hosts=hosts,
+        ccs=ccs, preamble=preamble, skipped=skipped, device_from_option=device_from_option, dc=dc,
+    )
+    return _profile(path, kdf, metrics, md)
+
+
 def _is_units_row(names: list[str], row: list[str]) -> bool:
     """The row under a raw header holds units: no cell of a metric column is a number."""
     metric_cells = [c.strip() for n, c in zip(names, row) if not _is_fixed(n)]
@@ -312,6 +550,7 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
     except OSError as exc:
         raise InputError.unreadable(path, exc) from None
     text = _decode(data)
+    del data
     if not text.strip():
         raise InputError(path, "empty file")
     if not text.endswith(("\n", "\r")):
@@ -330,6 +569,16 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
             "values; export per launch with `ncu --import REPORT --csv --page details` (or --page raw)",
         )
     preamble = [l for l in lines[:hi] if l.strip()]
+    if layout == "raw" and FAST_RAW:
+        # the fast reader takes the lines over (a list of strings costs more than the text); the
+        # row-by-row reader splits the text again when it declines
+        box = [lines[hi + 1 :]]
+        header_line = lines[hi]
+        del lines
+        fast = _read_raw_fast(path, options, header_line, box, len(preamble))
+        if fast is not None:
+            return fast
+        lines = text.splitlines()
     body = [l for l in lines[hi + 1 :] if l.strip() and not _TOOL_LINE.match(l)]
     try:
         header = next(csv.reader([lines[hi]]))
@@ -359,23 +608,34 @@ def read_csv_export(path: Path, options: ReadOptions | None = None):
     devices = {k.info.get("Device") for k in kernels if k.info.get("Device")}
     ccs = sorted({k.info.get("CC") for k in kernels if k.info.get("CC")})
     names = [r["device_name"] for r in krows if r.get("device_name")]
-    md: dict[str, Any] = {
+    md = _metadata(
+        layout=layout, device_name=names[0] if names else None, device_count=len(devices), hosts=hosts, ccs=ccs,
+        preamble=len(preamble), skipped=len(skipped), device_from_option=device_from_option, dc=dc,
+    )
+    return _profile(path, kdf, out.frame(), md)
+
+
+def _metadata(*, layout, device_name, device_count, hosts, ccs, preamble, skipped, device_from_option, dc) -> dict[str, Any]:
+    return {
         "tool": "Nsight Compute",
-        "device_name": names[0] if names else None,
-        "device_count": len(devices) or None,
+        "device_name": device_name,
+        "device_count": device_count or None,
         "host": hosts[0] if len(hosts) == 1 else None,
         "csv_page": layout,
         "compute_capability": ccs[0] if len(ccs) == 1 else (ccs or None),
         "hosts": hosts if len(hosts) > 1 else None,
-        "preamble_lines": len(preamble) or None,
-        "skipped_lines": len(skipped) or None,
+        "preamble_lines": preamble or None,
+        "skipped_lines": skipped or None,
         "control_note": "an ncu CSV export does not record --clock-control/--cache-control: ncu's defaults are assumed",
         "device_name_from": "--device option" if device_from_option else None,
         # only recorded when it is not ncu's default: the values were read as 1.234,5
         "number_format": "decimal comma, dot thousands (comma-decimal locale)" if dc else None,
     }
+
+
+def _profile(path: Path, kdf: pl.DataFrame, metrics: pl.DataFrame, md: dict[str, Any]):
     md.update(ncu_common.controls_from(None))
-    return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
+    return new_profile(path, PARSER, {"kernels": kdf, "metrics": metrics}, md)
 
 
 class NcuCsvParser:
