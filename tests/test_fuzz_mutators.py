@@ -1,10 +1,13 @@
-"""Stacked structure-aware edits in the fuzz mutators (tests/fuzz/mutators.py `_stack`): several
-edits land in one input, each named in its label, and a cut is never stacked on."""
+"""Session-14 additions to the fuzz mutators (tests/fuzz/mutators.py) and harness: stacked
+structure-aware edits (several edits in one input, each named in its label, never on a cut),
+damage to a folder format's file set, and gzip streams with a cut or wrong trailer."""
 
 from __future__ import annotations
 
 import json
 import random
+
+import pytest
 
 from tests.fuzz import mutators
 
@@ -72,3 +75,19 @@ def test_folder_damage_and_the_next_mutant_starts_from_the_whole_seed(tmp_path, 
         changed = [p.name for p in out.iterdir() if p.read_bytes() != CSV]
         assert len(changed) <= 1
     assert ops == {"delete", "empty", "copy", "rename"}
+
+
+def test_gzip_trailer_damage_is_made_and_fails_the_gzip_check():
+    import gzip
+    import zlib
+
+    seen = set()
+    for n in range(60):
+        gz, how = mutators._gzip_trailer_damage(gzip.compress(CSV, mtime=0), random.Random(n))
+        if not how:
+            assert gzip.decompress(gz) == CSV
+            continue
+        seen.add(how.split()[0])
+        with pytest.raises((EOFError, gzip.BadGzipFile, zlib.error)):
+            gzip.decompress(gz)
+    assert seen == {"without", "with"}

@@ -498,12 +498,29 @@ def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = Non
     elif rng.random() < 0.03:
         # gzip around any of these, the name unchanged: readers that sniff content must still
         # refuse or read it in one line
-        m = Mutant(gzip.compress(m.data, compresslevel=1, mtime=0), f"gzipped: {m.label}", m.cut_incomplete)
+        gz, how = _gzip_trailer_damage(gzip.compress(m.data, compresslevel=1, mtime=0), rng)
+        m = Mutant(gz, f"gzipped{how}: {m.label}", m.cut_incomplete)
     # a second round now and then: combined damage
     if rng.random() < 0.1 and m.data:
         m2 = rng.choice(BYTE_MUTATORS[1:])(m.data, rng)
         m = Mutant(m2.data, f"{m.label}; {m2.label}", m.cut_incomplete)
     return m
+
+
+def _gzip_trailer_damage(gz: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """Now and then a gzip stream whose trailer (CRC-32, length) is cut or wrong: checked only
+    once the whole stream is read, past what the format sniffing decompresses (s14: the catch-all
+    in three readers). Returns the bytes and a label part ('' when left alone)."""
+    r = rng.random()
+    if r < 0.15:
+        k = rng.randint(1, 8)
+        return gz[:-k], f" without the last {k} trailer bytes"
+    if r < 0.3:
+        b = bytearray(gz)
+        i = len(b) - rng.randint(1, 8)
+        b[i] ^= 0xFF
+        return bytes(b), f" with trailer byte {i} flipped"
+    return gz, ""
 
 
 # the share of structured mutants that get 1-3 more structured edits (see `_stack`)
