@@ -51,6 +51,7 @@ import polars as pl
 from profaudit.errors import InputError
 from profaudit.names import clean_api_name, demangle, short_name
 from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
+from profaudit.parsers import trace_native
 from profaudit.parsers.jsonstream import TraceWalker, merge_chunks, split_events
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -344,8 +345,18 @@ class Chunk:
 PIECE_BYTES = 256 << 10
 
 
-def _read_json(chunk: bytes, schema: dict[str, pl.DataType], piece: int | None, quote_ts: bool = False) -> pl.DataFrame:
-    """The events of `chunk` as a frame of `schema`, read `piece` bytes at a time (None: whole)."""
+def _read_json(chunk: bytes, schema: dict[str, pl.DataType], piece: int | None, quote_ts: bool = False,
+               native: bool = True) -> pl.DataFrame:
+    """The events of `chunk` as a frame of `schema`, read `piece` bytes at a time (None: whole).
+
+    With `native`, the native reader (trace_native) goes first, on the whole chunk: it returns
+    the frame polars would, without polars' document tree (so without pieces), or declines; then
+    polars reads."""
+    if native and trace_native.available():
+        try:
+            return trace_native.read_events(_QUOTE_TS.sub(rb'\1"\2"', chunk) if quote_ts else chunk, schema)
+        except trace_native.Unsupported:
+            pass
     frames = []
     for text in (split_events(chunk, piece) if piece else (chunk,)):
         if quote_ts:
@@ -372,9 +383,12 @@ def decode_chunk(chunk: bytes, index: int, schema: str = "generic", split: bool 
     quote = text_ts and _NEEDS_TEXT_TS.search(chunk) is not None
     failed = schema != "text"
     pieces_failed = False
+    native_tried = set()  # the native reader reads the whole chunk: once per schema is enough
     for name, piece in attempts:
         try:
-            raw = _read_json(chunk, {**SCHEMAS[name], "ts": STR} if quote else SCHEMAS[name], piece, quote_ts=quote)
+            native = name not in native_tried
+            native_tried.add(name)
+            raw = _read_json(chunk, {**SCHEMAS[name], "ts": STR} if quote else SCHEMAS[name], piece, quote_ts=quote, native=native)
         except Exception:
             if quote:  # whatever the quoting did not fit: the chunk as any other, numbers first
                 return decode_chunk(chunk, index, schema, split, pieces, False)

@@ -29,9 +29,9 @@ def _spy_quotes(monkeypatch) -> list[bool]:
     seen = []
     real = ct._read_json
 
-    def spy(chunk, schema, piece, quote_ts=False):
+    def spy(chunk, schema, piece, quote_ts=False, **kw):
         seen.append(quote_ts)
-        return real(chunk, schema, piece, quote_ts)
+        return real(chunk, schema, piece, quote_ts, **kw)
 
     monkeypatch.setattr(ct, "_read_json", spy)
     return seen
