@@ -775,12 +775,12 @@ def warm_reader(path: str, identity: tuple[int, int, int]) -> None:
     read: open a report that a child has already read to the end and read its first kernel's metric
     values, so that each child starts with ncu_report's report-independent caches built.
 
-    Measured (benchmarks/bench_ncu_load.py "cold" column; per report, a process that has read any
-    report before spends ~6 ms less opening the next one, reaching its actions and reading values;
-    that part is the same whatever the GPU and the ncu version). What must not be built here is
-    the units registry: `unit()` on any metric of a report registers its derived metrics' units
-    process-wide, first report wins (even between two reports of one GPU and one ncu version:
-    smemReduceInteger's 'sector' became smemTranspose's 'byte'). Reading values only changed
+    A process that has read any report opens the next one, reaches its actions and reads its values
+    with less work, whatever the GPU and the ncu version of either (benchmarks/bench_ncu_load.py
+    measures it: its "cold" column). What must not be built here is the units registry: `unit()`
+    on any metric of a report registers its derived metrics' units process-wide, first report wins
+    (even between two reports of one GPU and one ncu version: read after smemReduceInteger,
+    smemTranspose's derived 'byte' metric comes back in 'sector'). Reading values only changed
     nothing in any later report in the corpus (every metric's unit, kind, value and instance
     values, 23 warming reports x 23 read after); tests/test_ncu_rep_warm.py keeps checking it.
 

@@ -94,3 +94,35 @@ def test_a_warm_up_that_kills_the_zygote_switches_warm_ups_off(tmp_path):
     third = _read(f, _warm_kills_the_zygote, "third")
     assert third["ppid"] == second["ppid"]  # no more warm-ups: the replacement stays up
     assert isolate.zygote_stats()["warmed"] is False
+
+
+class _NoRanges:
+    def num_ranges(self):
+        return 0
+
+
+def test_the_ncu_warm_up_opens_only_the_bytes_a_child_read(tmp_path, monkeypatch):
+    """ncu_rep.warm_reader runs in the zygote itself: a file changed (or gone) since a child read it
+    is not opened there, since its new bytes could crash the zygote."""
+    import sys
+    import types
+
+    from profaudit.parsers import ncu_rep
+
+    opened: list[str] = []
+
+    def load_report(path):
+        opened.append(path)
+        return _NoRanges()
+
+    monkeypatch.setitem(sys.modules, "ncu_report", types.SimpleNamespace(load_report=load_report))
+    f = tmp_path / "r.ncu-rep"
+    f.write_bytes(b"NVR\x00 as read")
+    st = f.stat()
+    identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+    ncu_rep.warm_reader(str(tmp_path / "gone.ncu-rep"), identity)
+    ncu_rep.warm_reader(str(f), identity)
+    assert opened == [str(f)]
+    f.write_bytes(b"NVR\x00 rewritten since")
+    ncu_rep.warm_reader(str(f), identity)
+    assert opened == [str(f)]
