@@ -1117,8 +1117,17 @@ def cat_to_str(s: pl.Series) -> pl.Series:
     cast writes every row's text out: 100 bytes a kernel name, a million times)."""
     if s.dtype != pl.Categorical:
         return s
-    values = s.drop_nulls().unique().cast(STR)
-    return values.gather(s.cast(pl.Enum(values)).to_physical()).alias(s.name)
+    uniq = s.drop_nulls().unique()
+    codes = uniq.to_physical().to_numpy()
+    top = int(codes.max()) + 1 if len(codes) else 1
+    if top > 4 * len(s) + (1 << 20):  # (codes are the process's categories: a huge table for a small column)
+        values = uniq.cast(STR)
+        return values.gather(s.cast(pl.Enum(values)).to_physical()).alias(s.name)
+    # each code's position among the distinct values, through a table indexed by code (casting to
+    # an Enum of the values looked every row's text up again: 2x slower)
+    lut = np.zeros(top, np.uint32)
+    lut[codes] = np.arange(len(codes), dtype=np.uint32)
+    return uniq.cast(STR).gather(pl.Series(lut).gather(s.to_physical())).alias(s.name)
 
 
 def _range_kinds(R: pl.DataFrame) -> pl.DataFrame:
@@ -1137,7 +1146,20 @@ def _range_kinds(R: pl.DataFrame) -> pl.DataFrame:
         mapped = cat.replace_strict(values, kinds[:-1], default=kinds[-1], return_dtype=STR).cast(pl.Categorical)
     if R["kind"].null_count() < R.height:
         mapped = pl.select(pl.coalesce(pl.lit(R["kind"].cast(STR)), pl.lit(mapped.cast(STR)))).to_series().cast(pl.Categorical)
-    return R.with_columns(mapped.alias("kind"))
+    return R.with_columns(_chunked_as(mapped, cat).alias("kind"))
+
+
+def _chunked_as(s: pl.Series, like: pl.Series) -> pl.Series:
+    """`s` cut into `like`'s chunks (zero-copy slices), for a column added to a stacked frame: a
+    column chunked unlike the others makes every later operation on the frame copy all of it into
+    single chunks first."""
+    if like.n_chunks() == 1 or s.n_chunks() != 1:
+        return s
+    cuts, start = [], 0
+    for chunk in like.get_chunks():
+        cuts.append(s.slice(start, len(chunk)))
+        start += len(chunk)
+    return pl.concat(cuts, rechunk=False)
 
 
 def _int_or_none(v) -> int | None:
@@ -1490,7 +1512,7 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     else:
         R = _range_kinds(_stack(acc.ranges, _EV_TYPES, ("seq", "kind", "cat", "name", "pid_i", "tid_i", "ts_ns", "end_raw")))
         D = _stack(acc.devices, _EV_TYPES, _DEVICE_KEEP)  # the others are optional (`_opt`)
-        D = D.with_columns(cat_to_str(D[c]) for c in ("cls", "cat", "name"))
+        D = D.with_columns(_chunked_as(cat_to_str(D[c]), D[c]) for c in ("cls", "cat", "name"))
     acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them
     D = _times(D, base, source)
     t_min = acc.t_min + base if acc.t_min is not None else None
@@ -1960,12 +1982,19 @@ def _transfers(D: pl.DataFrame) -> pl.DataFrame | None:
     # ends named by the direction alone (MTIA's HOST_TO_DEVICE) where the name does not say
     ends = direction.replace_strict({"HtoD": "host>device", "DtoH": "device>host", "DtoD": "device>device", "HtoH": "host>host"},
                                     default=None, return_dtype=STR)
-    T = T.with_columns(
+    # the patterns read only these texts, which repeat (a handful of distinct copy names): they
+    # run once per distinct key, joined back onto the rows (per row they were most of the table's time)
+    keys = ["cls", "name"] + [c for c in ("memcpy_details", "a_kind", "a_dir") if c in T.columns]
+    texts = T.select(keys).unique().with_columns(
         direction=pl.when(is_copy).then(direction),
         src_kind=pl.when(is_copy).then(pl.coalesce(name.str.extract(r"\((\w+)\s*->", 1).str.to_lowercase(), ends.str.extract(r"^(\w+)>", 1))),
         dst_kind=pl.when(is_copy).then(pl.coalesce(name.str.extract(r"->\s*(\w+)\)", 1).str.to_lowercase(), ends.str.extract(r">(\w+)$", 1)))
         .otherwise(name.str.extract(r"^Memset\s*\((\w+)\)", 1).str.to_lowercase()),
-        bytes=pl.coalesce(o("bytes"), size, o("a_size")),
+        _size=size,
+    )
+    T = T.join(texts, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    T = T.with_columns(
+        bytes=pl.coalesce(o("bytes"), pl.col("_size"), o("a_size")),
         device_id=pl.coalesce(pl.col("device"), plane.str.extract(r"^/device:[A-Za-z_]+:(\d+)", 1).cast(I64, strict=False), pl.col("pid_i")),
         stream=pl.coalesce(pl.col("stream"), line.str.extract(r"^Stream #(\d+)", 1).cast(I64, strict=False), pl.col("tid_i")),
         duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64),
