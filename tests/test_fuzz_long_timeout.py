@@ -3,7 +3,6 @@ on a busy machine), but never a blocked wait: a worker that sleeps, as a hang do
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import time
@@ -11,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
+from tests.fuzz import tool_module
 
 @pytest.fixture(scope="module")
 def fuzz_long():
-    spec = importlib.util.spec_from_file_location("fuzz_long_under_test", REPO / "tools" / "fuzz_long.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool_module.load("fuzz_long")
 
 
 def _worker(fuzz_long, proc):

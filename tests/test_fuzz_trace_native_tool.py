@@ -3,26 +3,20 @@ different / polars-only-fails) on inputs where the answer is known."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import pickle
 import random
 import sys
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
+from tests.fuzz import tool_module
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("fuzz_trace_native_under_test", REPO / "tools" / "fuzz_trace_native.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool_module.load("fuzz_trace_native")
 
 
 CHUNK = b'[{"ph": "X", "name": "k", "ts": 1.5, "dur": 2, "args": {"stream": 7}}, {"ph": "X", "name": "m", "ts": 4, "dur": 1}]'
