@@ -37,8 +37,8 @@ from typing import Any
 from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers import jsonshape
-from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
-from profaudit.parsers.textsafe import clean
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.textsafe import clean, load_clean_json
 from profaudit.samples import canonical_params
 
 _STAT_COLUMNS = (("stats_q_25", "q1"), ("stats_q_75", "q3"), ("stats_ci_99_a", "ci99_low"), ("stats_ci_99_b", "ci99_high"))
@@ -91,7 +91,7 @@ class AsvResultsParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        doc = clean(load_json(path, "asv results JSON"))
+        doc = load_clean_json(path, "asv results JSON")
         if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
             raise InputError(path, "not an asv results file (no 'results' object)")
         version = doc.get("version", 1)

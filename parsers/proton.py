@@ -33,8 +33,8 @@ from typing import Any
 from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers import jsonshape
-from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
-from profaudit.parsers.textsafe import clean
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.textsafe import load_clean_json
 from profaudit.samples import canonical_params
 
 # canonical key (lower case, no spaces or underscores) -> what it is, for every Proton spelling
@@ -80,7 +80,7 @@ class ProtonParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        doc = clean(load_json(path, "Proton JSON"))
+        doc = load_clean_json(path, "Proton JSON")
         if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict) or "frame" not in doc[0]:
             raise InputError(path, "not a Proton hatchet profile (expected [call tree, device table])")
         devtab = doc[1] if len(doc) > 1 and isinstance(doc[1], dict) else {}

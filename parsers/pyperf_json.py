@@ -34,8 +34,8 @@ from typing import Any
 from profaudit import samples
 from profaudit.errors import InputError
 from profaudit.parsers import jsonshape
-from profaudit.parsers.base import Probe, ReadOptions, load_json, new_profile
-from profaudit.parsers.textsafe import clean
+from profaudit.parsers.base import Probe, ReadOptions, new_profile
+from profaudit.parsers.textsafe import load_clean_json
 
 _SNIFF = re.compile(r'^\s*\{\s*"benchmarks"\s*:\s*\[\s*\{\s*"(?:metadata|runs)"\s*:')
 # pyperf metadata kept verbatim in the profile metadata (the rest stays under `pyperf_metadata`)
@@ -103,7 +103,7 @@ class PyperfParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        doc = clean(load_json(path, "pyperf JSON"))
+        doc = load_clean_json(path, "pyperf JSON")
         if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
             raise InputError(path, "not a pyperf JSON file (no 'benchmarks' list)")
         version = doc.get("version")

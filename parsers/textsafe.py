@@ -22,3 +22,44 @@ def clean(obj: Any) -> Any:
     if isinstance(obj, list):
         return [clean(v) for v in obj]
     return obj
+
+
+# A lone surrogate reaches a parsed document only through a `\uD800`-`\uDFFF` escape or, since
+# json decodes bytes with 'surrogatepass', as its UTF-8-style bytes (ED A0-BF ..). A pair of
+# escapes matches too (json joins it into one character; clean() then changes nothing).
+_MAYBE_LONE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+# Read whole, a JSON document takes 15-25 times its size in Python objects (a 50 MB pyperf file:
+# ~1 GB and ~12 CPU-s). Timing documents are kilobytes to a few MB; past this they are refused.
+JSON_LIMIT = 64 << 20
+
+
+def load_clean_json(path, what: str) -> Any:
+    """`clean(load_json(path, what))`, without walking the document when its bytes cannot hold a
+    lone surrogate: the walk copies every list and mapping, which doubled the time and memory of a
+    50 MB timing file. A document over JSON_LIMIT (decompressed) is one InputError line."""
+    from profaudit.errors import InputError
+    from profaudit.parsers.base import load_json, open_maybe_gzip
+
+    try:
+        with open_maybe_gzip(path) as fh:
+            data = fh.read(JSON_LIMIT + 1)
+    except Exception:
+        data = None  # load_json says what is wrong with the file
+    if data is not None and len(data) > JSON_LIMIT:
+        raise InputError(
+            path,
+            f"{what} over {JSON_LIMIT >> 20} MiB{' once decompressed' if _gz(path) else ''}: larger than a timing "
+            "document this reader takes whole (about 20x its size in memory); split it into smaller files",
+        )
+    doc = load_json(path, what)
+    # UTF-16/32 documents (json detects them from the first bytes) are walked whatever they hold
+    if data is None or data[:4].count(0) or data[:2] in (b"\xff\xfe", b"\xfe\xff") or _MAYBE_LONE.search(data):
+        return clean(doc)
+    return doc
+
+
+def _gz(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"

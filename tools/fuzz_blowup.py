@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds one read may take")
     ap.add_argument("--formats", default="", help="comma-separated parser names (default: every format with a text seed)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--per-format", type=int, default=1, help="seeds per format, smallest first (asv's benchmarks.json or a rocprofv3 API trace is not a format's smallest)")
     args = ap.parse_args(argv)
     if args.child:
         return _read_one(args.child)
@@ -56,10 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="profaudit-blowup-"))
     bad = 0
     try:
-        seeds = harness.discover_seeds(work / "seeds", max_bytes=400_000, per_format=1)
+        seeds = harness.discover_seeds(work / "seeds", max_bytes=400_000, per_format=args.per_format)
         wanted = set(args.formats.split(",")) if args.formats else None
         print(f"{'format':20} {'MB':>5} {'verdict':>12} {'CPU s':>7} {'peak MB':>8}  note")
-        for fmt, (seed, *_) in sorted(seeds.items()):
+        for fmt, seed in [(f, s) for f, ss in sorted(seeds.items()) for s in ss]:
             if (wanted and fmt not in wanted) or seed.is_dir:
                 continue
             inner, how = mutators._wrap(harness._seed_bytes(seed.path))
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             if m is None:
                 continue
             d = work / "m" / fmt
-            d.mkdir(parents=True)
+            d.mkdir(parents=True, exist_ok=True)
             path = d / seed.path.name
             path.write_bytes(mutators._rewrap(m.data, how))
             for c in seed.companions:
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 over.append(res["verdict"])
             bad += bool(over)
             note = ("OVER: " + ", ".join(over) + "; " if over else "") + (res.get("detail") or "")
+            note = f"{seed.path.name}: {note}" if args.per_format > 1 else note
             print(f"{fmt:20} {len(m.data) >> 20:5d} {res['verdict']:>12} {res.get('cpu_s', float('nan')):7.1f} {res.get('peak_rss_mb', 0):8d}  {note[:120]}", flush=True)
             shutil.rmtree(d)
     finally:

@@ -1,0 +1,88 @@
+"""JSON timing documents read whole (pyperf, Proton, asv; issue 13, size blow-ups): the lone-
+surrogate walk is skipped only where the bytes cannot hold one, a document over the size limit is
+one line, and pyperf's work grows linearly with its values."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from profaudit.errors import InputError
+from profaudit.parsers import textsafe
+from profaudit.parsers.base import load_json
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a": "plain", "b": [1, 2.5, {"c": "d"}]}',
+    b'{"a": "\\ud800 lone escape"}',
+    b'{"a": "\\uDC00x", "k\\ud83d": 1}',
+    b'{"a": "\\ud83d\\ude00 a pair"}',
+    '{"a": "\ud800 raw"}'.encode("utf-8", "surrogatepass"),
+    '{"a": "\ud800 utf16"}'.encode("utf-16", "surrogatepass"),
+    '{"a": "plain utf16"}'.encode("utf-16-le"),
+])
+def test_load_clean_json_equals_the_full_walk(tmp_path, raw):
+    p = tmp_path / "d.json"
+    p.write_bytes(raw)
+    want = textsafe.clean(load_json(p, "doc"))
+    got = textsafe.load_clean_json(p, "doc")
+    assert got == want
+    assert json.dumps(got, ensure_ascii=False).encode("utf-8")  # no lone surrogate left
+
+
+def test_json_over_the_limit_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
+    doc = json.dumps({"version": "1.0", "benchmarks": [{"runs": [{"values": [0.5] * 400}]}]}).encode()
+    p, gz = tmp_path / "big.json", tmp_path / "big.json.gz"
+    p.write_bytes(doc)
+    gz.write_bytes(gzip.compress(doc))
+    with pytest.raises(InputError, match=r"pyperf JSON over 0 MiB: larger than a timing document") as e:
+        textsafe.load_clean_json(p, "pyperf JSON")
+    assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="once decompressed"):
+        textsafe.load_clean_json(gz, "pyperf JSON")
+    small = tmp_path / "small.json"
+    small.write_bytes(b'{"version": "1.0"}')
+    assert textsafe.load_clean_json(small, "pyperf JSON") == {"version": "1.0"}
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from profaudit.parsers import pyperf_json
+    from profaudit.parsers.base import ReadOptions
+    calls = [0]
+    def count(frame, event, arg):
+        calls[0] += 1
+    sys.setprofile(count)
+    p = pyperf_json.PARSER.read(Path(sys.argv[1]), ReadOptions())
+    sys.setprofile(None)
+    print(json.dumps({"calls": calls[0], "samples": p.tables["samples"].height}))
+    """
+)
+
+
+def _pyperf(runs: int) -> dict:
+    run = {"metadata": {"date": "2024-01-01T00:00:00", "loops": 8}, "warmups": [[8, 0.001]], "values": [0.0011, 0.0012, 0.0013]}
+    return {"version": "1.0", "metadata": {"name": "b", "unit": "second", "hostname": "h"}, "benchmarks": [{"runs": [run] * runs}]}
+
+
+def test_pyperf_work_grows_linearly(tmp_path):
+    out = []
+    for runs in (2000, 4000):
+        p = tmp_path / f"p{runs}.json"
+        p.write_text(json.dumps(_pyperf(runs)))
+        r = subprocess.run([sys.executable, "-c", _CHILD, str(p)], capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert out[0]["samples"] == 4 * 2000 and out[1]["samples"] == 4 * 4000
+    assert out[1]["calls"] < 3 * out[0]["calls"], out
