@@ -236,6 +236,11 @@ class _Helper:
         self.proc.wait()
 
 
+def _less(saving: float) -> str:
+    # a saving measured below zero (noise from neighbours, or a real loss) is printed as a cost
+    return "less" if saving >= 0 else "more"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path, help="reports (default: the largest corpus .ncu-rep files)")
@@ -314,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         pays = f"the move pays for itself after {move_s / per_read:.0f} reads" if per_read > 0 else "no saving measured per read"
         print(
             f"huge pages: {pieces} pieces of 2 MiB moved by the zygote for {move_s:.3f} CPU s once (during {reads} warm-up "
-            f"reads, not in the columns); a read costs {per_read * 1e3:.1f} ms CPU less than with the same set-up not moved "
+            f"reads, not in the columns); a read costs {abs(per_read) * 1e3:.1f} ms CPU {_less(per_read)} than with the same set-up not moved "
             f"(mean over these reports): {pays}"
         )
     if warm_st is not None and warm_st["warmed"]:
@@ -322,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         pays = f"it pays for itself after {warm_st['warm_cpu_s'] / per_read:.1f} reads" if per_read > 0 else "no saving measured per read"
         print(
             f"warm-up: the zygote's warm-up cost {warm_st['warm_cpu_s'] * 1e3:.1f} ms CPU once (before its second read, not in the "
-            f"columns); a read costs {per_read * 1e3:.1f} ms CPU less than from the cold zygote (mean over these reports): {pays}"
+            f"columns); a read costs {abs(per_read) * 1e3:.1f} ms CPU {_less(per_read)} than from the cold zygote (mean over these reports): {pays}"
         )
     else:
         print("warm-up: the zygote was not warmed")
