@@ -1117,17 +1117,23 @@ def cat_to_str(s: pl.Series) -> pl.Series:
     cast writes every row's text out: 100 bytes a kernel name, a million times)."""
     if s.dtype != pl.Categorical:
         return s
+    values, at = _distinct_positions(s)
+    return values.gather(at).alias(s.name)
+
+
+def _distinct_positions(s: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """A Categorical's distinct values (as String) and each row's position among them (null
+    where the row is), through a table indexed by code: casting to an Enum of the values looked
+    every row's text up again, 2x slower."""
     uniq = s.drop_nulls().unique()
+    values = uniq.cast(STR)
     codes = uniq.to_physical().to_numpy()
     top = int(codes.max()) + 1 if len(codes) else 1
     if top > 4 * len(s) + (1 << 20):  # (codes are the process's categories: a huge table for a small column)
-        values = uniq.cast(STR)
-        return values.gather(s.cast(pl.Enum(values)).to_physical()).alias(s.name)
-    # each code's position among the distinct values, through a table indexed by code (casting to
-    # an Enum of the values looked every row's text up again: 2x slower)
+        return values, s.cast(pl.Enum(values)).to_physical()
     lut = np.zeros(top, np.uint32)
     lut[codes] = np.arange(len(codes), dtype=np.uint32)
-    return uniq.cast(STR).gather(pl.Series(lut).gather(s.to_physical())).alias(s.name)
+    return values, pl.Series(lut).gather(s.to_physical())
 
 
 def _range_kinds(R: pl.DataFrame) -> pl.DataFrame:
@@ -1136,12 +1142,12 @@ def _range_kinds(R: pl.DataFrame) -> pl.DataFrame:
     in chunks holding MTIA's, which carry the kind of each row; those are kept). A categorical,
     as the other repeated texts: `_ranges` tests it several times."""
     cat = R["cat"]
-    values = cat.drop_nulls().unique().cast(STR)
+    values, at = _distinct_positions(cat) if cat.dtype == pl.Categorical else (cat.drop_nulls().unique(), None)
     table = _cat_classes(values.to_list() + [None])
     # the last entry is the null category's kind
     kinds = pl.Series("kind", [table[v][1] for v in values.to_list()] + [table[None][1]], dtype=STR)
-    if cat.dtype == pl.Categorical:
-        mapped = kinds.cast(pl.Categorical).gather(cat.cast(pl.Enum(values)).to_physical().fill_null(len(values)))
+    if at is not None:
+        mapped = kinds.cast(pl.Categorical).gather(at.fill_null(len(values)))
     else:  # (no chunk had ranges: an empty String column)
         mapped = cat.replace_strict(values, kinds[:-1], default=kinds[-1], return_dtype=STR).cast(pl.Categorical)
     if R["kind"].null_count() < R.height:
@@ -1705,11 +1711,7 @@ def _nest_order(R: pl.DataFrame, ids: list[pl.Expr], start: pl.Expr, end: pl.Exp
     R's rows, and the group key, starts and ends in that order (numpy). With `base`, the times
     are R's ts_ns / end_raw plus base (added in place where no value is missing)."""
     # the (pid, tid) pair as one key: each id's rank among its distinct values, combined
-    codes = []
-    for expr in ids:
-        v = R.select(expr).to_series()
-        codes.append(v.unique().sort().search_sorted(v).to_numpy())
-        del v
+    codes = [_dense_ranks(R.select(expr).to_series().to_numpy()) for expr in ids]
     width = int(codes[1].max()) + 1 if len(codes[1]) else 1
     top = (int(codes[0].max()) + 1) * width if len(codes[0]) else 1
     g = codes[0].astype(np.uint32 if top < 2**32 else np.int64)
@@ -1724,6 +1726,22 @@ def _nest_order(R: pl.DataFrame, ids: list[pl.Expr], start: pl.Expr, end: pl.Exp
     s = s[perm]
     e = e[perm]
     return perm, g, s, e
+
+
+def _dense_ranks(v: np.ndarray) -> np.ndarray:
+    """Each value's rank among the distinct values (int64 ids: a handful of processes and
+    threads). Through a table indexed by value where the values span a small range (a search in
+    the sorted distinct values for each of a million rows was several times slower)."""
+    if not len(v):
+        return v.astype(np.uint32)
+    lo, hi = int(v.min()), int(v.max())
+    if hi - lo <= max(4 * len(v), 1 << 20):
+        present = np.zeros(hi - lo + 1, np.uint32)
+        present[v - lo] = 1
+        return (np.cumsum(present, dtype=np.uint32) - 1)[v - lo]
+    u = np.sort(v, kind="stable")
+    u = u[np.r_[True, u[1:] != u[:-1]]]
+    return np.searchsorted(u, v).astype(np.uint32)
 
 
 def _thread_time_order(g: np.ndarray, s: np.ndarray, e: np.ndarray, seq: pl.Series) -> np.ndarray:

@@ -193,3 +193,14 @@ def test_thread_time_order_equals_the_lexsort(seed):
     want = np.lexsort((seq, -e, s, g))
     got = ct._thread_time_order(g, s, e, pl.Series("seq", seq))
     assert np.array_equal(got, want)
+
+
+def test_dense_ranks_of_ids_equal_a_search_in_the_distinct_values():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for v in (np.array([], np.int64), np.array([5]), rng.integers(-3, 40, 1000), rng.integers(0, 2**62, 1000),
+              np.array([-2**63, 2**63 - 1, 0, 7, 0])):
+        v = v.astype(np.int64)
+        want = pl.Series(v).unique().sort().search_sorted(pl.Series(v)).to_numpy()
+        assert np.array_equal(ct._dense_ranks(v), want)
