@@ -80,7 +80,9 @@ typedef struct Field {
     int kind;
     int nchild;
     struct Field *child;      /* K_STRUCT: its fields */
+    struct Field *parent;     /* the struct holding it (NULL for the top) */
     int8_t slot[HASH_SLOTS];  /* K_STRUCT: key hash -> child index (or -1) */
+    int8_t pred[MAX_FIELDS + 1]; /* K_STRUCT: the child whose key followed child i-1's last time */
     Buf valid;                /* validity bitmap, one bit per row */
     Buf vals;                 /* STR: 16-byte views; I64/F64: 8 bytes; LIST: int32 offsets */
     Buf data;                 /* STR: bytes of strings longer than 12; LIST: int64 elements */
@@ -88,6 +90,10 @@ typedef struct Field {
     int64_t nvalid;           /* rows with a value */
     int64_t nelem;            /* LIST: elements so far; */
     int64_t nelem_valid;      /* LIST: non-null elements */
+    int live;                 /* buffers allocated: at its first value (most args of most events
+                               * are absent; a column never seen costs nothing and is all null) */
+    int nlive_lists;          /* K_STRUCT: its live List and Struct children, closed per row */
+    int8_t live_lists[MAX_FIELDS];
 } Field;
 
 typedef struct {
@@ -111,10 +117,13 @@ static void field_free(Field *f) {
     f->nchild = 0;
 }
 
+/* a few bytes and the length: enough to spread a schema's keys (probing and memcmp settle the
+ * rest), and cheaper than hashing every byte of every key of every event */
 static unsigned key_hash(const uint8_t *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 16777619u;
-    return h & (HASH_SLOTS - 1);
+    if (!n) return 0;
+    uint32_t h = (uint32_t)n * 0x9E3779B1u ^ (uint32_t)s[0] * 0x85EBCA77u ^ (uint32_t)s[n - 1] * 0xC2B2AE3Du
+                 ^ (uint32_t)s[n / 2] * 0x27D4EB2Fu;
+    return (h ^ (h >> 15)) & (HASH_SLOTS - 1);
 }
 
 static int find_child(const Field *st, const uint8_t *k, size_t n) {
@@ -403,7 +412,7 @@ static int next_item(Scan *s, uint8_t close) {
     DECLINE(s, close == ']' ? "expected , or ]" : "expected , or }");
 }
 
-/* a key and its colon; *key/*klen are its raw bytes, *esc whether it holds an escape */
+/* a key and its colon: `key` and `klen` give its raw bytes, `esc` whether it holds an escape */
 static int read_key(Scan *s, const uint8_t **key, size_t *klen, int *esc) {
     skip_ws(s);
     if (s->p >= s->end || *s->p != '"') DECLINE(s, "expected a key");
@@ -475,19 +484,25 @@ static int skip_value(Scan *s, int depth) {
     }
 }
 
-/* grow every column of a struct (recursively) to hold `rows` rows */
-static int grow_rows(Field *st, int64_t rows) {
-    for (int i = 0; i < st->nchild; i++) {
-        Field *f = &st->child[i];
-        size_t r = (size_t)rows;
-        if (buf_grow(&f->valid, (r + 7) / 8)) return -1;
-        switch (f->kind) {
-        case K_STR: if (r > SIZE_MAX / 16 || buf_grow(&f->vals, r * 16)) return -1; break;
-        case K_I64: case K_F64: if (r > SIZE_MAX / 8 || buf_grow(&f->vals, r * 8)) return -1; break;
-        case K_LIST: if (r + 1 > SIZE_MAX / 4 || buf_grow(&f->vals, (r + 1) * 4)) return -1; break;
-        case K_STRUCT: if (grow_rows(f, rows)) return -1; break;
-        }
+static int grow_rows(Field *st, int64_t rows);
+
+/* grow one column to hold `rows` rows */
+static int grow_field(Field *f, int64_t rows) {
+    size_t r = (size_t)rows;
+    if (buf_grow(&f->valid, (r + 7) / 8)) return -1;
+    switch (f->kind) {
+    case K_STR: return r > SIZE_MAX / 16 || buf_grow(&f->vals, r * 16) ? -1 : 0;
+    case K_I64: case K_F64: return r > SIZE_MAX / 8 || buf_grow(&f->vals, r * 8) ? -1 : 0;
+    case K_LIST: return r + 1 > SIZE_MAX / 4 || buf_grow(&f->vals, (r + 1) * 4) ? -1 : 0;
+    case K_STRUCT: return grow_rows(f, rows);
     }
+    return -1;
+}
+
+/* grow every live column of a struct (recursively) to hold `rows` rows */
+static int grow_rows(Field *st, int64_t rows) {
+    for (int i = 0; i < st->nchild; i++)
+        if (st->child[i].live && grow_field(&st->child[i], rows)) return -1;
     return 0;
 }
 
@@ -524,6 +539,14 @@ static int read_field(Scan *s, Field *f, int64_t row, int depth) {
     if (c == 'n') {  /* null: the slot stays null (a list still gets its empty offset range) */
         if (expect_lit(s, "null", 4)) return -1;
         return 0;
+    }
+    if (!f->live) {  /* its first value: rows before it are null (zeroed), list offsets 0 */
+        if (grow_field(f, s->rowcap)) DECLINE(s, "out of memory");
+        f->live = 1;
+        if (f->kind == K_LIST) {
+            Field *st = f->parent;
+            st->live_lists[st->nlive_lists++] = (int8_t)(f - st->child);
+        }
     }
     Num num;
     switch (f->kind) {
@@ -609,10 +632,10 @@ static int read_field(Scan *s, Field *f, int64_t row, int depth) {
     DECLINE(s, "unknown field kind");
 }
 
-/* close a row of a struct: list offsets of every list below it */
+/* close a row of a struct: list offsets of every live list below it */
 static void end_row(Field *st, int64_t row) {
-    for (int i = 0; i < st->nchild; i++) {
-        Field *f = &st->child[i];
+    for (int j = 0; j < st->nlive_lists; j++) {
+        Field *f = &st->child[st->live_lists[j]];
         if (f->kind == K_LIST) {
             int32_t off = (int32_t)f->nelem;
             memcpy(f->vals.p + (size_t)(row + 1) * 4, &off, 4);
@@ -626,6 +649,7 @@ static void end_row(Field *st, int64_t row) {
 static int read_struct(Scan *s, Field *st, int64_t row, int depth) {
     if (depth > MAX_DEPTH) DECLINE(s, "nesting too deep");
     uint64_t seen = 0;
+    int prev = -1;
     s->p++;
     skip_ws(s);
     if (s->p < s->end && *s->p == '}') { s->p++; return 0; }
@@ -635,12 +659,19 @@ static int read_struct(Scan *s, Field *st, int64_t row, int depth) {
         int esc;
         if (read_key(s, &key, &klen, &esc)) return -1;
         if (esc) DECLINE(s, "escaped key");
-        int i = find_child(st, key, klen);
+        /* writers emit the keys of like events in the same order: try the key that followed
+         * the previous one last time before hashing */
+        int i = st->pred[prev + 1];
+        if (i < 0 || st->child[i].namelen != klen || memcmp(st->child[i].name, key, klen) != 0) {
+            i = find_child(st, key, klen);
+            if (i >= 0) st->pred[prev + 1] = (int8_t)i;
+        }
         if (i < 0) {
             if (skip_value(s, depth + 1)) return -1;
         } else {
             if (seen & (1ULL << i)) DECLINE(s, "repeated key");
             seen |= 1ULL << i;
+            prev = i;
             if (read_field(s, &st->child[i], row, depth)) return -1;
         }
         int more = next_item(s, '}');
@@ -660,7 +691,9 @@ static int scan_all(Scan *s) {
         skip_ws(s);
         if (s->p >= s->end || *s->p != '{') DECLINE(s, "an array element that is not an object");
         if (s->rows >= s->rowcap) {
-            int64_t cap = s->rowcap ? s->rowcap * 2 : 1024;
+            /* first guess from the size (Kineto events are 120-300 bytes): few regrowths, each a copy */
+            int64_t guess = (int64_t)((s->end - s->start) / 128);
+            int64_t cap = s->rowcap ? s->rowcap * 2 : (guess > 1024 ? (guess < ((int64_t)1 << 24) ? guess : ((int64_t)1 << 24)) : 1024);
             if (cap > ((int64_t)1 << 31) || grow_rows(&s->top, cap)) DECLINE(s, "too many rows");
             s->rowcap = cap;
         }
@@ -737,6 +770,11 @@ static PyObject *columns(Field *st, int64_t rows) {
     for (int i = 0; i < st->nchild; i++) {
         Field *f = &st->child[i];
         PyObject *item = NULL;
+        if (!f->live) {  /* never saw a value: the caller builds an all-null column */
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(out, i, Py_None);
+            continue;
+        }
         PyObject *valid = take(&f->valid, (r + 7) / 8);
         if (!valid) { Py_DECREF(out); return NULL; }
         switch (f->kind) {
@@ -790,6 +828,7 @@ static int build_fields(Field *st, PyObject *spec, int depth) {
     if (!st->child) { Py_DECREF(seq); PyErr_NoMemory(); return -1; }
     st->nchild = (int)n;
     memset(st->slot, -1, sizeof st->slot);
+    memset(st->pred, -1, sizeof st->pred);
     for (Py_ssize_t i = 0; i < n; i++) {
         Field *f = &st->child[i];
         const char *name;
@@ -805,6 +844,11 @@ static int build_fields(Field *st, PyObject *spec, int depth) {
         memcpy(f->name, name, (size_t)nlen);
         f->namelen = (size_t)nlen;
         f->kind = kind;
+        f->parent = st;
+        if (kind == K_STRUCT) {  /* a struct's own validity is written row by row: live from the start */
+            f->live = 1;
+            st->live_lists[st->nlive_lists++] = (int8_t)i;
+        }
         unsigned h = key_hash((const uint8_t *)name, (size_t)nlen);
         while (st->slot[h] >= 0) h = (h + 1) & (HASH_SLOTS - 1);
         st->slot[h] = (int8_t)i;
@@ -824,6 +868,7 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     memset(&s, 0, sizeof s);
     memset(s.top.slot, -1, sizeof s.top.slot);
     s.top.kind = K_STRUCT;
+    s.top.live = 1;
     if (build_fields(&s.top, spec, 0)) { field_free(&s.top); PyBuffer_Release(&data); return NULL; }
     s.start = s.p = (const uint8_t *)data.buf;
     s.end = s.p + data.len;

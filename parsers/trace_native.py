@@ -75,6 +75,8 @@ def _array(typ, col, rows: int):
     """A pyarrow array of `typ` over the buffers the C reader filled (no copy)."""
     import pyarrow as pa
 
+    if col is None:  # no row had a value
+        return pa.nulls(rows, typ)
     nvalid, valid = col[0], col[1]
     nulls = rows - nvalid
     vbuf = pa.py_buffer(valid) if nulls else None
