@@ -388,6 +388,89 @@ def _api_trace(t: _Table, path: Path) -> pl.DataFrame:
 
 # ----------------------------------------------------------------------------------------- summary
 
+_PLAIN_ASCII = r"^[\x20-\x7e]*$"
+# summaries column by column (tests turn it off to compare with the row-by-row reader)
+FAST_SUMMARY = True
+
+
+def _SAMPLE_SCHEMA() -> dict[str, pl.DataType]:
+    from profaudit import schema
+
+    return {k: schema.SAMPLES.polars_schema[k] for k in ("benchmark", "params", "statistic", "duration_ns", "sample_count", "time_source")}
+
+
+def _summary_frame(t: _Table, path: Path) -> pl.DataFrame | None:
+    """The samples `_summary` gives for table `t`, column by column (a summary blown up to millions
+    of rows took ~1 CPU-s per MB row by row). None where a cell is not printable ASCII (Python's
+    and polars' notions of whitespace and digits differ beyond it): `_summary` reads those. On
+    any bad cell `_summary` runs, so that its message (and row number) is the same."""
+    rows = _rows(t, path)
+    keys = [_key(h) for h in t.header]
+    fields = [_SUMMARY_FIELDS.get(k, k) for k in keys]
+    units = t.units or [""] * len(fields)
+    if not rows:
+        return pl.DataFrame()
+    cols = {f"c{i}": pl.Series(col, dtype=pl.String) for i, col in enumerate(zip(*rows))}
+    df = pl.DataFrame(cols)
+    del rows, cols
+    if not all(df[c].str.contains(_PLAIN_ASCII).all() for c in df.columns):
+        return None
+    last = {f: i for i, f in enumerate(fields)}  # dict(zip(fields, row)): a repeated field's last cell
+    stats = list(dict.fromkeys(f for f in fields if f in _STATS))  # `values` keys, first-seen order
+
+    def cell(f):
+        return pl.col(f"c{last[f]}") if f in last else pl.lit(None, dtype=pl.String)
+
+    section_type = "API calls" if (t.section or "").startswith("api calls") else "GPU activities"
+    typ = cell("type").str.strip_chars().fill_null("")
+    value_re = _VALUE.pattern
+    exprs = {
+        "typ": pl.when(typ != "").then(typ).forward_fill().fill_null(pl.lit(section_type)),
+        "benchmark": cell("name").str.strip_chars().fill_null(""),
+        "count": cell("count").str.extract(value_re, 1).cast(pl.Float64),
+    }
+    for f in stats:
+        c = pl.col(f"c{last[f]}").str.strip_chars()
+        exprs[f"x_{f}"] = pl.when(c.is_in(["", "-"])).then(None).otherwise(c.str.extract(value_re, 1).cast(pl.Float64))
+        exprs[f"u_{f}"] = pl.when(c.is_in(["", "-"])).then(None).otherwise(c.str.extract(value_re, 2).fill_null(pl.lit(units[last[f]])))
+        exprs[f"e_{f}"] = c.is_in(["", "-"]).not_()
+    df = df.select([e.alias(k) for k, e in exprs.items()])
+    bad = pl.lit(False)
+    for f in stats:
+        scale = map_unique(df[f"u_{f}"], lambda u: _time_scale(u), pl.Float64)
+        df = df.with_columns(scale.alias(f"s_{f}"))
+        bad = bad | (pl.col(f"e_{f}") & (pl.col(f"x_{f}").is_null() | pl.col(f"s_{f}").is_null()))
+    c = pl.col("count")
+    if stats:
+        bad = bad | (c.is_not_null() & ~(c.is_finite() & (c.round(0) == c) & (c >= -(2.0**63)) & (c < 2.0**63)))
+    if df.select(bad.any()).item():
+        _summary(t, path, [])  # raises on the first bad row, with its message
+        raise AssertionError("nvprof summary: a bad cell _summary accepted")  # pragma: no cover
+
+    def report(typ: str) -> str:
+        low = typ.lower()
+        if low.startswith("gpu activities"):
+            return "gpu"
+        if low.startswith("api calls"):
+            return json.dumps({"report": "cuda_api_sum"}, sort_keys=True)
+        return json.dumps({"report": "nvprof_" + re.sub(r"[^a-z0-9]+", "_", low).strip("_")}, sort_keys=True)
+
+    kind = map_unique(df["typ"], report)
+    mem = df["benchmark"].str.starts_with("[CUDA mem") | df["benchmark"].str.starts_with("[Unified Memory")
+    params = pl.when(kind != "gpu").then(kind).when(mem).then(pl.lit(json.dumps({"report": "cuda_gpu_mem_time_sum"}))).otherwise(
+        pl.lit(json.dumps({"report": "cuda_gpu_kern_sum"})))
+    df = df.with_columns(params.alias("params"), pl.when(c.is_finite()).then(c.cast(pl.Int64)).alias("sample_count"))
+    if not stats:
+        return pl.DataFrame()
+    n, m = len(df), len(stats)
+    # one sample per row and statistic, row by row in the header's order (as _summary appends them)
+    long = pl.concat([df.select("benchmark", "params", "sample_count", pl.lit(_STATS[f]).alias("statistic"),
+                                (pl.col(f"x_{f}") * pl.col(f"s_{f}")).alias("duration_ns")) for f in stats], rechunk=True)
+    i = pl.int_range(0, n * m, eager=True)
+    out = long[(i % m) * n + i // m].with_columns(pl.lit("nvprof").alias("time_source"))
+    return out.select([pl.col(k).cast(v) for k, v in _SAMPLE_SCHEMA().items()])
+
+
 def _summary(t: _Table, path: Path, samples: list[dict]) -> None:
     keys = [_key(h) for h in t.header]
     fields = [_SUMMARY_FIELDS.get(k, k) for k in keys]
@@ -562,7 +645,7 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
     kernels: list[pl.DataFrame] = []
     transfers: list[pl.DataFrame] = []
     ranges: list[pl.DataFrame] = []
-    samples: list[dict] = []
+    sample_frames: list[pl.DataFrame] = []
     metrics: list[dict] = []
     groups: dict[tuple, dict[str, Any]] = {}
     counts: dict[str, int] = {}
@@ -581,7 +664,13 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
         elif t.layout == "api_trace":
             ranges.append(_api_trace(t, path).with_columns(pl.lit(t.pid, dtype=pl.Int64).alias("process_id")))
         elif t.layout == "summary":
-            _summary(t, path, samples)
+            frame = _summary_frame(t, path) if FAST_SUMMARY else None
+            if frame is None:
+                recs: list[dict] = []
+                _summary(t, path, recs)
+                frame = pl.DataFrame(recs, schema=_SAMPLE_SCHEMA(), strict=False) if recs else pl.DataFrame()
+            if frame.height:
+                sample_frames.append(frame)
         elif t.layout in ("metrics", "events"):
             _metrics(t, path, groups)
         elif t.layout == "um_summary":
@@ -629,8 +718,8 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
         # nvprof's API trace has no thread column: calls of different threads cannot be nested
         # reliably, so depth and parent stay null
         tables_out["ranges"] = r.sort("start_ns", nulls_last=True).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("range_id"))
-    if samples:
-        tables_out["samples"] = schema.from_records("samples", samples)
+    if sample_frames:
+        tables_out["samples"] = schema.conform("samples", pl.concat(sample_frames, how="diagonal_relaxed"))
     if metrics:
         tables_out["metrics"] = schema.from_records("metrics", metrics)
 
@@ -655,7 +744,7 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
         devs = tables_out["metrics"]["section"].drop_nulls()
         if devs.len():
             md["device_name"] = re.sub(r"\s*\(\d+\)\s*$", "", devs[0])
-    if samples and "kernels" not in tables_out:
+    if sample_frames and "kernels" not in tables_out:
         md["empty_reason"] = "nvprof summary: per-kernel statistics are in samples (profaudit summary), no per-launch rows"
     if groups and not kernels:
         md["kernels_note"] = "one kernels row per kernel: metrics averaged over its invocations (nvprof --metrics), no duration"

@@ -1,0 +1,97 @@
+"""nvprof summary tables read column by column (issue 13, size blow-ups): the same samples and
+errors as the row-by-row reader, and Python work that does not grow with the rows."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from profaudit.errors import InputError
+from profaudit.parsers import nvprof_csv
+from profaudit.parsers.base import ReadOptions
+
+REPO = Path(__file__).resolve().parents[1]
+
+_HEAD = '==4242== NVPROF is profiling process 4242, command: ./app\n==4242== Profiling result:\n'
+_COLS = '"Type","Time(%)","Time","Calls","Avg","Min","Max","Name"\n'
+
+
+def _row(rng: random.Random) -> str:
+    typ = rng.choice(["GPU activities", "", "API calls", "Other stuff"])
+    name = rng.choice(["void k<float>(float*)", "[CUDA memcpy HtoD]", "[Unified Memory x]", "cudaMalloc", "k2"])
+    def t():
+        return rng.choice([f"{rng.uniform(0, 999):.3f}", f"{rng.uniform(0, 99):.2f}us", "-", "", "1e3ms", ".5"])
+    calls = rng.choice(["1", "40", "1e3", "", "2.0"])
+    return ",".join(f'"{c}"' for c in (typ, f"{rng.uniform(0, 100):.2f}", t(), calls, t(), t(), t(), name)) + "\n"
+
+
+def _summary(rng: random.Random, rows: int, units: str = '"","%","ms","","us","us","ms",""\n') -> str:
+    return _HEAD + _COLS + units + "".join(_row(rng) for _ in range(rows))
+
+
+def _read(path: Path, fast: bool):
+    old = nvprof_csv.FAST_SUMMARY
+    nvprof_csv.FAST_SUMMARY = fast
+    try:
+        p = nvprof_csv.PARSER.read(path, ReadOptions())
+    except InputError as exc:
+        return ("error", str(exc))
+    finally:
+        nvprof_csv.FAST_SUMMARY = old
+    return ("ok", [(t, df.write_ndjson()) for t, df in sorted(p.tables.items())], json.dumps(p.metadata, sort_keys=True, default=str))
+
+
+def test_summary_columns_match_rows(tmp_path):
+    rng = random.Random(16)
+    cases = [_summary(rng, rng.randint(1, 30)) for _ in range(30)]
+    cases += [
+        _summary(rng, 5, units=""),  # no units row: a bare number has no unit
+        _summary(rng, 3) + '"GPU activities","1","x","1","1","1","1","bad"\n',  # not a number
+        _summary(rng, 3) + '"GPU activities","1","1","2.5","1","1","1","half a call"\n',
+        _summary(rng, 3) + '"GPU activities","1","1","1e30","1","1","1","huge count"\n',
+        _summary(rng, 3) + '"GPU activities","1","1","1","1","1","1","caf\u00e9 \u00b5s"\n',  # non-ASCII: row by row
+    ]
+    for i, text in enumerate(cases):
+        p = tmp_path / f"s{i}.csv"
+        p.write_text(text)
+        assert _read(p, True) == _read(p, False), text[:3000]
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from profaudit.parsers import nvprof_csv
+    calls = [0]
+    def count(frame, event, arg):
+        calls[0] += 1
+    sys.setprofile(count)
+    from profaudit.parsers.base import ReadOptions
+    p = nvprof_csv.PARSER.read(Path(sys.argv[1]), ReadOptions())
+    sys.setprofile(None)
+    print(json.dumps({"calls": calls[0], "samples": p.tables["samples"].height}))
+    """
+)
+
+
+@pytest.mark.parametrize("rows", [20_000])
+def test_summary_python_work_does_not_grow_per_row(tmp_path, rows):
+    line = '"GPU activities","50.0","1.5","40","37.5","30","45","void k<float>(float*)"\n'
+    out = []
+    for n in (rows, 2 * rows):
+        p = tmp_path / f"b{n}.csv"
+        p.write_text(_HEAD + _COLS + '"","%","ms","","us","us","ms",""\n' + line * n)
+        r = subprocess.run([sys.executable, "-c", _CHILD, str(p)], capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert out[0]["samples"] == 4 * rows and out[1]["samples"] == 8 * rows
+    # the log's lines are split row by row (split(), ~8 calls each); the summary adds none (row by
+    # row it made ~180 per row)
+    assert out[1]["calls"] < 3 * out[0]["calls"]
+    assert out[1]["calls"] - out[0]["calls"] < 20 * rows, out
