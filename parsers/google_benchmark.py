@@ -223,6 +223,7 @@ def read_console(path: Path, parser, options: ReadOptions):
     cols = _Cols()
     errors, not_times, preamble = [], [], lines[:start]
     reps: dict[tuple, int] = {}
+    names: dict[str, tuple[str, str, str]] = {}
     for line in lines[start + 1:]:
         s = line.strip()
         if not s or set(s) == {"-"}:
@@ -242,9 +243,12 @@ def read_console(path: Path, parser, options: ReadOptions):
         if agg in ("cv", "BigO", "RMS"):
             not_times.append(name)
             continue
-        family, params, flags = split_name(_AGG_SUFFIX.sub("", name))
-        pj = canonical_params(params)
-        src = "manual" if "manual_time" in flags else "host"
+        known = names.get(name)
+        if known is None:
+            # a name repeats on every repetition: split and canonicalise it once
+            family, params, flags = split_name(_AGG_SUFFIX.sub("", name))
+            known = names[name] = (family, canonical_params(params), "manual" if "manual_time" in flags else "host")
+        family, pj, src = known
         it = int(m.group("it")) if m.group("it") else None
         if agg:
             # The console prints the repetition count in an aggregate's Iterations column.
