@@ -718,10 +718,13 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         # names and categories repeat millions of times: held as categoricals until the tables
         # are built (`cat_to_str`); a range's kind is mapped from its category then (`_range_kinds`)
         queries["ranges"] = slices.select(*q.range_cols, *([q.kind_col] if per_row else ())).with_columns(q.range_cats)
-        queries["devices"] = (lf.filter(plan.is_slice & is_device).with_columns(plan.base).select(plan.slice_cols)
+        # device rows (a few percent) and the profiler's own span (a slice in neither table, whose
+        # start counts for t_min) are gathered by index: a filter reads every row of each column it
+        # keeps, and device rows keep nearly all, the launch dimensions' lists among them
+        few = raw.select(d=plan.is_slice & is_device, o=plan.is_slice & ~is_range & ~is_device)
+        queries["devices"] = (raw[few["d"].arg_true()].lazy().with_columns(plan.base).select(plan.slice_cols)
                               .with_columns(*plan.derived, dev_cls).select(q.device_cols).with_columns(q.device_cats))
-        # (the profiler's own span: a slice in neither table, whose start counts for t_min)
-        queries["tmin"] = lf.filter(plan.is_slice & ~is_range & ~is_device).select(plan.base[0]).select(q.tmin)
+        queries["tmin"] = raw[few["o"].arg_true()].lazy().select(plan.base[0]).select(q.tmin)
         # the categories only tell Kineto from other traces (`detect_source`), which a chunk read
         # as Kineto already is
         out.cats = {c for c in table if c is not None}
