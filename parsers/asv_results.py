@@ -200,6 +200,10 @@ class AsvResultsParser:
         """benchmarks.json / machine.json: optional; a damaged one is an error naming it."""
         if not p.is_file():
             return {}
+        from profaudit.parsers import textsafe
+
+        if p.stat().st_size > textsafe.JSON_LIMIT:  # read whole: ~20x its size in memory
+            raise InputError(p, f"asv JSON beside the results file over {textsafe.JSON_LIMIT >> 20} MiB: larger than asv writes; too big to read whole")
         try:
             d = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

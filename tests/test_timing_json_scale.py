@@ -86,3 +86,16 @@ def test_pyperf_work_grows_linearly(tmp_path):
         out.append(json.loads(r.stdout.strip().splitlines()[-1]))
     assert out[0]["samples"] == 4 * 2000 and out[1]["samples"] == 4 * 4000
     assert out[1]["calls"] < 3 * out[0]["calls"], out
+
+
+def test_asv_sidecar_over_the_limit_is_one_line(tmp_path, monkeypatch):
+    from profaudit.parsers import asv_results
+
+    side = tmp_path / "benchmarks.json"
+    side.write_text(json.dumps({"bench.x": {"unit": "seconds"}}) + " " * 2000)
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
+    with pytest.raises(InputError, match="over 0 MiB: larger than asv writes") as e:
+        asv_results.AsvResultsParser._sidecar(side)
+    assert "\n" not in str(e.value)
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 64 << 20)
+    assert asv_results.AsvResultsParser._sidecar(side) == {"bench.x": {"unit": "seconds"}}
