@@ -19,9 +19,14 @@ with a zygote that skips the set-up (each child then loads the 37 MB library its
 fresh worker per read paid before the zygote). What a read still costs
 beyond the baseline is fixed per report: the zygote's fork and the child's exit (page tables for
 the library's ~110 MB of data and for what the zygote inherited from this process), ncu_report's
-first-report work in a process that has read none (mostly per GPU type and capture version: read
-after smemTranspose in one process, torchLinear -- both RTX 4090, ncu 2023.1 -- skips it; that state
-is exactly what must not be shared between reports), and building the frames. It dominates reports the baseline reads in tens of milliseconds.
+first-report work in a process that has read none, and building the frames. It dominates reports
+the baseline reads in tens of milliseconds. The first-report work has two parts. One does not depend
+on the report (opening, reaching the actions, reading values: any earlier report, of any GPU and
+ncu version, saves it; the warm-up below does). The other is the units: `unit()` on a metric name
+not yet asked in the process costs ~15 us of CPU, ~8-11 ms for a 558-metric GH200 report
+(bobschreiner), and only a report of the same GPU read with its units saves it -- the registry that
+hands the first report's derived-metric units to later reports, which no isolated read may share.
+The baseline helper, having read every report before, pays neither.
 
 From its second read on, the zygote is warm: before forking for that read it has opened a report
 an earlier child read to the end and read its first kernel's metric values (ncu_rep.warm_reader),
