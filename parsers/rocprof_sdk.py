@@ -283,7 +283,7 @@ class RocprofSdkParser:
                 cols["g" + axis].append(-(-g // w) if isinstance(g, int) and isinstance(w, int) and w > 0 else None)
             cols["shared"].append(di.get("group_segment_size"))
             cols["thread_id"].append(r.get("thread_id"))
-        pid = meta.get("pid")
+        pid = jsonshape.int64(meta.get("pid"), "metadata.pid", path)
         K = pl.DataFrame(cols, schema={c: (STR if c == "device_name" else I64) for c in cols}, strict=False)
         sym_rows = []
         for kid, s in symbols.items():
@@ -319,13 +319,16 @@ class RocprofSdkParser:
         transfers = self._copies(path, watch.found, op_name, agent_by_handle) if "memory_copy" in watch.found else None
 
         gpus = [a for a in agents if a.get("type") == 2]
-        node = meta.get("node") or {}
+        # facts a later step tabulates (the host keys a distributed run's ranks): text or nothing
+        node = jsonshape.mapping(meta.get("node"), "metadata.node", path, optional=True)
         cmd = meta.get("command")
+        if not isinstance(cmd, list):
+            cmd = jsonshape.text(cmd, "metadata.command", path)
         md = {
             "tool": "rocprofv3 (rocprofiler-sdk)",
             "device_name": (gpus[0].get("product_name") or gpus[0].get("name")) if gpus else None,
             "device_count": len(gpus) or None,
-            "host": node.get("hostname"),
+            "host": jsonshape.text(node.get("hostname"), "metadata.node.hostname", path),
             "command_line": " ".join(str(c) for c in cmd) if isinstance(cmd, list) else cmd,
             "time_origin": "relative",
             "process_id": pid,

@@ -74,3 +74,22 @@ def test_each_input_runs_one_form_of_compare(timing, tmp_path):
     assert forms[1] == forms[3] == ["compare", str(seed), str(timing)]
     # without a seed to compare against, the input is compared with itself
     assert [c for c in downstream.commands(timing, ps, None, tmp_path, 1) if c[0] == "compare"] == [forms[0]]
+
+
+def test_profiles_with_kernels_also_get_ranks_or_collectives(tmp_path):
+    """The distributed view (`ranks`, `collectives`) runs on inputs with kernels or copies, one of
+    the two per input; a timing table has neither."""
+    import polars as pl
+
+    from profaudit.profile import Profile, ProfileSet
+
+    kernels = pl.DataFrame({"kernel_id": [0], "name": ["k"], "start_ns": [0], "end_ns": [10], "duration_ns": [10]})
+    ps = ProfileSet([Profile(profile_id="p", tables={"kernels": kernels}, metadata={})])
+    f = tmp_path / "x.sqlite"
+    names = {tuple(c[:1]) for pick in range(4) for c in downstream.commands(f, ps, None, tmp_path, pick) if c[0] in ("ranks", "collectives")}
+    assert names == {("ranks",), ("collectives",)}
+    for pick in range(4):
+        assert sum(c[0] in ("ranks", "collectives") for c in downstream.commands(f, ps, None, tmp_path, pick)) == 1
+    timing = tmp_path / "t.csv"
+    timing.write_text("kernel,size,time_ms\nsoftmax,1024,0.125\n")
+    assert not any(c[0] in ("ranks", "collectives") for c in downstream.commands(timing, load(timing), None, tmp_path, 2))

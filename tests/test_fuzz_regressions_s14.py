@@ -53,3 +53,25 @@ def test_gzip_trailer_cut(tmp_path, name, text):
     f = tmp_path / name
     f.write_bytes(_gz(text, "cut"))
     _refused(f, "damaged or cut compressed data: Compressed file ended before the end-of-stream marker was reached")
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("hostname", {"": None}, "metadata.node.hostname: expected text, found"),
+    ("hostname", [1], "metadata.node.hostname: expected text, found"),
+    ("pid", {}, "metadata.pid"),
+], ids=["hostname-object", "hostname-list", "pid-object"])
+def test_rocprof_sdk_metadata_of_the_wrong_type(tmp_path, field, value, needle):
+    """s14 next-command round (a3), rocprof-sdk-json #25: a hostname that is a JSON object loaded,
+    then `compare` died in the distributed view (exit 3, polars could not make a text column of
+    it); a pid that is an object gave the kernels a process_id column of the wrong type."""
+    from tests.test_chrome_trace import _sdk_doc
+
+    doc = _sdk_doc()
+    meta = doc["rocprofiler-sdk-tool"][0]["metadata"]
+    if field == "hostname":
+        meta.setdefault("node", {})["hostname"] = value
+    else:
+        meta[field] = value
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(doc))
+    _refused(f, needle)

@@ -4,8 +4,8 @@ the read itself (tests/fuzz/harness.py `verdict`).
 A profile that loads but then breaks `profaudit summary` or `compare` is the same bug to a user as
 one that breaks `load`: exit 3 and "internal error". So each loaded mutant also goes through the
 CLI commands a user runs on a profile (`summary`, `summary --by nvtx`, `gaps`, `kernels` on every
-table, `roofline`, `kernel-report`, `compare` against itself and against its unmutated seed,
-`export-trace`) and the library path of `ingest` (the dataset written, then read back with the same
+table, `roofline`, `kernel-report`, `compare` against itself or against its unmutated seed,
+`export-trace`, and on profiles with kernels or copies `ranks` or `collectives`) and the library path of `ingest` (the dataset written, then read back with the same
 row counts), plus a check that every table has exactly the dtypes `profaudit.schema` declares.
 
 The commands run through `profaudit.cli.main` (so rendering and the CLI's own error handling are
@@ -121,6 +121,10 @@ def commands(path: Path, ps, sibling: Path | None, scratch: Path, pick: int = 0)
         if ps.table(table).height:
             cmds.append(["kernels", p, "-t", table, "--format", "csv"])
     k = ps.kernels
+    if k.height or ps.transfers.height:
+        # the distributed view reads the file again per rank (profaudit.ranks.load_run): one of its
+        # two commands per input, as with compare
+        cmds.append(["ranks", p] if (pick >> 1) % 2 else ["collectives", p, "--format", "csv"])
     if k.height:
         kid = k["kernel_id"][0]
         cmds.append(["kernel-report", p] + (["--id", str(kid)] if kid is not None else []) + (["--profile", ps.ids[0]] if len(ps) > 1 else []))
