@@ -754,6 +754,12 @@ static PyObject *take(Buf *b, size_t len) {
         if (!b->p) return PyErr_NoMemory();
         b->cap = 8;
     }
+    if (b->cap - len > 65536) {
+        /* give back the growth slack: polars keeps the string data of filtered views alive until
+         * the tables are built, so slack here is peak memory there (large blocks shrink in place) */
+        uint8_t *q = (uint8_t *)realloc(b->p, len ? len : 8);
+        if (q) { b->p = q; b->cap = len ? len : 8; }
+    }
     NativeBuffer *o = PyObject_New(NativeBuffer, &NativeBufferType);
     if (!o) return NULL;
     o->p = b->p;
