@@ -102,6 +102,9 @@ class _Cols:
 
 
 def read_json(path: Path, parser, options: ReadOptions):
+    from profaudit.parsers.textsafe import read_capped
+
+    read_capped(path, "Google Benchmark JSON")  # read whole below: refused past the limit first
     with open_maybe_gzip(path) as fh:
         text = fh.read().decode("utf-8", errors="replace")
     try:

@@ -135,6 +135,9 @@ def _read_bin(path: Path, json_path: Path, rel: str, size: int | None, what: str
 
 
 def read_json(path: Path, parser, options: ReadOptions):
+    from profaudit.parsers.textsafe import read_capped
+
+    read_capped(path, "nvbench JSON")  # read whole below: refused past the limit first
     doc = load_json(path, "nvbench JSON")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise InputError(path, "nvbench JSON without a 'benchmarks' list")

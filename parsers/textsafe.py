@@ -35,24 +35,33 @@ _MAYBE_LONE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 JSON_LIMIT = 64 << 20
 
 
-def load_clean_json(path, what: str) -> Any:
-    """`clean(load_json(path, what))`, without walking the document when its bytes cannot hold a
-    lone surrogate: the walk copies every list and mapping, which doubled the time and memory of a
-    50 MB timing file. A document over JSON_LIMIT (decompressed) is one InputError line."""
+def read_capped(path, what: str) -> bytes | None:
+    """The document's (decompressed) bytes, refused in one line past JSON_LIMIT; None when the file
+    cannot be read (the caller's reader then says what is wrong with it)."""
     from profaudit.errors import InputError
-    from profaudit.parsers.base import load_json, open_maybe_gzip
+    from profaudit.parsers.base import open_maybe_gzip
 
     try:
         with open_maybe_gzip(path) as fh:
             data = fh.read(JSON_LIMIT + 1)
     except Exception:
-        data = None  # load_json says what is wrong with the file
-    if data is not None and len(data) > JSON_LIMIT:
+        return None
+    if len(data) > JSON_LIMIT:
         raise InputError(
             path,
             f"{what} over {JSON_LIMIT >> 20} MiB{' once decompressed' if _gz(path) else ''}: larger than a timing "
             "document this reader takes whole (about 20x its size in memory); split it into smaller files",
         )
+    return data
+
+
+def load_clean_json(path, what: str) -> Any:
+    """`clean(load_json(path, what))`, without walking the document when its bytes cannot hold a
+    lone surrogate: the walk copies every list and mapping, which doubled the time and memory of a
+    50 MB timing file. A document over JSON_LIMIT (decompressed) is one InputError line."""
+    from profaudit.parsers.base import load_json
+
+    data = read_capped(path, what)
     doc = load_json(path, what)
     # UTF-16/32 documents (json detects them from the first bytes) are walked whatever they hold
     if data is None or data[:4].count(0) or data[:2] in (b"\xff\xfe", b"\xfe\xff") or _MAYBE_LONE.search(data):

@@ -99,3 +99,16 @@ def test_asv_sidecar_over_the_limit_is_one_line(tmp_path, monkeypatch):
     assert "\n" not in str(e.value)
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 64 << 20)
     assert asv_results.AsvResultsParser._sidecar(side) == {"bench.x": {"unit": "seconds"}}
+
+
+@pytest.mark.parametrize("fmt", ["nvbench", "google-benchmark"])
+def test_other_whole_json_readers_are_capped(tmp_path, monkeypatch, fmt):
+    from profaudit.parsers import google_benchmark, nvbench
+    from profaudit.parsers.base import ReadOptions
+
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps({"benchmarks": [], "context": {"num_cpus": 1}}) + " " * 2000)
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
+    read = nvbench.read_json if fmt == "nvbench" else google_benchmark.read_json
+    with pytest.raises(InputError, match="JSON over 0 MiB: larger than a timing document"):
+        read(p, None, ReadOptions())
