@@ -273,7 +273,8 @@ def main(argv=None) -> int:
             t, c = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
             m, cc = max(r[2] for r in runs), statistics.median(r[3] for r in runs)
             med[name] = (t, c, m, cc)
-            print(f"{name:10s} load {t:7.2f} s wall {raw_mb / t:7.1f} MB/s | {c:6.2f} s CPU {raw_mb / c:7.1f} MB/s of CPU time | "
+            print(f"{name:10s} load {t:7.2f} s wall {raw_mb / t:7.1f} MB/s | {c:6.2f} s CPU = {c / (raw_mb / 1000):5.2f} CPU-s/GB "
+                  f"({raw_mb / c:6.1f} MB/s of CPU time) | "
                   f"peak RSS {m:6.0f} MB  whole-child CPU {cc:6.2f} s  ({runs[-1][4]})")
         load = os.getloadavg()[0]
         (pt, pc, pm, pcc) = med["profaudit"]
