@@ -218,8 +218,15 @@ def sniff_console(text: str) -> bool:
 
 
 def read_console(path: Path, parser, options: ReadOptions):
+    from profaudit.parsers.textsafe import JSON_LIMIT
+
     with open_maybe_gzip(path) as fh:
-        lines = fh.read().decode("utf-8", errors="replace").splitlines()
+        data = fh.read(JSON_LIMIT + 1)
+    if len(data) > JSON_LIMIT:
+        # read line by line in Python (~0.2 CPU-s and 12 MB per MB); console tables are for people
+        raise InputError(path, f"Google Benchmark console output over {JSON_LIMIT >> 20} MiB: save such runs as JSON (--benchmark_out=FILE --benchmark_out_format=json)")
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    del data
     start = next((i for i, l in enumerate(lines) if _HDR.match(l.strip())), None)
     if start is None:
         raise InputError(path, "no 'Benchmark Time CPU Iterations' table")

@@ -267,9 +267,9 @@ def _interleaving(m: int, c: int) -> pl.Series:
     return (i % m) * c + i // m
 
 
-def _too_many(count: int) -> str:
+def _too_many(count: int, at_least: bool = False) -> str:
     return (
-        f"{count:,} metric values: over the {METRIC_VALUE_LIMIT:,} one file may hold (about 0.75 GB in memory); "
+        f"{'at least ' if at_least else ''}{count:,} metric values: over the {METRIC_VALUE_LIMIT:,} one file may hold (about 0.75 GB in memory); "
         "export fewer metrics (--metrics, --section) or launches (--launch-count, --kernel-name), or split the report"
     )
 
@@ -297,6 +297,10 @@ def _read_raw_fast(path: Path, options: ReadOptions | None, header_line: str, bo
     long_line = lines.str.len_chars() > limit
     if (long_line & (ncells > width)).any():
         return None  # the cells polars drops past the header's width could hold one
+    n_metrics = sum(1 for n in names if not _is_fixed(n))
+    rows_at_least = int((ncells > 1).sum()) - 1  # less a units row
+    if rows_at_least * n_metrics > METRIC_VALUE_LIMIT:
+        raise InputError(path, _too_many(rows_at_least * n_metrics, at_least=True))  # before the cells are read
     if len(lines):
         data = (lines.str.join("\n").item() + "\n").encode("utf-8")
         del lines

@@ -213,3 +213,12 @@ def test_metric_value_limit_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(ncu_csv, "METRIC_VALUE_LIMIT", 399)
     with pytest.raises(InputError, match=r"400 metric values: over the 399 one file may hold"):
         ncu_csv.read_csv_export(p, None)
+
+
+def test_metric_value_limit_refuses_before_reading_the_cells(tmp_path, monkeypatch):
+    p = tmp_path / "wide.csv"
+    p.write_text(_blowup(100))
+    monkeypatch.setattr(ncu_csv, "METRIC_VALUE_LIMIT", 300)
+    monkeypatch.setattr(ncu_csv.pl, "read_csv", None)  # refused from the line counts alone
+    with pytest.raises(InputError, match=r"at least 400 metric values: over the 300 one file may hold"):
+        ncu_csv.read_csv_export(p, None)

@@ -112,3 +112,16 @@ def test_other_whole_json_readers_are_capped(tmp_path, monkeypatch, fmt):
     read = nvbench.read_json if fmt == "nvbench" else google_benchmark.read_json
     with pytest.raises(InputError, match="JSON over 0 MiB: larger than a timing document"):
         read(p, None, ReadOptions())
+
+
+def test_google_benchmark_console_over_the_limit_is_one_line(tmp_path, monkeypatch):
+    from profaudit.parsers import google_benchmark
+    from profaudit.parsers.base import ReadOptions
+
+    p = tmp_path / "run.txt"
+    p.write_text("-" * 60 + "\nBenchmark   Time   CPU   Iterations\n" + "-" * 60 + "\n" + "BM_x   1.00 ns   1.00 ns   100\n" * 100)
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
+    with pytest.raises(InputError, match=r"console output over 0 MiB: save such runs as JSON"):
+        google_benchmark.read_console(p, None, ReadOptions())
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 64 << 20)
+    assert google_benchmark.read_console(p, google_benchmark.PARSER, ReadOptions()).tables["samples"].height == 200
