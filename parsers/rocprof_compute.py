@@ -124,6 +124,17 @@ def _work(K: pl.DataFrame, arch: str | None) -> tuple[pl.DataFrame | None, list[
     return (D if D.width else None), why
 
 
+# pmc_perf.csv size beyond which the read is refused (a 50 MB file peaked at 1.3 GB RSS, 200 MB at ~5 GB)
+PMC_LIMIT = 64 << 20
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0  # missing or unreadable: `_csv` says so
+
+
 def _col(df: pl.DataFrame, key: str) -> str | None:
     return next((c for c in _ALIASES[key] if c in df.columns), None)
 
@@ -143,6 +154,12 @@ class RocprofComputeParser:
         from profaudit.names import demangle, short_name
 
         path = Path(path)
+        size = _size(path / "pmc_perf.csv")
+        if size > PMC_LIMIT:
+            # every dispatch's every counter becomes a metrics row (~40 bytes of file each): a 200 MB
+            # file is ~25 million rows and needed ~5 GB; up to the limit the read stays under ~1.7 GB
+            raise InputError(path / "pmc_perf.csv", f"{size / (1 << 20):.0f} MiB: over the {PMC_LIMIT >> 20} MiB of counter table this "
+                             "reader holds in memory; profile fewer dispatches (rocprof-compute --kernel / --dispatch)")
         pmc = self._csv(path / "pmc_perf.csv")
         need = {k: _col(pmc, k) for k in ("kernel", "grid", "wg", "start", "end")}
         missing = [k for k, c in need.items() if c is None]
@@ -246,14 +263,17 @@ class RocprofComputeParser:
                 i = int((filled & ~parsed).arg_max())
                 raise InputError(path / "pmc_perf.csv", f"counter {col}, dispatch row {i + 1}: {pmc[col][i]!r} is not a number")
             counters.append(col)
-        if counters:
-            long = K.select("kernel_id", *counters).unpivot(index="kernel_id", variable_name="column", value_name="text")
-            long = long.filter(pl.col("text").str.strip_chars().ne("").fill_null(False))
-            vals = long["text"].str.strip_chars().cast(F64, strict=False)
-            m = long["column"].str.extract_groups(_INSTANCE.pattern)
-            frames.append(long.select(
-                "kernel_id", metric=pl.coalesce(m.struct.field("name"), pl.col("column")), unit=pl.lit(""), value=vals,
-                instance=m.struct.field("i").cast(I64), kind=pl.lit("metric")))
+        # one counter at a time, its name and instance split once per column: unpivoting the text of
+        # every counter first and splitting the column name on every row of that long table took
+        # ~5 GB for a 200 MB pmc_perf.csv (fuzzing, a size blow-up); same rows, same order
+        for col in counters:
+            m = _INSTANCE.match(col)
+            metric, instance = (m.group("name"), int(m.group("i"))) if m else (col, None)
+            # every non-empty cell parses (checked above), so "non-empty" is "parsed"
+            frames.append(K.select("kernel_id", value=pl.col(col).str.strip_chars().cast(F64, strict=False))
+                          .filter(pl.col("value").is_not_null())
+                          .select("kernel_id", pl.lit(metric).alias("metric"), pl.lit("").alias("unit"), "value",
+                                  pl.lit(instance, dtype=I64).alias("instance"), pl.lit("metric").alias("kind")))
         return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
 

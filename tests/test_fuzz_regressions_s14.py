@@ -75,3 +75,21 @@ def test_rocprof_sdk_metadata_of_the_wrong_type(tmp_path, field, value, needle):
     f = tmp_path / "results.json"
     f.write_text(json.dumps(doc))
     _refused(f, needle)
+
+
+def test_rocprof_compute_pmc_perf_over_the_size_limit_is_refused(tmp_path, monkeypatch):
+    """s14 run 3, rocprof-compute #277: a pmc_perf.csv blown up to 200 MB (one dispatch row
+    repeated 1.4 million times) needed ~5 GB and the fuzz worker died at its memory cap (exit -6).
+    Over rocprof_compute.PMC_LIMIT (64 MiB) it is refused in one line before any parsing; here the
+    limit is lowered so the fixture workload crosses it."""
+    from profaudit.parsers import rocprof_compute
+    from tests.test_rocprof_compute import make_workload
+
+    w = make_workload(tmp_path)
+    size = (w / "pmc_perf.csv").stat().st_size
+    monkeypatch.setattr(rocprof_compute, "PMC_LIMIT", size - 1)
+    _refused(w, "pmc_perf.csv: 0 MiB: over the 0 MiB of counter table this reader holds in memory")
+    monkeypatch.setattr(rocprof_compute, "PMC_LIMIT", size)
+    from profaudit.loader import read_one
+
+    assert read_one(w)[0].tables["metrics"].height > 0
