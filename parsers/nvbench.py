@@ -361,9 +361,20 @@ def _emit_row(rows: _Rows, roles, cells: list, parse_cell, device_names: dict, o
         )
 
 
-def read_csv(path: Path, parser, options: ReadOptions):
+def _read_summary_text(path: Path, what: str, encoding: str) -> str:
+    """The text of a CSV or Markdown summary (one row per benchmark state: kilobytes); past
+    textsafe.JSON_LIMIT it is refused in one line (read row by row, 200 MB took over 3 GB)."""
+    from profaudit.parsers.textsafe import JSON_LIMIT
+
     with open_maybe_gzip(path) as fh:
-        text = fh.read().decode("utf-8-sig", errors="replace")
+        data = fh.read(JSON_LIMIT + 1)
+    if len(data) > JSON_LIMIT:
+        raise InputError(path, f"nvbench {what} over {JSON_LIMIT >> 20} MiB: larger than nvbench writes (one row per benchmark state); read its JSON output (--json FILE)")
+    return data.decode(encoding, errors="replace")
+
+
+def read_csv(path: Path, parser, options: ReadOptions):
+    text = _read_summary_text(path, "CSV", "utf-8-sig")
     try:
         table = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
     except csv.Error as exc:  # a stray carriage return or NUL inside an unquoted field
@@ -438,8 +449,7 @@ def _md_table(lines: list[str], i: int) -> tuple[list[str], list[list[str]], int
 
 
 def read_markdown(path: Path, parser, options: ReadOptions):
-    with open_maybe_gzip(path) as fh:
-        lines = fh.read().decode("utf-8", errors="replace").splitlines()
+    lines = _read_summary_text(path, "Markdown", "utf-8").splitlines()
     device_names: dict[int, str] = {}
     devices: dict[int, dict] = {}
     cur_dev = None

@@ -391,6 +391,7 @@ def _api_trace(t: _Table, path: Path) -> pl.DataFrame:
 _PLAIN_ASCII = r"^[\x20-\x7e]*$"
 # summaries column by column (tests turn it off to compare with the row-by-row reader)
 FAST_SUMMARY = True
+AGGREGATE_ROW_LIMIT = 2_000_000
 
 
 def _SAMPLE_SCHEMA() -> dict[str, pl.DataType]:
@@ -652,6 +653,10 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
     layouts: list[str] = []
     for t in tables:
         layouts.append(t.layout)
+        if t.layout != "trace" and t.layout != "api_trace" and len(t.lines) > AGGREGATE_ROW_LIMIT:
+            # nvprof prints one summary / metric / event row per kernel (or API) name and metric:
+            # thousands, not millions (traces, one row per launch, have no such limit)
+            raise InputError(path, f"nvprof {t.layout.replace('_', ' ')} table (line {t.lineno}) with {len(t.lines):,} rows: more than nvprof prints for one run (at most {AGGREGATE_ROW_LIMIT:,} read)")
         if t.layout == "trace":
             k, tr, api, c = _trace(t, path)
             pid = pl.lit(t.pid, dtype=pl.Int64).alias("process_id")

@@ -95,3 +95,13 @@ def test_summary_python_work_does_not_grow_per_row(tmp_path, rows):
     # row it made ~180 per row)
     assert out[1]["calls"] < 3 * out[0]["calls"]
     assert out[1]["calls"] - out[0]["calls"] < 20 * rows, out
+
+
+def test_aggregate_table_over_the_row_limit_is_one_line(tmp_path, monkeypatch):
+    p = tmp_path / "big.csv"
+    p.write_text(_summary(random.Random(1), 50))
+    monkeypatch.setattr(nvprof_csv, "AGGREGATE_ROW_LIMIT", 40)
+    r = _read(p, True)
+    assert r[0] == "error" and "summary table (line 3) with 50 rows: more than nvprof prints for one run (at most 40 read)" in r[1]
+    monkeypatch.setattr(nvprof_csv, "AGGREGATE_ROW_LIMIT", 50)
+    assert _read(p, True)[0] == "ok"

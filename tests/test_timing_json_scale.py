@@ -125,3 +125,16 @@ def test_google_benchmark_console_over_the_limit_is_one_line(tmp_path, monkeypat
         google_benchmark.read_console(p, None, ReadOptions())
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 64 << 20)
     assert google_benchmark.read_console(p, google_benchmark.PARSER, ReadOptions()).tables["samples"].height == 200
+
+
+@pytest.mark.parametrize("kind", ["CSV", "Markdown"])
+def test_nvbench_summaries_over_the_limit_are_one_line(tmp_path, monkeypatch, kind):
+    from profaudit.parsers import nvbench
+    from profaudit.parsers.base import ReadOptions
+
+    p = tmp_path / "x.csv"
+    p.write_text("Benchmark,Device,Device Name,Samples\n" + "b,0,GPU,10\n" * 200)
+    monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
+    read = nvbench.read_csv if kind == "CSV" else nvbench.read_markdown
+    with pytest.raises(InputError, match=f"nvbench {kind} over 0 MiB: larger than nvbench writes"):
+        read(p, None, ReadOptions())
