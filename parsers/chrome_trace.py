@@ -5,11 +5,13 @@ export, rocprof chrome traces, XLA trace-viewer JSON and any other valid trace (
 How a file is read (memory bounded by the tables, not by the JSON document):
 
 1. `jsonstream.TraceWalker` cuts the `traceEvents` array into chunks of whole events.
-2. Each chunk becomes a small typed frame. The fast decoder is polars' JSON reader with a fixed
-   schema (it releases the GIL, so chunks decode on several threads), fed 256 KiB pieces of the
-   chunk (`PIECE_BYTES`: it builds a document tree of its input first, cheaper in small pieces);
-   a chunk it cannot read (string timestamps, counters with free-form args, unusual value types)
-   goes through orjson and a Python loop instead. Both produce the same columns.
+2. Each chunk becomes a small typed frame, read against a fixed schema. The fast decoder is the
+   native reader (`trace_native`, a small C extension built at install where a compiler exists): it
+   returns exactly the frame polars' JSON reader would, in one pass without the GIL, or declines.
+   Then polars reads it (it releases the GIL too), fed 256 KiB pieces of the chunk (`PIECE_BYTES`:
+   it builds a document tree of its input first, cheaper in small pieces); a chunk neither can read
+   (counters with free-form args, unusual value types) goes through orjson and a Python loop
+   instead. All produce the same columns.
 3. Timestamps become integer nanoseconds exactly. `ts`/`dur` are microseconds; below 2**43 us a
    double lies within 0.49 ns of the `<us>.<3 digits>` decimal Kineto printed, and the conversion
    scales only the exact fractional part (`us_ns_expr`). Chunks holding absolute epoch
