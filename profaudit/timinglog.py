@@ -127,9 +127,15 @@ def validate(df: pl.DataFrame) -> pl.DataFrame:
         raise ValueError("samples need a duration_ns column (nanoseconds)")
     df = _canon_params_column(df)
     sch = schema.SAMPLES.polars_schema
+    # a column whose values mix JSON types (text in one line, a number in another) reaches here as
+    # Python objects, which polars refuses to cast with a ComputeError, not InvalidOperationError
+    mixed = [c for c in COLUMNS if c in df.columns and df.schema[c] == pl.Object]
+    if mixed:
+        kinds = sorted({type(v).__name__ for v in df.get_column(mixed[0]).to_list() if v is not None})
+        raise ValueError(f"column {mixed[0]} mixes value types ({', '.join(kinds)}); expected {sch[mixed[0]]}")
     try:
         df = df.select([pl.col(c).cast(sch[c], strict=True) for c in COLUMNS if c in df.columns])
-    except pl.exceptions.InvalidOperationError as exc:
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
         raise ValueError(f"a column has values of the wrong type: {str(exc).splitlines()[0]}") from None
     d = df.get_column("duration_ns")
     bad = df.filter(d.is_null() | ~d.is_finite() | (d < 0))

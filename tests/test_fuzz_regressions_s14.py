@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,19 @@ def test_rocprof_compute_pmc_perf_over_the_size_limit_is_refused(tmp_path, monke
     from profaudit.loader import read_one
 
     assert read_one(w)[0].tables["metrics"].height > 0
+
+
+def test_profaudit_timing_column_of_mixed_json_types(tmp_path):
+    """s14 run 3, profaudit-timing #490 (stacked edits): one line's cache_state NaN, another's a
+    lone surrogate escape: the log is read value by value, the column holds Python objects, and the
+    cast in timinglog.validate raised polars' ComputeError ('cannot cast Object type'), which only
+    InvalidOperationError was expected as: the catch-all."""
+    src = Path(__file__).resolve().parents[1] / "sample_reports/claims/logs/softmax/naive/cols-1024_dtype-float32_rows-1024.run2.jsonl"
+    lines = src.read_text().splitlines()
+    for i, v in ((3, float("nan")), (5, "\ud800")):
+        o = json.loads(lines[i])
+        o["cache_state"] = v
+        lines[i] = json.dumps(o)
+    f = tmp_path / "log.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    _refused(f, "column cache_state mixes value types (float, str); expected String")
