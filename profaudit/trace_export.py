@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -279,12 +280,27 @@ def _counter_events(p: Profile, pi: int, prefix: str, t0, lanes: _Lanes, counts:
     return out
 
 
+def _finite(v: Any) -> Any:
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
 def write_chrome_trace(ps: ProfileSet | Profile, path: str | os.PathLike, **kwargs: Any) -> dict:
     """Write the trace (gzip when the name ends in .gz) atomically; return `otherData`."""
     from profaudit.dataset import atomic_write_bytes
 
     doc = chrome_trace(ps, **kwargs)
-    data = json.dumps(doc, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8")
+    try:
+        data = json.dumps(doc, separators=(",", ":"), allow_nan=False, default=str).encode("utf-8")
+    except ValueError:
+        # a non-finite number (a damaged capture's byte count of inf; fuzzing) has no JSON form: it
+        # is written as null, as a missing value; only such a trace pays for the second walk
+        data = json.dumps(_finite(doc), separators=(",", ":"), allow_nan=False, default=str).encode("utf-8")
     p = Path(path)
     if p.name.endswith(".gz"):
         data = gzip.compress(data, mtime=0)

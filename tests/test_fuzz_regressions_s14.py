@@ -110,3 +110,18 @@ def test_profaudit_timing_column_of_mixed_json_types(tmp_path):
     f = tmp_path / "log.jsonl"
     f.write_text("\n".join(lines) + "\n")
     _refused(f, "column cache_state mixes value types (float, str); expected String")
+
+
+def test_export_trace_of_a_transfer_of_infinite_bytes(tmp_path, cli):
+    """s14 run 3, nsys-sqlite #976: a memcpy's byte count of inf loaded, then `export-trace` died
+    writing it (json: 'Out of range float values are not JSON compliant', exit 3). JSON has no
+    infinity: the value is written as null."""
+    from tests.test_fuzz_regressions import _rich_db_with
+
+    db = _rich_db_with(tmp_path / "r.sqlite", "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 9e999 WHERE rowid = 1")
+    out = tmp_path / "t.json"
+    res = cli("export-trace", str(db), "-o", str(out))
+    assert res.code == 0, res.err
+    doc = json.loads(out.read_text())
+    copies = [e for e in doc["traceEvents"] if "bytes" in e.get("args", {})]
+    assert copies and any(e["args"]["bytes"] is None for e in copies)
