@@ -68,7 +68,7 @@ def test_only_the_part_holding_a_superseded_copy_is_filtered(tmp_path):
     assert set(pl.read_parquet(part)["profile_id"]) == {"c"}
     want = _rows(read_dataset(ds).kernels)
     assert ("c", 900.0) in want and ("c", 100.0) not in want
-    for engine, get in (("duckdb", lambda r: r.pl()), ("polars", lambda r: r.collect()), ("dask", lambda r: pl.from_pandas(r.compute()))):
+    for engine, get in (("duckdb", lambda r: r.pl()), ("polars", lambda r: r.collect()), ("dask", lambda r: pl.from_pandas(r.compute(scheduler="threads")))):
         if engine == "dask":
             pytest.importorskip("dask.dataframe")
         assert _rows(get(profaudit.scan(ds, "kernels", engine=engine))) == want, engine

@@ -105,7 +105,7 @@ def test_reingested_profile_supersedes_and_compact_keeps_one_copy(tmp_path, cli)
     assert back.ids == ["b", "a"] and back["a"].kernels["duration_ns"].to_list() == [500.0, 501.0, 502.0, 503.0]
     for engine in ("polars", "duckdb", "dask"):
         frame = profaudit.scan(ds, "kernels", engine=engine)
-        rows = {"polars": lambda f: f.collect().to_dicts(), "duckdb": lambda f: f.pl().to_dicts(), "dask": lambda f: f.compute().to_dict("records")}[engine](frame)
+        rows = {"polars": lambda f: f.collect().to_dicts(), "duckdb": lambda f: f.pl().to_dicts(), "dask": lambda f: f.compute(scheduler="threads").to_dict("records")}[engine](frame)
         assert sorted((r["profile_id"], r["duration_ns"]) for r in rows) == sorted(zip(back.kernels["profile_id"], back.kernels["duration_ns"])), engine
     info = dataset_info(ds)
     assert (info["profiles"], info["batches"], info["superseded_copies"], info["tables"]["kernels"]["rows"]) == (2, 2, 1, 6)

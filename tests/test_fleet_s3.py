@@ -71,7 +71,10 @@ def test_dataset_on_s3_appends_scans_and_compacts(s3):
     counts = {
         "polars": profaudit.scan(ds, "samples", engine="polars").collect().height,
         "duckdb": profaudit.scan(ds, "samples", engine="duckdb").aggregate("count(*)").fetchall()[0][0],
-        "dask": len(profaudit.scan(ds, "samples", engine="dask").compute()),
+        # the threaded scheduler, named: a bare compute() goes to whatever distributed client is the
+        # process default, and one an earlier test on this xdist worker left behind (its cluster gone)
+        # made this wait forever in CI
+        "dask": len(profaudit.scan(ds, "samples", engine="dask").compute(scheduler="threads")),
     }
     assert counts == {"polars": 60, "duckdb": 60, "dask": 60}
     info = dataset_info(ds)
