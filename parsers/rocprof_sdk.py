@@ -165,6 +165,11 @@ def _first(path: Path, section: str, default):
     return default
 
 
+def _int64(v: Any) -> int | None:
+    """A JSON integer that fits 64 bits, else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
+
+
 def _h(d: Any) -> int | None:
     """`{"handle": n}` -> n."""
     if isinstance(d, dict):
@@ -373,8 +378,10 @@ class RocprofSdkParser:
             key = op.replace("MEMORY_COPY_", "")
             src, dst = agents.get(_h(r.get("src_agent_id")), {}), agents.get(_h(r.get("dst_agent_id")), {})
             gpu = dst if dst.get("type") == 2 else src
-            start, end, nbytes = r.get("start_timestamp"), r.get("end_timestamp"), r.get("bytes")
-            dur = end - start if isinstance(start, int) and isinstance(end, int) else None
+            # a time that is not a 64-bit integer (a damaged field: text, a list, an object) is
+            # unknown, as it is for kernel dispatches; inferred, it gave the column another type
+            start, end, nbytes = _int64(r.get("start_timestamp")), _int64(r.get("end_timestamp")), r.get("bytes")
+            dur = end - start if start is not None and end is not None else None
             rows.append({
                 "kind": "memcpy", "direction": _COPY_DIRECTION.get(key, key or None), "name": op or None,
                 "src_kind": {1: "host", 2: "device"}.get(src.get("type")), "dst_kind": {1: "host", 2: "device"}.get(dst.get("type")),
@@ -385,7 +392,7 @@ class RocprofSdkParser:
             })
         if not rows:
             return None
-        T = pl.DataFrame(rows, infer_schema_length=None).sort("start_ns", nulls_last=True)
+        T = pl.DataFrame(rows, infer_schema_length=None, schema_overrides={"start_ns": I64, "end_ns": I64}).sort("start_ns", nulls_last=True)
         return T.with_columns(transfer_id=pl.int_range(0, T.height, dtype=I64))
 
 

@@ -125,3 +125,28 @@ def test_export_trace_of_a_transfer_of_infinite_bytes(tmp_path, cli):
     doc = json.loads(out.read_text())
     copies = [e for e in doc["traceEvents"] if "bytes" in e.get("args", {})]
     assert copies and any(e["args"]["bytes"] is None for e in copies)
+
+
+@pytest.mark.parametrize("value", [[[[1]]], "100", {"a": 1}, True, 2**64], ids=["nested-list", "text", "object", "bool", "over-64-bit"])
+def test_rocprof_sdk_copy_time_of_the_wrong_type_is_unknown(tmp_path, value):
+    """s14 final run, rocprof-sdk-json #2134: a memory copy whose start_timestamp was nested 50 deep
+    in lists loaded, and the transfers table's start_ns came out a list column (the schema check
+    after the load failed). A time that is not a 64-bit integer is now unknown (null), as for kernel
+    dispatches, and the column keeps its type."""
+    import polars as pl
+
+    import profaudit
+    from tests.fuzz.downstream import schema_problem
+    from tests.test_chrome_trace import _sdk_doc
+
+    doc = _sdk_doc()
+    copies = doc["rocprofiler-sdk-tool"][0]["buffer_records"]["memory_copy"]
+    assert copies, "the fixture has memory copies"
+    copies[0]["start_timestamp"] = value
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(doc))
+    ps = profaudit.load(f, parallel=False)
+    T = ps.table("transfers")
+    assert T.schema["start_ns"] == pl.Int64 and T.schema["end_ns"] == pl.Int64
+    assert T["start_ns"].null_count() == 1 and T["duration_ns"].null_count() == 1
+    assert schema_problem(ps) is None
