@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import polars as pl
@@ -20,8 +17,8 @@ from profaudit.parsers import ncu_common as nc
 from profaudit.parsers import ncu_csv, ncu_vector
 from profaudit.parsers.base import ReadOptions
 from tests.conftest import corpus_files
+from tests.read_cost import read_cost
 
-REPO = Path(__file__).resolve().parents[1]
 
 _METRICS = [
     "gpu__time_duration.sum", "launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z", "launch__block_dim_x",
@@ -164,28 +161,8 @@ def _blowup(rows: int) -> str:
     return head + '"0","void k(float*)","1,234","4096","1048576","61.03"\n' * rows
 
 
-_CHILD = textwrap.dedent(
-    """
-    import json, resource, sys
-    from pathlib import Path
-    from profaudit.parsers import ncu_csv
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    calls = [0]
-    def count(frame, event, arg):
-        calls[0] += 1
-    sys.setprofile(count)
-    p = ncu_csv.read_csv_export(Path(sys.argv[1]), None)
-    sys.setprofile(None)
-    n = p.tables["metrics"].height
-    print(json.dumps({"calls": calls[0], "base_kb": base, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "metrics": n}))
-    """
-)
-
-
 def _child(path: Path) -> dict:
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return read_cost(path, "ncu_csv", "metrics", call="read_csv_export(path, None)")
 
 
 def test_raw_blowup_reads_in_bounded_memory_and_python_work(tmp_path):
@@ -196,7 +173,7 @@ def test_raw_blowup_reads_in_bounded_memory_and_python_work(tmp_path):
     small.write_text(_blowup(rows))
     big.write_text(_blowup(2 * rows))
     a, b = _child(small), _child(big)
-    assert a["metrics"] == 4 * rows and b["metrics"] == 8 * rows
+    assert a["rows"] == 4 * rows and b["rows"] == 8 * rows
     mb = big.stat().st_size / 2**20
     assert mb > 3
     grown_mb = (b["peak_kb"] - b["base_kb"]) / 1024

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,8 +12,8 @@ import pytest
 from profaudit.errors import InputError
 from profaudit.parsers import nvprof_csv
 from profaudit.parsers.base import ReadOptions
+from tests.read_cost import read_cost
 
-REPO = Path(__file__).resolve().parents[1]
 
 _HEAD = '==4242== NVPROF is profiling process 4242, command: ./app\n==4242== Profiling result:\n'
 _COLS = '"Type","Time(%)","Time","Calls","Avg","Min","Max","Name"\n'
@@ -63,23 +60,6 @@ def test_summary_columns_match_rows(tmp_path):
         assert _read(p, True) == _read(p, False), text[:3000]
 
 
-_CHILD = textwrap.dedent(
-    """
-    import json, sys
-    from pathlib import Path
-    from profaudit.parsers import nvprof_csv
-    calls = [0]
-    def count(frame, event, arg):
-        calls[0] += 1
-    sys.setprofile(count)
-    from profaudit.parsers.base import ReadOptions
-    p = nvprof_csv.PARSER.read(Path(sys.argv[1]), ReadOptions())
-    sys.setprofile(None)
-    print(json.dumps({"calls": calls[0], "samples": p.tables["samples"].height}))
-    """
-)
-
-
 @pytest.mark.parametrize("rows", [20_000])
 def test_summary_python_work_does_not_grow_per_row(tmp_path, rows):
     line = '"GPU activities","50.0","1.5","40","37.5","30","45","void k<float>(float*)"\n'
@@ -87,10 +67,8 @@ def test_summary_python_work_does_not_grow_per_row(tmp_path, rows):
     for n in (rows, 2 * rows):
         p = tmp_path / f"b{n}.csv"
         p.write_text(_HEAD + _COLS + '"","%","ms","","us","us","ms",""\n' + line * n)
-        r = subprocess.run([sys.executable, "-c", _CHILD, str(p)], capture_output=True, text=True, cwd=REPO, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
-        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    assert out[0]["samples"] == 4 * rows and out[1]["samples"] == 8 * rows
+        out.append(read_cost(p, "nvprof_csv", "samples"))
+    assert out[0]["rows"] == 4 * rows and out[1]["rows"] == 8 * rows
     # the log's lines are split row by row (split(), ~8 calls each); the summary adds none (row by
     # row it made ~180 per row)
     assert out[1]["calls"] < 3 * out[0]["calls"]

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,8 +13,7 @@ import pytest
 from profaudit.errors import InputError
 from profaudit.parsers import textsafe
 from profaudit.parsers.base import load_json
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.read_cost import read_cost
 
 
 @pytest.mark.parametrize("raw", [
@@ -54,23 +50,6 @@ def test_json_over_the_limit_is_one_line(tmp_path, monkeypatch):
     assert textsafe.load_clean_json(small, "pyperf JSON") == {"version": "1.0"}
 
 
-_CHILD = textwrap.dedent(
-    """
-    import json, sys
-    from pathlib import Path
-    from profaudit.parsers import pyperf_json
-    from profaudit.parsers.base import ReadOptions
-    calls = [0]
-    def count(frame, event, arg):
-        calls[0] += 1
-    sys.setprofile(count)
-    p = pyperf_json.PARSER.read(Path(sys.argv[1]), ReadOptions())
-    sys.setprofile(None)
-    print(json.dumps({"calls": calls[0], "samples": p.tables["samples"].height}))
-    """
-)
-
-
 def _pyperf(runs: int) -> dict:
     run = {"metadata": {"date": "2024-01-01T00:00:00", "loops": 8}, "warmups": [[8, 0.001]], "values": [0.0011, 0.0012, 0.0013]}
     return {"version": "1.0", "metadata": {"name": "b", "unit": "second", "hostname": "h"}, "benchmarks": [{"runs": [run] * runs}]}
@@ -81,10 +60,8 @@ def test_pyperf_work_grows_linearly(tmp_path):
     for runs in (2000, 4000):
         p = tmp_path / f"p{runs}.json"
         p.write_text(json.dumps(_pyperf(runs)))
-        r = subprocess.run([sys.executable, "-c", _CHILD, str(p)], capture_output=True, text=True, cwd=REPO, timeout=300)
-        assert r.returncode == 0, r.stderr[-2000:]
-        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    assert out[0]["samples"] == 4 * 2000 and out[1]["samples"] == 4 * 4000
+        out.append(read_cost(p, "pyperf_json", "samples"))
+    assert out[0]["rows"] == 4 * 2000 and out[1]["rows"] == 4 * 4000
     assert out[1]["calls"] < 3 * out[0]["calls"], out
 
 
