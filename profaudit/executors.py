@@ -22,7 +22,14 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
     """A connected `distributed.Client`: to `scheduler` (tcp://HOST:8786), to the one a scheduler
     file names, to `$DASK_SCHEDULER_ADDRESS` (Dask's own config key `scheduler-address`), or else
     to a LocalCluster started here (one single-threaded worker process per core, no dashboard and
-    no worker profiler) and stopped after."""
+    no worker profiler) and stopped after.
+
+    The client is never made the process's default (`set_as_default=False`): work goes through
+    `client.get_executor()`, and a default client outlives a failed connection. distributed
+    registers a client as the default, and points dask's `scheduler` setting at it, before it
+    connects; when `Client(address)` then raised (a bad address, nobody listening) the half-made
+    client stayed the default, so a later bare `.compute()` in the same process (a dashboard, a
+    test worker) went to it and waited for a scheduler that never came."""
     distributed = require("distributed", "fleet", "--engine dask")
     import dask
 
@@ -34,9 +41,9 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
     with ExitStack() as stack:
         try:
             if scheduler_file:
-                client = distributed.Client(scheduler_file=scheduler_file, timeout="30s")
+                client = distributed.Client(scheduler_file=scheduler_file, timeout="30s", set_as_default=False)
             elif address:
-                client = distributed.Client(address, timeout="30s")
+                client = distributed.Client(address, timeout="30s", set_as_default=False)
             else:
                 # no dashboard, so nobody sees the workers' statistical profiler (a stack sample of
                 # the running task every 10 ms): off, it gave back ~12 % of the workers' CPU in an
@@ -44,7 +51,7 @@ def dask_client(scheduler: str | None = None, scheduler_file: str | None = None,
                 # this cluster). Worker processes take their config from here when they start
                 stack.enter_context(dask.config.set({"distributed.worker.profile.enabled": False}))
                 cluster = stack.enter_context(distributed.LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None))
-                client = distributed.Client(cluster)
+                client = distributed.Client(cluster, set_as_default=False)
         except OSError as exc:  # no scheduler listening there, or a timeout reaching it
             raise UsageError(f"cannot reach the Dask scheduler {scheduler_file or address}: {exc}") from None
         except (ValueError, TypeError, KeyError, AssertionError) as exc:

@@ -75,6 +75,33 @@ def _no_terminal_width(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_leftover_dask_client():
+    """Fail the test that leaves a default Dask distributed client (or dask's `scheduler` setting
+    pointing at one) behind: every later bare `.compute()` on the same xdist worker goes to it,
+    and one whose scheduler is gone hung a CI run in another test file. Cleaned up here so only
+    the test that leaked fails. Costs nothing until a test imports distributed."""
+    import sys
+
+    yield
+    client_mod = sys.modules.get("distributed.client")
+    if client_mod is None:
+        return
+    import dask
+
+    left = client_mod._get_global_client()
+    setting = dask.config.get("scheduler", None)
+    if left is None and setting != "dask.distributed":
+        return
+    if left is not None:
+        left.close()
+    for k in list(client_mod._global_clients):
+        client_mod._global_clients.pop(k, None)
+    dask.config.config.pop("scheduler", None)
+    pytest.fail(f"the test left a default Dask client ({left!r}) or dask's scheduler setting ({setting!r}) behind: "
+                "close clients in a `with` block and create them with set_as_default=False when they need not be the default")
+
+
 def assert_one_line_error(res: CliResult, needle: str | None = None) -> None:
     """Bad input: exit 2, exactly one line on stderr naming the problem, no traceback."""
     assert res.code == 2, res
