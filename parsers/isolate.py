@@ -11,7 +11,7 @@ answers: `ncu_report` registers the units of a report's derived metrics process-
 wins, so after reading one report a second report's `derived__*` metrics came back with the
 first report's units ('sector' for 'byte', 'inst' for 'thread').
 
-The children come from a zygote: a process forked from the caller once, which runs the reader's
+The children come from a zygote: a process started once per reader, which runs the reader's
 process-wide set-up (`prepare`; for ncu_report, loading its 37 MB metrics library, ~70 ms of CPU
 that a fresh process otherwise pays inside its first report) without reading any report, then
 forks one child per read. A child therefore starts with the library loaded and no report's state,
@@ -27,13 +27,21 @@ Dask worker's), keeps none of the caller's file descriptors, reaps its children 
 reports how each ended (signal, CPU seconds). It ends when the caller closes its socket (atexit) or
 dies (end of file on the socket), and its child dies with it (PR_SET_PDEATHSIG); a zygote found dead
 is replaced and the read retried once; a process forked from the caller starts its own. Reads
-are serialised (one lock), so threads of a dashboard share the reader safely. The zygote is a copy
-of the caller: a program that has itself read a report through ncu_report before its first isolated
-read hands that report's state on (profaudit never reads one in its own process).
+are serialised (one lock), so threads of a dashboard share the reader safely.
 
-The children must not touch polars: a forked process inherits polars' thread pool without its
-threads, so work functions build plain Python lists and the caller builds the frames (chunks
-arrive while the child keeps reading, so the two overlap on a multi-core machine).
+A zygote is either a copy of the caller (forked from it) or, with `spawn`, a fresh interpreter
+(`python -I -S`) that imports only the modules the reader's functions live in. A forked zygote
+carries the caller's whole address space into every fork and every child's exit: with polars and the
+package loaded, ~12 ms of page-table work per read, against a few ms for the spawned one, so the
+`.ncu-rep` reader spawns (its child side is parsers/ncu_child.py, which imports nothing heavy). A
+forked zygote also hands on whatever state the caller's own ncu_report holds (profaudit never reads
+a report in its own process); a spawned one starts clean. Where no interpreter can be started, the
+reader falls back to a forked zygote.
+
+The children must not touch polars (a process forked from the caller inherits polars' thread pool
+without its threads, and a spawned zygote has no polars at all): work functions build plain Python
+lists and the caller builds the frames (chunks arrive while the child keeps reading, so the two
+overlap on a multi-core machine).
 
 Where `fork` does not exist (Windows) the work runs in-process, as it did before.
 """
@@ -380,16 +388,78 @@ class _HugePageMover:
             self.spent_s += time.process_time() - c0
 
 
+# What a spawned zygote runs (`python -I -S -c _BOOT FD`): it takes the caller's sys.path and the
+# folders of the `profaudit` packages, registers those packages as empty shells (their __init__
+# would import polars and the whole package; a submodule named under them imports only itself and
+# what it names), says it is up, and enters the same loop as a forked zygote. -I: no PYTHONPATH,
+# user site or current folder; -S: no site-packages .pth files run (editable installs' import
+# hooks among them): the paths come from the caller, as they are there.
+_BOOT = """
+import os, pickle, socket, struct, sys, types
+from importlib.machinery import ModuleSpec
+sock = socket.socket(fileno=int(sys.argv[1]))
+def take(n):
+    got = b""
+    while len(got) < n:
+        part = sock.recv(n - len(got))
+        if not part:
+            os._exit(0)
+        got += part
+    return got
+setup = pickle.loads(take(struct.unpack("<Q", take(8))[0]))
+sys.path[:] = setup["path"]
+for name, path in setup["packages"]:
+    mod = types.ModuleType(name)
+    mod.__path__ = list(path)
+    mod.__spec__ = ModuleSpec(name, None, is_package=True)
+    mod.__spec__.submodule_search_locations = mod.__path__
+    sys.modules[name] = mod
+    parent, _, leaf = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], leaf, mod)
+from profaudit.parsers import isolate
+prepare = pickle.loads(setup["prepare"])
+sock.sendall(isolate._pack(("ready", os.getpid())))
+isolate._zygote_main(sock, prepare)
+"""
+# A spawned zygote that has not said it is up within this long is given up (and a forked one used).
+_BOOT_TIMEOUT_S = 60.0
+
+
+class _SpawnFailed(Exception):
+    """A fresh interpreter could not be started as a zygote (no executable, a broken environment)."""
+
+
+def _spawn_setup(prepare: Callable[[], Any] | None) -> bytes:
+    import profaudit
+    import profaudit.parsers
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = None
+    path = [cwd if p == "" and cwd else p for p in sys.path if p != "" or cwd]
+    packages = [("profaudit", list(profaudit.__path__)), ("profaudit.parsers", list(profaudit.parsers.__path__))]
+    return _pack({"path": path, "packages": packages, "prepare": pickle.dumps(prepare, protocol=pickle.HIGHEST_PROTOCOL)})
+
+
 class _Zygote:
-    def __init__(self, prepare: Callable[[], None] | None):
+    def __init__(self, prepare: Callable[[], None] | None, spawn: bool = False):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.pid = os.fork()
-        if self.pid == 0:  # pragma: no cover - the zygote's coverage is not collected
-            self.sock.close()
-            _zygote_main(theirs, prepare)
-        theirs.close()
+        self.spawned = spawn
+        if spawn:
+            try:
+                self.pid = self._spawn(theirs, prepare)
+            finally:
+                theirs.close()
+        else:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self.pid = os.fork()
+            if self.pid == 0:  # pragma: no cover - the zygote's coverage is not collected
+                self.sock.close()
+                _zygote_main(theirs, prepare)
+            theirs.close()
         self.owner = os.getpid()
         self.children_cpu_s = 0.0  # CPU of the children it reaped (not in our RUSAGE_CHILDREN)
         self.pieces_moved = 0  # _HugePageMover's progress as of the last read, and its CPU
@@ -397,6 +467,41 @@ class _Zygote:
         self.exit_pending = False  # the last child's "exited" message is still to be taken
         self.warm_sent = False  # a warm-up was sent to it (_send_warm_up)
         self.warm_cpu_s = 0.0  # its CPU, as of the last read
+
+    def _spawn(self, theirs: socket.socket, prepare) -> int:
+        """Start a fresh interpreter as the zygote (its own process group: a Ctrl-C at the terminal
+        is the caller's to handle) and wait until it says it is up; _SpawnFailed if it does not."""
+        if not sys.executable or not hasattr(os, "posix_spawn"):
+            self.sock.close()
+            raise _SpawnFailed
+        fd = 3
+        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)]
+        # dup2 onto fd 3 clears close-on-exec there only; the copy made first keeps the source
+        # clear of 0-3, which the actions before overwrite
+        import fcntl
+
+        src = fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD_CLOEXEC, 10)
+        try:
+            setup = _spawn_setup(prepare)
+            pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _BOOT, str(fd)], dict(os.environ), file_actions=[*actions, (os.POSIX_SPAWN_DUP2, src, fd)], setpgroup=0, setsigmask=())
+        except (OSError, pickle.PicklingError, AttributeError, TypeError):
+            self.sock.close()
+            raise _SpawnFailed from None
+        finally:
+            os.close(src)
+        try:
+            self.sock.sendall(setup)
+            msg = _recv(self.sock.fileno(), time.monotonic() + _BOOT_TIMEOUT_S)
+        except (OSError, TimeoutError):
+            msg = None
+        if not (isinstance(msg, tuple) and msg[:1] == ("ready",)):
+            self.sock.close()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            raise _SpawnFailed
+        return pid
 
     def took_exit(self, ended: tuple) -> None:
         """("exited", status, CPU s of the child, pieces moved, CPU s of the move, CPU s of the
@@ -453,6 +558,8 @@ _zygotes: dict[Any, _Zygote] = {}
 # with), and the readers whose warm-up is off because a zygote died after being sent one.
 _warm_ups: dict[Any, bytes] = {}
 _warm_off: set = set()
+# the readers whose spawned zygote would not start: they use a forked one from then on
+_spawn_failed: set = set()
 
 
 def _stop_worker() -> None:
@@ -463,6 +570,7 @@ def _stop_worker() -> None:
         _zygotes.pop(key, None)
     _warm_ups.clear()
     _warm_off.clear()
+    _spawn_failed.clear()
 
 
 def _forget_inherited() -> None:
@@ -485,7 +593,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_inherited)
 
 
-def _zygote_for(prepare: Callable[[], None] | None) -> _Zygote:
+def _zygote_for(prepare: Callable[[], None] | None, spawn: bool = False) -> _Zygote:
     z = _zygotes.get(prepare)
     if z is not None and z.owner == os.getpid():
         try:
@@ -494,7 +602,17 @@ def _zygote_for(prepare: Callable[[], None] | None) -> _Zygote:
         except ChildProcessError:
             pass
         z.stop()  # it died (killed, out of memory): a fresh one replaces it
-    z = _zygotes[prepare] = _Zygote(prepare)
+    z = None
+    if spawn and prepare not in _spawn_failed:
+        try:
+            z = _Zygote(prepare, spawn=True)
+        except _SpawnFailed:
+            # no fresh interpreter here (embedded Python, a broken environment): a zygote forked
+            # from this process reads as well, only each fork and exit costs more
+            _spawn_failed.add(prepare)
+    if z is None:
+        z = _Zygote(prepare)
+    _zygotes[prepare] = z
     return z
 
 
@@ -557,6 +675,7 @@ def run_isolated(
     what: str,
     prepare: Callable[[], None] | None = None,
     warm: Callable[[], None] | None = None,
+    spawn: bool = False,
 ) -> Any:
     """`work(send)` in a fresh child; each `send(chunk)` reaches `on_chunk` here; returns work's result.
 
@@ -569,6 +688,14 @@ def run_isolated(
     this read's file: it is kept if the read ends well, and the zygote runs the first one kept
     before the next read (never before a first read: a process that reads one file would only
     pay for it). It must build only state that no later read can tell apart from a cold start.
+
+    With `spawn`, the zygote is a fresh interpreter started for it (`python -I -S`), not a copy of
+    this process: it imports only the modules that `prepare`, `work` and `warm` live in (under
+    `profaudit` and `profaudit.parsers`, whose own __init__ it skips), so forking it and tearing
+    each child down cost a few milliseconds whatever this process has imported (polars and the
+    whole package: ~12 ms per read). Those three must then be functions of modules that import
+    nothing heavy (parsers/ncu_child.py is the `.ncu-rep` reader's), never of `__main__`. Where no
+    interpreter can be started, a forked zygote serves instead.
     """
     if not can_isolate():
         return work(on_chunk)
@@ -578,7 +705,7 @@ def run_isolated(
     work_bytes = pickle.dumps(work, protocol=pickle.HIGHEST_PROTOCOL)
     with _lock:
         for attempt in (1, 2):
-            z = _zygote_for(prepare)
+            z = _zygote_for(prepare, spawn)
             try:
                 _settle(z)  # the previous child's exit, not waited for then
                 if warm is not None and not z.warm_sent and prepare in _warm_ups and prepare not in _warm_off:

@@ -126,13 +126,9 @@ def label_to_metric(label: str, unit: str) -> str | None:
     return LABEL_TO_METRIC.get(label)
 
 
-def metric_kind(metric: str, section: str | None = None) -> str:
-    """The `kind` of a metrics row: device attribute, launch configuration, or measured metric."""
-    if metric.startswith("device__attribute_"):
-        return "device"
-    if metric.startswith("launch__") or section == "Launch Statistics":
-        return "launch"
-    return "metric"
+# The `kind` of a metrics row (device attribute, launch configuration, measured metric) is decided
+# in the report reader's child-side module, which imports nothing heavy; the CSV parsers use it too.
+from profaudit.parsers.ncu_child import metric_kind  # noqa: E402, F401
 
 
 # ---------------------------------------------------------------------------------------------

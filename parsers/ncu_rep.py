@@ -31,7 +31,6 @@ reader opens the original.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import functools
 import gc
@@ -45,12 +44,16 @@ from typing import Any
 import polars as pl
 
 from profaudit import schema
-from profaudit.errors import InputError, first_line, require
+from profaudit.errors import InputError, require
 from profaudit.names import short_name
 from profaudit.parsers import ncu_common
 from profaudit.parsers.base import Probe, ReadOptions, new_profile
 from profaudit.parsers.completeness import mark_incomplete
 from profaudit.parsers.isolate import run_isolated
+
+# The child side (what reads through ncu_report, in the isolation zygote's children) is its own
+# light module; its set-up and warm-up are named here too, where the bench swaps them.
+from profaudit.parsers.ncu_child import AGG, COLS, Columns, nvperf_library, prepare_reader, read_actions, warm_reader  # noqa: F401
 from profaudit.parsers.protowire import WireError, decode, iter_fields, text
 
 MAGIC = b"NVR\x00"
@@ -60,9 +63,9 @@ _U32 = struct.Struct("<I")
 # A result entry starts with ThreadID, APICallID, ProgramHandle, KernelID, the three names and the
 # launch dims; at most this much of it is read for them, never the metric payload behind.
 _RESULT_HEAD_BYTES = 65536
-_WORKLOAD = {0: "kernel", 1: "range", 2: "cmdlist", 3: "graph", 4: "subgrid_schedule"}
-_MSG_TYPE = {0: "none", 1: "info", 2: "optimization", 3: "warning", 4: "error"}
-_SPEEDUP_TYPE = {0: "unknown", 1: "local", 2: "global"}
+# Whether the zygote is a fresh interpreter (isolate's `spawn`) or a copy of this process; the
+# bench's "forked" column reads with False (read_report looks it up at each call).
+SPAWN_ZYGOTE = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,80 +362,23 @@ def launch_count_shortfall(c: Container) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # Reading the report
 # ---------------------------------------------------------------------------------------------
-class _Swig:
-    """The reader's SWIG entry points, bound once (each public method is a thin wrapper over one)."""
+class _MetricColumns(Columns):
+    """The `metrics` table: column lists (the parent's session rows, the child's chunks) turned into
+    polars frames every FLUSH_ROWS rows, so that a report with thousands of kernels never holds
+    millions of Python row objects at once."""
 
-    def __init__(self, nr):
-        low = getattr(nr, "_ncu_report", None)
-
-        def pick(name, fallback):
-            fn = getattr(low, name, None) if low is not None else None
-            return fn if callable(fn) else fallback
-
-        M, A = nr.IMetric, nr.IAction
-        self.kind = pick("IMetric_kind", M.kind)
-        self.as_double = pick("IMetric_as_double", M.as_double)
-        self.as_uint64 = pick("IMetric_as_uint64", M.as_uint64)
-        self.as_string = pick("IMetric_as_string", M.as_string)
-        self.num_instances = pick("IMetric_num_instances", M.num_instances)
-        self.unit = pick("IMetric_unit", M.unit)
-        self.has_corr = pick("IMetric_has_correlation_ids", M.has_correlation_ids)
-        self.corr = pick("IMetric_correlation_ids", M.correlation_ids)
-        self.by_name = pick("IAction_metric_by_name", A.metric_by_name)
-        self.names = pick("IAction_metric_names", A.metric_names)
-        self.K_STRING = M.ValueKind_STRING
-        self.K_FLOAT = M.ValueKind_FLOAT
-        self.K_DOUBLE = M.ValueKind_DOUBLE
-        self.K_UINT32 = M.ValueKind_UINT32
-        self.K_UINT64 = M.ValueKind_UINT64
-
-
-_INT64_MAX = (1 << 63) - 1
-
-
-class _MetricColumns:
-    """The long `metrics` table built as column lists, flushed to polars frames in chunks so a
-    report with thousands of kernels never holds millions of Python row objects at once."""
-
-    _COLS = ("kernel_id", "metric", "unit", "value", "value_str", "value_int", "instance", "instance_key", "section", "kind")
-    FLUSH_ROWS = 250_000
-
-    def __init__(self, sink=None):
-        # `sink(cols)` receives each full chunk instead of it becoming a frame here: the isolated
-        # reader (a forked child) sends chunks to the parent, which alone touches polars
+    def __init__(self):
         self.frames: list[pl.DataFrame] = []
-        self.sink = sink
-        self._reset()
+        super().__init__(sink=self._to_frame)
 
-    def _reset(self):
-        self.cols: dict[str, list] = {c: [] for c in self._COLS}
-        self.rows = 0
-
-    def extend(self, n: int, **cols) -> None:
-        for c in self._COLS:
-            v = cols.get(c)
-            if isinstance(v, list):
-                self.cols[c].extend(v)
-            else:
-                self.cols[c].extend([v] * n)
-        self.rows += n
-        if self.rows >= self.FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.rows:
-            return
-        if self.sink is not None:
-            self.sink(self.cols)
-        else:
-            sch = {c: schema.METRICS.polars_schema[c] for c in self._COLS}
-            self.frames.append(pl.DataFrame(self.cols, schema=sch, strict=False))
-        self._reset()
+    def _to_frame(self, cols: dict[str, list]) -> None:
+        sch = {c: schema.METRICS.polars_schema[c] for c in COLS}
+        self.frames.append(pl.DataFrame({c: cols[c] for c in COLS}, schema=sch, strict=False))
 
     def add_chunk(self, cols: dict[str, list]) -> None:
-        """Append a chunk of column lists (from the worker) to the rows held here."""
+        """Append a chunk of column lists (from the child) to the rows held here."""
         n = len(cols["metric"])
-        for c in self._COLS:
+        for c in COLS:
             self.cols[c].extend(cols[c])
         self.rows += n
         if self.rows >= self.FLUSH_ROWS:
@@ -445,185 +391,53 @@ class _MetricColumns:
         return pl.concat(self.frames, how="vertical") if len(self.frames) > 1 else self.frames[0]
 
 
-def _row_kind(name: str, cache: dict[str, str]) -> str:
-    k = cache[name] = ncu_common.metric_kind(name)
-    return k
+class _KernelRows:
+    """The kernel rows, derived in this process from each chunk's aggregate rows as the chunk
+    arrives (the child sends no second copy of them): ncu_common.derive_kernel_columns needs the
+    schema and unit tables, which the child does not import."""
 
+    def __init__(self, out: _MetricColumns):
+        self.out = out
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.unmeasured: list[int] = []
+        self.device_ids: set = set()
 
-def _instance_values(sw: _Swig, m, cnt: int):
-    """(values, value_strs, value_ints) of a metric's instances, each read with the accessor its
-    own kind calls for (an instance kind can differ from the aggregate's: DOUBLE vs UINT64)."""
-    kind = sw.kind
-    rng = range(cnt)
-    kinds = [kind(m, i) for i in rng]
-    k0 = kinds[0]
-    none = [None] * cnt
-    if kinds.count(k0) == cnt:  # the usual case: one kind for all instances
-        if k0 == sw.K_DOUBLE or k0 == sw.K_FLOAT:
-            f = sw.as_double
-            return [f(m, i) for i in rng], none, list(none)
-        if k0 == sw.K_UINT64 or k0 == sw.K_UINT32:
-            f = sw.as_uint64
-            ints = [f(m, i) for i in rng]
-            if max(ints) <= _INT64_MAX:
-                return [float(v) for v in ints], none, ints
-            return [float(v) for v in ints], [str(v) if v > _INT64_MAX else None for v in ints], [v if v <= _INT64_MAX else None for v in ints]
-        if k0 == sw.K_STRING:
-            f = sw.as_string
-            return list(none), [f(m, i) for i in rng], list(none)
-        return none, list(none), list(none)
-    vals, strs, ints = [None] * cnt, [None] * cnt, [None] * cnt
-    for i, k in enumerate(kinds):
-        if k == sw.K_DOUBLE or k == sw.K_FLOAT:
-            vals[i] = sw.as_double(m, i)
-        elif k == sw.K_UINT64 or k == sw.K_UINT32:
-            u = sw.as_uint64(m, i)
-            vals[i] = float(u)
-            if u <= _INT64_MAX:
-                ints[i] = u
-            else:
-                strs[i] = str(u)
-        elif k == sw.K_STRING:
-            strs[i] = sw.as_string(m, i)
-    return vals, strs, ints
+    def add_chunk(self, cols: dict[str, list]) -> None:
+        metric, unit, value, vstr = cols["metric"], cols["unit"], cols["value"], cols["value_str"]
+        for kid, start, n in cols[AGG]:
+            end = start + n
+            names = metric[start:end]
+            vals = dict(zip(names, value[start:end]))
+            for name, s in zip(names, vstr[start:end]):
+                if s is not None and vals.get(name) is None:
+                    vals[name] = s
+            row = ncu_common.derive_kernel_columns(vals, dict(zip(names, unit[start:end])))
+            row["kernel_id"] = kid
+            if _unmeasured(row, names):
+                self.unmeasured.append(kid)
+            if row.get("device_id") is not None:
+                self.device_ids.add(row["device_id"])
+            self.rows[kid] = row
+        self.out.add_chunk(cols)
 
-
-def _keys(sw: _Swig, cm, cnt: int) -> list:
-    """Correlation ids (the instance values of the ids metric) as text."""
-    n = min(cnt, sw.num_instances(cm))
-    if not n:
-        return [None] * cnt
-    kinds = {sw.kind(cm, i) for i in range(n)}
-    if kinds <= {sw.K_UINT64, sw.K_UINT32}:  # the usual ids: integers, read straight to text
-        f = sw.as_uint64
-        return [str(f(cm, i)) for i in range(n)] + [None] * (cnt - n)
-    vals, strs, ints = _instance_values(sw, cm, n)
-    keys: list = []
-    for v, s, i in zip(vals, strs, ints):
-        if s is not None:
-            keys.append(s)
-        elif i is not None:
-            keys.append(str(i))
-        elif v is not None:
-            keys.append(str(int(v)) if v == v and v.is_integer() and abs(v) < 2**63 else repr(v))
-        else:
-            keys.append(None)
-    return keys + [None] * (cnt - n)
-
-
-def _read_action_metrics(sw: _Swig, action, kid: int, out: _MetricColumns, unit_cache: dict[str, str], kind_cache: dict[str, str]):
-    """All metrics of one action into `out`; returns the aggregates' (names, values, strings, units)."""
-    names = sw.names(action)
-    by_name, kind, unit = sw.by_name, sw.kind, sw.unit
-    as_double, as_uint64, as_string, num_instances = sw.as_double, sw.as_uint64, sw.as_string, sw.num_instances
-    KD, KF, KU64, KU32, KS = sw.K_DOUBLE, sw.K_FLOAT, sw.K_UINT64, sw.K_UINT32, sw.K_STRING
-    n = len(names)
-    values: list = [None] * n
-    strs: list = [None] * n
-    ints: list = [None] * n
-    units: list = [None] * n
-    instanced: list[tuple[str, Any, str]] = []
-    for j, name in enumerate(names):
-        m = by_name(action, name)
-        u = unit_cache.get(name)
-        if u is None:
-            u = unit_cache[name] = unit(m)
-        units[j] = u
-        k = kind(m)
-        if k == KD or k == KF:
-            values[j] = as_double(m)
-        elif k == KU64 or k == KU32:
-            v = as_uint64(m)
-            values[j] = float(v)
-            if v <= _INT64_MAX:
-                ints[j] = v
-            else:
-                strs[j] = str(v)
-        elif k == KS:
-            strs[j] = as_string(m)
-        if num_instances(m):
-            instanced.append((name, m, u))
-    kget = kind_cache.get
-    kinds = [kget(nm) or _row_kind(nm, kind_cache) for nm in names]
-    out.extend(n, kernel_id=kid, metric=list(names), unit=units, value=values, value_str=strs, value_int=ints, kind=kinds)
-    for name, m, u in instanced:
-        cnt = num_instances(m)
-        iv, isv, ii = _instance_values(sw, m, cnt)
-        keys = None
-        if sw.has_corr(m):
-            cm = sw.corr(m)
-            if cm is not None:
-                keys = _keys(sw, cm, cnt)
-        out.extend(cnt, kernel_id=kid, metric=name, unit=u, value=iv, value_str=isv, value_int=ii, instance=list(range(cnt)), instance_key=keys, kind=kind_cache[name])
-    return names, values, strs, units
-
-
-def _rule_rows(action, kid: int, out: _MetricColumns) -> int:
-    results = action.rule_results()
-    metric, unit, value, vstr, key, section = [], [], [], [], [], []
-    for r in results:
-        rid = r.rule_identifier()
-        sec = r.section_identifier()
-        msg = r.rule_message() if r.has_rule_message() else None
-        mtype = _MSG_TYPE.get(int(msg["type"]), str(msg["type"])) if msg else None
-        body = None
-        if msg:
-            body = f"{msg['title']}: {msg['message']}" if msg.get("title") else msg.get("message")
-        sp = r.speedup_estimation() if r.has_speedup_estimation() else None
-        metric.append(rid)
-        section.append(sec)
-        vstr.append(body)
-        if sp:
-            unit.append("%")
-            value.append(float(sp["speedup"]))
-            key.append(f"{mtype};speedup={_SPEEDUP_TYPE.get(int(sp['type']), sp['type'])}")
-        else:
-            unit.append("")
-            value.append(None)
-            key.append(mtype)
-        for fm in r.focus_metrics() or []:
-            metric.append(f"{rid}:focus:{fm['name']}")
-            section.append(sec)
-            unit.append("")
-            value.append(float(fm["value"]) if fm.get("value") is not None else None)
-            vstr.append(fm.get("info"))
-            key.append(f"severity={int(fm['severity'])}" if fm.get("severity") is not None else None)
-    if metric:
-        out.extend(len(metric), kernel_id=kid, metric=metric, unit=unit, value=value, value_str=vstr, instance_key=key, section=section, kind="rule")
-    return len(results)
-
-
-def _nvtx(action, kid: int, out: _MetricColumns) -> str | None:
-    """NVTX ranges around the launch (only when captured with `ncu --nvtx`); returns the innermost."""
-    state = action.nvtx_state()
-    if state is None:
-        return None
-    innermost_pp = innermost_se = None
-    metric, vstr, inst, key = [], [], [], []
-    for did in state.domains():
-        dom = state.domain_by_id(did)
-        if dom is None:
-            continue
-        dname = dom.name()
-        for kind_name, count, getter in (
-            ("nvtx_push_pop", len(dom.push_pop_ranges()), dom.push_pop_range),
-            ("nvtx_start_end", len(dom.start_end_ranges()), dom.start_end_range),
-        ):
-            for i in range(count):
-                r = getter(i)
-                if r is None:
-                    continue
-                metric.append(kind_name)
-                vstr.append(r.name())
-                inst.append(i)
-                key.append(dname)
-                if kind_name == "nvtx_push_pop":
-                    innermost_pp = r.name()  # index order is the stack order: last = innermost
-                else:
-                    innermost_se = r.name()
-    if metric:
-        out.extend(len(metric), kernel_id=kid, metric=metric, value_str=vstr, instance=inst, instance_key=key, kind="nvtx")
-    return innermost_pp if innermost_pp is not None else innermost_se
+    def kernels(self, heads: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+        """The rows in kernel order, with the names, category and NVTX range the child read."""
+        if len(self.rows) != len(heads):  # a child sends both, or neither: never seen
+            raise InputError(path, f"corrupt Nsight Compute report: ncu_report gave metrics for {len(self.rows)} of {len(heads)} kernel results")
+        kernels = []
+        for kid, h in enumerate(heads):
+            row = self.rows[kid]
+            full, func, mangled = h["demangled"], h["function"], h["mangled"]
+            row["name"] = full or func or mangled
+            row["mangled_name"] = mangled or None
+            row["short_name"] = short_name(full) if full else func
+            if not row["short_name"]:
+                row["short_name"] = func or row["name"]
+            row["_function"] = func
+            row["category"] = h["category"]
+            row["nvtx_range"] = h["nvtx_range"]
+            kernels.append(row)
+        return kernels
 
 
 def _session_metadata(c: Container, first_device: str | None, device_ids: set, reader_version: str | None) -> dict[str, Any]:
@@ -721,167 +535,9 @@ def _zstd_to_temp(path: Path, tmpdir: str) -> Path:
     return out
 
 
-def nvperf_library() -> Path | None:
-    """The metrics library `ncu_report` loads when it reads its first action: beside the module
-    (the PyPI wheel), else in `../../target/<os-arch>/` (an ncu install's `extras/python`), the
-    places `ncu_report.load_report` passes it as `library_dir`. None when neither holds it."""
-    import platform
-
-    nr = require("ncu_report", "core", "reading Nsight Compute reports")
-    system = {"Linux": ("linux", "libnvperf_host.so"), "Darwin": ("osx", "libnvperf_host.dylib"), "Windows": ("windows", "nvperf_host.dll")}.get(platform.system())
-    if system is None:
-        return None
-    osname, lib = system
-    here = Path(nr.__file__).resolve().parent
-    if (here / lib).is_file():
-        return here / lib
-    arch = {"x86_64": "x64", "AMD64": "x64", "aarch64": "a64", "ARM64": "a64"}.get(platform.machine(), "")
-    target = here.parents[1] / "target" if osname != "osx" else here.parent
-    with contextlib.suppress(OSError):
-        for d in sorted(target.iterdir()):
-            if d.is_dir() and (osname == "osx" or (not d.name.startswith("target") and osname in d.name and arch in d.name)) and (d / lib).is_file():
-                return d / lib
-    return None
-
-
-def prepare_reader() -> list[tuple[int, int]]:
-    """The reader's process-wide set-up, done once in the isolation zygote (parsers/isolate.py)
-    and inherited by every child that reads a report: import `ncu_report` and load its metrics
-    library. Loading that 37 MB library (relocations, static constructors building ~110 MB of
-    data) is ~70 ms of the ~75 ms a fresh process spends in its first report's first action; what
-    else a fresh process pays (~10 ms more than a process that has read reports before) happens
-    while it reads a report, and is the per-report state that must not be shared. No report is opened here:
-    ncu_report registers a report's derived-metric units process-wide, and a zygote that had read
-    one would hand its units to every later report.
-
-    Returns the address range of what those constructors filled (the library's 124 MB `.bss`),
-    which the zygote moves onto huge pages so that each child's fork and exit cost less."""
-    import ctypes
-
-    lib = nvperf_library()
-    if lib is None:
-        return []
-    # RTLD_LOCAL, as ncu_report's own dlopen: the library's symbols stay private to it, and
-    # ncu_report's later dlopen of the same file returns this handle
-    ctypes.CDLL(str(lib), mode=ctypes.RTLD_LOCAL)
-    from profaudit.parsers.hugepages import loaded_bss
-
-    bss = loaded_bss(lib)
-    return [bss] if bss is not None else []
-
-
-def warm_reader(path: str, identity: tuple[int, int, int]) -> None:
-    """The isolation zygote's warm-up (parsers/isolate.py `warm`), run once in it before its second
-    read: open a report that a child has already read to the end and read its first kernel's metric
-    values, so that each child starts with ncu_report's report-independent caches built.
-
-    A process that has read any report opens the next one, reaches its actions and reads its values
-    with less work, whatever the GPU and the ncu version of either (benchmarks/bench_ncu_load.py
-    measures it: its "cold" column). What must not be built here is the units registry: `unit()`
-    on any metric of a report registers its derived metrics' units process-wide, first report wins
-    (even between two reports of one GPU and one ncu version: read after smemReduceInteger,
-    smemTranspose's derived 'byte' metric comes back in 'sector'). Reading values only changed
-    nothing in any later report in the corpus (every metric's unit, kind, value and instance
-    values, 23 warming reports x 23 read after); tests/test_ncu_rep_warm.py keeps checking it.
-
-    `identity` is the file's (inode, size, mtime ns) when it was read: a file changed since is not
-    opened (its new bytes were never read by a child, and could crash the zygote)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return
-    if (st.st_ino, st.st_size, st.st_mtime_ns) != tuple(identity):
-        return
-    import ncu_report as nr
-
-    ctx = nr.load_report(path)
-    if not ctx.num_ranges():
-        return
-    rng = ctx.range_by_idx(0)
-    if not rng.num_actions():
-        return
-    action = rng.action_by_idx(0)
-    for name in action.metric_names():
-        action.metric_by_name(name).value()  # the values only: never unit() (see above)
-
-
-def _read_actions(path: Path, send) -> dict[str, Any]:
-    """Every action of the report through `ncu_report`: metric chunks go to `send`, the kernel rows
-    and counts are returned. Runs in the isolated worker; plain Python values only (no polars)."""
-    # the cyclic collector would rescan the growing column lists (see PARSER.read)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _read_all_actions(path, send)
-    except (TypeError, UnicodeError) as exc:
-        # bit flips in a result's strings: the reader hands back names its own lookups refuse
-        # (SWIG: "argument 2 of type 'char const *'") or text that is not UTF-8
-        raise InputError(path, f"corrupt Nsight Compute report: the reader returned an unreadable metric name or value ({str(exc)[:100]})") from None
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _read_all_actions(path: Path, send) -> dict[str, Any]:
-    nr = require("ncu_report", "core", "reading Nsight Compute reports")
-    try:
-        ctx = nr.load_report(str(path))
-    except Exception as exc:  # the reader's own errors (unsupported version, library missing)
-        msg = first_line(exc, type(exc).__name__)
-        raise InputError(path, f"ncu_report cannot load it: {msg}") from None
-    sw = _Swig(nr)
-    out = _MetricColumns(sink=send)
-    unit_cache: dict[str, str] = {}
-    kind_cache: dict[str, str] = {}
-    kernels: list[dict[str, Any]] = []
-    device_ids: set = set()
-    name_fn = nr.IAction.name
-    FUNCTION, DEMANGLED, MANGLED = nr.IAction.NameBase_FUNCTION, nr.IAction.NameBase_DEMANGLED, nr.IAction.NameBase_MANGLED
-    kid = 0
-    rule_count = 0
-    unmeasured: list[int] = []
-    for ri in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(ri)
-        for ai in range(rng.num_actions()):
-            action = rng.action_by_idx(ai)
-            names, values, strs, units = _read_action_metrics(sw, action, kid, out, unit_cache, kind_cache)
-            if not names:
-                raise InputError(path, f"corrupt Nsight Compute report: kernel result {kid} has no readable metrics")
-            vals = dict(zip(names, values))
-            for n, s in zip(names, strs):
-                if s is not None and vals.get(n) is None:
-                    vals[n] = s
-            row = ncu_common.derive_kernel_columns(vals, dict(zip(names, units)))
-            row["kernel_id"] = kid
-            if _unmeasured(row, names):
-                unmeasured.append(kid)
-            full = name_fn(action, DEMANGLED)
-            func = name_fn(action, FUNCTION)
-            mangled = name_fn(action, MANGLED)
-            row["name"] = full or func or mangled
-            row["mangled_name"] = mangled or None
-            row["short_name"] = short_name(full) if full else func
-            if not row["short_name"]:
-                row["short_name"] = func or row["name"]
-            row["_function"] = func
-            row["category"] = _WORKLOAD.get(action.workload_type(), str(action.workload_type()))
-            row["nvtx_range"] = _nvtx(action, kid, out)
-            rule_count += _rule_rows(action, kid, out)
-            if row.get("device_id") is not None:
-                device_ids.add(row["device_id"])
-            kernels.append(row)
-            kid += 1
-    reader_version = None
-    try:
-        reader_version = ctx.get_version()
-    except Exception:
-        pass
-    # the last chunk travels with the result (one message fewer through the pipe)
-    return {"last_chunk": out.cols if out.rows else None, "kernels": kernels, "rule_count": rule_count, "unmeasured": unmeasured, "device_ids": device_ids, "reader_version": reader_version}
-
-
 def read_report(path: Path, options: ReadOptions | None = None):
-    nr = require("ncu_report", "core", "reading Nsight Compute reports")
+    # the missing-package line comes from here, before any child is started for it
+    require("ncu_report", "core", "reading Nsight Compute reports")
     path = Path(path)
     with open(path, "rb") as f:
         head = f.read(4)
@@ -895,21 +551,24 @@ def read_report(path: Path, options: ReadOptions | None = None):
         raise InputError.unreadable(path, exc) from None
     out = _MetricColumns()
     _session_rows(container, out)
-    # The reader runs in a forked child: a damaged report that crashes it is one line, not a
-    # dead process (see parsers/isolate.py); metric chunks stream back while it reads.
+    # The reader runs in a child of a zygote that is a fresh interpreter (parsers/ncu_child.py):
+    # a damaged report that crashes it is one line, not a dead process (see parsers/isolate.py);
+    # metric chunks stream back while it reads, and become kernel rows and frames here.
     st = os.stat(path)
     warm = functools.partial(warm_reader, os.path.abspath(path), (st.st_ino, st.st_size, st.st_mtime_ns)) if warm_reader is not None else None
-    res = run_isolated(path, functools.partial(_read_actions, path), out.add_chunk, "the ncu_report reader", prepare=prepare_reader, warm=warm)
-    kernels, rule_count, unmeasured, device_ids, reader_version = res["kernels"], res["rule_count"], res["unmeasured"], res["device_ids"], res["reader_version"]
+    rows = _KernelRows(out)
+    res = run_isolated(path, functools.partial(read_actions, str(path)), rows.add_chunk, "the ncu_report reader", prepare=prepare_reader, warm=warm, spawn=SPAWN_ZYGOTE)
     if res["last_chunk"] is not None:
-        out.add_chunk(res["last_chunk"])
-    kid = len(kernels)
+        rows.add_chunk(res["last_chunk"])
+    kid = len(res["kernels"])
     if kid != container.num_results:
         raise InputError(
             path,
             f"corrupt Nsight Compute report: the file declares {container.num_results} kernel results "
             f"but ncu_report could read {kid}",
         )
+    kernels = rows.kernels(res["kernels"], path)
+    rule_count, unmeasured, device_ids, reader_version = res["rule_count"], rows.unmeasured, rows.device_ids, res["reader_version"]
     _attach_result_heads(kernels, container)
     kdf = _kernel_frame(kernels)
     named = kdf["device_name"].drop_nulls()

@@ -16,6 +16,9 @@ from profaudit.errors import InputError
 from profaudit.loader import UnexpectedReadError, read_one
 from profaudit.parsers import isolate
 from tests.conftest import assert_one_line_error, corpus_files
+from tests.isolated_helpers import allocate as _allocate
+from tests.isolated_helpers import echo as _echo
+from tests.isolated_helpers import sleep as _sleep
 
 pytestmark = pytest.mark.skipif(not isolate.can_isolate(), reason="needs fork")
 
@@ -30,19 +33,6 @@ def fresh_worker():
 
 def _segfault(send):
     os.kill(os.getpid(), signal.SIGSEGV)
-
-
-def _echo(value, send):
-    send(["chunk", value])
-    return {"value": value, "pid": os.getpid(), "ppid": os.getppid()}
-
-
-def _sleep(send):
-    time.sleep(60)
-
-
-def _allocate(send):
-    return len(bytearray(1 << 46))  # 64 TiB: beyond any address-space cap
 
 
 def _noisy(send):
@@ -196,24 +186,25 @@ _AT_EXIT = """
 import functools, os, signal, sys, time
 from pathlib import Path
 from profaudit.parsers import isolate
-from tests.test_isolation import _echo, _sleep
-f = Path(sys.argv[1])
-isolate.run_isolated(f, functools.partial(_echo, 1), lambda c: None, "t")
+from tests.isolated_helpers import echo, sleep
+f, spawn = Path(sys.argv[1]), sys.argv[3] == "spawned"
+isolate.run_isolated(f, functools.partial(echo, 1), lambda c: None, "t", spawn=spawn)
 print(isolate.zygote_pid(), flush=True)
 if sys.argv[2] == "killed":  # the caller dies mid-read (SIGKILL: no atexit)
-    isolate.run_isolated(f, _sleep, lambda c: None, "t")
+    isolate.run_isolated(f, sleep, lambda c: None, "t", spawn=spawn)
 """
 
 
+@pytest.mark.parametrize("zygote", ["forked", "spawned"])
 @pytest.mark.parametrize("how", ["exits", "killed"])
-def test_nothing_is_left_running(tmp_path, how):
+def test_nothing_is_left_running(tmp_path, how, zygote):
     import subprocess
     import sys
 
     f = tmp_path / "x.bin"
     f.write_bytes(b"x")
     repo = str(Path(__file__).parents[1])
-    proc = subprocess.Popen([sys.executable, "-c", _AT_EXIT, str(f), how], stdout=subprocess.PIPE, text=True, cwd=repo)
+    proc = subprocess.Popen([sys.executable, "-c", _AT_EXIT, str(f), how, zygote], stdout=subprocess.PIPE, text=True, cwd=repo)
     zygote = int(proc.stdout.readline())
     children = []
     if how == "killed":
@@ -277,13 +268,14 @@ def test_ncu_reader_crash_through_the_cli(tmp_path, cli, monkeypatch):
     """The ncu_report call itself dies (as it does on some bit-flipped reports): exit 2, one line,
     and the same process reads a good report right after."""
     from profaudit.parsers import ncu_rep
+    from tests import isolated_helpers
 
     good = min(NCU, key=lambda p: p.stat().st_size)
-    monkeypatch.setattr(ncu_rep, "_read_all_actions", lambda path, send: os.kill(os.getpid(), signal.SIGSEGV))
+    # the zygote is a fresh interpreter: the stand-in reaches the child by name, as the reader does
+    monkeypatch.setattr(ncu_rep, "read_actions", isolated_helpers.segfault)
     res = cli("kernels", good)
     assert_one_line_error(res, "the ncu_report reader crashed on this file (SIGSEGV)")
     monkeypatch.undo()
-    isolate._stop_worker()  # the next worker is forked without the patch
     res = cli("kernels", good, "--format", "csv")
     assert res.code == 0, res
 

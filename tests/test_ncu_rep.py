@@ -44,7 +44,7 @@ for rng in ncu_report.load_report(sys.argv[1]):
         metrics = {}
         for n in a.metric_names():
             m = a[n]
-            metrics[n] = (m.kind(), m.value(), m.unit())
+            metrics[n] = (m.kind(), m.value(), m.unit(), [m.value(i) for i in range(m.num_instances())])
         rules = [(d["rule_identifier"], d.get("speedup_estimation", {}).get("speedup")) for d in a.rule_results_as_dicts()]
         out.append({"name": a.name(ncu_report.IAction.NameBase_DEMANGLED), "mangled": a.name(ncu_report.IAction.NameBase_MANGLED), "metrics": metrics, "rules": rules})
 print(json.dumps(out))
@@ -52,8 +52,8 @@ print(json.dumps(out))
 
 
 def _independent(path: Path) -> list[dict]:
-    """Per action: names, every aggregate metric as ncu_report's value() returns it, and the rule
-    results. Read in a new interpreter: ncu_report registers derived-metric units process-wide
+    """Per action: names, every metric as ncu_report's value() returns it (with its instance
+    values), and the rule results. Read in a new interpreter: ncu_report registers derived-metric units process-wide
     (first report wins), and this test process has read other reports in-process."""
     out = _in_fresh_python(_INDEPENDENT, path)
     for a in out:
@@ -77,6 +77,7 @@ def test_report_matches_ncu_report(path):
     assert prof.metadata["kernel_count"] == len(ref)
     assert set(k["source"].to_list()) == {"ncu"}
     met = prof.metrics.filter(pl.col("instance").is_null() & pl.col("kind").is_in(["metric", "device", "launch"]))
+    inst_rows = prof.metrics.filter(pl.col("instance").is_not_null() & pl.col("kind").is_in(["metric", "device", "launch"])).sort("kernel_id", "metric", "instance")
     for kid, (row, r) in enumerate(zip(k.iter_rows(named=True), ref)):
         m = r["metrics"]
 
@@ -110,7 +111,7 @@ def test_report_matches_ncu_report(path):
         mine = met.filter(pl.col("kernel_id") == kid)
         assert sorted(mine["metric"].to_list()) == sorted(m)
         for name, unit, v, s, i in mine.select("metric", "unit", "value", "value_str", "value_int").iter_rows():
-            kind, ref_v, ref_u = m[name]
+            kind, ref_v, ref_u, _ = m[name]
             assert unit == ref_u, name
             if kind == ncu_report.IMetric.ValueKind_STRING:
                 assert s == ref_v and v is None, name
@@ -120,6 +121,24 @@ def test_report_matches_ncu_report(path):
                 assert v is None and s is None and i is None, name
             else:
                 assert _same(v, ref_v), name
+
+        # every instance value, with its metric's unit, in instance order
+        inst: dict[str, list] = {}
+        for name, unit, v, s, i in inst_rows.filter(pl.col("kernel_id") == kid).select("metric", "unit", "value", "value_str", "value_int").iter_rows():
+            inst.setdefault(name, []).append((unit, v, s, i))
+        assert sorted(inst) == sorted(n for n, ref in m.items() if ref[3])
+        for name, got in inst.items():
+            ref_u, ref_vals = m[name][2], m[name][3]
+            assert len(got) == len(ref_vals) and all(g[0] == ref_u for g in got), name
+            for (_u, v, s, i), ref in zip(got, ref_vals):
+                if isinstance(ref, str):
+                    assert s == ref and v is None, name
+                elif isinstance(ref, int):
+                    assert (i if i is not None else int(s)) == ref and v == float(ref), name
+                elif ref is None:
+                    assert v is None and s is None and i is None, name
+                else:
+                    assert _same(v, ref), name
 
         rules = prof.metrics.filter((pl.col("kernel_id") == kid) & (pl.col("kind") == "rule") & ~pl.col("metric").str.contains(":focus:"))
         assert rules.height == len(r["rules"])

@@ -28,7 +28,7 @@ from profaudit.parsers import isolate, ncu_rep
 
 first, second, mode = sys.argv[1:4]
 if mode == "units":
-    from tests.test_ncu_rep_warm import warm_with_units
+    from tests.isolated_helpers import warm_with_units
     ncu_rep.warm_reader = warm_with_units
 
 def rows(path):
@@ -49,18 +49,6 @@ print(json.dumps({
     "unit_changes": sorted({(cold["units"][i], warm["units"][i]) for i in diff if cold["units"][i] != warm["units"][i]}),
 }))
 """
-
-
-def warm_with_units(path: str, identity) -> None:
-    """The zygote's warm-up with `unit()` added on the first kernel's metrics: the leak the real
-    one avoids. (It stands in for ncu_rep.warm_reader here, so it cannot call it.)"""
-    import ncu_report
-
-    action = ncu_report.load_report(path).range_by_idx(0).action_by_idx(0)
-    for name in action.metric_names():
-        m = action.metric_by_name(name)
-        m.value()
-        m.unit()
 
 
 def _compare(first: Path, second: Path, mode: str = "values") -> dict:
