@@ -31,15 +31,13 @@ agent's node id); `device_id` keeps that number.
 from __future__ import annotations
 
 import csv
-import io
-import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from profaudit.errors import InputError, first_line
-from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
+from profaudit.parsers.base import GZIP_MAGIC, Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
 
@@ -55,6 +53,20 @@ _REQUIRED = {"kernel": {f"{w}_Size_{a}" for w in ("Workgroup", "Grid") for a in 
              "copy": set(), "api": set()}
 _SUFFIXES = ("kernel_trace.csv", "counter_collection.csv", "memory_copy_trace.csv", "hip_api_trace.csv", "hsa_api_trace.csv",
              "marker_api_trace.csv", "rccl_api_trace.csv", "scratch_memory_trace.csv", "memory_allocation_trace.csv")
+
+
+# what each kind's reader takes from the file, and as what: a column not here is never held
+_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
+    "kernel": {"ints": ("Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp",
+                        "LDS_Block_Size", "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count",
+                        *(f"{w}_Size_{a}" for w in ("Workgroup", "Grid") for a in "XYZ")),
+               "text": ("Agent_Id", "Kernel_Name")},
+    "counter": {"ints": ("Correlation_Id", "Dispatch_Id", "Queue_Id", "Process_Id", "Thread_Id", "Grid_Size", "Workgroup_Size", "LDS_Block_Size",
+                         "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Start_Timestamp", "End_Timestamp"),
+                "floats": ("Counter_Value",), "text": ("Agent_Id", "Kernel_Name", "Counter_Name")},
+    "copy": {"ints": ("Stream_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"), "text": ("Direction", "Source_Agent_Id", "Destination_Agent_Id")},
+    "api": {"ints": ("Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"), "text": ("Domain", "Function")},
+}
 
 
 def _header(text: str) -> list[str]:
@@ -100,6 +112,35 @@ def _prefix(path: Path) -> str:
     return n[: -len(".csv")] + "_" if n.endswith(".csv") else n
 
 
+# kernel trace columns kept as launch metrics: (column, metric, unit), in metric-name order, the
+# order of a kernel's metric rows
+_LAUNCH_METRICS = sorted([("Dispatch_Id", "dispatch_id", ""), ("Kernel_Id", "kernel_symbol_id", ""), ("LDS_Block_Size", "lds_block_size", "byte"),
+                          ("Scratch_Size", "private_segment_size", "byte"), ("SGPR_Count", "sgpr_count", "register"),
+                          ("VGPR_Count", "arch_vgpr_count", "register"), ("Accum_VGPR_Count", "accum_vgpr_count", "register")], key=lambda t: t[1])
+
+
+def _launch_metrics(K: pl.DataFrame) -> pl.DataFrame | None:
+    """The launch metrics of kernels `K` (whose kernel_id is its row number), sorted by kernel_id
+    and metric.
+
+    Gathered in that order rather than sorted: 7 metrics of a 2 M dispatch trace are 14 M rows,
+    and sorting them (or exploding per-kernel lists) doubled a 200 MB trace's peak memory."""
+    present = [(c, m, u) for c, m, u in _LAUNCH_METRICS if c in K.columns]
+    if not present:
+        return None
+    n, h = len(present), K.height
+    vals = pl.concat([K[c] for c, _, _ in present])  # column-major: metric i of kernel k is at i * h + k
+    row = pl.int_range(0, n * h, dtype=I64, eager=True)
+    kernel, which = row // n, row % n
+    del row
+    value = vals.gather(which * h + kernel)
+    M = pl.DataFrame({"kernel_id": kernel, "metric": pl.Series([m for _, m, _ in present], dtype=STR).gather(which),
+                      "unit": pl.Series([u for _, _, u in present], dtype=STR).gather(which), "value": value.cast(F64), "value_int": value})
+    if value.null_count():  # a filter copies every column: only when a value is missing
+        M = M.filter(pl.col("value_int").is_not_null())
+    return M.with_columns(kind=pl.lit("launch"))
+
+
 class Rocprofv3CsvParser:
     name = "rocprofv3-csv"
     source = "rocprof"
@@ -111,25 +152,22 @@ class Rocprofv3CsvParser:
 
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
-        df = self._csv(path)
-        kind = _kind(df.columns)
+        lf, cols = self._scan(path)
+        kind = _kind(cols)
         if kind is None:
             raise InputError(path, "not a rocprofv3 CSV trace (its header names none of kernel_trace, *_api_trace, memory_copy_trace, counter_collection)")
-        if not df.height:
-            raise InputError(path, f"rocprofv3 {kind} CSV has a header but no rows")
-        missing = sorted(_REQUIRED[kind] - set(df.columns))
-        if missing:
-            raise InputError(path, f"rocprofv3 {kind} CSV without its {', '.join(missing)} column(s)")
         agents = self._agents(path)
+        # each builder reads the rows itself, so that no caller holds the cast frame while the
+        # builder copies it (a 2 M dispatch kernel trace's frame is 350 MB)
         tables: dict[str, Any] = {}
         if kind == "kernel":
-            tables["kernels"], tables["metrics"] = self._kernels(path, df, agents)
+            tables["kernels"], tables["metrics"] = self._kernels(path, self._rows(path, kind, lf, cols), agents)
         elif kind == "counter":
-            tables["kernels"], tables["metrics"] = self._counters(path, df, agents)
+            tables["kernels"], tables["metrics"] = self._counters(path, self._rows(path, kind, lf, cols), agents)
         elif kind == "copy":
-            tables["transfers"] = self._copies(path, df, agents)
+            tables["transfers"] = self._copies(path, self._rows(path, kind, lf, cols), agents)
         else:
-            tables["ranges"], _ = self._ranges(path, df)
+            tables["ranges"], _ = self._ranges(path, self._rows(path, kind, lf, cols))
         gpus = agents.filter(pl.col("type") == "GPU") if agents is not None else None
         names = gpus["product_name"].drop_nulls().unique(maintain_order=True).to_list() if gpus is not None else []
         md: dict[str, Any] = {"tool": "rocprofv3 (csv)", "time_origin": "relative", "record_kind": kind,
@@ -144,36 +182,75 @@ class Rocprofv3CsvParser:
 
     # -- reading ------------------------------------------------------------------------------
     @staticmethod
-    def _csv(path: Path) -> pl.DataFrame:
+    def _scan(path: Path) -> tuple[pl.LazyFrame, list[str]]:
+        """The file as a lazy all-text frame with canonical column names, and those names.
+
+        Lazy so that `_typed` reads it in batches: a real kernel trace of 2 M dispatches (200 MB)
+        held whole as text is ~0.9 GB before a single integer is cast."""
         try:
-            with open_maybe_gzip(path) as fh:
-                data = fh.read()
-            df = pl.read_csv(io.BytesIO(data), infer_schema=False, truncate_ragged_lines=False)
-            canon = _canon(df.columns)
-            return df.rename(dict(zip(df.columns, canon))) if canon != df.columns and len(set(canon)) == df.width else df
+            with open(path, "rb") as fh:
+                gz = fh.read(2) == GZIP_MAGIC
+            if gz:  # polars scans plain files only; the text of a gzip file is read whole
+                with open_maybe_gzip(path) as fh:
+                    src: Any = fh.read()
+            else:
+                src = path
+            # glob=False: a file name's [ ] * ? are its own characters, not a pattern
+            lf = pl.scan_csv(src, infer_schema=False, truncate_ragged_lines=False, glob=False)
+            cols = lf.collect_schema().names()
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError, EOFError, OSError) as exc:
             raise InputError(path, f"not a readable rocprofv3 CSV: {first_line(exc, type(exc).__name__)}") from None
+        canon = _canon(cols)
+        if canon != cols and len(set(canon)) == len(cols):
+            return lf.rename(dict(zip(cols, canon))), canon
+        return lf, cols
+
+    def _rows(self, path: Path, kind: str, lf: pl.LazyFrame, cols: list[str]) -> pl.DataFrame:
+        """The rows of a `kind` file, with the columns its builder reads, typed; checked for rows
+        and for the columns that builder needs."""
+        df = self._typed(path, lf, cols, **_COLUMNS[kind])
+        if not df.height:
+            raise InputError(path, f"rocprofv3 {kind} CSV has a header but no rows")
+        missing = sorted(_REQUIRED[kind] - set(cols))
+        if missing:
+            raise InputError(path, f"rocprofv3 {kind} CSV without its {', '.join(missing)} column(s)")
+        return df
 
     @staticmethod
-    def _ints(path: Path, df: pl.DataFrame, cols) -> pl.DataFrame:
-        """Cast the named columns to integers; a non-numeric cell is an error naming it."""
-        out = df.with_columns([pl.col(c).str.strip_chars().cast(I64, strict=False).alias(c) for c in cols if c in df.columns])
-        for c in cols:
-            if c in df.columns:
-                bad = out[c].is_null() & df[c].str.strip_chars().ne("").fill_null(False)
+    def _typed(path: Path, lf: pl.LazyFrame, cols: list[str], ints=(), floats=(), text=()) -> pl.DataFrame:
+        """The named columns that the file has, `ints` cast to Int64 and `floats` to Float64 as the
+        file is read in batches (the streaming engine: no whole-file text frame), the others as text.
+        A non-numeric cell is an error naming its column, data row and text, ints before floats."""
+        have = set(cols)
+        checks = [(c, I64, "an integer") for c in ints if c in have] + [(c, F64, "a number") for c in floats if c in have]
+        exprs = [pl.col(c) for c in text if c in have]
+        for c, dtype, _ in checks:
+            s = pl.col(c).str.strip_chars()
+            v = s.cast(dtype, strict=False)
+            # a flag per column (a bit a row) keeps which cell failed without keeping its text
+            exprs += [v.alias(c), (v.is_null() & s.ne("").fill_null(False)).alias("_bad " + c)]
+        try:
+            # without projection pushdown: a pushed-down projection parses only the selected fields
+            # of a line, and a line with more fields than the header then loads without a word
+            df = lf.select(exprs).collect(engine="streaming", optimizations=pl.QueryOptFlags(projection_pushdown=False))
+            for c, _, what in checks:
+                bad = df["_bad " + c]
                 if bad.any():
                     i = int(bad.arg_max())
-                    raise InputError(path, f"column {c}, data row {i + 1}: {df[c][i]!r} is not an integer")
-        return out
+                    cell = lf.select(c).slice(i, 1).collect()[c][0]
+                    raise InputError(path, f"column {c}, data row {i + 1}: {cell!r} is not {what}")
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError, EOFError, OSError) as exc:
+            raise InputError(path, f"not a readable rocprofv3 CSV: {first_line(exc, type(exc).__name__)}") from None
+        return df.drop([f"_bad {c}" for c, _, _ in checks])
 
     def _agents(self, path: Path) -> pl.DataFrame | None:
         p = path.with_name(_prefix(path) + "agent_info.csv")
         if not p.is_file():
             return None
-        a = self._csv(p)
-        if not {"Node_Id", "Agent_Type"} <= set(a.columns):
+        lf, cols = self._scan(p)
+        if not {"Node_Id", "Agent_Type"} <= set(cols):
             raise InputError(p, "agent_info.csv without Node_Id and Agent_Type columns")
-        a = self._ints(p, a, ["Node_Id", "Logical_Node_Id"])
+        a = self._typed(p, lf, cols, ints=("Node_Id", "Logical_Node_Id"), text=("Agent_Type", "Product_Name", "Model_Name", "Name"))
         name = pl.coalesce([pl.col(c).replace("", None) for c in ("Product_Name", "Model_Name", "Name") if c in a.columns]) if any(
             c in a.columns for c in ("Product_Name", "Model_Name", "Name")) else pl.lit(None, dtype=STR)
         return a.select(node=pl.col("Node_Id"), type=pl.col("Agent_Type"), product_name=name)
@@ -197,12 +274,11 @@ class Rocprofv3CsvParser:
     def _kernels(self, path, df, agents):
         from profaudit.names import demangle, short_name
 
-        ints = ["Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size",
-                "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", *(f"{w}_Size_{a}" for w in ("Workgroup", "Grid") for a in "XYZ")]
-        K = self._ints(path, df, ints).with_columns(device_id=_agent_no("Agent_Id"))
+        K = df.with_columns(device_id=_agent_no("Agent_Id"))
+        del df  # its text columns go before the sort below copies K
         K = self._device_names(K, agents)
         raw = map_unique(K["Kernel_Name"], _strip_kd)
-        K = K.with_columns(_raw=raw, name=map_unique(raw, lambda n: demangle(n) if n.startswith("_Z") else n))
+        K = K.with_columns(_raw=raw, name=map_unique(raw, lambda n: demangle(n) if n.startswith("_Z") else n)).drop("Agent_Id", "Kernel_Name")
         K = K.sort(["Start_Timestamp", "Correlation_Id"], nulls_last=True)
         has = lambda c: pl.col(c) if c in K.columns else pl.lit(None, dtype=I64)  # noqa: E731
         K = K.with_columns(
@@ -214,18 +290,15 @@ class Rocprofv3CsvParser:
             **{f"grid_{a.lower()}": -(-pl.col(f"Grid_Size_{a}") // pl.col(f"Workgroup_Size_{a}")) for a in "XYZ"},
             registers_per_thread=pl.when(has("VGPR_Count").is_not_null()).then(has("VGPR_Count") + has("Accum_VGPR_Count").fill_null(0)),
         ).with_columns(grid_size=pl.col("grid_x") * pl.col("grid_y") * pl.col("grid_z"), block_size=pl.col("block_x") * pl.col("block_y") * pl.col("block_z"))
-        launch = self._launch(path, K)
-        if launch is not None and launch.height:
-            K = K.join(launch, on="correlation_id", how="left")
-        attrs = {"Dispatch_Id": ("dispatch_id", ""), "Kernel_Id": ("kernel_symbol_id", ""), "LDS_Block_Size": ("lds_block_size", "byte"),
-                 "Scratch_Size": ("private_segment_size", "byte"), "SGPR_Count": ("sgpr_count", "register"),
-                 "VGPR_Count": ("arch_vgpr_count", "register"), "Accum_VGPR_Count": ("accum_vgpr_count", "register")}
-        metrics = [K.filter(pl.col(c).is_not_null()).select("kernel_id", metric=pl.lit(m), unit=pl.lit(u), value=pl.col(c).cast(F64), value_int=pl.col(c), kind=pl.lit("launch"))
-                   for c, (m, u) in attrs.items() if c in K.columns]
+        metrics = _launch_metrics(K)
         keep = ["source", "device_name", "device_id", "kernel_id", "name", "short_name", "mangled_name", "category", "stream", "correlation_id",
                 "start_ns", "end_ns", "duration_ns", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "grid_size", "block_size",
-                "registers_per_thread"] + (["nvtx_range"] if "nvtx_range" in K.columns else [])
-        return K.select(keep), (pl.concat(metrics).sort("kernel_id", "metric") if metrics else None)
+                "registers_per_thread"]
+        K = K.select(keep)
+        launch = self._launch(path, K)
+        if launch is not None and launch.height:
+            K = K.join(launch, on="correlation_id", how="left")  # correlation ids are unique in `launch`: no row is repeated
+        return K, metrics
 
     def _launch(self, path: Path, K: pl.DataFrame) -> pl.DataFrame | None:
         """(correlation_id, nvtx_range) from the marker and HIP API traces beside the kernel trace."""
@@ -234,9 +307,11 @@ class Rocprofv3CsvParser:
         for name in ("marker_api_trace.csv", "hip_api_trace.csv"):
             p = path.with_name(pre + name)
             if p.is_file():
-                d = self._csv(p)
-                if _kind(d.columns) == "api" and d.height:
-                    parts.append(self._api_rows(p, d))
+                lf, cols = self._scan(p)
+                if _kind(cols) == "api":
+                    d = self._typed(p, lf, cols, **_COLUMNS["api"])
+                    if d.height:
+                        parts.append(self._api_rows(p, d))
         if len(parts) < 2:
             return None  # without both, no kernel can be placed inside a marker range
         _, launch = nest_api_ranges(pl.concat(parts), "rocprofv3")
@@ -245,7 +320,7 @@ class Rocprofv3CsvParser:
     def _api_rows(self, path: Path, df: pl.DataFrame) -> pl.DataFrame:
         from profaudit.parsers.chrome_trace import _clean_api
 
-        A = self._ints(path, df, ["Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"])
+        A = df
         marker = pl.col("Domain").str.contains("MARKER")
         return A.select(
             kind=map_unique(A["Domain"], lambda d: _API_KIND.get(d, d.lower())),
@@ -260,16 +335,10 @@ class Rocprofv3CsvParser:
     def _counters(self, path, df, agents):
         from profaudit.names import demangle, short_name
 
-        C = self._ints(path, df, ["Correlation_Id", "Dispatch_Id", "Queue_Id", "Process_Id", "Thread_Id", "Grid_Size", "Workgroup_Size",
-                                  "LDS_Block_Size", "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Start_Timestamp", "End_Timestamp"])
-        vals = C["Counter_Value"].str.strip_chars().cast(F64, strict=False)
-        bad = vals.is_null() & C["Counter_Value"].str.strip_chars().ne("").fill_null(False)
-        if bad.any():
-            i = int(bad.arg_max())
-            raise InputError(path, f"column Counter_Value, data row {i + 1}: {C['Counter_Value'][i]!r} is not a number")
+        C = df  # Counter_Value is already a float (`_typed`)
         # columns older releases lack read as unknown
         C = C.with_columns([pl.lit(None, dtype=I64).alias(c) for c in ("Queue_Id", "Process_Id", "VGPR_Count", "Accum_VGPR_Count") if c not in C.columns])
-        C = C.with_columns(value=vals, device_id=_agent_no("Agent_Id"))
+        C = C.with_columns(value=pl.col("Counter_Value"), device_id=_agent_no("Agent_Id"))
         key = ["Dispatch_Id", "Correlation_Id"]
         K = C.unique(key, keep="first", maintain_order=True).sort(["Start_Timestamp", "Dispatch_Id"], nulls_last=True)
         K = self._device_names(K, agents)
@@ -290,8 +359,7 @@ class Rocprofv3CsvParser:
 
     # -- copies ------------------------------------------------------------------------------
     def _copies(self, path, df, agents):
-        T = self._ints(path, df, ["Stream_Id", "Correlation_Id", "Start_Timestamp", "End_Timestamp"])
-        T = T.with_columns(src=_agent_no("Source_Agent_Id"), dst=_agent_no("Destination_Agent_Id"))
+        T = df.with_columns(src=_agent_no("Source_Agent_Id"), dst=_agent_no("Destination_Agent_Id"))
         types = agents.select("node", "type") if agents is not None else pl.DataFrame(schema={"node": I64, "type": STR})
         T = (T.join(types.rename({"node": "src", "type": "src_type"}), on="src", how="left")
               .join(types.rename({"node": "dst", "type": "dst_type"}), on="dst", how="left"))

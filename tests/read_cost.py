@@ -1,6 +1,8 @@
 """The Python work and peak memory of one parser read, measured in a fresh interpreter (the size
 blow-up tests of ncu-csv, nvprof-csv and pyperf): Python calls counted with sys.setprofile, which
-does not depend on the machine's speed, and ru_maxrss before and after the read."""
+does not depend on the machine's speed, and the peak RSS before and after the read (VmHWM: ru_maxrss
+survives execve, so the child's would start at the pytest process's own peak and a read that stays
+below it would seem to take nothing)."""
 
 from __future__ import annotations
 
@@ -18,15 +20,21 @@ _CHILD = textwrap.dedent(
     from pathlib import Path
     from profaudit.parsers import {module} as mod
     from profaudit.parsers.base import ReadOptions
+    def peak_kb():
+        try:
+            with open("/proc/self/status") as fh:
+                return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:"))
+        except (OSError, StopIteration):
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     path = Path(sys.argv[1])
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_kb()
     calls = [0]
     def count(frame, event, arg):
         calls[0] += 1
     sys.setprofile(count)
     p = mod.{call}
     sys.setprofile(None)
-    print(json.dumps({{"calls": calls[0], "base_kb": base, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    print(json.dumps({{"calls": calls[0], "base_kb": base, "peak_kb": peak_kb(),
                       "rows": p.tables[{table!r}].height}}))
     """
 )

@@ -28,14 +28,28 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
+def peak_rss_mb() -> int:
+    """This process's own peak RSS. Not ru_maxrss: Linux keeps it across execve, so a child
+    spawned by a parent holding the 200 MB mutant (several copies of it) started at the parent's
+    peak (an 850 MB floor under every read in the session-14 logs). VmHWM belongs to the address
+    space, which exec replaces."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def _read_one(path: Path) -> int:
     """Child side: the verdict on `path` with its CPU seconds and peak RSS, as one JSON line."""
     from tests.fuzz.harness import verdict
 
     t = time.process_time()
     v, detail = verdict(path, None)
-    print(json.dumps({"verdict": v, "detail": detail[:200], "cpu_s": round(time.process_time() - t, 1),
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+    print(json.dumps({"verdict": v, "detail": detail[:200], "cpu_s": round(time.process_time() - t, 1), "peak_rss_mb": peak_rss_mb()}))
     return 0
 
 
@@ -48,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", default="", help="comma-separated parser names (default: every format with a text seed)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--per-format", type=int, default=1, help="seeds per format, smallest first (asv's benchmarks.json or a rocprofv3 API trace is not a format's smallest)")
+    ap.add_argument("--keep", type=Path, help="write each mutant under this folder and keep it (to rerun one read under /usr/bin/time or py-spy)")
     args = ap.parse_args(argv)
     if args.child:
         return _read_one(args.child)
@@ -67,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             m = mutators.blowup(inner, random.Random(args.seed), args.size_mb << 20)
             if m is None:
                 continue
-            d = work / "m" / fmt
+            d = (args.keep or work / "m") / fmt
             d.mkdir(parents=True, exist_ok=True)
             path = d / seed.path.name
             path.write_bytes(mutators._rewrap(m.data, how))
@@ -86,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             note = ("OVER: " + ", ".join(over) + "; " if over else "") + (res.get("detail") or "")
             note = f"{seed.path.name}: {note}" if args.per_format > 1 else note
             print(f"{fmt:20} {len(m.data) >> 20:5d} {res['verdict']:>12} {res.get('cpu_s', float('nan')):7.1f} {res.get('peak_rss_mb', 0):8d}  {note[:120]}", flush=True)
-            shutil.rmtree(d)
+            if not args.keep:
+                shutil.rmtree(d)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if bad else 0
