@@ -672,92 +672,102 @@ class _Q:
     text_ts_flags = flags[:2] + [pl.col("ts").cast(F64, strict=False).abs().max() >= _TWO43]
 
 
+# Query optimisations for the per-chunk queries: the plans are small and fixed, and the passes
+# that look for shared sub-plans and sub-expressions, simplify and cluster expressions cost more
+# per chunk than they save (-12% of shaping's CPU time). Results are the same.
+_OPT = ({"optimizations": pl.QueryOptFlags(comm_subplan_elim=False, comm_subexpr_elim=False, simplify_expression=False,
+                                           cluster_with_columns=False, check_order_observe=False)}
+        if hasattr(pl, "QueryOptFlags") else {})
+
+
 def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
     """Turn a raw chunk frame into typed per-chunk frames. With `split` (Kineto and other traces
     classified by category) slices are classified here, on the worker thread, and keep only the
     columns their table needs; otherwise all columns stay for classification by process and
-    thread names once those are known."""
+    thread names once those are known.
+
+    A chunk costs a few milliseconds of query planning however few its rows (polars converts and
+    optimises every query anew), about as much as the work itself: so the queries are few, a
+    table's query runs only where the chunk holds its events, and one aggregate query answers
+    every per-chunk question."""
     n = raw.height
     out.n_events = n
-    # text timestamps (quoted on purpose, or strings in the file) are converted eagerly: the rare
-    # exponent forms need Decimal
-    texts = []
-    for c in ("ts", "dur"):
-        src = c if raw.schema.get(c) == STR else (c + "_txt" if c + "_txt" in raw.schema else None)
-        if src is not None and raw[src].null_count() < n:
-            texts.append(text_us_to_ns(raw[src]).alias(f"_{c}_text_ns"))
-    ids = {f"_{c}_i": _num_ids(raw[c]) for c in ("pid", "tid") if c in raw.schema}
-    table, per_row = _chunk_classes(raw) if split else ({}, False)
-    per_row_cols = ()
-    if per_row:
-        cls, kind = _cat_rules()
-        per_row_cols = (cls.alias("cls"), kind.alias("kind"))
-    raw = raw.with_columns(*texts, *per_row_cols, **ids, seq=pl.int_range(0, n, dtype=I64) + (index << 32))
     # (the schema is read once: each `raw.schema` builds it anew, and Python-side work like this
     # was a tenth of decoding a chunk)
     schema = raw.schema
+    # text timestamps (quoted on purpose, or strings in the file) are converted eagerly: the rare
+    # exponent forms need Decimal
+    added = []
+    for c in ("ts", "dur"):
+        src = c if schema.get(c) == STR else (c + "_txt" if c + "_txt" in schema else None)
+        if src is not None and raw[src].null_count() < n:
+            added.append(text_us_to_ns(raw[src]).alias(f"_{c}_text_ns"))
+    table, per_row = _chunk_classes(raw) if split else ({}, False)
+    if per_row:
+        cls, kind = _cat_rules()
+        added += raw.select(cls.alias("cls"), kind.alias("kind")).get_columns()
+    added += [_num_ids(raw[c]).alias(f"_{c}_i") for c in ("pid", "tid") if c in schema]
+    added.append(pl.Series("seq", np.arange(index << 32, (index << 32) + n, dtype=np.int64)))
+    raw = raw.hstack(added)  # (Series added as they are: `with_columns` plans a query)
+    schema = raw.schema
     plan = _plan(tuple(schema.items()), per_row)
+    # each event phase's count, which also says which of the rarer tables this chunk has rows for
+    out.phases = {k if k is not None else "": int(v) for k, v in raw.get_column("ph").value_counts().iter_rows()}
+    has = out.phases.get
+    flows = bool(has("s") or has("t") or has("f"))
     lf = raw.lazy()
     q = _Q
-    queries = {
-        "checks": lf.select(plan.checks),
-        "phases": lf.group_by("ph").agg(q.count),
-    }
-    # the events other than slices are few: each query filters them out of the chunk itself (a
-    # shared filtered frame would carry the union of their columns)
-    for k, is_k, cols in (("flows", q.is_flow, plan.flow_cols), ("meta", q.is_meta, plan.meta_cols),
-                          ("mem", q.is_mem, plan.mem_cols), ("cevents", q.is_counter, plan.cevent_cols)):
-        queries[k] = lf.filter(is_k.fill_null(False)).with_columns(plan.base).select(cols)
     if split:
-        # Kineto: each table's rows straight out of the chunk, with only the columns that table
-        # reads (a frame of every slice column, split afterwards, copied the launch dimensions'
-        # lists and the args of every range row)
         if per_row:
             is_range, is_device, dev_cls, is_launch = q.is_range, q.is_device, pl.col("cls"), q.is_launch
         else:
             is_range, is_device, dev_cls, is_launch = _class_masks(tuple(table.items()))
+    # the checks, the earliest slice start (the profiler span's, in neither table, included) and
+    # whether a flow is needed, in one query
+    aggs = plan.checks + [plan.base[0].filter(plan.is_slice).min().alias("tmin")]
+    if split and flows:
+        # Kineto writes a flow next to the slices it binds and puts the correlation id in args as
+        # well: the flows are only worth keeping where a launch or device row lacks that id
+        no_corr = plan.is_slice & plan.corr.is_null()
+        aggs.append((no_corr & (is_device | (is_range & is_launch))).any().alias("lacking"))
+    chk = lf.select(aggs).collect(engine="in-memory", **_OPT).row(0, named=True)
+    out.inexact += int(chk["inexact"] or 0)
+    out.t_min = int(chk["tmin"]) if chk["tmin"] is not None else None
+    if split and flows and not chk["lacking"]:
+        flows = False
+    queries = {}
+    # the events other than slices are few: each query filters them out of the chunk itself (a
+    # shared filtered frame would carry the union of their columns)
+    for k, present, is_k, cols in (("flows", flows, q.is_flow, plan.flow_cols), ("meta", has("M"), q.is_meta, plan.meta_cols),
+                                   ("mem", has("i") or has("I"), q.is_mem, plan.mem_cols),
+                                   ("cevents", has("C"), q.is_counter, plan.cevent_cols)):
+        if present:
+            queries[k] = lf.filter(is_k.fill_null(False)).with_columns(plan.base).select(cols)
+    if split:
+        # Kineto: each table's rows straight out of the chunk, with only the columns that table
+        # reads (a frame of every slice column, split afterwards, copied the launch dimensions'
+        # lists and the args of every range row)
         slices = lf.filter(plan.is_slice & is_range).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived)
         # names and categories repeat millions of times: held as categoricals until the tables
         # are built (`cat_to_str`); a range's kind is mapped from its category then (`_range_kinds`)
         queries["ranges"] = slices.select(*q.range_cols, *([q.kind_col] if per_row else ())).with_columns(q.range_cats)
-        # device rows (a few percent) and the profiler's own span (a slice in neither table, whose
-        # start counts for t_min) are gathered by index: a filter reads every row of each column it
-        # keeps, and device rows keep nearly all, the launch dimensions' lists among them
-        few = raw.select(d=plan.is_slice & is_device, o=plan.is_slice & ~is_range & ~is_device)
-        queries["devices"] = (raw[few["d"].arg_true()].lazy().with_columns(plan.base).select(plan.slice_cols)
+        # device rows (a few percent) are gathered by index: a filter reads every row of each
+        # column it keeps, and device rows keep nearly all, the launch dimensions' lists among them
+        at = raw.select(plan.is_slice & is_device).to_series().arg_true()
+        queries["devices"] = (raw[at].lazy().with_columns(plan.base).select(plan.slice_cols)
                               .with_columns(*plan.derived, dev_cls).select(q.device_cols).with_columns(q.device_cats))
-        queries["tmin"] = raw[few["o"].arg_true()].lazy().select(plan.base[0]).select(q.tmin)
         # the categories only tell Kineto from other traces (`detect_source`), which a chunk read
         # as Kineto already is
         out.cats = {c for c in table if c is not None}
     else:
-        sl = lf.filter(plan.is_slice).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived).cache()
-        queries["cats"] = sl.select(q.cats)
-        queries["tmin"] = sl.select(q.tmin)
-        queries["slices"] = sl.drop("dur_ns")
+        queries["slices"] = lf.filter(plan.is_slice).with_columns(plan.base).select(plan.slice_cols).with_columns(plan.derived).drop("dur_ns")
     # the in-memory engine: a chunk is ~40k rows, where the streaming engine's per-query set-up
     # and thread hand-offs cost more CPU than the work itself (measured: -10% of the read's CPU)
-    frames = dict(zip(queries, pl.collect_all(list(queries.values()), engine="in-memory")))
-    chk = frames.pop("checks").row(0, named=True)
-    out.inexact += int(chk["inexact"] or 0)
-    out.phases = {k if k is not None else "": int(v) for k, v in frames.pop("phases").iter_rows()}
+    frames = dict(zip(queries, pl.collect_all(list(queries.values()), engine="in-memory", **_OPT)))
     if not split:
-        out.cats = set(frames.pop("cats")["cat"].to_list())
-    starts = [frames.pop("tmin")["ts_ns"][0]]
-    if split:
-        starts += [f["ts_ns"].min() for f in (frames["ranges"], frames["devices"])]
-    starts = [t for t in starts if t is not None]
-    out.t_min = int(min(starts)) if starts else None
+        out.cats = set(frames["slices"].get_column("cat").drop_nulls().unique().to_list())
     if chk["no_ph"] or chk["no_ts"] or chk["no_dur"]:
         _missing_examples(lf.with_columns(plan.base), out, chk)
-    if split and frames["flows"].height:
-        # Kineto writes a flow next to the slices it binds and puts the correlation id in args as
-        # well: the flows are only worth keeping where a launch or device row lacks that id
-        r, d = frames.get("ranges"), frames.get("devices")
-        lacking = (d is not None and d["corr"].null_count() > 0) or (r is not None and bool(r.select((is_launch & pl.col("corr").is_null()).any()).item()))
-        if not lacking:
-            frames["flows"] = frames["flows"].clear()
-    flows = frames["flows"].height > 0
     for k, f in frames.items():
         if not f.height:
             continue
@@ -771,7 +781,7 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
             else:  # launch details this chunk's rows do not carry (all null) are not kept
                 keep = [c for c in f.columns if c in _DEVICE_KEEP or nulls[c] < f.height]
             if len(keep) < f.width:
-                f = f.select(keep)
+                f = f[keep]  # (by name: `select` plans a query)
         # one chunk per column (the chunk was read in pieces): frames with uneven chunks get
         # copied whole by the first operation that aligns them, after the stacking
         setattr(out, k, f.rechunk())
@@ -863,6 +873,8 @@ def _plan(schema_items: tuple, split: bool):
     plan.slice_cols = [pl.col(c) for c in ("seq", "ph", "cat", "name", "pid", "tid", "ts_ns", "dur_ns")] + dims
     plan.slice_cols += [col(c) for c in _INT_ARGS + _FLOAT_ARGS + _STR_ARGS]
     plan.slice_cols += [ident("pid").alias("pid_i"), ident("tid").alias("tid_i")]
+    # a slice's correlation id over the raw chunk (as `derived` makes it over the slice columns)
+    plan.corr = pl.coalesce(col("corr"), col("corr_xla"))
     plan.derived = [
         (pl.col("ts_ns") + pl.col("dur_ns")).alias("end_raw"),
         pl.coalesce(pl.col("corr"), pl.col("corr_xla")).alias("corr"),
