@@ -748,9 +748,16 @@ typedef struct {
     uint8_t *p;
     Py_ssize_t len;
     size_t cap;
+    int counted;    /* column memory (in live_bytes), not a zeros() block */
 } NativeBuffer;
 
+/* bytes held by live NativeBuffers: what the frames handed out still keep (tests check that a
+ * chunk's shaped frames release the chunk's columns). Buffers are made and dropped under the GIL,
+ * but polars may drop its last reference from a worker thread through pyarrow: atomics. */
+static size_t live_bytes;
+
 static void nb_dealloc(NativeBuffer *self) {
+    if (self->counted) __atomic_fetch_sub(&live_bytes, self->cap, __ATOMIC_RELAXED);
     mem_free(self->p, self->cap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -791,6 +798,8 @@ static PyObject *take(Buf *b, size_t len) {
     o->p = b->p;
     o->len = (Py_ssize_t)len;
     o->cap = b->cap;
+    o->counted = 1;
+    __atomic_fetch_add(&live_bytes, b->cap, __ATOMIC_RELAXED);
     b->p = NULL;
     b->len = b->cap = 0;
     return (PyObject *)o;
@@ -922,7 +931,35 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
     return Py_BuildValue("(LN)", (long long)s.rows, cols);
 }
 
+static PyObject *py_live_bytes(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
+    return PyLong_FromSize_t(__atomic_load_n(&live_bytes, __ATOMIC_RELAXED));
+}
+
+/* n zero bytes, read-only for its users: the buffers of columns no row of a chunk has (all null:
+ * a validity of zeros, zero values, empty string views), shared by all of them. From mmap, the
+ * pages are never written, so they cost neither a memset nor resident memory (reads map the
+ * kernel's zero page); pyarrow's nulls() wrote and kept a block per column per chunk. */
+static PyObject *py_zeros(PyObject *Py_UNUSED(self), PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "zeros: negative size");
+        return NULL;
+    }
+    Buf b = {0};
+    if (buf_grow(&b, (size_t)n ? (size_t)n : 1)) return PyErr_NoMemory();
+    NativeBuffer *o = PyObject_New(NativeBuffer, &NativeBufferType);
+    if (!o) { buf_free(&b); return NULL; }
+    o->p = b.p;
+    o->len = n;
+    o->cap = b.cap;
+    o->counted = 0;
+    return (PyObject *)o;
+}
+
 static PyMethodDef methods[] = {
+    {"zeros", py_zeros, METH_O, "zeros(n) -> NativeBuffer: n zero bytes (untouched pages), for all-null columns."},
+    {"live_bytes", py_live_bytes, METH_NOARGS,
+     "live_bytes() -> int: bytes of column memory handed out by scan() that are still referenced."},
     {"scan", scan, METH_VARARGS,
      "scan(data, spec) -> (rows, columns): the events of a JSON array read into Arrow buffers, "
      "or Unsupported for input outside the reader's subset."},

@@ -71,12 +71,41 @@ def _prepare(schema: dict[str, pl.DataType]):
     return prepared
 
 
+_ZEROS: list = []  # [pyarrow Buffer of zero bytes], shared by the all-null columns of every chunk
+
+
+def _zeros(rows: int):
+    """A read-only zero buffer big enough for any buffer of a column of `rows` rows (16-byte string
+    views are the widest). Kept for the next chunk: its pages are never written, so it costs
+    address space, not memory."""
+    import pyarrow as pa
+
+    need = 16 * rows + 16
+    if not _ZEROS or _ZEROS[0].size < need:
+        _ZEROS[:] = [pa.py_buffer(_native.zeros(max(need, 1 << 20)))]
+    return _ZEROS[0]
+
+
+def _nulls(typ, rows: int, zeros):
+    """An all-null array of `typ` over the shared zero buffer (validity all 0, values 0, string
+    views empty, list offsets 0): `pa.nulls` wrote a block of its own per column per chunk."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(typ):
+        kids = [_nulls(typ.field(i).type, rows, zeros) for i in range(typ.num_fields)]
+        return pa.Array.from_buffers(typ, rows, [zeros], null_count=rows, children=kids)
+    if pa.types.is_list(typ):
+        child = pa.Array.from_buffers(typ.value_type, 0, [None, zeros], null_count=0)
+        return pa.Array.from_buffers(typ, rows, [zeros, zeros], null_count=rows, children=[child])
+    return pa.Array.from_buffers(typ, rows, [zeros, zeros], null_count=rows)
+
+
 def _array(typ, col, rows: int):
     """A pyarrow array of `typ` over the buffers the C reader filled (no copy)."""
     import pyarrow as pa
 
     if col is None:  # no row had a value
-        return pa.nulls(rows, typ)
+        return _nulls(typ, rows, _zeros(rows))
     nvalid, valid = col[0], col[1]
     nulls = rows - nvalid
     vbuf = pa.py_buffer(valid) if nulls else None
