@@ -11,6 +11,15 @@ memory (its peak RSS passed --mem-mb, or a read ran out of memory). Formats take
 gets its share; bad verdicts are saved under --out with a note of the seed and the mutation,
 ready to become regression tests.
 
+Memory is measured per input: the worker resets its peak RSS (Linux clear_refs) before making each
+mutant, so an input's peak is its own, from the RSS the worker started it at. A worker can still
+carry memory from one input into the next (an allocator keeps what a big read freed): such a worker
+is recycled once its RSS at rest passes --recycle-mb, and a memory verdict from a worker that had read
+other inputs before is judged again in a fresh worker, whose verdict counts (the s14 confirmation
+run charged a 9 KB input with 2.4 GB a worker had kept from a 193 MB mutant 80 inputs earlier).
+Every input whose peak rose --rise-mb or more above its start is printed (RISE), so memory-hungry
+inputs under the verdict line show too; the table's `peak MB` is each format's highest own peak.
+
     nice -n 10 .venv/bin/python tools/fuzz_long.py --per-format 2000 --budget-s 3000 --out /tmp/fuzz-out
 
 Prints a per-format table at the end (and every --report-s seconds, with the rate in inputs/s), a
@@ -44,6 +53,32 @@ BAD = {"undeliberate", "silent_partial", "crash", "timeout", "memory"}
 # ------------------------------------------------------------------------------------------------
 # worker side
 # ------------------------------------------------------------------------------------------------
+def _rss_mb() -> tuple[float, float] | None:
+    """(current RSS, peak RSS since the last `_reset_peak`) in MB, from /proc/self/status; None
+    without /proc."""
+    try:
+        with open("/proc/self/status") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    got = {}
+    for line in text.splitlines():
+        key, _, val = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            got[key] = int(val.split()[0]) / 1024
+    return (got["VmRSS"], got["VmHWM"]) if len(got) == 2 else None
+
+
+def _reset_peak() -> bool:
+    """Start this process's peak RSS (VmHWM) again from its current RSS (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, after_rate: float = 1.0, blowup_rate: float = 0.0) -> int:
     """Make each mutant and read it here, in the worker: mutating (gzip recompression, SQLite
     rewrites, folder copies) costs as much as many reads, and done in the one parent it kept the
@@ -77,15 +112,22 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
+    # without clear_refs the peak is the worker's lifetime peak (getrusage), as before
+    per_input = _reset_peak() and _rss_mb() is not None
+    done = 0  # inputs this worker judged before the current one
     for line in sys.stdin:
         task = json.loads(line)
         cpu0 = cpu_now()
+        if per_input:
+            _reset_peak()
+            start_mb = _rss_mb()[0]
         rng = random.Random(f"{rng_seed}/{task['format']}/{task['i']}")
         seed = pick_seed(seeds[task["format"]], rng)
         try:
             path, m = write_mutant(seed, rng, scratch, donors)
         except Exception as exc:  # a mutator bug must not end a long run: the parent notes it
-            send({"skip": f"mutator failed on {seed.path.name}: {type(exc).__name__}: {exc}"})
+            # after running out of memory the worker is not to be trusted with the next input
+            send({"skip": f"mutator failed on {seed.path.name}: {type(exc).__name__}: {exc}", "restart": isinstance(exc, MemoryError)})
             continue
         # said before the read, so a crash or a timeout still names its input
         send({"seed": str(seed.path), "path": str(path), "label": m.label})
@@ -93,15 +135,23 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
         # input's own rng string so a rerun picks the same ones
         go_on = random.Random(f"{rng_seed}/{task['format']}/{task['i']}/after").random() < after_rate
         v, detail = verdict(path, m, seed=seed, after=scratch / "after" if go_on else None)
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        if per_input:
+            end_mb, peak_mb = _rss_mb()
+        else:
+            start_mb = end_mb = 0.0
+            peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if v == "rejected" and "out of memory" in detail:
             v = "memory"
         if peak_mb > mem_mb:
-            v, detail = "memory", f"peak RSS {peak_mb:.0f} MB ({v}: {detail[:200]})"
+            v, detail = "memory", f"peak RSS {peak_mb:.0f} MB, {start_mb:.0f} MB at its start ({v}: {detail[:200]})"
         went_on = go_on and (v in ("ok", "incomplete") or detail.startswith("after load:"))
-        send({"verdict": v, "detail": detail[:500], "after": went_on, "cpu": round(cpu_now() - cpu0, 4)})
+        send({"verdict": v, "detail": detail[:500], "after": went_on, "cpu": round(cpu_now() - cpu0, 4),
+              "rss": [round(start_mb), round(peak_mb), round(end_mb)] if per_input else None, "fresh": done == 0})
+        done += 1
         if v == "memory":
-            return 0  # start afresh: the peak never comes down
+            # start afresh: after a blow-up the next input would start with what the allocator
+            # kept (and without clear_refs the lifetime peak never comes down)
+            return 0
     return 0
 
 
@@ -206,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-wall", type=float, default=300.0,
                     help="wall seconds one input may take, less the time its worker waited for a CPU (covers blocked waits, e.g. on a forked reader)")
     ap.add_argument("--mem-mb", type=int, default=2048, help="peak worker RSS that counts as a memory blow-up")
+    ap.add_argument("--recycle-mb", type=int, default=1024,
+                    help="a worker whose RSS after an input stays above this is restarted, so the next input starts clean")
+    ap.add_argument("--rise-mb", type=int, default=256, help="print each input whose peak RSS rose this much above its start (RISE lines)")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--formats", default="", help="comma-separated parser names (default: every format with seeds)")
     ap.add_argument("--after-rate", type=float, default=1.0,
@@ -252,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     after_counts: Counter = Counter()  # loaded inputs that also went through the next commands
     cpu_s: Counter = Counter()  # worker CPU seconds per format (making the mutant, reading it, the next commands)
     examples: dict[tuple[str, str], list[str]] = defaultdict(list)
+    mem = _MemoryNotes(args.rise_mb)
     t0 = time.monotonic()
     last_report = t0
     next_i: Counter = Counter()
@@ -324,15 +378,38 @@ def main(argv: list[str] | None = None) -> int:
                 if "skip" in res:
                     print(f"{w.task['format']} #{w.task['i']}: {res['skip']}", file=sys.stderr, flush=True)
                     w.task = None
+                    if res.get("restart"):
+                        w.restart()
+                        break
                 elif "verdict" not in res:
                     w.task.update(res)  # the mutant made: seed, path, label
                 else:
+                    t = w.task
+                    if res.get("rss"):
+                        mem.note(t, *res["rss"])
+                    if res["verdict"] == "memory" and not res.get("fresh", True) and not t.get("rerun"):
+                        # the worker may have brought memory an earlier input left behind: the
+                        # input is judged again, alone in a fresh worker, and that verdict counts
+                        print(f"RERUN {t['format']} #{t['i']}: {res['detail'][:160]} -- in a worker that had read other inputs; "
+                              "judged again in a fresh worker", flush=True)
+                        mem.reruns += 1
+                        t["rerun"] = True
+                        w.restart()
+                        w.send(t)
+                        break
                     if res.get("after"):
-                        after_counts[w.task["format"]] += 1
-                    cpu_s[w.task["format"]] += res.get("cpu", 0.0)
+                        after_counts[t["format"]] += 1
+                    cpu_s[t["format"]] += res.get("cpu", 0.0)
                     record(w, res["verdict"], res["detail"])
                     if res["verdict"] == "memory":
                         w.restart()
+                        break
+                    if res.get("rss") and res["rss"][2] > args.recycle_mb:
+                        print(f"RECYCLE worker {w.idx}: {res['rss'][2]} MB at rest after {t['format']} #{t['i']} "
+                              f"(its peak {res['rss'][1]} MB, {res['rss'][0]} MB at its start): restarted", flush=True)
+                        mem.recycles += 1
+                        w.restart()
+                        break
         for w in active:
             if w.task is None:
                 continue
@@ -346,17 +423,17 @@ def main(argv: list[str] | None = None) -> int:
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:
             last_report = now
-            _table(counts, now - t0, workers, after_counts, cpu_s)
-            _summary(args, counts, now - t0, after_counts, cpu_s)
+            _table(counts, now - t0, workers, after_counts, cpu_s, mem)
+            _summary(args, counts, now - t0, after_counts, cpu_s, mem)
     for w in workers:
         w.proc.kill()
         w.proc.wait()
     elapsed = time.monotonic() - t0
-    _table(counts, elapsed, workers, after_counts, cpu_s)
+    _table(counts, elapsed, workers, after_counts, cpu_s, mem)
     for (fmt, v), ex in sorted(examples.items()):
         for e in ex:
             print(f"  {fmt} {v}: {e}")
-    _summary(args, counts, elapsed, after_counts, cpu_s)
+    _summary(args, counts, elapsed, after_counts, cpu_s, mem)
     if made_scratch:
         shutil.rmtree(scratch, ignore_errors=True)
     bad = sum(c[v] for c in counts.values() for v in BAD)
@@ -372,33 +449,56 @@ def _default_scratch(out: Path) -> Path:
     return out / "scratch"
 
 
-def _summary(args, counts: dict[str, Counter], elapsed: float, after: Counter, cpu_s: Counter) -> None:
+class _MemoryNotes:
+    """Each input's own memory, as the workers report it: (RSS at its start, its peak, RSS after)."""
+
+    def __init__(self, rise_mb: int):
+        self.rise_mb = rise_mb
+        self.peak: dict[str, int] = {}  # per format, the highest peak of one input
+        self.rises: list[dict] = []  # the inputs whose peak rose rise_mb or more above their start
+        self.recycles = 0
+        self.reruns = 0
+
+    def note(self, task: dict, start: int, peak: int, end: int) -> None:
+        fmt = task["format"]
+        self.peak[fmt] = max(self.peak.get(fmt, 0), peak)
+        if peak - start >= self.rise_mb:
+            self.rises.append({"format": fmt, "i": task["i"], "start_mb": start, "peak_mb": peak, "end_mb": end, "label": task["label"][:120]})
+            print(f"RISE {fmt} #{task['i']}: peak RSS {peak} MB, +{peak - start} MB over its start ({start} MB), "
+                  f"{end} MB after: {task['label'][:120]}", flush=True)
+
+
+def _summary(args, counts: dict[str, Counter], elapsed: float, after: Counter, cpu_s: Counter, mem: _MemoryNotes) -> None:
     summary = {"elapsed_s": round(elapsed, 1), "argv": sys.argv, "counts": {f: dict(c) for f, c in sorted(counts.items())},
                "went_on": dict(sorted(after.items())),
                "worker_cpu_s": {f: round(v, 2) for f, v in sorted(cpu_s.items())},
+               "peak_rss_mb": dict(sorted(mem.peak.items())), "rss_rises": mem.rises,
+               "recycled_workers": mem.recycles, "memory_rejudged": mem.reruns,
                "total": sum(sum(c.values()) for c in counts.values())}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
-def _table(counts: dict[str, Counter], elapsed: float, workers: list, after: Counter, cpu_s: Counter) -> None:
+def _table(counts: dict[str, Counter], elapsed: float, workers: list, after: Counter, cpu_s: Counter, mem: _MemoryNotes) -> None:
     """The verdicts per format; `went on`: loaded inputs that also went through the next commands
     (counted inside ok/incomplete/undeliberate, not beside them); `cpu ms`: the workers' CPU per
     input (mutant, read, next commands; inputs that timed out or crashed not included), which with
-    the input count gives a run's length on an idle machine whatever the load of this one."""
+    the input count gives a run's length on an idle machine whatever the load of this one; `peak MB`:
+    the highest peak RSS of one input of the format (the worker's, from where it started the input)."""
     tot = Counter()
     for c in counts.values():
         tot.update(c)
     n = sum(tot.values())
     rate = n / elapsed if elapsed > 0 else 0.0
     restarts = sum(w.restarts for w in workers)
-    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS + ("went on", "cpu ms"))
-          + f"   [{elapsed:.0f} s, {rate:.1f} inputs/s, {len(workers)} workers, {restarts} restarts]")
+    print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS + ("went on", "cpu ms", "peak MB"))
+          + f"   [{elapsed:.0f} s, {rate:.1f} inputs/s, {len(workers)} workers, {restarts} restarts "
+          + f"({mem.recycles} recycled over RSS, {mem.reruns} memory verdicts judged again), {len(mem.rises)} RSS rises]")
     for fmt in sorted(counts):
         c = counts[fmt]
         k = sum(c.values())
-        print(f"{fmt:20} {k:12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS) + f" {after[fmt]:12d} {_ms(cpu_s[fmt], k):>12}")
+        print(f"{fmt:20} {k:12d} " + " ".join(f"{c[v]:12d}" for v in VERDICTS) + f" {after[fmt]:12d} {_ms(cpu_s[fmt], k):>12} {mem.peak.get(fmt, 0):12d}")
     total_cpu = sum(cpu_s.values())
-    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS) + f" {sum(after.values()):12d} {_ms(total_cpu, n):>12}")
+    print(f"{'all':20} {n:12d} " + " ".join(f"{tot[v]:12d}" for v in VERDICTS) + f" {sum(after.values()):12d} {_ms(total_cpu, n):>12} {max(mem.peak.values(), default=0):12d}")
     print(f"worker CPU {total_cpu:.0f} s: {total_cpu / max(1, len(workers)):.0f} s of wall time with {len(workers)} workers "
           f"on otherwise idle cores", flush=True)
 

@@ -161,7 +161,8 @@ def mutate_json_doc(doc, rng: random.Random):
         inner = json.dumps(node, allow_nan=True) if not isinstance(node, (dict, list)) else "0"
         return _set(doc, path, _DEEP), f"nest {depth} deep at {list(path)[-3:]}" + f"\x00{opener * depth}{inner}{closer * depth}"
     if op == "grow" and isinstance(node, list) and node:
-        return _set(doc, path, node * rng.choice([2, 10, 100])), f"repeat list at {list(path)[-3:]}"
+        k = _bounded_repeat(len(json.dumps(node, allow_nan=True)), rng.choice([2, 10, 100]))
+        return _set(doc, path, node * k), f"repeat list at {list(path)[-3:]} x{k}"
     if op == "swap_type":
         swapped = {dict: lambda v: list(v.values()), list: lambda v: {str(i): x for i, x in enumerate(v)}, str: lambda v: [v], int: str, float: str, bool: str}
         fn = swapped.get(type(node), lambda v: {"v": v})
@@ -219,7 +220,7 @@ def mutate_csv(data: bytes, rng: random.Random) -> Mutant | None:
                 del r[j]
         label = f"drop column {j}"
     elif op == "dup_rows":
-        k = rng.choice([2, 50, 1000])
+        k = _bounded_repeat(sum(len(c) + 1 for c in rows[i]), rng.choice([2, 50, 1000]))
         rows = rows[: i + 1] + [rows[i]] * k + rows[i + 1 :]
         label = f"repeat row {i} x{k}"
     elif op == "drop_row":
@@ -526,6 +527,18 @@ def _gzip_trailer_damage(gz: bytes, rng: random.Random) -> tuple[bytes, str]:
 # the share of structured mutants that get 1-3 more structured edits (see `_stack`)
 STACK_RATE = 0.12
 
+# bytes one repetition edit (a JSON list, a CSV row, SQLite rows) may add. Size blow-ups are their
+# own kind (`blowup`, BLOWUP_RATE) with their own bounds; without this cap stacked edits made them
+# by accident: a donor appended whole made one CSV row of megabytes, then "repeat row x1000" wrote
+# a 193 MB rocprofv3 agent_info.csv (s14 confirmation run: the mutator alone peaked at 4.2 GB and
+# ran out of the worker's address space, and the memory it left behind was charged to a later input)
+GROW_LIMIT = 4 << 20
+
+
+def _bounded_repeat(unit: int, k: int) -> int:
+    """`k` copies of something `unit` bytes long, fewer when they would add over GROW_LIMIT (at least 1)."""
+    return max(1, min(k, GROW_LIMIT // max(1, unit)))
+
 
 def _stack(m: Mutant, name: str, rng: random.Random) -> Mutant:
     """More structure-aware edits on top of one: damage no single edit makes (two fields that
@@ -785,8 +798,14 @@ def _wide_edit(con, t: str, cols: list[str], rng: random.Random) -> str | None:
         if not n:
             return None
         times, most = 0, rng.choice([3, 8, 17])
-        # doubling to at most ~200,000 rows: a big but loadable profile
-        while n * 2 <= 200_000 and times < most:
+        def size() -> int:
+            return con.execute("PRAGMA page_count").fetchone()[0] * con.execute("PRAGMA page_size").fetchone()[0]
+
+        base = size()
+        # doubling to at most ~200,000 rows (a big but loadable profile) and ~64 MiB added (a
+        # doubling adds at most the file's size): rows an earlier stacked edit made wide must
+        # not make a size blow-up
+        while n * 2 <= 200_000 and times < most and 2 * size() - base <= 16 * GROW_LIMIT:
             con.execute(f'INSERT INTO "{t}" SELECT * FROM "{t}"')
             n *= 2
             times += 1

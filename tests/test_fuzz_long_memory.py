@@ -1,0 +1,105 @@
+"""tools/fuzz_long.py measures each input's own memory: a worker's peak RSS starts again at every
+input (clear_refs), a worker left holding memory is recycled, inputs whose peak rose far are printed;
+and the structured mutators cannot make a size blow-up by accident (s14 confirmation run: a stacked
+"donor appended whole; repeat row x1000" wrote a 193 MB CSV, and the 2.4 GB its worker kept was
+charged to a 9 KB input 80 inputs later)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz import mutators, tool_module
+
+REPO = Path(__file__).resolve().parents[1]
+LINUX_PEAK = Path("/proc/self/clear_refs").exists()
+
+
+@pytest.fixture(scope="module")
+def fuzz_long():
+    return tool_module.load("fuzz_long")
+
+
+@pytest.mark.skipif(not LINUX_PEAK, reason="needs /proc/self/clear_refs (Linux)")
+def test_the_peak_starts_again_from_the_current_rss():
+    # in a child: the test process's own peak is whatever the suite did before
+    code = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from tests.fuzz.tool_module import load
+fl = load("fuzz_long")
+big = bytearray(300 << 20)
+for i in range(0, len(big), 4096):
+    big[i] = 1  # touched: resident
+rss_big, peak_big = fl._rss_mb()
+del big
+rss_freed, peak_kept = fl._rss_mb()
+assert fl._reset_peak()
+rss_now, peak_now = fl._rss_mb()
+print(json.dumps([rss_big, peak_big, rss_freed, peak_kept, rss_now, peak_now]))
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(REPO)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rss_big, peak_big, rss_freed, peak_kept, rss_now, peak_now = json.loads(out.stdout)
+    assert peak_big >= rss_big >= 300
+    assert rss_freed < rss_big - 250 and peak_kept >= 300  # freed, but the peak remembers it
+    assert peak_now < 250 and abs(peak_now - rss_now) < 20  # after the reset: from where it is now
+
+
+@pytest.mark.skipif(not LINUX_PEAK, reason="needs /proc/self/clear_refs (Linux)")
+def test_a_run_reports_each_inputs_peak_and_recycles_a_worker_left_high(fuzz_long, tmp_path):
+    # --recycle-mb 0: every worker is over the line after its input, so each input starts in a
+    # fresh worker; --rise-mb 0: every input is printed. Nothing may be lost or called a crash.
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "fuzz_long.py"), "--per-format", "2", "--formats", "asv", "--no-corpus",
+                           "--workers", "1", "--seed", "5", "--after-rate", "0", "--blowup-rate", "0", "--rise-mb", "0",
+                           "--recycle-mb", "0", "--out", str(out), "--scratch", str(tmp_path / "scratch")],
+                          capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rises = [l for l in proc.stdout.splitlines() if l.startswith("RISE asv #")]
+    recycled = [l for l in proc.stdout.splitlines() if l.startswith("RECYCLE worker 0: ")]
+    assert len(rises) == 2 and len(recycled) == 2, proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["total"] == 2 and summary["recycled_workers"] == 2 and summary["memory_rejudged"] == 0
+    assert "crash" not in summary["counts"]["asv"]
+    # the table's peak is the highest of the inputs' own peaks, as printed in their RISE lines
+    peaks = [int(l.split("peak RSS ")[1].split(" MB")[0]) for l in rises]
+    assert summary["peak_rss_mb"]["asv"] == max(peaks) == max(r["peak_mb"] for r in summary["rss_rises"])
+    assert all(r["peak_mb"] >= r["start_mb"] for r in summary["rss_rises"])
+
+
+def _row_repeats(data: bytes) -> list[mutators.Mutant]:
+    """mutate_csv's row repetitions of `data` over many rng strings (the op is drawn at random)."""
+    out = []
+    for k in range(150):
+        m = mutators.mutate_csv(data, random.Random(f"rows/{k}"))
+        if m is not None and m.label.startswith("csv: repeat row"):
+            out.append(m)
+    return out
+
+
+def test_a_repeated_csv_row_adds_at_most_the_growth_limit():
+    wide = b"a,b\n1,2\n" + b"x," + b"y" * (64 << 10) + b"\n3,4\n"  # one row of 64 KB (a donor's bytes)
+    ms = _row_repeats(wide)
+    assert ms, "no row repetition drawn"
+    assert max(len(m.data) for m in ms) <= len(wide) + mutators.GROW_LIMIT + (64 << 10)
+    # narrow rows still get their full repetition: the limit only bites on wide ones
+    narrow = b"a,b\n1,2\n3,4\n"
+    assert any(m.label.endswith("x1000") for m in _row_repeats(narrow))
+
+
+def test_a_repeated_json_list_adds_at_most_the_growth_limit():
+    doc = {"benchmarks": [{"name": "n" * (256 << 10)}]}
+    data = json.dumps(doc).encode()
+    sizes = []
+    for k in range(600):
+        m = mutators.mutate_json(data, random.Random(f"grow/{k}"))
+        if m is not None and "repeat list" in m.label:
+            sizes.append(len(m.data))
+    assert sizes, "no list repetition drawn"
+    assert max(sizes) <= len(data) + mutators.GROW_LIMIT + (256 << 10)
