@@ -235,37 +235,57 @@ def _device(cell: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 # ------------------------------------------------------------------------------------------- trace
 
-def _trace_frame(t: _Table, path: Path) -> tuple[pl.DataFrame, dict[str, tuple[str, str]]]:
-    """All-text frame with columns c0..cN, and field -> (column, unit). Traces run to millions of
-    rows: polars reads them, and every conversion is columnar."""
+def _trace_frame(t: _Table, path: Path) -> tuple[pl.LazyFrame, dict[str, tuple[str, str]]]:
+    """Lazy all-text frame with columns c0..cN, and field -> (column, unit). Traces run to millions
+    of rows: polars reads them, every conversion is columnar, and the conversions run as the text
+    is read (`_collect`), so the whole table never exists as text (a 200 MB trace's text frame was
+    ~0.8 GB beside the converted one)."""
     width = len(t.header)
-    try:
-        df = pl.read_csv(
-            "\n".join(t.lines).encode(), has_header=False, infer_schema=False,
-            new_columns=[f"c{i}" for i in range(width)], quote_char='"',
-        ) if t.lines else pl.DataFrame(schema={f"c{i}": pl.Utf8 for i in range(width)})
-    except pl.exceptions.PolarsError as exc:
-        raise InputError(path, f"malformed nvprof trace (line {t.lineno}): {str(exc).splitlines()[0]}") from None
-    if df.width != width:
-        raise InputError(path, f"malformed nvprof trace (line {t.lineno}): rows have {df.width} cells where the header has {width}")
-    # polars fills a short row with nulls; nvprof writes every cell up to Name on every row, so a
-    # row without a Name is a short one (the csv module would check each row, 3x slower)
-    last = (csv_cells(t.lines[-1]) or []) if t.lines else []
-    name_i = next((i for i, h in enumerate(t.header) if _key(h) == "name"), None)
-    short = df.with_row_index("_r").filter(pl.col(f"c{name_i}").is_null())["_r"] if name_i is not None else pl.Series([], dtype=pl.UInt32)
-    if (t.lines and len(last) != width) or short.len():
-        j = df.height - 1 if t.lines and len(last) != width else int(short[0])
-        n = len(last) if j == df.height - 1 and len(last) != width else len(csv_cells(t.lines[j]) or [])
-        what = "the file looks truncated" if j == df.height - 1 else "malformed table"
-        raise InputError(path, f"nvprof {t.layout} table (line {t.lineno}): row {j + 1} has {n} cells where the header has {width}; {what}")
+    if t.lines:
+        lf = pl.scan_csv("\n".join(t.lines).encode(), has_header=False, infer_schema=False, new_columns=[f"c{i}" for i in range(width)], quote_char='"')
+        try:
+            got = len(lf.collect_schema())
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(path, f"malformed nvprof trace (line {t.lineno}): {str(exc).splitlines()[0]}") from None
+        if got != width:
+            raise InputError(path, f"malformed nvprof trace (line {t.lineno}): rows have {got} cells where the header has {width}")
+    else:
+        lf = pl.LazyFrame(schema={f"c{i}": pl.Utf8 for i in range(width)})
     fields: dict[str, tuple[str, str]] = {}
     for i, h in enumerate(t.header):
         f = _TRACE_FIELDS.get(_key(h))
         if f and f not in fields:
             fields[f] = (f"c{i}", (t.units[i] if t.units else ""))
+    return lf, fields
+
+
+def _collect(t: _Table, path: Path, lf: pl.LazyFrame, exprs: list[pl.Expr]) -> pl.DataFrame:
+    """`exprs` over the trace's text (`_trace_frame`), read in batches, with the table's checks.
+    Takes the table's lines (`t.lines` is empty afterwards: the frame holds what they said)."""
+    width = len(t.header)
+    name_i = next((i for i, h in enumerate(t.header) if _key(h) == "name"), None)
+    # polars fills a short row with nulls; nvprof writes every cell up to Name on every row, so a
+    # row without a Name is a short one (the csv module would check each row, 3x slower)
+    flag = [pl.col(f"c{name_i}").is_null().alias("\0short")] if name_i is not None else []
+    try:
+        # no projection pushdown: it parses only the fields a query uses, and a row with more
+        # fields than the header would then load without a word
+        df = lf.select(*exprs, *flag).collect(engine="streaming", optimizations=pl.QueryOptFlags(projection_pushdown=False))
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(path, f"malformed nvprof trace (line {t.lineno}): {str(exc).splitlines()[0]}") from None
+    last = (csv_cells(t.lines[-1]) or []) if t.lines else []
+    short = df["\0short"].arg_true() if flag else pl.Series([], dtype=pl.UInt32)
+    if (t.lines and len(last) != width) or short.len():
+        j = df.height - 1 if t.lines and len(last) != width else int(short[0])
+        n = len(last) if j == df.height - 1 and len(last) != width else len(csv_cells(t.lines[j]) or [])
+        what = "the file looks truncated" if j == df.height - 1 else "malformed table"
+        if n == width:  # all its cells, the Name one empty (a units row repeated, say)
+            raise InputError(path, f"nvprof {t.layout} table (line {t.lineno}): row {j + 1} has an empty Name cell; {what}")
+        raise InputError(path, f"nvprof {t.layout} table (line {t.lineno}): row {j + 1} has {n} cells where the header has {width}; {what}")
+    t.lines = []
     if t.units is None and df.height and t.layout in ("trace", "api_trace"):
         raise InputError(path, f"nvprof {t.layout.replace('_', ' ')} (line {t.lineno}) has no units row under its header: Start/Duration units unknown")
-    return df, fields
+    return df.drop("\0short") if flag else df
 
 
 def _num(df_fields, field: str, scale: float = 1.0) -> pl.Expr:
@@ -301,7 +321,7 @@ def _unit_scale(fields, field: str, kind: str, path: Path, t: _Table) -> float:
 
 
 def _trace(t: _Table, path: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[str, int]]:
-    df, f = _trace_frame(t, path)
+    lf, f = _trace_frame(t, path)
     ts = _unit_scale(f, "start", "time", path, t)
     ds = _unit_scale(f, "duration", "time", path, t)
     dev_name, dev_id = _device(pl.col(f["device"][0])) if "device" in f else (pl.lit(None, dtype=pl.Utf8), pl.lit(None, dtype=pl.Int64))
@@ -311,7 +331,7 @@ def _trace(t: _Table, path: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFr
         # before CUDA 9 the correlation id is appended to the kernel name: `k(float*) [1176]`
         corr = raw_name.str.extract(r"\s\[(\d+)\]$", 1).cast(pl.Int64, strict=False)
         raw_name = raw_name.str.replace(r"\s\[\d+\]$", "")
-    base = df.select(
+    base = _collect(t, path, lf, [
         _int(_num(f, "start", ts)).alias("start_ns"),
         _num(f, "duration", ds).alias("duration_ns"),
         raw_name.alias("name"),
@@ -329,7 +349,7 @@ def _trace(t: _Table, path: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFr
         _num(f, "um_value", _unit_scale(f, "um_value", "mem", path, t)).alias("_um"),
         _str(f, "src_kind").alias("src_kind"),
         _str(f, "dst_kind").alias("dst_kind"),
-    ).with_columns(
+    ]).with_columns(
         pl.when(pl.col("duration_ns").is_not_null()).then(pl.col("start_ns") + _int(pl.col("duration_ns"))).alias("end_ns"),
     )
     name = pl.col("name").fill_null("")
@@ -374,15 +394,15 @@ def _api_rows(r: pl.DataFrame) -> pl.DataFrame:
 
 
 def _api_trace(t: _Table, path: Path) -> pl.DataFrame:
-    df, f = _trace_frame(t, path)
+    lf, f = _trace_frame(t, path)
     ts = _unit_scale(f, "start", "time", path, t)
     ds = _unit_scale(f, "duration", "time", path, t)
-    r = df.select(
+    r = _collect(t, path, lf, [
         _int(_num(f, "start", ts)).alias("start_ns"),
         _num(f, "duration", ds).alias("duration_ns"),
         _str(f, "name").alias("name"),
         _int(_num(f, "correlation")).alias("correlation_id"),
-    ).with_columns((pl.col("start_ns") + _int(pl.col("duration_ns"))).alias("end_ns"))
+    ]).with_columns((pl.col("start_ns") + _int(pl.col("duration_ns"))).alias("end_ns"))
     return _api_rows(r)
 
 
@@ -621,12 +641,13 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError.unreadable(path, exc) from None
-    if not raw.strip():
+    if not raw or raw.isspace():  # (raw.strip() would copy a 200 MB trace to find that out)
         raise InputError(path, "empty file: no nvprof output")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("latin-1")
+    del raw  # the bytes, the text, its lines and the frames of a large trace must not all coexist
     tables, info = split(text, path)
     if not tables:
         console = _console_kind(text)
@@ -637,6 +658,7 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
         if any("no kernels were profiled" in (n or "").lower() for n in info.get("stray", [])):
             raise InputError(path, "nvprof output without a table: no kernels were profiled")
         raise InputError(path, "no nvprof CSV table in this file (no trace, summary or metrics header)")
+    del text  # the tables hold their own lines
     # nvprof prints a table only when it has rows: a header with none is a file cut after it
     # (loading it would give an empty profile without a word)
     if not any(t.lines for t in tables):

@@ -83,3 +83,50 @@ def test_aggregate_table_over_the_row_limit_is_one_line(tmp_path, monkeypatch):
     assert r[0] == "error" and "summary table (line 3) with 50 rows: more than nvprof prints for one run (at most 40 read)" in r[1]
     monkeypatch.setattr(nvprof_csv, "AGGREGATE_ROW_LIMIT", 50)
     assert _read(p, True)[0] == "ok"
+
+
+def _trace_blowup(path: Path, blocks: int) -> Path:
+    from tests.test_nvprof_csv import TRACE_WITH_API
+
+    lines = TRACE_WITH_API.splitlines(keepends=True)
+    path.write_text("".join(lines[:3]) + "".join(lines[3:]) * blocks)
+    return path
+
+
+def test_trace_memory_per_mb(tmp_path):
+    """A trace is read as text and converted in batches (a real 200 MB trace holds 2.4 M rows):
+    what a 20 MB trace adds to the peak over a 10 MB one, per MB. With the whole table as a text
+    frame beside the converted one it was about 14 MB per MB (2.9 GB for 200 MB); now about 8."""
+    blocks = 30_000
+    a = read_cost(_trace_blowup(tmp_path / "a.csv", blocks), "nvprof_csv", "kernels")
+    b = read_cost(_trace_blowup(tmp_path / "b.csv", 2 * blocks), "nvprof_csv", "kernels")
+    assert a["rows"] == blocks and b["rows"] == 2 * blocks  # one kernel per block of 4 rows
+    added_mb = ((tmp_path / "b.csv").stat().st_size - (tmp_path / "a.csv").stat().st_size) / 2**20
+    grown_mb = ((b["peak_kb"] - b["base_kb"]) - (a["peak_kb"] - a["base_kb"])) / 1024
+    assert added_mb > 8
+    assert grown_mb < 11 * added_mb, (grown_mb, added_mb)
+
+
+@pytest.mark.parametrize("at", [1, 5_000])
+def test_trace_row_with_extra_cells_is_one_line(tmp_path, at):
+    # the batched read must parse every field of every row: one that parsed only the fields it
+    # uses would load a row with more cells than the header without a word
+    from tests.test_nvprof_csv import TRACE_WITH_API
+
+    lines = TRACE_WITH_API.splitlines(keepends=True)
+    body = lines[3:] * 2_000
+    body[at] = body[at].rstrip("\n") + ",9\n"
+    p = tmp_path / "t.csv"
+    p.write_text("".join(lines[:3]) + "".join(body))
+    with pytest.raises(InputError, match="malformed nvprof trace"):
+        nvprof_csv.PARSER.read(p, ReadOptions())
+
+
+def test_row_with_an_empty_name_says_so(tmp_path):
+    from tests.test_nvprof_csv import TRACE_WITH_API
+
+    lines = TRACE_WITH_API.splitlines(keepends=True)
+    p = tmp_path / "t.csv"
+    p.write_text("".join(lines[:3]) + lines[2] * 3 + "".join(lines[3:]))  # the units row again: every cell, no Name
+    with pytest.raises(InputError, match="row 1 has an empty Name cell; malformed table"):
+        nvprof_csv.PARSER.read(p, ReadOptions())
