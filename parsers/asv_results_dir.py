@@ -16,13 +16,15 @@ from pathlib import Path
 from profaudit.errors import InputError
 from profaudit.parsers.asv_results import PARSER as FILE_PARSER
 from profaudit.parsers.base import Probe, ReadOptions
+from profaudit.parsers.folderfiles import regular_files
 
 _SIDECARS = ("machine.json", "benchmarks.json")
 
 
 def _result_files(root: Path) -> list[Path]:
-    return sorted(f for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")
-                  for f in d.glob("*.json") if f.name not in _SIDECARS)
+    # a result file that is a folder or a looping link is one line naming it (parsers/folderfiles.py)
+    return regular_files(root, sorted(f for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")
+                                      for f in d.glob("*.json") if f.name not in _SIDECARS))
 
 
 class AsvResultsDirParser:

@@ -39,6 +39,7 @@ import polars as pl
 from profaudit.errors import InputError, first_line
 from profaudit.parsers.base import GZIP_MAGIC, Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
+from profaudit.parsers.folderfiles import check_regular, present
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -245,8 +246,10 @@ class Rocprofv3CsvParser:
 
     def _agents(self, path: Path) -> pl.DataFrame | None:
         p = path.with_name(_prefix(path) + "agent_info.csv")
-        if not p.is_file():
+        if not present(p):
             return None
+        # one that is a folder or a looping link is one line, not a profile without its device names
+        check_regular(path.parent, p)
         lf, cols = self._scan(p)
         if not {"Node_Id", "Agent_Type"} <= set(cols):
             raise InputError(p, "agent_info.csv without Node_Id and Agent_Type columns")

@@ -13,11 +13,13 @@ from pathlib import Path
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions
+from profaudit.parsers.folderfiles import regular_files
 from profaudit.parsers.rocprofv3_csv import _SUFFIXES, PARSER as FILE_PARSER
 
 
 def _traces(d: Path) -> list[Path]:
-    return sorted(f for f in d.iterdir() if f.is_file() and f.name.endswith(_SUFFIXES))
+    # a trace that is a folder or a looping link is one line naming it, not left out unsaid
+    return regular_files(d, sorted(f for f in d.iterdir() if f.name.endswith(_SUFFIXES)))
 
 
 class Rocprofv3CsvDirParser:

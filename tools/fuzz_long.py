@@ -340,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                 dest.mkdir(parents=True, exist_ok=True)
                 src = Path(t["path"]) if t["path"] else None
                 if src is not None and src.is_dir():
-                    shutil.copytree(src, dest / src.name, dirs_exist_ok=True)
+                    # symlinks=True: a folder mutant may hold a link to itself
+                    shutil.copytree(src, dest / src.name, dirs_exist_ok=True, symlinks=True)
                 elif src is not None and src.exists():
                     shutil.copy(src, dest / src.name)
                 (dest / "note.txt").write_text(f"seed: {t['seed']}\nmutation: {t['label']}\nverdict: {verdict}\ndetail: {detail}\n"

@@ -466,12 +466,20 @@ FOLDER_OP_RATE = 0.08
 def _folder_op(out: Path, files: list[Path], rng: random.Random) -> Mutant:
     """Damage to a folder format's file set, as a sync or a copy leaves it: a file missing, one
     emptied to 0 bytes, one copied under a second name of the same kind (another process's, a
-    second run's), or one renamed out of the kind its reader looks for. Never a cut: a folder has
-    no signal of which files belong in it, so reading what is there is not a partial load."""
+    second run's), one renamed out of the kind its reader looks for, a folder where the file was
+    (a copy that went wrong), or a symbolic link to itself (a loop: every open fails). Never a cut:
+    a folder has no signal of which files belong in it, so reading what is there is not a partial load."""
     victim = rng.choice(files)
     rel = victim.relative_to(out)
-    op = rng.choice(["delete", "empty", "copy", "rename"])
-    if op == "delete":
+    op = rng.choice(["delete", "empty", "copy", "rename", "folder", "loop"])
+    if op in ("folder", "loop"):
+        victim.unlink()
+        if op == "folder":
+            victim.mkdir()
+            (victim / "part-0").write_bytes(b"")
+        else:
+            victim.symlink_to(victim.name)
+    elif op == "delete":
         victim.unlink()
     elif op == "empty":
         victim.write_bytes(b"")

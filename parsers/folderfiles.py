@@ -1,0 +1,47 @@
+"""The data files a folder reader takes must be regular files it can open.
+
+A copy or a sync that went wrong leaves a folder where a file was, or a link that leads nowhere or
+to itself. Filtered out with `is_file()`, such an entry vanished: the folder loaded without that
+trace and said nothing (a silent partial load), or its open reached the loader's catch-all as an
+`IsADirectoryError` or `OSError: Too many levels of symbolic links`. Here it is one line naming it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from profaudit.errors import InputError
+
+
+def present(p: Path) -> bool:
+    """Whether anything is at `p`: a file, a folder, or a link (even one that leads nowhere)."""
+    return os.path.lexists(p)
+
+
+def check_regular(root: Path, p: Path) -> Path:
+    """`p` when it is (or links to) a regular file; else one InputError naming it within `root`."""
+    try:
+        mode = p.stat().st_mode  # follows links: a loop or a dangling link raises
+    except OSError as exc:
+        why = {errno.ELOOP: "a symbolic link that leads back to itself (a loop)",
+               errno.ENOENT: "a symbolic link to nothing"}.get(exc.errno, os.strerror(exc.errno or 0) or type(exc).__name__)
+        raise InputError(root, f"{_rel(root, p)}: cannot be opened: {why}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise InputError(root, f"{_rel(root, p)}: {kind} where a data file belongs")
+    return p
+
+
+def regular_files(root: Path, candidates) -> list[Path]:
+    """`candidates` (paths a reader matched by name), each checked with `check_regular`."""
+    return [check_regular(root, p) for p in candidates]
+
+
+def _rel(root: Path, p: Path) -> str:
+    try:
+        return str(p.relative_to(root))
+    except ValueError:
+        return p.name

@@ -1,0 +1,86 @@
+"""Regression tests for what the fuzzing of session 15 found. Each input is the smallest form of
+its reproducer, built here from the suite's own fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profaudit.loader import read_one
+from tests.test_fuzz_regressions import _refused
+
+# the damage a copy or a sync that went wrong leaves where a data file was (tests/fuzz/harness.py
+# _folder_op "folder" and "loop")
+DAMAGE = ("folder", "loop", "dangling")
+
+
+def _damage(p: Path, how: str) -> None:
+    p.unlink()
+    if how == "folder":
+        p.mkdir()
+        (p / "part-0").write_bytes(b"")
+    elif how == "loop":
+        p.symlink_to(p.name)
+    else:
+        p.symlink_to(p.name + ".gone")
+
+
+def _rocprofv3(tmp_path) -> Path:
+    from tests.test_rocprofv3_csv import make_output
+
+    return make_output(tmp_path)
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+@pytest.mark.parametrize("trace", ["kernel_trace", "hip_api_trace", "memory_copy_trace", "counter_collection"])
+def test_rocprofv3_folder_with_a_trace_that_is_not_a_file(tmp_path, trace, how):
+    """s15 folder sweep: a rocprofv3 output folder whose <pid>_kernel_trace.csv (or any trace) was
+    a folder or a looping link loaded the other traces as the whole run, without a word (the
+    folder reader kept only `is_file()` entries)."""
+    d = _rocprofv3(tmp_path)
+    whole = read_one(d)
+    _damage(d / f"{d.name}_{trace}.csv", how)
+    msg = _refused(d, f"{d.name}_{trace}.csv: ")
+    assert ("a folder where a data file belongs" if how == "folder" else "cannot be opened") in msg
+    assert len(whole) > 1  # the undamaged folder loads one profile per trace
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_rocprofv3_agent_info_that_is_not_a_file(tmp_path, how):
+    """The same damage to agent_info.csv: every profile lost its device names silently (the reader
+    took a missing agent_info and a folder or a looping link by that name alike)."""
+    d = _rocprofv3(tmp_path)
+    _damage(d / f"{d.name}_agent_info.csv", how)
+    _refused(d, f"{d.name}_agent_info.csv: ")
+    # read on its own, the kernel trace beside it says the same
+    _refused(d / f"{d.name}_kernel_trace.csv", f"{d.name}_agent_info.csv: ")
+
+
+def test_rocprofv3_trace_without_agent_info_still_loads(tmp_path):
+    """An absent agent_info.csv stays what it was: a trace beside it loads, saying it had none."""
+    d = _rocprofv3(tmp_path)
+    with_info = read_one(d / f"{d.name}_kernel_trace.csv")[0]
+    (d / f"{d.name}_agent_info.csv").unlink()
+    alone = read_one(d / f"{d.name}_kernel_trace.csv")[0]
+    assert with_info.metadata["agent_info"] is True and with_info.metadata.get("device_name") == "AMD Instinct MI300X"
+    assert alone.metadata["agent_info"] is False and alone.metadata.get("device_name") is None
+    assert alone.kernels.height == with_info.kernels.height > 0
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_asv_results_folder_with_a_result_that_is_not_a_file(tmp_path, how):
+    """s15 folder sweep, asv-results-dir: a <machine>/<commit>-<env>.json that was a folder or a
+    looping link reached the catch-all (`IsADirectoryError`, `OSError: Too many levels of
+    symbolic links`)."""
+    from tests.test_asv import _tree
+
+    _tree(tmp_path)
+    root = tmp_path / "results"
+    result = next(root.glob("*/*-*.json"))
+    _damage(result, how)
+    msg = _refused(root, f"{result.parent.name}/{result.name}: ")
+    if how == "loop":
+        assert "leads back to itself" in msg
+    elif how == "dangling":
+        assert "a symbolic link to nothing" in msg
