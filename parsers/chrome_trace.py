@@ -1686,17 +1686,16 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     ]
     out: dict[str, pl.Series] = {"range_id": pl.Series("range_id", np.arange(R.height, dtype=np.int64))}
     order = pl.Series("order", perm, dtype=pl.get_index_type())  # (converted once, not per gather)
-    del perm
     for out_name, expr, done in steps:
         if sorted_times.get(out_name) is not None:
             out[out_name] = pl.Series(out_name, sorted_times.pop(out_name))
         else:
             # evaluated in file order (a literal broadcasts to the frame), then reordered
-            out[out_name] = cat_to_str(R.with_columns(expr.alias("_out")).get_column("_out").gather(order).alias(out_name))
+            out[out_name] = _reordered(R.with_columns(expr.alias("_out")).get_column("_out").alias(out_name), perm, order)
         drop = [c for c in done if c in R.columns]
         if drop:
             R = R.drop(drop)
-    del R, order, sorted_times
+    del R, order, perm, sorted_times
     if renames:
         launch_row = pl.lit(out["kind"]).is_in(_LAUNCH_KINDS)
         out["name"] = pl.select(pl.when(launch_row).then(pl.lit(out["name"]).replace(renames)).otherwise(pl.lit(out["name"]))).to_series().alias("name")
@@ -1727,6 +1726,16 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     if legacy_launch is not None and legacy_launch.height:
         launch = pl.concat([launch, legacy_launch.select(launch.columns)], how="vertical_relaxed").filter(pl.col("corr").is_first_distinct())
     return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch
+
+
+def _reordered(s: pl.Series, perm: np.ndarray, order: pl.Series) -> pl.Series:
+    """`s` in the order `perm` (`order`: the same as a polars index). A stacked column has one
+    chunk per chunk of the file, and polars' gather from hundreds of chunks looks each index's
+    chunk up: 2x slower than copying them into one first. Integers without nulls: numpy's take,
+    faster still. Categoricals become String (`cat_to_str`)."""
+    if s.dtype.is_integer() and not s.null_count():
+        return pl.Series(s.name, np.take(s.to_numpy(), perm), dtype=s.dtype)
+    return cat_to_str(s.rechunk().gather(order))
 
 
 def _legacy_launches(R: pl.DataFrame, acc: _Acc) -> pl.DataFrame | None:
