@@ -15,6 +15,7 @@ from pathlib import Path
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions
+from profaudit.parsers.folderfiles import check_regular
 
 _XPLANE = ".xplane.pb"
 _TRACE = ".trace.json.gz"
@@ -37,10 +38,17 @@ def _run_dirs(path: Path) -> list[Path]:
         raise InputError(root, f"cannot list folder: {exc.strerror or exc}") from None
 
 
-def _host_files(run: Path) -> dict[str, dict[str, Path]]:
+def _host_files(run: Path, strict: bool = False) -> dict[str, dict[str, Path]]:
+    """The <host>.xplane.pb / <host>.trace.json.gz of a run folder; `strict` (reading, not
+    sniffing): one named like them that is a folder or a looping link is one line, not a host
+    read from its other file or left out (parsers/folderfiles.py)."""
     hosts: dict[str, dict[str, Path]] = {}
     for f in sorted(run.iterdir()):
-        if not f.is_file() or f.name.startswith(".") or f.name in _DERIVED:
+        if f.name.startswith(".") or f.name in _DERIVED:
+            continue
+        if not f.is_file():
+            if strict and f.name.endswith((_XPLANE, _TRACE)):
+                check_regular(run, f)
             continue
         n = f.name
         if n.endswith(_XPLANE):
@@ -72,7 +80,7 @@ class XlaLogDirParser:
         runs = _run_dirs(path)
         profiles = []
         for run in runs:
-            for host, files in _host_files(run).items():
+            for host, files in _host_files(run, strict=True).items():
                 if "xplane" in files:
                     p = XPLANE.read(files["xplane"], options)
                     if "trace" in files:

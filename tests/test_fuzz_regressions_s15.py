@@ -84,3 +84,19 @@ def test_asv_results_folder_with_a_result_that_is_not_a_file(tmp_path, how):
         assert "leads back to itself" in msg
     elif how == "dangling":
         assert "a symbolic link to nothing" in msg
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+@pytest.mark.parametrize("which", [".xplane.pb", ".trace.json.gz"])
+def test_xla_logdir_with_a_host_file_that_is_not_a_file(tmp_path, which, how):
+    """s15 folder sweep, xla_logdir: a <host>.xplane.pb that was a folder or a looping link was
+    passed over, and the host read from its trace.json.gz as if no xplane had been captured
+    (`xplane_missing: true`); now the damaged entry is named (either file of a host)."""
+    import shutil
+
+    d = tmp_path / "jax_cpu"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_reports" / "jax_cpu", d)
+    victim = next((d / "plugins" / "profile").glob(f"*/*{which}"))
+    assert read_one(d)  # the copy loads as it is
+    _damage(victim, how)
+    _refused(d, f"{victim.name}: ")
