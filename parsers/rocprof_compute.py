@@ -36,6 +36,7 @@ import polars as pl
 from profaudit.errors import InputError, first_line
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
+from profaudit.parsers.folderfiles import check_regular, present
 from profaudit.parsers.rocprof_sdk import _strip_kd
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
@@ -197,7 +198,8 @@ class RocprofComputeParser:
         derived, why = _work(K, sys.get("gpu_arch"))
         kernels = pl.concat([kernels, derived], how="horizontal") if derived is not None else kernels
         measured = None
-        if (path / "roofline.csv").is_file():
+        # a roofline.csv that is a folder or a looping link is one line, not a run without ceilings
+        if present(path / "roofline.csv") and check_regular(path, path / "roofline.csv"):
             from profaudit.measured import as_metadata, read_roofline_csv
 
             measured = as_metadata(read_roofline_csv(path / "roofline.csv"))

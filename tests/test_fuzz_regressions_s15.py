@@ -100,3 +100,20 @@ def test_xla_logdir_with_a_host_file_that_is_not_a_file(tmp_path, which, how):
     assert read_one(d)  # the copy loads as it is
     _damage(victim, how)
     _refused(d, f"{victim.name}: ")
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_rocprof_compute_roofline_csv_that_is_not_a_file(tmp_path, how):
+    """s15 folder sweep, rocprof-compute: a roofline.csv that was a folder or a looping link was
+    passed over, and the workload loaded as if its roofline benchmark had never run (no
+    measured_ceilings); an absent roofline.csv still loads."""
+    from tests.test_rocprof_compute import make_workload
+
+    d = make_workload(tmp_path)
+    assert read_one(d)[0].metadata["measured_ceilings"]
+    _damage(d / "roofline.csv", how)
+    _refused(d, "roofline.csv: ")
+    import shutil
+
+    shutil.rmtree(d / "roofline.csv") if how == "folder" else (d / "roofline.csv").unlink()
+    assert read_one(d)[0].metadata.get("measured_ceilings") is None
