@@ -142,8 +142,10 @@ class AsvResultsParser:
                     (skipped if isinstance(values[j], float) and math.isnan(values[j]) else failed).append(name + (f" {list(combo)}" if combo else ""))
                     continue
                 pj = canonical_params({str(n): _param_value(v) for n, v in zip(names, combo)})
-                number = per["stats_number"][j] if j < len(per["stats_number"]) else None
-                repeat = per["stats_repeat"][j] if j < len(per["stats_repeat"]) else None
+                # counts asv writes as integers: another type (a row whose columns were shifted, a
+                # hand edit) is one line; a list here reached the catch-all from the frame builder
+                number = jsonshape.int64(per["stats_number"][j] if j < len(per["stats_number"]) else None, f"results.{name}: stats_number", path)
+                repeat = jsonshape.int64(per["stats_repeat"][j] if j < len(per["stats_repeat"]) else None, f"results.{name}: stats_repeat", path)
                 stats = [("median", median)] + [(stat, jsonshape.finite(per[c][j]) if j < len(per[c]) else None) for c, stat in _STAT_COLUMNS]
                 for stat, v in stats:
                     if v is not None:

@@ -117,3 +117,24 @@ def test_rocprof_compute_roofline_csv_that_is_not_a_file(tmp_path, how):
 
     shutil.rmtree(d / "roofline.csv") if how == "folder" else (d / "roofline.csv").unlink()
     assert read_one(d)[0].metadata.get("measured_ceilings") is None
+
+
+@pytest.mark.parametrize("column", ["stats_number", "stats_repeat"])
+@pytest.mark.parametrize("value", [[[None, None], 1.2e-06], {"n": 1}, "10", 1.5])
+def test_asv_count_of_another_type(tmp_path, column, value):
+    """s15 run 1, asv #69: stacked edits deleted one column of a result row, so stats_repeat held
+    the samples (a list of lists): `cannot read as asv: TypeError: failed to determine supertype of
+    list[null] and f64` (the catch-all). asv writes both counts as integers; another type is one line."""
+    import json
+
+    from tests.test_asv import _tree
+
+    _tree(tmp_path)
+    f = next((tmp_path / "results").glob("*/*-*.json"))
+    doc = json.loads(f.read_text())
+    name, row = next(iter(doc["results"].items()))
+    k = doc["result_columns"].index(column)
+    assert isinstance(row[k], list) and row[k]  # the fixture records the counts
+    row[k][0] = value
+    f.write_text(json.dumps(doc))
+    _refused(f, f"results.{name}: {column}: expected an integer")
