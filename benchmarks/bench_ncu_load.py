@@ -58,7 +58,8 @@ On a shared machine wall time mostly measures the neighbours; a wall-clock ratio
 
 The breakdown (ms, medians): "fork+exit", an isolated read whose child does nothing, in the reader's
 zygote (and, for comparison, in the forked one); "open", `ncu_report.load_report`; "unit()", the
-reader's read with its unit() calls minus the same read without them; "values, instances, rules",
+reader's read with its unit() calls minus the same read without them (net: on some reports unit()
+makes the reads after it cheaper, and the difference is below zero); "values, instances, rules",
 the rest of the reader's read; "transfer", pickling its messages in the child and unpickling them
 here; "parent", `profaudit.load` with the child's messages replayed (framing checks, session and
 kernel rows, frames). The reader's stages are read in forked children of a helper in the state a
@@ -494,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         "fork+exit: an isolated read whose child does nothing, in the reader's zygote (and in one forked from this process); "
-        "open: ncu_report.load_report; unit(): the read with unit() minus without; transfer: pickling the messages in the child "
+        "open: ncu_report.load_report; unit(): the read with unit() minus without (net; below zero where unit() makes later reads cheaper); transfer: pickling the messages in the child "
         "and unpickling here; parent: profaudit.load with the child's messages replayed (framing checks, session and kernel rows, frames)"
     )
     print(f"worst ratio {worst:.2f} (goal <= {GOAL}): {'met' if worst <= GOAL else 'NOT met'}")

@@ -20,7 +20,7 @@ from tests.conftest import corpus_file
 pytestmark = [pytest.mark.corpus, pytest.mark.skipif(not isolate.can_isolate(), reason="needs fork")]
 
 # Run in a new interpreter: this test process may have read reports through ncu_report itself,
-# and the zygote is a copy of it.
+# and a forked zygote (the fallback where none can be spawned) would be a copy of it.
 _COMPARE = """
 import json, sys
 import profaudit
