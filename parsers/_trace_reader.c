@@ -39,6 +39,7 @@ enum { K_STR = 0, K_I64 = 1, K_F64 = 2, K_LIST = 3, K_STRUCT = 4 };
 #define MAX_DEPTH 64
 #define MAX_NAME 64
 #define HASH_SLOTS 256
+#define MAX_UNK 63   /* keys outside the schema remembered per struct, for the key prediction */
 
 /* ------------------------------------------------------------------------------------------ */
 /* growable byte buffers, zero-filled as they grow (a null slot then needs no write) */
@@ -101,6 +102,14 @@ static int buf_put(Buf *b, const void *src, size_t n) {
 /* ------------------------------------------------------------------------------------------ */
 /* the schema and its output columns */
 
+/* keys of a struct outside the schema (skipped), as written: Kineto's args hold a dozen ("Sequence
+ * number", "Input Dims", ...), and scanning and hashing each of them cost as much as a kept key */
+typedef struct {
+    int n;
+    uint8_t len[MAX_UNK];
+    char name[MAX_UNK][MAX_NAME];
+} UnkKeys;
+
 typedef struct Field {
     char name[MAX_NAME];
     size_t namelen;
@@ -109,7 +118,10 @@ typedef struct Field {
     struct Field *child;      /* K_STRUCT: its fields */
     struct Field *parent;     /* the struct holding it (NULL for the top) */
     int8_t slot[HASH_SLOTS];  /* K_STRUCT: key hash -> child index (or -1) */
-    int8_t pred[MAX_FIELDS + 1]; /* K_STRUCT: the child whose key followed child i-1's last time */
+    /* K_STRUCT: the two keys that followed key k-1 lately, the newest first (k: a child's index,
+     * or nchild + an unknown key's; k = 0: the first key of an object; -1: none) */
+    int8_t pred[MAX_FIELDS + MAX_UNK + 1][2];
+    UnkKeys *unk;             /* K_STRUCT: its unknown keys */
     Buf valid;                /* validity bitmap, one bit per row */
     Buf vals;                 /* STR: 16-byte views; I64/F64: 8 bytes; LIST: int32 offsets */
     Buf data;                 /* STR: bytes of strings longer than 12; LIST: int64 elements */
@@ -140,6 +152,8 @@ static void field_free(Field *f) {
     buf_free(&f->cvalid);
     for (int i = 0; i < f->nchild; i++) field_free(&f->child[i]);
     free(f->child);
+    free(f->unk);
+    f->unk = NULL;
     f->child = NULL;
     f->nchild = 0;
 }
@@ -153,15 +167,65 @@ static unsigned key_hash(const uint8_t *s, size_t n) {
     return (h ^ (h >> 15)) & (HASH_SLOTS - 1);
 }
 
-static int find_child(const Field *st, const uint8_t *k, size_t n) {
+/* n bytes equal: keys are short, and a call to memcmp cost more than comparing them here */
+static inline int same_bytes(const uint8_t *a, const char *b, size_t n) {
+    uint64_t x, y;
+    while (n >= 8) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8, b += 8, n -= 8;
+    }
+    while (n--)
+        if (*a++ != (uint8_t)*b++) return 0;
+    return 1;
+}
+
+/* the name of key k of a struct: a child's (k < nchild) or an unknown key's */
+static inline const char *key_name(const Field *st, int k, size_t *n) {
+    if (k < st->nchild) {
+        *n = st->child[k].namelen;
+        return st->child[k].name;
+    }
+    *n = st->unk->len[k - st->nchild];
+    return st->unk->name[k - st->nchild];
+}
+
+/* the key k (child or unknown) of a struct whose name is these bytes, or -1 */
+static int find_key(const Field *st, const uint8_t *k, size_t n) {
     unsigned h = key_hash(k, n);
     for (unsigned probe = 0; probe < HASH_SLOTS; probe++) {
         int i = st->slot[(h + probe) & (HASH_SLOTS - 1)];
         if (i < 0) return -1;
-        const Field *c = &st->child[i];
-        if (c->namelen == n && memcmp(c->name, k, n) == 0) return i;
+        size_t len;
+        const char *name = key_name(st, i, &len);
+        if (len == n && same_bytes(k, name, n)) return i;
     }
     return -1;
+}
+
+/* enter key k in the hash table (its name must not be there yet; the table is never full:
+ * at most MAX_FIELDS + MAX_UNK < HASH_SLOTS keys) */
+static void add_key(Field *st, int k) {
+    size_t n;
+    const char *name = key_name(st, k, &n);
+    unsigned h = key_hash((const uint8_t *)name, n);
+    while (st->slot[h] >= 0) h = (h + 1) & (HASH_SLOTS - 1);
+    st->slot[h] = (int8_t)k;
+}
+
+/* the key of a struct for these bytes, an unknown one added if new; -1 when none (an unknown
+ * key too long to keep, or the table of them full: such keys are scanned and hashed each time) */
+static int key_index(Field *st, const uint8_t *k, size_t n) {
+    int i = find_key(st, k, n);
+    if (i >= 0) return i;
+    UnkKeys *u = st->unk;
+    if (u->n >= MAX_UNK || n >= MAX_NAME) return -1;
+    memcpy(u->name[u->n], k, n);
+    u->len[u->n] = (uint8_t)n;
+    i = st->nchild + u->n++;
+    add_key(st, i);
+    return i;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -212,13 +276,15 @@ static int hex4(const uint8_t *p, const uint8_t *e, unsigned *out) {
     return 0;
 }
 
-/* SWAR: does any of the 8 bytes need a closer look (quote, backslash, control, non-ASCII)? */
-static inline int special8(uint64_t x) {
+/* SWAR: the bytes of 8 that need a closer look (quote, backslash, control, non-ASCII), as the
+ * high bit of each. Only bytes above a flagged one can be flagged wrongly (a borrow), so the
+ * lowest flag is exact: on a little-endian machine it locates the first such byte. */
+static inline uint64_t special8(uint64_t x) {
     const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
     uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
     uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
     uint64_t ctl = (x - ones * 0x20) & ~x;
-    return ((zq | zb | ctl) & high) != 0 || (x & high) != 0;
+    return (zq | zb | ctl | x) & high;
 }
 
 /* Scan a string whose opening quote is at s->p. On success s->p is past the closing quote and
@@ -230,9 +296,14 @@ static int scan_string(Scan *s, const uint8_t **raw, size_t *rawlen, int *esc, B
     int any_esc = 0;
     for (;;) {
         while (e - p >= 8) {
-            uint64_t x;
+            uint64_t x, m;
             memcpy(&x, p, 8);
-            if (special8(x)) break;
+            if ((m = special8(x))) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                p += __builtin_ctzll(m) >> 3;  /* straight to it: most strings are short */
+#endif
+                break;
+            }
             p += 8;
         }
         if (p >= e) { s->p = p; DECLINE(s, "unterminated string"); }
@@ -681,19 +752,41 @@ static int read_struct(Scan *s, Field *st, int64_t row, int depth) {
     skip_ws(s);
     if (s->p < s->end && *s->p == '}') { s->p++; return 0; }
     for (;;) {
-        const uint8_t *key;
-        size_t klen;
-        int esc;
-        if (read_key(s, &key, &klen, &esc)) return -1;
-        if (esc) DECLINE(s, "escaped key");
-        /* writers emit the keys of like events in the same order: try the key that followed
-         * the previous one last time before hashing */
-        int i = st->pred[prev + 1];
-        if (i < 0 || st->child[i].namelen != klen || memcmp(st->child[i].name, key, klen) != 0) {
-            i = find_child(st, key, klen);
-            if (i >= 0) st->pred[prev + 1] = (int8_t)i;
+        /* Writers emit the keys of like events in the same order: the two keys that followed the
+         * previous one lately (events of two kinds alternate) are compared with the text first,
+         * before it is scanned as a string and hashed. Key names hold no quote, backslash or
+         * control byte (schema names are checked, unknown ones were scanned unescaped), so text
+         * equal to one and followed by a quote is that key. */
+        skip_ws(s);
+        const uint8_t *p = s->p;
+        int8_t *guess = st->pred[prev + 1];
+        int i = -1;
+        for (int g = 0; g < 2 && guess[g] >= 0; g++) {
+            size_t n;
+            const char *name = key_name(st, guess[g], &n);
+            if ((size_t)(s->end - p) > n + 1 && p[0] == '"' && p[n + 1] == '"' && same_bytes(p + 1, name, n)) {
+                i = guess[g];
+                s->p = p + n + 2;
+                skip_ws(s);
+                if (s->p >= s->end || *s->p != ':') DECLINE(s, "expected :");
+                s->p++;
+                break;
+            }
         }
         if (i < 0) {
+            const uint8_t *key;
+            size_t klen;
+            int esc;
+            if (read_key(s, &key, &klen, &esc)) return -1;
+            if (esc) DECLINE(s, "escaped key");
+            i = key_index(st, key, klen);
+            if (i >= 0) {  /* the newest guess first */
+                guess[1] = guess[0];
+                guess[0] = (int8_t)i;
+            }
+        }
+        if (i < 0 || i >= st->nchild) {  /* outside the schema: validated and skipped */
+            if (i >= 0) prev = i;
             if (skip_value(s, depth + 1)) return -1;
         } else {
             if (seen & (1ULL << i)) DECLINE(s, "repeated key");
@@ -867,7 +960,8 @@ static int build_fields(Field *st, PyObject *spec, int depth) {
         return -1;
     }
     st->child = (Field *)calloc((size_t)(n ? n : 1), sizeof(Field));
-    if (!st->child) { Py_DECREF(seq); PyErr_NoMemory(); return -1; }
+    st->unk = (UnkKeys *)calloc(1, sizeof(UnkKeys));
+    if (!st->child || !st->unk) { Py_DECREF(seq); PyErr_NoMemory(); return -1; }
     st->nchild = (int)n;
     memset(st->slot, -1, sizeof st->slot);
     memset(st->pred, -1, sizeof st->pred);
@@ -878,9 +972,12 @@ static int build_fields(Field *st, PyObject *spec, int depth) {
         int kind;
         PyObject *kids;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "s#iO", &name, &nlen, &kind, &kids)) { Py_DECREF(seq); return -1; }
-        if (nlen <= 0 || nlen >= MAX_NAME || kind < K_STR || kind > K_STRUCT || find_child(st, (const uint8_t *)name, (size_t)nlen) >= 0) {
+        int plain = 1;  /* (the key fast path of read_struct relies on it) */
+        for (Py_ssize_t j = 0; j < nlen; j++)
+            if (name[j] == '"' || name[j] == '\\' || (uint8_t)name[j] < 0x20) plain = 0;
+        if (nlen <= 0 || nlen >= MAX_NAME || !plain || kind < K_STR || kind > K_STRUCT || find_key(st, (const uint8_t *)name, (size_t)nlen) >= 0) {
             Py_DECREF(seq);
-            PyErr_SetString(PyExc_ValueError, "spec: bad field name, kind or a repeated name");
+            PyErr_SetString(PyExc_ValueError, "spec: bad field name (empty, too long, a quote, backslash or control byte), kind or a repeated name");
             return -1;
         }
         memcpy(f->name, name, (size_t)nlen);
@@ -891,9 +988,7 @@ static int build_fields(Field *st, PyObject *spec, int depth) {
             f->live = 1;
             st->live_lists[st->nlive_lists++] = (int8_t)i;
         }
-        unsigned h = key_hash((const uint8_t *)name, (size_t)nlen);
-        while (st->slot[h] >= 0) h = (h + 1) & (HASH_SLOTS - 1);
-        st->slot[h] = (int8_t)i;
+        add_key(st, (int)i);
         if (kind == K_STRUCT && build_fields(f, kids, depth + 1)) { Py_DECREF(seq); return -1; }
     }
     Py_DECREF(seq);

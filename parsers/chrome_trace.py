@@ -439,9 +439,12 @@ def _own_memory(out: Chunk, rows: int) -> Chunk:
         if f is None or not f.height or 2 * f.height > rows:
             continue
         # a gather writes new buffers, but string views keep pointing into the old ones: strings
-        # are written anew by a concatenation
-        every = pl.int_range(pl.len())
-        setattr(out, k, f.select((pl.col(c) + pl.lit("")) if t == STR else pl.col(c).gather(every) for c, t in f.schema.items()))
+        # are written anew by a concatenation (eager calls: a query per frame cost 3 times more)
+        g = f[np.arange(f.height)]
+        for i, (c, t) in enumerate(g.schema.items()):
+            if t == STR:
+                g.replace_column(i, g.get_column(c) + "")
+        setattr(out, k, g)
     return out
 
 

@@ -347,3 +347,57 @@ def test_owned_copies_change_no_frame(native_on, monkeypatch):
             assert identical(a, b), k
     # and the Python loop's chunk keeps its metadata rows' text too
     assert ref_events.meta.equals(got.meta.select(ref_events.meta.columns))
+
+
+# ---------------------------------------------------------------------------------------------
+# the key prediction: keys of like events come in the same order, and the reader compares the text
+# with the two keys that followed the previous one lately (schema keys and keys outside it) first
+
+def _value(key: str, rng: random.Random):
+    if key == "a":
+        return rng.choice(["x", "a string over twelve bytes", "\u00e9t\u00e9"])
+    if key == "i":
+        return rng.randint(-(2**63), 2**63 - 1)
+    if key == "f":
+        return rng.choice([1.5, -0.0, 1e-300, 12345.678])
+    if key == "l":
+        return [rng.randint(0, 9) for _ in range(rng.randint(0, 3))]
+    if key == "s":
+        inner = rng.sample(["x", "y", "z", "w", "u1", "x ", "yy"], rng.randint(0, 5))
+        return {k: {"x": 1, "y": "v", "z": [2], "w": 0.5}.get(k, [k]) for k in inner}
+    return rng.choice([None, 1, "u", [1, {"k": 2}], {"a": "nested a is not the field"}, True])
+
+
+@native
+@pytest.mark.parametrize("seed", range(4))
+def test_key_prediction_reads_every_order_as_polars(seed):
+    rng = random.Random(seed)
+    # unknown keys beyond the reader's table of them (63), one too long to keep, prefixes and
+    # extensions of schema keys, the empty key, non-ASCII (written raw: an escaped key is declined)
+    unknown = [f"u{j}" for j in range(90)] + ["k" * 70, "ab", "a ", "i\u00e9", "", "ss", "l\u20ac"]
+    orders = [rng.sample(list(S) + rng.sample(unknown, 8), rng.randint(1, 10)) for _ in range(6)]
+    events = []
+    for r in range(600):
+        # mostly a few recurring orders (as writers do), alternating; now and then a fresh one
+        keys = orders[r % 2] if r % 7 else rng.choice(orders) if r % 5 else rng.sample(list(S) + unknown, rng.randint(0, 12))
+        events.append({k: _value(k, rng) for k in keys})
+    text = json.dumps(events, ensure_ascii=False, indent=1 if seed % 2 else None).encode()
+    assert outcome(text) == "same"
+
+
+@native
+@pytest.mark.parametrize("text", [
+    '[{"ab":1,"a":"x"},{"a":"y"},{"ab":2},{"a" :"z","ab":3}]',   # a key the predicted one is a prefix of, and the reverse
+    '[{"a":"x","i":1},{"a":"x","i":2},{"a":"x","\\u0069":3}]',  # the predicted key spelled with an escape: declined
+    '[{"u":1,"a":"x"},{"u":1,"a":"y","a":"z"}]',                 # a repeated key after a predicted run: declined
+])
+def test_key_prediction_edges(text):
+    res = outcome(text.encode())
+    assert res == ("declined" if "\\u0069" in text or '"a":"z"}' in text else "same"), res
+
+
+@native
+@pytest.mark.parametrize("name", ['a"b', "a\\b", "a\nb", "", "k" * 64])
+def test_schema_names_the_key_prediction_cannot_compare_are_refused(name):
+    with pytest.raises(ValueError):
+        trace_native._native.scan(b"[]", ((name, 0, None),))
