@@ -52,8 +52,9 @@ def test_a_cut_is_never_stacked_on():
 
 
 def test_folder_damage_and_the_next_mutant_starts_from_the_whole_seed(tmp_path, monkeypatch):
-    """A folder seed's mutant may lose, empty, double or rename one of its files; the folder is
-    reused for the next mutant, which must again hold every file of the seed (one changed)."""
+    """A folder seed's mutant may lose, empty, double or rename one of its files, or have a folder or
+    a link to itself in its place; the folder is reused for the next mutant, which must again hold
+    every file of the seed (one changed)."""
     from tests.fuzz import harness
 
     seed_dir = tmp_path / "seed" / "run"
@@ -68,13 +69,14 @@ def test_folder_damage_and_the_next_mutant_starts_from_the_whole_seed(tmp_path, 
         out, m = harness.write_mutant(seed, random.Random(n), tmp_path / "m")
         assert m.label.startswith("folder: ") and not m.cut_incomplete
         ops.add(m.label.split()[1])
-        assert sorted(p.name for p in out.iterdir()) != want or m.label.startswith("folder: empty")
+        entries = sorted((p.name, p.is_file() and not p.is_symlink()) for p in out.iterdir())
+        assert entries != [(w, True) for w in want] or m.label.startswith("folder: empty")
         monkeypatch.setattr(harness, "FOLDER_OP_RATE", 0.0)
         out, m = harness.write_mutant(seed, random.Random(1000 + n), tmp_path / "m")
         assert sorted(p.name for p in out.iterdir()) == want
         changed = [p.name for p in out.iterdir() if p.read_bytes() != CSV]
         assert len(changed) <= 1
-    assert ops == {"delete", "empty", "copy", "rename"}
+    assert ops == {"delete", "empty", "copy", "rename", "folder", "loop"}
 
 
 def test_gzip_trailer_damage_is_made_and_fails_the_gzip_check():
@@ -91,3 +93,18 @@ def test_gzip_trailer_damage_is_made_and_fails_the_gzip_check():
         with pytest.raises((EOFError, gzip.BadGzipFile, zlib.error)):
             gzip.decompress(gz)
     assert seen == {"without", "with"}
+
+
+def test_protobuf_scan_stops_at_the_end_of_the_data():
+    """A stacked edit can leave a length prefix claiming more bytes than the report holds: the scan
+    of the field it frames must stop at the data's end (an IndexError there made 6 ncu-rep mutants
+    of the s14 100k run impossible to make)."""
+    from tests.fuzz.mutators import _scan_varints
+
+    data = bytes([0x08, 0x96, 0x81])  # field 1, a varint whose continuation runs off the end
+    spots: list = []
+    _scan_varints(data, 0, 64, spots)
+    assert spots == []
+    whole = bytes([0x08, 0x96, 0x01, 0x10])  # field 1 = 150, then a cut tag
+    _scan_varints(whole, 0, 64, spots)
+    assert spots == [(1, 3, 0)]
