@@ -18,6 +18,11 @@ Stages (nested ones are part of their parent; shares are of the load's total CPU
 
     POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --size-mb 1000
     POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json
+    POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json --block-mb 2
+
+`--block-mb` sets the walker's block size (`jsonstream.BLOCK_BYTES`; a chunk is about two blocks
+of events) for the chunk-size effect: each chunk costs a fixed amount of query planning and
+Python work in shaping, and a stacked column has one piece per chunk in assembly.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ def instrument(spent: collections.Counter) -> None:
     def timed(fn, label):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            spent["calls:" + label] += 1
             t = time.process_time()
             try:
                 return fn(*args, **kwargs)
@@ -128,7 +134,14 @@ def main(argv=None) -> int:
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="corpus Kineto trace to replicate")
     ap.add_argument("--epoch-ns", action="store_true", help="absolute ns-digit timestamps (see bench_trace_load.py)")
     ap.add_argument("--trace", type=Path, help="load this trace instead of generating one")
+    ap.add_argument("--block-mb", type=float, help="the walker's block size in MiB (default: the parser's own)")
     args = ap.parse_args(argv)
+    from profaudit.parsers import jsonstream
+
+    if args.block_mb is not None:
+        if not args.block_mb > 0:
+            raise SystemExit("--block-mb must be positive")
+        jsonstream.BLOCK_BYTES = int(args.block_mb * (1 << 20))
     if os.environ.get("POLARS_MAX_THREADS") != "1":
         print("note: POLARS_MAX_THREADS is not 1: polars' idle threads add CPU time no stage accounts for")
     with tempfile.TemporaryDirectory(prefix="trace_stages_") as tmp:
@@ -144,7 +157,8 @@ def main(argv=None) -> int:
         mb = _json_mb(path)
         cpu, wall, spent, summary = measure(path)
     gb = mb / 1000
-    print(f"trace: {path.name}, {mb:.0f} MB of JSON ({summary})")
+    print(f"trace: {path.name}, {mb:.0f} MB of JSON ({summary}); {spent['calls:decode_chunk']} chunks "
+          f"(walker block {jsonstream.BLOCK_BYTES / (1 << 20):g} MiB)")
     print(f"load, serial: {cpu:.2f} s CPU = {cpu / gb:.2f} CPU-s/GB ({wall:.2f} s wall, load average "
           f"{os.getloadavg()[0]:.1f}); an idle 2-core machine at this CPU time: {2 * mb / cpu:.0f} MB/s at best")
     for name in STAGES:

@@ -32,7 +32,11 @@ from profaudit.parsers.base import open_maybe_gzip
 
 # Small blocks keep the decoders' working sets (JSON text, parser tape, raw frame) small; the
 # allocator keeps freed pages around for a while, so a smaller working set is a smaller peak.
-BLOCK_BYTES = 2 << 20
+# Each chunk (about two blocks of events) also costs a fixed amount of query planning and Python
+# work in the Chrome-trace parser: 4 MiB against 2 MiB cut a 1 GB Kineto load's CPU time by a
+# tenth at the same peak RSS (the parser's kept frames own their memory; see
+# benchmarks/trace_load_stages.py --block-mb).
+BLOCK_BYTES = 4 << 20
 _WS = b" \t\r\n"
 # A token of JSON structure: a whole string, an unterminated string start, a bracket, or a run of
 # other bytes. Used only for the metadata values that precede the events array.
