@@ -1,0 +1,96 @@
+"""API and marker range nesting (parsers/rocprof_sdk.py nest_api_ranges, shared by the rocprofv3
+CSV, rocprofiler-sdk JSON and rocpd readers) at trace size (issue 13, size blow-ups): the array
+walk (chrome_trace.nest_sorted) gives exactly what the per-range walk gives, and a 200 MB API trace
+(millions of ranges) costs no Python work per range; ranges the array walk would take level by
+level (a long run of identical ranges) go to the per-range walk."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+
+from profaudit.parsers import chrome_trace, rocprof_sdk
+from tests.read_cost import read_cost
+
+_KINDS = ["user_annotation", "cuda_runtime", "hsa_api", "cuda_driver"]
+
+
+def _frame(rng: random.Random, n: int, *, nulls: bool) -> pl.DataFrame:
+    rows = []
+    for _ in range(n):
+        a = rng.randrange(0, 2_000)
+        b = a + rng.choice([0, 0, 1, 5, 40, 300, 1_500])
+        rows.append({"kind": rng.choice(_KINDS), "name": rng.choice(["r1", "r2", "hipLaunchKernel", "hsa_signal_wait"]),
+                     "thread_id": rng.choice([1, 2, 3] + ([None] if nulls else [])), "process_id": 7,
+                     "start_ns": a, "end_ns": None if nulls and rng.random() < 0.05 else b,
+                     "correlation_id": rng.choice([None, rng.randrange(0, 40)])})
+        if rng.random() < 0.15:
+            rows.append(dict(rows[-1]))  # an identical twin: nests inside the first
+    schema = {"kind": pl.String, "name": pl.String, "thread_id": pl.Int64, "process_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
+              "correlation_id": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _both(R: pl.DataFrame, monkeypatch):
+    arrays = rocprof_sdk.nest_api_ranges(R, "rocprofv3")
+    with monkeypatch.context() as m:
+        m.setattr(rocprof_sdk, "_TWIN_RUN_LIMIT", -1)  # every range through the per-range walk
+        walk = rocprof_sdk.nest_api_ranges(R, "rocprofv3")
+    return arrays, walk
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_array_walk_matches_the_per_range_walk(seed, monkeypatch):
+    rng = random.Random(seed)
+    # distinct (thread, start, end) keys sort the same way whatever the sort's tie order
+    R = _frame(rng, rng.randint(1, 400), nulls=seed % 2 == 1).unique(["thread_id", "start_ns", "end_ns"], keep="first", maintain_order=True)
+    (ranges, launch), (ranges_w, launch_w) = _both(R, monkeypatch)
+    assert ranges.equals(ranges_w)
+    assert launch.sort("correlation_id").equals(launch_w.sort("correlation_id"))
+
+
+def test_twins_nest_one_in_the_next_either_way(monkeypatch):
+    # identical ranges (same key, same kind and name): each nests in the one before
+    R = pl.DataFrame({"kind": ["user_annotation"] * 5 + ["cuda_runtime"], "name": ["m"] * 5 + ["hipLaunchKernel"], "thread_id": [1] * 6,
+                      "process_id": [7] * 6, "start_ns": [0] * 5 + [10], "end_ns": [100] * 5 + [20], "correlation_id": [None] * 5 + [3]})
+    (ranges, launch), (ranges_w, launch_w) = _both(R, monkeypatch)
+    assert ranges.equals(ranges_w) and launch.equals(launch_w)
+    assert ranges.sort("range_id")["depth"].to_list() == [0, 1, 2, 3, 4, 5]
+    assert launch.rows() == [(3, "m")]
+
+
+def test_a_long_run_of_identical_ranges_takes_the_per_range_walk(monkeypatch):
+    calls = []
+    real = chrome_trace.nest_sorted
+    monkeypatch.setattr(chrome_trace, "nest_sorted", lambda *a: calls.append(1) or real(*a))
+    n = rocprof_sdk._TWIN_RUN_LIMIT + 1
+    R = pl.DataFrame({"kind": ["user_annotation"] * n, "name": ["m"] * n, "thread_id": [1] * n, "process_id": [7] * n,
+                      "start_ns": [0] * n, "end_ns": [100] * n, "correlation_id": [None] * n}, schema_overrides={"correlation_id": pl.Int64})
+    ranges, _ = rocprof_sdk.nest_api_ranges(R, "rocprofv3")
+    assert calls == [] and ranges["depth"].max() == n - 1
+    rocprof_sdk.nest_api_ranges(R.head(n - 1), "rocprofv3")
+    assert calls == [1]
+
+
+def _api_trace(path, calls: int):
+    """A rocprofv3 HIP API trace: per thread, a marker range around every nine calls."""
+    lines = ['"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n']
+    for i in range(calls):
+        t, k = i % 4, i // 4
+        if k % 10 == 0:
+            lines.append(f'"MARKER_CORE_RANGE_API","step",4242,{t},0,{k * 100},{k * 100 + 999}\n')
+        else:
+            lines.append(f'"HIP_RUNTIME_API_EXT","hipLaunchKernel",4242,{t},{i},{k * 100 + 10},{k * 100 + 60}\n')
+    path.write_text("".join(lines))
+    return path
+
+
+def test_api_trace_python_work_does_not_grow_per_range(tmp_path):
+    a = read_cost(_api_trace(tmp_path / "a_hip_api_trace.csv", 40_000), "rocprofv3_csv", "ranges")
+    b = read_cost(_api_trace(tmp_path / "b_hip_api_trace.csv", 80_000), "rocprofv3_csv", "ranges")
+    assert a["rows"] == 40_000 and b["rows"] == 80_000
+    # the per-range walk made ~8 Python calls per range; the arrays make the same number of calls
+    # for twice the ranges, give or take polars' wrappers
+    assert b["calls"] - a["calls"] < 2_000, (a["calls"], b["calls"])
