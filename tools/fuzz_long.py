@@ -16,7 +16,8 @@ mutant, so an input's peak is its own, from the RSS the worker started it at. A 
 carry memory from one input into the next (an allocator keeps what a big read freed): such a worker
 is recycled once its RSS at rest passes --recycle-mb, and a memory verdict from a worker that had read
 other inputs before is judged again in a fresh worker, whose verdict counts (the s14 confirmation
-run charged a 9 KB input with 2.4 GB a worker had kept from a 193 MB mutant 80 inputs earlier).
+run charged a 9 KB input with a 2.4 GB peak, most of it memory its worker had kept since a 193 MB
+mutant 79 rounds earlier: 1.7 GB at rest after that mutant, replayed alone).
 Every input whose peak rose --rise-mb or more above its start is printed (RISE), so memory-hungry
 inputs under the verdict line show too; the table's `peak MB` is each format's highest own peak.
 
