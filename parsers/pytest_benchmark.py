@@ -132,6 +132,10 @@ class PytestBenchmarkParser:
 
         if not _probe(path).text.lstrip().startswith("{"):
             return _read_console(path, self, options)
+        from profaudit.parsers.textsafe import read_capped
+
+        # refused from its size before the parse: read whole, 200 MB of it took 2.5 GB
+        read_capped(path, "pytest-benchmark JSON")
         doc = load_json(path, "pytest-benchmark JSON")
         benches = doc.get("benchmarks") if isinstance(doc, dict) else None
         if not isinstance(benches, list):
