@@ -455,6 +455,22 @@ def _with_legacy(vals: Mapping[str, Any], units: Mapping[str, str]) -> tuple[Map
     return vals, units
 
 
+# Kernel columns that are one ncu metric each, as (column, metric, kind): `int` is the metric's
+# value rounded to a whole number, `float` the value in base units. Both readers of a kernel's
+# metrics use this one table: derive_kernel_columns (one kernel, Python values) and
+# ncu_vector.KernelFrame.apply (a frame of kernels, polars expressions).
+KERNEL_METRIC_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    *((f"{what}_{axis}", f"launch__{what}_dim_{axis}", "int") for axis in "xyz" for what in ("grid", "block")),
+    ("grid_size", "launch__grid_size", "int"),
+    ("block_size", "launch__block_size", "int"),
+    ("registers_per_thread", "launch__registers_per_thread", "int"),
+    ("context_id", "launch__context_id", "int"),
+    ("stream", "launch__stream_id", "int"),
+    ("achieved_occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active", "float"),
+    ("theoretical_occupancy_pct", "sm__maximum_warps_per_active_cycle_pct", "float"),
+)
+
+
 def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Kernel-table columns from one kernel's ncu metrics.
 
@@ -474,13 +490,9 @@ def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | No
     row: dict[str, Any] = {}
     dur = get("gpu__time_duration.sum")
     row["duration_ns"] = dur
+    for col, metric, kind in KERNEL_METRIC_COLUMNS:
+        row[col] = _int(get(metric)) if kind == "int" else get(metric)
 
-    for axis in ("x", "y", "z"):
-        row[f"grid_{axis}"] = _int(get(f"launch__grid_dim_{axis}"))
-        row[f"block_{axis}"] = _int(get(f"launch__block_dim_{axis}"))
-    row["grid_size"] = _int(get("launch__grid_size"))
-    row["block_size"] = _int(get("launch__block_size"))
-    row["registers_per_thread"] = _int(get("launch__registers_per_thread"))
     st = _int(get("launch__shared_mem_per_block_static"))
     dy = _int(get("launch__shared_mem_per_block_dynamic"))
     row["static_shared_mem_bytes"] = st
@@ -491,8 +503,6 @@ def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | No
     row["device_id"] = _int(get("launch__device_id"))
     if row["device_id"] is None:
         row["device_id"] = _int(get("device__attribute_device_index"))
-    row["context_id"] = _int(get("launch__context_id"))
-    row["stream"] = _int(get("launch__stream_id"))
 
     rd = get("dram__bytes_read.sum")
     wr = get("dram__bytes_write.sum")
@@ -548,8 +558,6 @@ def derive_kernel_columns(vals: Mapping[str, Any], units: Mapping[str, str] | No
         if cyc is not None and dur:
             mclk = cyc / (dur * 1e-9)
     row["mem_clock_hz"] = mclk
-    row["achieved_occupancy_pct"] = get("sm__warps_active.avg.pct_of_peak_sustained_active")
-    row["theoretical_occupancy_pct"] = get("sm__maximum_warps_per_active_cycle_pct")
     dn = vals.get("device__attribute_display_name")
     row["device_name"] = dn if isinstance(dn, str) else None
     return row

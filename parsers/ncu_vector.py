@@ -325,12 +325,8 @@ class KernelFrame:
         row: dict[str, pl.Expr] = {}
         dur = self._put(get("gpu__time_duration.sum"))
         row["duration_ns"] = dur
-        for axis in ("x", "y", "z"):
-            row[f"grid_{axis}"] = _int(get(f"launch__grid_dim_{axis}"))
-            row[f"block_{axis}"] = _int(get(f"launch__block_dim_{axis}"))
-        row["grid_size"] = _int(get("launch__grid_size"))
-        row["block_size"] = _int(get("launch__block_size"))
-        row["registers_per_thread"] = _int(get("launch__registers_per_thread"))
+        for col, metric, kind in nc.KERNEL_METRIC_COLUMNS:  # the per-kernel reader's own table
+            row[col] = _int(get(metric)) if kind == "int" else get(metric)
         st, dy = self._put({"s": _int(get("launch__shared_mem_per_block_static")), "d": _int(get("launch__shared_mem_per_block_dynamic"))})
         row["static_shared_mem_bytes"] = st
         row["dynamic_shared_mem_bytes"] = dy
@@ -340,10 +336,9 @@ class KernelFrame:
         row["shared_mem_bytes"] = pl.when(st_set).then(both).otherwise(_int(get("launch__shared_mem_per_block")))
         dev = get("launch__device_id")
         row["device_id"] = pl.when(dev.is_finite()).then(_int(dev)).otherwise(_int(get("device__attribute_device_index")))
-        for name, metric in (("grid_x", "launch__grid_dim_x"), ("block_x", "launch__block_dim_x"), ("grid_size", "launch__grid_size"), ("block_size", "launch__block_size")):
-            row[f"_set_{name}"] = get(metric).is_finite().fill_null(False)
-        row["context_id"] = _int(get("launch__context_id"))
-        row["stream"] = _int(get("launch__stream_id"))
+        metric_of = {c: m for c, m, _ in nc.KERNEL_METRIC_COLUMNS}
+        for name in ("grid_x", "block_x", "grid_size", "block_size"):
+            row[f"_set_{name}"] = get(metric_of[name]).is_finite().fill_null(False)
 
         rd, wr, total, rate = self._put({
             "r": get("dram__bytes_read.sum"), "w": get("dram__bytes_write.sum"), "t": get("dram__bytes.sum"), "p": get("dram__bytes.sum.per_second"),
@@ -371,8 +366,6 @@ class KernelFrame:
             per_dur(get("sm__cycles_elapsed.avg")),
         )
         row["mem_clock_hz"] = pl.coalesce(get("dram__cycles_elapsed.avg.per_second"), per_dur(get("dram__cycles_elapsed.avg")))
-        row["achieved_occupancy_pct"] = get("sm__warps_active.avg.pct_of_peak_sustained_active")
-        row["theoretical_occupancy_pct"] = get("sm__maximum_warps_per_active_cycle_pct")
         row["device_name"] = display_name if display_name is not None and "device__attribute_display_name" in self.keys else _NULL_S
         out = self.frame.select([v.alias(k) for k, v in row.items()])
         self.frame = None
