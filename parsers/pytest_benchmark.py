@@ -151,7 +151,8 @@ class PytestBenchmarkParser:
             stats = b.get("stats")
             if not isinstance(stats, dict):
                 raise InputError(path, f"benchmark {b.get('name')!r} has no stats")
-            name = b.get("name") or b.get("fullname")
+            # text (a number is its text, as before); a list or a mapping here reached the catch-all
+            name = jsonshape.text(b.get("name") or b.get("fullname"), f"benchmarks[{i}].name", path)
             if b.get("group") is not None:
                 groups[name] = b.get("group")
             params = b.get("params") if isinstance(b.get("params"), dict) else {}

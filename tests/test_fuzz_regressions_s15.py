@@ -138,3 +138,22 @@ def test_asv_count_of_another_type(tmp_path, column, value):
     row[k][0] = value
     f.write_text(json.dumps(doc))
     _refused(f, f"results.{name}: {column}: expected an integer")
+
+
+@pytest.mark.parametrize("name", [[[None, 1.0], 2.0], {"a": [1]}, ["x"]])
+def test_pytest_benchmark_name_of_another_type(tmp_path, name):
+    """s15 sweep of every JSON leaf set to another type, pytest-benchmark: a benchmark name that is
+    a list of lists gave `TypeError: failed to determine supertype of list[f64] and f64` (the
+    catch-all); any list or mapping there is now one line naming the field. A number stays its text."""
+    import json
+
+    from tests.test_pytest_benchmark_size import _doc
+
+    doc = json.loads(_doc(2))
+    f = tmp_path / "bench.json"
+    doc["benchmarks"][1]["name"] = name
+    f.write_text(json.dumps(doc))
+    _refused(f, "benchmarks[1].name: expected text")
+    doc["benchmarks"][1]["name"] = 42
+    f.write_text(json.dumps(doc))
+    assert set(read_one(f)[0].samples["benchmark"].to_list()) == {"test_fib", "42"}
