@@ -7,8 +7,14 @@ which is polars' `read_json` in 256 KiB pieces, the path every chunk took before
 adds nothing); each side's median of --repeat runs is reported, with the ratio. The first chunk's
 frames are checked to be identical before timing.
 
+`--baseline-rev REV` also compares the C reader's scan alone (`_trace_reader.scan`, the chunk to
+column buffers) of the working tree against that of git revision REV: both sources are compiled
+the same way in a temporary folder (gcc -O2, or $CC) and timed in alternation, for a change to the
+C code.
+
     .venv/bin/python benchmarks/bench_trace_native.py --size-mb 200 --repeat 3
     .venv/bin/python benchmarks/bench_trace_native.py --trace /tmp/t1g.json
+    .venv/bin/python benchmarks/bench_trace_native.py --trace /tmp/t300.json --baseline-rev 4115a4b --repeat 5
 """
 
 from __future__ import annotations
@@ -19,13 +25,56 @@ os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import sysconfig  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_trace_load import DEFAULT_SOURCE, generate  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = "parsers/_trace_reader.c"
+
+
+def _build(source: bytes, folder: Path):
+    """The reader compiled from `source` (C text) in `folder`, imported as a module."""
+    import importlib.util
+
+    folder.mkdir(parents=True)
+    (folder / "_trace_reader.c").write_bytes(source)
+    so = folder / ("_trace_reader" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run([os.environ.get("CC", "gcc"), "-O2", "-std=gnu11", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"],
+                    str(folder / "_trace_reader.c"), "-o", str(so)], check=True)
+    spec = importlib.util.spec_from_file_location("_trace_reader", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def compare_scans(chunks: list[bytes], schema, rev: str, repeat: int, tmp: Path) -> None:
+    """scan() of the working tree's reader against revision `rev`'s, same compiler flags, alternated."""
+    from profaudit.parsers import trace_native
+
+    old = _build(subprocess.run(["git", "show", f"{rev}:{SOURCE}"], cwd=REPO, capture_output=True, check=True).stdout, tmp / "base")
+    new = _build((REPO / SOURCE).read_bytes(), tmp / "work")
+    spec = trace_native._prepare(schema)[0]
+    mb = sum(map(len, chunks)) / 1e6
+    times: dict[str, list[float]] = {"base": [], "work": []}
+    for _ in range(repeat):
+        for name, mod in (("base", old), ("work", new)):
+            t = time.process_time()
+            for c in chunks:
+                try:
+                    mod.scan(c, spec)
+                except mod.Unsupported:
+                    pass
+            times[name].append(time.process_time() - t)
+    b, w = statistics.median(times["base"]), statistics.median(times["work"])
+    print(f"scan() of {rev}: {b / mb * 1000:.2f} CPU-s/GB; of the working tree: {w / mb * 1000:.2f} CPU-s/GB; "
+          f"ratio working tree / {rev} = {w / b:.3f} (median of {repeat}, alternated; load average {os.getloadavg()[0]:.1f})")
 
 
 def _run(chunks: list[bytes], schema, native: bool) -> float:
@@ -44,6 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", type=Path, help="cut this trace instead of generating one")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--schema", default="kineto", help="chrome_trace.SCHEMAS key (default kineto)")
+    ap.add_argument("--baseline-rev", help="also compare scan() with the C reader of this git revision")
     args = ap.parse_args(argv)
 
     from profaudit.parsers import chrome_trace as ct
@@ -84,6 +134,9 @@ def main(argv=None) -> int:
     print(f"native reader:             {nat:.2f} CPU-s = {nat / mb * 1000:.2f} CPU-s/GB ({mb / nat:.0f} MB/s per core)")
     print(f"ratio polars / native: {pol / nat:.2f}x less CPU (median of {args.repeat}; "
           f"load average {os.getloadavg()[0]:.1f})")
+    if args.baseline_rev:
+        with tempfile.TemporaryDirectory() as tmp:
+            compare_scans(chunks, schema, args.baseline_rev, args.repeat, Path(tmp))
     return 0
 
 
