@@ -157,3 +157,25 @@ def test_pytest_benchmark_name_of_another_type(tmp_path, name):
     doc["benchmarks"][1]["name"] = 42
     f.write_text(json.dumps(doc))
     assert set(read_one(f)[0].samples["benchmark"].to_list()) == {"test_fib", "42"}
+
+
+def test_rocpd_region_whose_event_row_does_not_join(tmp_path):
+    """s15 CI fuzz test (hypothesis), rocpd: one rocpd_region row's event_id set to 2**31 left that
+    range's kind null, and the array nesting took the null into its annotation mask: `IndexError:
+    arrays used as indices must be of integer (or boolean) type` (the catch-all). Fixed in E's
+    0c9c99d (a range of unknown kind is no annotation); it loads, the range at the top level."""
+    import sqlite3
+
+    from tests.rocpd_synth import build_app_db
+
+    f = tmp_path / "rocpd_app.db"
+    build_app_db(f)
+    con = sqlite3.connect(f)
+    t = con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_region%'").fetchone()[0]
+    con.execute(f'UPDATE "{t}" SET event_id = ? WHERE rowid = (SELECT max(rowid) FROM "{t}" WHERE rowid IN '
+                f'(SELECT rowid FROM "{t}" ORDER BY start LIMIT 4))', (2**31,))
+    con.commit()
+    con.close()
+    ranges = read_one(f)[0].ranges
+    unknown = ranges.filter(ranges["kind"].is_null())
+    assert unknown.height == 1 and unknown["depth"].to_list() == [0]
