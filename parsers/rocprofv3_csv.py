@@ -26,6 +26,10 @@ Files written by `rocpd convert -f csv` (a Guid column first, Lds_Block_Size / V
 Sgpr_Count spelled in another case) read the same: column names are matched without regard to case.
 Agent ids are printed as the tool's agent index (`--agent-index`: absolute by default, the
 agent's node id); `device_id` keeps that number.
+
+Traces run to millions of rows (a 200 MB kernel trace is 2 M dispatches): each file is scanned in
+batches, keeping only the columns its record kind uses, cast to numbers as they are read; no Python
+runs per row.
 """
 
 from __future__ import annotations

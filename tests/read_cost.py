@@ -1,5 +1,5 @@
 """The Python work and peak memory of one parser read, measured in a fresh interpreter (the size
-blow-up tests of ncu-csv, nvprof-csv and pyperf): Python calls counted with sys.setprofile, which
+blow-up tests of ncu-csv, nvprof-csv, pyperf, rocprofv3-csv and API range nesting): Python calls counted with sys.setprofile, which
 does not depend on the machine's speed, and the peak RSS before and after the read (VmHWM: ru_maxrss
 survives execve, so the child's would start at the pytest process's own peak and a read that stays
 below it would seem to take nothing)."""
