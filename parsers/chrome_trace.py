@@ -681,9 +681,8 @@ class _Q:
     count = pl.len().alias("n")
     cats = pl.col("cat").drop_nulls().unique()
     tmin = pl.col("ts_ns").min()
-    is_flow = pl.col("ph").is_in(["s", "t", "f"])
     is_meta = pl.col("ph") == "M"
-    is_mem = pl.col("ph").is_in(["i", "I"]) & (pl.col("name") == "[memory]")
+    is_memory = pl.col("name") == "[memory]"  # (with the instants' phases, `_ph_in`)
     is_counter = pl.col("ph") == "C"
     # classes per row (chunks holding MTIA's category; see `_class_masks` for the others)
     is_range = (pl.col("cls") == "range").fill_null(False)
@@ -735,29 +734,41 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         added += raw.select(cls.alias("cls"), kind.alias("kind")).get_columns()
     added += [_num_ids(raw[c]).alias(f"_{c}_i") for c in ("pid", "tid") if c in schema]
     added.append(pl.Series("seq", np.arange(index << 32, (index << 32) + n, dtype=np.int64)))
-    raw = raw.hstack(added)  # (Series added as they are: `with_columns` plans a query)
-    schema = raw.schema
-    plan = _plan(tuple(schema.items()), per_row)
     # each event phase's count, which also says which of the rarer tables this chunk has rows for
     out.phases = {k if k is not None else "": int(v) for k, v in raw.get_column("ph").value_counts().iter_rows()}
     has = out.phases.get
     flows = bool(has("s") or has("t") or has("f"))
-    lf = raw.lazy()
     q = _Q
+    # which events are slices and, in split mode, ranges, device rows and launch calls: one
+    # column each, tested once per chunk (every query that tested `ph` or `cat` itself did it
+    # again, and a text `is_in` costs seven equality tests); only the phases present are tested
+    masks = {"_slice": _ph_in(("X", "B", "E"), out.phases)}
     if split:
         if per_row:
             is_range, is_device, dev_cls, is_launch = q.is_range, q.is_device, pl.col("cls"), q.is_launch
         else:
             is_range, is_device, dev_cls, is_launch = _class_masks(tuple(table.items()))
-    # the checks, the earliest slice start (the profiler span's, in neither table, included) and
-    # whether a flow is needed, in one query
-    aggs = plan.checks + [plan.base[0].filter(plan.is_slice).min().alias("tmin")]
+            masks.update(_range=is_range, _device=is_device, _launch=is_launch)
+            is_range, is_device, is_launch = pl.col("_range"), pl.col("_device"), pl.col("_launch")
+    # (eager, with the default optimisations: the categories' tests shared between the masks)
+    added += raw.select(**masks).get_columns()
+    raw = raw.hstack(added)  # (Series added as they are: `with_columns` plans a query)
+    schema = raw.schema
+    plan = _plan(tuple(schema.items()), per_row)
+    lf = raw.lazy()
+    # the checks a chunk's column statistics pass without a query (every event has a phase, a
+    # time and, where needed, a duration; no time is beyond 2**43 us, where doubles lose the
+    # nanoseconds) ...
+    chk = {k: 0 for k in plan.checks if _passes(raw, plan, k)}
+    # ... and the other checks, the earliest slice start (the profiler span's, in neither table,
+    # included) and whether a flow is needed, in one query
+    aggs = [e for k, e in plan.checks.items() if k not in chk] + [plan.tmin]
     if split and flows:
         # Kineto writes a flow next to the slices it binds and puts the correlation id in args as
         # well: the flows are only worth keeping where a launch or device row lacks that id
         no_corr = plan.is_slice & plan.corr.is_null()
         aggs.append((no_corr & (is_device | (is_range & is_launch))).any().alias("lacking"))
-    chk = lf.select(aggs).collect(engine="in-memory", **_OPT).row(0, named=True)
+    chk.update(lf.select(aggs).collect(engine="in-memory", **_OPT).row(0, named=True))
     out.inexact += int(chk["inexact"] or 0)
     out.t_min = int(chk["tmin"]) if chk["tmin"] is not None else None
     if split and flows and not chk["lacking"]:
@@ -765,8 +776,9 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
     queries = {}
     # the events other than slices are few: each query filters them out of the chunk itself (a
     # shared filtered frame would carry the union of their columns)
-    for k, present, is_k, cols in (("flows", flows, q.is_flow, plan.flow_cols), ("meta", has("M"), q.is_meta, plan.meta_cols),
-                                   ("mem", has("i") or has("I"), q.is_mem, plan.mem_cols),
+    for k, present, is_k, cols in (("flows", flows, _ph_in(("s", "t", "f"), out.phases), plan.flow_cols),
+                                   ("meta", has("M"), q.is_meta, plan.meta_cols),
+                                   ("mem", has("i") or has("I"), _ph_in(("i", "I"), out.phases) & q.is_memory, plan.mem_cols),
                                    ("cevents", has("C"), q.is_counter, plan.cevent_cols)):
         if present:
             queries[k] = lf.filter(is_k.fill_null(False)).with_columns(plan.base).select(cols)
@@ -780,7 +792,7 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         queries["ranges"] = slices.select(*q.range_cols, *([q.kind_col] if per_row else ())).with_columns(q.range_cats)
         # device rows (a few percent) are gathered by index: a filter reads every row of each
         # column it keeps, and device rows keep nearly all, the launch dimensions' lists among them
-        at = raw.select(plan.is_slice & is_device).to_series().arg_true()
+        at = (raw.get_column("_slice") & (raw.get_column("_device") if not per_row else raw.select(is_device).to_series())).arg_true()
         queries["devices"] = (raw[at].lazy().with_columns(plan.base).select(plan.slice_cols)
                               .with_columns(*plan.derived, dev_cls).select(q.device_cols).with_columns(q.device_cats))
         # the categories only tell Kineto from other traces (`detect_source`), which a chunk read
@@ -813,6 +825,31 @@ def _shape(raw: pl.DataFrame, index: int, out: Chunk, split: bool) -> Chunk:
         # copied whole by the first operation that aligns them, after the stacking
         setattr(out, k, f.rechunk())
     return out
+
+
+def _ph_in(phases: tuple[str, ...], counts: dict[str, int]) -> pl.Expr:
+    """`ph` is one of `phases` (false where null), testing only those in `counts` (the chunk's
+    phases): equality tests, cheaper than a text `is_in`."""
+    keys = [p for p in phases if counts.get(p)] or [phases[0]]  # (a test that finds none)
+    return functools.reduce(lambda a, b: a | b, [pl.col("ph") == p for p in keys]).fill_null(False)
+
+
+def _passes(raw: pl.DataFrame, plan, check: str) -> bool:
+    """Whether the check `check` (`_plan`'s `checks`) finds nothing in `raw`, from its columns'
+    null counts and extremes alone (False: the check's query decides)."""
+    if check == "no_ph":
+        return not raw.get_column("ph").null_count()
+    if check in ("no_ts", "no_dur"):
+        c = check[3:]
+        return plan.plain[c] and not raw.get_column(c).null_count()
+    if not (raw.schema.get("ts") == F64 and raw.schema.get("dur") == F64):
+        return True  # (the check is a literal 0 then)
+    for c in ("ts", "dur"):
+        s = raw.get_column(c)
+        lo, hi = s.min(), s.max()
+        if lo is not None and not (-_TWO43 < lo and hi < _TWO43):  # (NaN fails both)
+            return False
+    return True
 
 
 def _keep_range_col(f: pl.DataFrame, c: str, nulls: dict[str, int], flows: bool, phases: dict[str, int]) -> bool:
@@ -882,12 +919,19 @@ def _plan(schema_items: tuple, split: bool):
     if "_dur_text_ns" in schema:
         dur_null = pl.col("_dur_text_ns").is_null() & (pl.col("dur").is_null() if schema.get("dur") == F64 else pl.lit(True))
     has = [pl.col(c).is_not_null() for c in ("name", "cat", "ts") if c in schema] or [pl.lit(False)]
-    plan.checks = [
-        (ph.is_null() & pl.any_horizontal(has)).sum().alias("no_ph"),
-        (timed & ts_null).sum().alias("no_ts"),
-        ((ph == "X").fill_null(False) & dur_null).sum().alias("no_dur"),
-        (inexact_expr(pl.col("ts")).sum() + inexact_expr(pl.col("dur")).sum()).alias("inexact") if floats else pl.lit(0).alias("inexact"),
-    ]
+    plan.checks = {
+        "no_ph": (ph.is_null() & pl.any_horizontal(has)).sum().alias("no_ph"),
+        "no_ts": (timed & ts_null).sum().alias("no_ts"),
+        "no_dur": ((ph == "X").fill_null(False) & dur_null).sum().alias("no_dur"),
+        "inexact": (inexact_expr(pl.col("ts")).sum() + inexact_expr(pl.col("dur")).sum()).alias("inexact") if floats else pl.lit(0).alias("inexact"),
+    }
+    # times read as numbers only (no text column beside them)
+    plan.plain = {c: schema.get(c) == F64 and f"_{c}_text_ns" not in schema for c in ("ts", "dur")}
+    plan.is_slice = pl.col("_slice")  # (a column of the chunk: `_shape`)
+    # the earliest slice start: `us_ns_expr` is monotonic, so that of the smallest `ts` it keeps
+    ts_f = pl.col("ts")
+    plan.tmin = (us_ns_expr(ts_f.filter(plan.is_slice & (ts_f.abs() < 9.2e15)).min()) if plan.plain["ts"]
+                 else plan.base[0].filter(plan.is_slice).min()).alias("tmin")
     dims = []
     for c in ("grid", "block"):
         for j in range(3):
@@ -909,7 +953,6 @@ def _plan(schema_items: tuple, split: bool):
     ]
     if split:  # classified per row (`_shape`: MTIA)
         plan.slice_cols += [pl.col("cls"), pl.col("kind")]
-    plan.is_slice = ph.is_in(["X", "B", "E"]).fill_null(False)
     plan.flow_cols = ["seq", "ph", "cat", (pl.col("id") if "id" in schema else pl.lit(None, dtype=STR)).cast(STR).alias("fid"),
                       "pid", "tid", "ts_ns", (pl.col("bp") if "bp" in schema else pl.lit(None, dtype=STR)).alias("bp")]
     plan.meta_cols = ["name", "pid", "tid", col("a_name"), col("a_sort")]
