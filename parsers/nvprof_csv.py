@@ -412,6 +412,10 @@ _PLAIN_ASCII = r"^[\x20-\x7e]*$"
 # summaries column by column (tests turn it off to compare with the row-by-row reader)
 FAST_SUMMARY = True
 AGGREGATE_ROW_LIMIT = 2_000_000
+# metric and event tables are read row by row into one record per statistic (~4 KB of Python
+# objects per row: a 50 MB blow-up of 570,000 rows took 2.3 GB). nvprof prints one row per kernel
+# name and metric: 250,000 is ~1,500 kernel names x every metric of `--metrics all`
+METRIC_ROW_LIMIT = 250_000
 
 
 def _SAMPLE_SCHEMA() -> dict[str, pl.DataType]:
@@ -675,10 +679,11 @@ def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
     layouts: list[str] = []
     for t in tables:
         layouts.append(t.layout)
-        if t.layout != "trace" and t.layout != "api_trace" and len(t.lines) > AGGREGATE_ROW_LIMIT:
+        limit = METRIC_ROW_LIMIT if t.layout in ("metrics", "events") else AGGREGATE_ROW_LIMIT
+        if t.layout != "trace" and t.layout != "api_trace" and len(t.lines) > limit:
             # nvprof prints one summary / metric / event row per kernel (or API) name and metric:
             # thousands, not millions (traces, one row per launch, have no such limit)
-            raise InputError(path, f"nvprof {t.layout.replace('_', ' ')} table (line {t.lineno}) with {len(t.lines):,} rows: more than nvprof prints for one run (at most {AGGREGATE_ROW_LIMIT:,} read)")
+            raise InputError(path, f"nvprof {t.layout.replace('_', ' ')} table (line {t.lineno}) with {len(t.lines):,} rows: more than nvprof prints for one run (at most {limit:,} read)")
         if t.layout == "trace":
             k, tr, api, c = _trace(t, path)
             pid = pl.lit(t.pid, dtype=pl.Int64).alias("process_id")

@@ -130,3 +130,22 @@ def test_row_with_an_empty_name_says_so(tmp_path):
     p.write_text("".join(lines[:3]) + lines[2] * 3 + "".join(lines[3:]))  # the units row again: every cell, no Name
     with pytest.raises(InputError, match="row 1 has an empty Name cell; malformed table"):
         nvprof_csv.PARSER.read(p, ReadOptions())
+
+
+def test_metric_table_over_its_row_limit_is_refused_from_the_line_count(tmp_path, monkeypatch):
+    from tests.test_nvprof_csv import EVENTS
+
+    lines = EVENTS.splitlines(keepends=True)
+    row = next(i for i, line in enumerate(lines) if line.startswith('"') and "Event Name" not in line)
+    p = tmp_path / "events.csv"
+    p.write_text("".join(lines[: row + 1]) + lines[row] * 59 + "".join(lines[row + 1:]))
+    rows = sum(1 for line in p.read_text().splitlines() if line.startswith('"') and "Event Name" not in line)
+    monkeypatch.setattr(nvprof_csv, "METRIC_ROW_LIMIT", rows - 1)
+    # refused before a row is read: the rows are never split into cells
+    monkeypatch.setattr(nvprof_csv, "_rows", lambda *a: pytest.fail("read the rows of a table over the limit"))
+    with pytest.raises(InputError, match=rf"nvprof events table \(line \d+\) with {rows:,} rows: more than nvprof prints for one run \(at most {rows - 1:,} read\)"):
+        nvprof_csv.PARSER.read(p, ReadOptions())
+    monkeypatch.undo()
+    monkeypatch.setattr(nvprof_csv, "METRIC_ROW_LIMIT", rows)
+    prof = nvprof_csv.PARSER.read(p, ReadOptions())
+    assert prof.tables["metrics"].height > 0
