@@ -340,7 +340,17 @@ class DashboardState:
         except OSError as exc:
             raise InputError(entry.path, f"cannot read: {exc.strerror or exc}") from None
         key = ("audit", cid, digest, _evidence_identity(entry.path), select or "", ignore or "")
-        return self.cached_limited(key, lambda: self._audit(entry, select, ignore), f"auditing {entry.path.name}")
+        try:
+            return self.cached_limited(key, lambda: self._audit(entry, select, ignore), f"auditing {entry.path.name}")
+        except InputError as exc:
+            # an uploaded claim's line names its own path and its evidence's inside the server's
+            # upload folder: the visitor sees them by the names they uploaded, never where they are kept
+            from profaudit.dashboards.uploads import server_paths_hidden
+
+            shown = server_paths_hidden(str(exc), self.upload_dir)
+            if shown == str(exc):
+                raise
+            raise InputError(None, shown) from None
 
     def _audit(self, entry: ClaimEntry, select: str | None, ignore: str | None):
         from profaudit.audit import audit, load_claim

@@ -130,6 +130,9 @@ def read_pairs(csv_path: str | Path) -> list[dict[str, str]]:
                 raise InputError(p, f"pairs CSV needs the column(s) {', '.join(missing)} (has: {', '.join(cols) or 'none'})")
             pairs = []
             for n, row in enumerate(reader, start=1):
+                if None in row:
+                    # DictReader puts the cells past the header's under the key None, as a list
+                    raise InputError(p, f"row {n}: {len(cols) + len(row[None])} fields, the header has {len(cols)} (quote a path that holds a comma)")
                 row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
                 if not row["baseline"] or not row["candidate"]:
                     raise InputError(p, f"row {n}: empty baseline or candidate")

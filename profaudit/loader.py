@@ -109,6 +109,10 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
         if not raw.strip():
             # Path("") is ".": an empty argument (an unset shell variable) would load the cwd
             raise InputError(repr(raw), "empty path")
+        if "\x00" in raw:
+            # no shell passes one, but a path read from a file (a pairs CSV, a claim) can hold one,
+            # and os.stat raises ValueError on it, not OSError
+            raise InputError(repr(raw), "a path cannot hold a NUL character")
         if is_url(raw):
             for item, explicit in expand_url(raw):
                 if item.url not in seen_urls:

@@ -368,6 +368,8 @@ def _regex(p: Any, where: str) -> str:
         re.compile(p)
     except re.error as exc:
         raise _Bad(f"{where} is not a valid regular expression: {exc}") from None
+    except (RecursionError, OverflowError):  # sre's parser on thousands of nested groups
+        raise _Bad(f"{where} is not a usable regular expression: nested too deeply") from None
     return p
 
 
@@ -491,7 +493,12 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
             raise _Bad(f"conflicts[{i}] needs at least two values")
         conflicts.append(Conflict(_str(c.get("field"), f"conflicts[{i}].field"), tuple(vals), _str(c.get("resolution"), f"conflicts[{i}].resolution")))
 
-    patterns = tuple(_regex(p, f"match_patterns[{i}]") for i, p in enumerate(doc.get("match_patterns") or []))
+    # a list, checked as such: a bare number is not iterable, and a string would be taken
+    # character by character as one-letter patterns
+    raw_patterns = doc.get("match_patterns")
+    if raw_patterns is not None and not isinstance(raw_patterns, list):
+        raise _Bad("match_patterns must be a list of regular expressions")
+    patterns = tuple(_regex(p, f"match_patterns[{i}]") for i, p in enumerate(raw_patterns or []))
     family = None if doc.get("family_pattern") is None else _regex(doc["family_pattern"], "family_pattern")
     return DeviceSpec(
         key=key,

@@ -1,0 +1,84 @@
+"""One test per finding of tools/fuzz_surfaces.py (the user inputs around profiles: claim files,
+batch audits, compare-pairs CSVs, datasets, device-spec files, dashboard uploads). Each failed
+before its fix: the input reached the internal-error catch-all, or a message showed the server's
+upload folder."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import assert_one_line_error
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = REPO / "device_specs" / "rtx-a6000.yaml"
+
+
+# -- compare-pairs CSV -------------------------------------------------------------------------------
+def test_pairs_row_with_more_cells_than_the_header_is_one_line(tmp_path, cli):
+    # fuzz_surfaces pairs #1 (seed 0): a comma inserted into an unquoted path; csv.DictReader keeps
+    # the extra cells as a list under the key None and `.strip()` on it was an AttributeError
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("name,baseline,candidate\npair0,/data/a,b.jsonl,/data/c.jsonl\n")
+    res = cli("compare-pairs", pairs)
+    assert_one_line_error(res, "row 1: 4 fields, the header has 3")
+    assert str(pairs) in res.err
+
+
+# -- device-spec files --------------------------------------------------------------------------------
+def _spec_with(tmp_path: Path, **changes) -> Path:
+    doc = yaml.safe_load(SPEC.read_text())
+    doc.update(changes)
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("value", [-1, 3.5, {"a": "b"}])
+def test_spec_match_patterns_not_a_list_is_one_line(tmp_path, cli, value):
+    # fuzz_surfaces spec #1 (seed 0): match_patterns = -1 -> "TypeError: 'int' object is not iterable"
+    res = cli("devices", "--spec", _spec_with(tmp_path, match_patterns=value))
+    assert_one_line_error(res, "match_patterns must be a list")
+
+
+def test_spec_match_patterns_string_is_not_taken_letter_by_letter(tmp_path, cli):
+    # a bare string used to iterate into one-letter patterns ('r', 't', 'x', ...) that match
+    # almost any device name: now refused like any other non-list
+    res = cli("devices", "--spec", _spec_with(tmp_path, match_patterns="rtx"))
+    assert_one_line_error(res, "match_patterns must be a list")
+
+
+def test_spec_regex_nested_thousands_deep_is_one_line(tmp_path, cli):
+    # re.compile raises RecursionError (not re.error) on 5,000 nested groups
+    res = cli("devices", "--spec", _spec_with(tmp_path, match_patterns=["(" * 5000 + "x" + ")" * 5000]))
+    assert_one_line_error(res, "match_patterns[0] is not a usable regular expression")
+
+
+# -- dashboard uploads ----------------------------------------------------------------------------
+def test_uploaded_claims_audit_error_does_not_show_the_upload_folder(tmp_path):
+    # fuzz_surfaces upload #2 (seed 0): the Audit page shows str(exc) of the audit's InputError,
+    # which named <upload folder>/claim.yml and the evidence inside it
+    pytest.importorskip("dash")
+    from profaudit.dashboards.state import DashboardState
+    from profaudit.dashboards.uploads import store_uploads
+    from profaudit.errors import InputError
+
+    up = tmp_path / "srv" / "uploads"
+    st = DashboardState(upload_dir=up)
+    claim = b"baseline: {timings: base.jsonl}\ncandidate: {timings: cand.jsonl}\nspeedup: 2\n"
+    url = "data:application/x-yaml;base64," + base64.b64encode(claim).decode()
+    res = store_uploads(st, [url], ["claim.yml"])
+    assert res[0].ok, res
+    (cid,) = list(st.claims)
+    with pytest.raises(InputError) as info:
+        st.audit(cid, None, None)
+    text = str(info.value)
+    assert "claim.yml" in text and "base.jsonl" in text  # the visitor's own names stay
+    assert str(up) not in text and str(tmp_path) not in text
+    # the cached failure says the same the second time
+    with pytest.raises(InputError) as again:
+        st.audit(cid, None, None)
+    assert str(again.value) == text
