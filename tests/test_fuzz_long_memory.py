@@ -103,3 +103,77 @@ def test_a_repeated_json_list_adds_at_most_the_growth_limit():
             sizes.append(len(m.data))
     assert sizes, "no list repetition drawn"
     assert max(sizes) <= len(data) + mutators.GROW_LIMIT + (256 << 10)
+
+
+# A stand-in worker speaking fuzz_long's protocol (one JSON line with the mutant made, one with the
+# verdict): the parent's decisions about memory are tested without making any input need gigabytes.
+_SCRIPTED_WORKER = """
+import json, sys
+verdict, fresh, rss = sys.argv[1], sys.argv[2] == "fresh", json.loads(sys.argv[3])
+for line in sys.stdin:
+    task = json.loads(line)
+    print(json.dumps({"seed": "s", "path": "", "label": f"input {task['i']}"}), flush=True)
+    print(json.dumps({"verdict": verdict, "detail": f"peak RSS {rss[1]} MB" if verdict == "memory" else "refused",
+                      "after": False, "cpu": 0.01, "rss": rss, "fresh": fresh}), flush=True)
+    if verdict == "memory":
+        break
+"""
+
+
+def _run_scripted(fuzz_long, monkeypatch, tmp_path, behaviours: list[tuple[str, str, list[int]]], per_format: int = 1) -> tuple[dict, str]:
+    """fuzz_long's parent over scripted workers: spawn k runs behaviours[min(k, last)]."""
+    import contextlib
+    import io
+    import signal
+
+    from tests.fuzz import harness
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    seed_file = tmp_path / "seed.json"
+    seed_file.write_text("{}")
+    monkeypatch.setattr(harness, "discover_seeds", lambda *a, **k: {"asv": [harness.Seed("asv", seed_file)]})
+    spawned = []
+    real_spawn = fuzz_long.Worker._spawn
+
+    def spawn(self):
+        v, fresh, rss = behaviours[min(len(spawned), len(behaviours) - 1)]
+        spawned.append(v)
+        self.cmd = [sys.executable, "-c", _SCRIPTED_WORKER, v, fresh, json.dumps(rss)]
+        real_spawn(self)
+
+    monkeypatch.setattr(fuzz_long.Worker, "_spawn", spawn)
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            fuzz_long.main(["--per-format", str(per_format), "--workers", "1", "--out", str(tmp_path / "out"), "--scratch", str(tmp_path / "scratch"),
+                            "--budget-s", "60", "--report-s", "1000"])
+    finally:
+        signal.signal(signal.SIGINT, handlers[0])
+        signal.signal(signal.SIGTERM, handlers[1])
+    return json.loads((tmp_path / "out" / "summary.json").read_text()), out.getvalue()
+
+
+def test_a_memory_verdict_from_a_worker_that_read_other_inputs_is_judged_again_fresh(fuzz_long, monkeypatch, tmp_path):
+    # the first worker had read other inputs and reports 2,100 MB; the fresh one it is replaced by
+    # reads the same input in 110 MB: that verdict counts, and both are printed
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [("memory", "warm", [1500, 2100, 1600]), ("rejected", "fresh", [20, 110, 110])])
+    assert summary["counts"] == {"asv": {"rejected": 1}} and summary["memory_rejudged"] == 1
+    assert "RERUN asv #0: peak RSS 2100 MB -- in a worker that had read other inputs; judged again in a fresh worker" in out
+    assert "FINDING" not in out
+
+
+def test_a_memory_verdict_from_a_fresh_worker_counts(fuzz_long, monkeypatch, tmp_path):
+    # never hidden: a fresh worker over the line is a memory finding, and its worker is restarted
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [("memory", "fresh", [20, 2500, 2400]), ("rejected", "fresh", [20, 110, 110])], per_format=2)
+    assert summary["counts"] == {"asv": {"memory": 1, "rejected": 1}} and summary["memory_rejudged"] == 0
+    assert "FINDING asv #0 memory" in out and "RERUN" not in out
+    assert summary["rss_rises"][0] == {"format": "asv", "i": 0, "start_mb": 20, "peak_mb": 2500, "end_mb": 2400, "label": "input 0"}
+
+
+def test_a_worker_left_high_at_rest_is_recycled(fuzz_long, monkeypatch, tmp_path):
+    # a verdict under the line, but the worker keeps 1,200 MB (over --recycle-mb 1024): the next
+    # input goes to a fresh worker
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [("rejected", "warm", [900, 1300, 1200]), ("rejected", "fresh", [20, 110, 110])], per_format=2)
+    assert summary["counts"] == {"asv": {"rejected": 2}} and summary["recycled_workers"] == 1, out
+    assert "RECYCLE worker 0: 1200 MB at rest after asv #0" in out
