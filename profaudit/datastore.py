@@ -182,7 +182,10 @@ class FsspecStore:
 def url_to_fs(url: str, storage_options: dict | None = None):
     """fsspec's (file system, path) for a URL; a protocol whose backend is not installed (gcsfs for
     gs://, adlfs for abfs://) is one line naming the URL and what to install."""
-    from profaudit.errors import InputError, require
+    import tarfile
+    import zipfile
+
+    from profaudit.errors import InputError, first_line, require
 
     fsspec = require("fsspec", "fleet", "paths at URLs")
     try:
@@ -191,6 +194,12 @@ def url_to_fs(url: str, storage_options: dict | None = None):
         raise InputError(url, f"{exc}".strip().rstrip(".")) from None
     except ValueError as exc:  # an unknown protocol
         raise InputError(url, f"not a URL fsspec can open: {exc}") from None
+    except OSError as exc:
+        # file systems that connect or open in their constructor: ftp:// refused, zip://x::/a/folder
+        raise InputError(url, f"cannot open: {exc.strerror or exc}") from None
+    except (TypeError, KeyError, zipfile.BadZipFile, tarfile.TarError) as exc:
+        # a chained URL whose inner file is not the archive it names, or options that do not fit
+        raise InputError(url, f"cannot open: {type(exc).__name__}: {first_line(exc)}") from None
 
 
 def open_store(target, storage_options: dict | None = None) -> LocalStore | FsspecStore:

@@ -82,3 +82,41 @@ def test_uploaded_claims_audit_error_does_not_show_the_upload_folder(tmp_path):
     with pytest.raises(InputError) as again:
         st.audit(cid, None, None)
     assert str(again.value) == text
+
+
+# -- paths and URLs read from files -------------------------------------------------------------------
+def test_pairs_path_with_a_nul_is_the_rows_error_not_the_catch_all(tmp_path, cli):
+    # fuzz_surfaces pairs #2/#3 (seed 13): a NUL in a listed path reached os.stat, whose ValueError
+    # ("embedded null byte") was the internal-error catch-all for the whole batch
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_bytes(b'baseline,candidate\n"a\x00b",/dev/null\n')
+    out = tmp_path / "v.json"
+    res = cli("compare-pairs", pairs, "-f", "json", "-o", out)
+    assert res.code == 2 and "internal error" not in res.err, res
+    import json
+
+    (row,) = json.loads(out.read_text())
+    assert row["comparable"] == "error" and "a path cannot hold a NUL character" in row["error"]
+
+
+def test_load_of_a_path_with_a_nul_is_an_input_error():
+    from profaudit.errors import InputError
+    from profaudit.loader import load
+
+    with pytest.raises(InputError, match="cannot hold a NUL"):
+        load(["/tmp/a\x00b.jsonl"])
+
+
+@pytest.mark.parametrize("url, needle", [
+    ("zip://x::{tmp}", "cannot open: Is a directory"),
+    ("zip://x::{tmp}/not.zip", "cannot open: BadZipFile"),
+    ("ftp://127.0.0.1:1/ds", "cannot open: Connection refused"),
+])
+def test_dataset_url_that_fsspec_cannot_open_is_one_line(tmp_path, cli, url, needle):
+    # found by hand beside fuzz_surfaces' dataset URLs: fsspec file systems that open or connect in
+    # their constructor raised IsADirectoryError / BadZipFile / ConnectionRefusedError (exit 3)
+    pytest.importorskip("fsspec")
+    (tmp_path / "not.zip").write_text("not a zip")
+    url = url.format(tmp=tmp_path)
+    for args in (("dataset", "info", url), ("kernels", url)):
+        assert_one_line_error(cli(*args), needle)

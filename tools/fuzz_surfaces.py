@@ -898,7 +898,7 @@ def _preimport(modules=()) -> None:
 
 def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 1, cpu_s: float = 30.0, stall_s: float = 20.0,
         mem_mb: int = 2048, keep_ok: bool = False, quiet: bool = False, seeds: dict | None = None,
-        seeds_dir: Path | None = None) -> dict[str, Counter]:
+        seeds_dir: Path | None = None, budget_s: float = 0.0) -> dict[str, Counter]:
     """Fuzz `surfaces`, `per_surface` inputs each; returns verdict counts per surface and keeps
     reproducers under out/repro. `seeds`: what `setup` returned, reused (built when None, in
     `seeds_dir`, default out/seeds).
@@ -925,6 +925,8 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
     findings = out / "findings.jsonl"
     t_start = time.monotonic()
     while tasks or running:
+        if budget_s and time.monotonic() - t_start > budget_s:
+            tasks = []  # out of time: finish what runs, start nothing (surfaces stay interleaved)
         while tasks and len(running) < workers:
             s, i = tasks.pop(0)
             case_dir = work / f"{s}_{i}"
@@ -992,6 +994,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mem-mb", type=int, default=2048, help="peak RSS over which an input is a memory blow-up")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seeds-dir", type=Path, help="where the seeds are built, or reused when an earlier run built them there (default OUT/seeds)")
+    ap.add_argument("--budget-s", type=float, default=0.0, help="start no new input after this many seconds (0: no limit)")
     ap.add_argument("--summary-json", type=Path, help="also write the counts per surface and verdict here")
     ap.add_argument("--preload", type=Path, help=argparse.SUPPRESS)  # the tool's tests: a file run here first plants a fault
     args = ap.parse_args(argv)
@@ -1002,7 +1005,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         ap.error(f"unknown surface {bad[0]!r} (choose from {', '.join(SURFACES)})")
     counts = run(surfaces, args.per_surface, args.out, seed=args.seed, workers=args.workers, cpu_s=args.cpu_s, stall_s=args.stall_s, mem_mb=args.mem_mb,
-                 seeds_dir=args.seeds_dir)
+                 seeds_dir=args.seeds_dir, budget_s=args.budget_s)
     if args.summary_json:
         args.summary_json.write_text(json.dumps({s: dict(c) for s, c in counts.items()}))
     bad_total = sum(c[v] for c in counts.values() for v in ("undeliberate", "crash", "timeout", "memory"))
