@@ -182,6 +182,13 @@ class Rocprofv3CsvParser:
             md["notes"] = [f"{len(names)} GPU models in agent_info.csv: {', '.join(names)}"]
         if unterminated_last_line(path):
             mark_incomplete(md, CUT_LAST_LINE)
+        info = path.with_name(_prefix(path) + "agent_info.csv")
+        if agents is not None and unterminated_last_line(info):
+            # its last agent cut: the device names may lack that agent (a cut there loaded as whole)
+            mark_incomplete(md, f"{info.name}: {CUT_LAST_LINE}")
+        elif agents is not None and not agents.height:
+            # rocprofv3 lists every agent, the CPUs at least: a header alone was cut after it
+            mark_incomplete(md, f"{info.name}: a header without any agent row (cut short?)")
         apply_device_option(tables, md, options.device)
         return new_profile(path, self, tables, md)
 

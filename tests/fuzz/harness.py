@@ -32,6 +32,15 @@ CORPUS = Path(os.environ.get("PROFAUDIT_CORPUS", REPO.parent / "shared" / "corpu
 SEED_MAX_BYTES = 1_500_000
 # the files of folder formats that hold profile data
 _FOLDER_DATA_SUFFIXES = (".parquet", ".pb", ".json.gz", ".trace.json", ".ntff")
+# and the text files the CSV folder formats read (a cut one loses rows); their other files (the
+# rocprofv3 *_stats.csv summaries, capture notes) are not read, so a cut there loses nothing.
+# Before s15 no .csv cut in a folder was judged: a rocprofv3 agent_info.csv cut mid-line loaded
+# as whole and no run could see it
+_FOLDER_TEXT_READ = {
+    "rocprofv3-csv-dir": ("kernel_trace.csv", "counter_collection.csv", "memory_copy_trace.csv", "hip_api_trace.csv", "hsa_api_trace.csv",
+                          "marker_api_trace.csv", "rccl_api_trace.csv", "scratch_memory_trace.csv", "memory_allocation_trace.csv", "agent_info.csv"),
+    "rocprof-compute": ("pmc_perf.csv", "sysinfo.csv", "roofline.csv"),
+}
 
 
 @dataclass(frozen=True)
@@ -437,7 +446,7 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple
         mirror.victim = rel
         m.label = f"{rel}: {m.label}"
         # side files a folder format does not read (a sample's capture notes) lose nothing when cut
-        m.cut_incomplete = m.cut_incomplete and victim.name.endswith(_FOLDER_DATA_SUFFIXES)
+        m.cut_incomplete = m.cut_incomplete and victim.name.endswith(_FOLDER_DATA_SUFFIXES + _FOLDER_TEXT_READ.get(seed.format, ()))
         if victim.name.endswith(".trace.json.gz") and any(victim.parent.glob("*.xplane.pb")):
             m.cut_incomplete = False  # a JAX run is read from its xplane.pb; the trace.json.gz is not read
         return out, m
