@@ -16,6 +16,7 @@ from pathlib import Path
 from profaudit.errors import InputError
 from profaudit.parsers.asv_results import PARSER as FILE_PARSER
 from profaudit.parsers.base import Probe, ReadOptions
+from profaudit.parsers.completeness import mark_incomplete
 from profaudit.parsers.folderfiles import regular_files
 
 _SIDECARS = ("machine.json", "benchmarks.json")
@@ -63,6 +64,9 @@ class AsvResultsDirParser:
                 pr.metadata["results_without_timings"] = empty
             if unreadable:
                 pr.metadata["results_unreadable"] = unreadable
+                # asv skips them too, but the folder's history is then not whole (a cut result
+                # file, the others loaded): said in `complete`, not only in this list
+                mark_incomplete(pr.metadata, f"{len(unreadable)} unreadable result file(s), e.g. {next(iter(unreadable))}")
         return profiles
 
 

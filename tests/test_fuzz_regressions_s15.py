@@ -195,3 +195,26 @@ def test_rocprofv3_agent_info_cut_short(tmp_path):
         info.write_bytes(data)
         for p in read_one(d):
             assert p.metadata.get("complete") is False and why in p.metadata["incomplete_reason"], p.metadata
+
+
+def test_asv_results_folder_with_a_cut_result_file_is_not_whole(tmp_path):
+    """A results folder where one <commit>-<env>.json is cut (not JSON any more): the other commits
+    load, the cut one is listed in `results_unreadable` as before, and the folder is no longer
+    presented as whole (`complete: false`): the harness now judges cuts of such files."""
+    import json
+
+    from tests.test_asv import _tree
+
+    _tree(tmp_path)
+    root = tmp_path / "results"
+    first = next(root.glob("*/*-*.json"))
+    doc = json.loads(first.read_text())
+    second = first.with_name("fedcba98-" + first.name.split("-", 1)[1])
+    second.write_text(json.dumps({**doc, "commit_hash": "fedcba98" + doc["commit_hash"][8:]}))
+    assert all(p.metadata.get("complete") is not False for p in read_one(root))
+    second.write_bytes(second.read_bytes()[:-40])
+    profiles = read_one(root)
+    assert [p.metadata["commit_hash"][:8] for p in profiles] == [doc["commit_hash"][:8]]
+    md = profiles[0].metadata
+    assert list(md["results_unreadable"]) == [f"{second.parent.name}/{second.name}"]
+    assert md["complete"] is False and "1 unreadable result file(s)" in md["incomplete_reason"]

@@ -32,7 +32,7 @@ CORPUS = Path(os.environ.get("PROFAUDIT_CORPUS", REPO.parent / "shared" / "corpu
 SEED_MAX_BYTES = 1_500_000
 # the files of folder formats that hold profile data
 _FOLDER_DATA_SUFFIXES = (".parquet", ".pb", ".json.gz", ".trace.json", ".ntff")
-# and the text files the CSV folder formats read (a cut one loses rows); their other files (the
+# and the text files the CSV and JSON folder formats read (a cut one loses rows); their other files (the
 # rocprofv3 *_stats.csv summaries, capture notes) are not read, so a cut there loses nothing.
 # Before s15 no .csv cut in a folder was judged: a rocprofv3 agent_info.csv cut mid-line loaded
 # as whole and no run could see it
@@ -40,6 +40,7 @@ _FOLDER_TEXT_READ = {
     "rocprofv3-csv-dir": ("kernel_trace.csv", "counter_collection.csv", "memory_copy_trace.csv", "hip_api_trace.csv", "hsa_api_trace.csv",
                           "marker_api_trace.csv", "rccl_api_trace.csv", "scratch_memory_trace.csv", "memory_allocation_trace.csv", "agent_info.csv"),
     "rocprof-compute": ("pmc_perf.csv", "sysinfo.csv", "roofline.csv"),
+    "asv-results-dir": (".json",),  # results, benchmarks.json and machine.json: all read
 }
 
 
