@@ -11,9 +11,10 @@ imports only the standard library and `profaudit.errors` at the top, and `ncu_re
 functions that read.
 
 A child opens the report with `ncu_report`, reads every action's metrics, instance values,
-correlation ids, rule results and NVTX ranges into plain column lists, and sends them in chunks
-(`send`); the parent (ncu_rep.read_report) derives the kernel rows from each chunk's aggregate rows
-and builds the polars frames. Only plain Python values cross the pipe.
+correlation ids, rule results and NVTX ranges into typed columns (`Columns`: number arrays, string
+codes), and sends them in chunks (`send`); the parent (ncu_rep.read_report) derives the kernel rows
+from each chunk's aggregate rows and builds the polars frames from the arrays. Only standard-library
+values (arrays, lists, strings) cross the pipe.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from array import array
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,6 +34,10 @@ _MSG_TYPE = {0: "none", 1: "info", 2: "optimization", 3: "warning", 4: "error"}
 _SPEEDUP_TYPE = {0: "unknown", 1: "local", 2: "global"}
 # the `metrics` table's columns, in the order the chunks carry them
 COLS = ("kernel_id", "metric", "unit", "value", "value_str", "value_int", "instance", "instance_key", "section", "kind")
+# how each column crosses the pipe: numbers as typed arrays (their nulls as a list of row numbers),
+# texts as int32 codes into the chunk's table of distinct strings (code 0: null)
+NUM_COLS = {"kernel_id": "q", "value": "d", "value_int": "q", "instance": "q"}
+STR_COLS = ("metric", "unit", "value_str", "instance_key", "section", "kind")
 # where each kernel's aggregate rows sit in a chunk: [(kernel_id, first row, row count), ...]
 AGG = "_aggregates"
 
@@ -46,29 +53,112 @@ def metric_kind(metric: str, section: str | None = None) -> str:
     return "metric"
 
 
+class IntKeys:
+    """Correlation ids that are all unsigned integers (the usual ids), kept as numbers: the parent
+    writes them as decimal text (polars' cast gives str(int)'s digits), so the child spends no
+    str() per instance and the pipe carries 8 bytes per id instead of a pickled string."""
+
+    __slots__ = ("ids", "pad")
+
+    def __init__(self, ids: array, pad: int):
+        self.ids = ids  # array('Q')
+        self.pad = pad  # null keys after them (instances beyond the ids metric's count)
+
+
 class Columns:
-    """The long `metrics` table as column lists, handed to `sink` in chunks of FLUSH_ROWS rows so a
+    """The long `metrics` table as typed columns, handed to `sink` in chunks of FLUSH_ROWS rows so a
     report with thousands of kernels never holds millions of Python row objects at once (the
-    parent keeps turning chunks into polars frames as they arrive)."""
+    parent turns each chunk into a polars frame as it arrives).
+
+    A chunk is compact (see NUM_COLS/STR_COLS): pickling ~34,000 rows as ten lists of Python
+    values, unpickling them and handing polars the lists cost ~25 ms of a ~240 ms read
+    (AlpriElse); arrays and string codes go through the pipe as a few byte strings, and the parent
+    builds the frame from them without Python work per row (ncu_rep._chunk_frame)."""
 
     FLUSH_ROWS = 250_000
 
-    def __init__(self, sink: Callable[[dict[str, list]], None] | None = None):
+    def __init__(self, sink: Callable[[dict[str, Any]], None] | None = None):
         self.sink = sink
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list] = {c: [] for c in COLS}
+        self.num: dict[str, array] = {c: array(t) for c, t in NUM_COLS.items()}
+        self.nulls: dict[str, list[int]] = {c: [] for c in NUM_COLS}
+        self.codes: dict[str, array] = {c: array("i") for c in STR_COLS}
+        self.strings: list = [None]
+        self._code: dict[Any, int] = {None: 0}
+        self.key_rows = array("q")  # rows whose instance_key is an integer id (code -1)
+        self.key_ids = array("Q")
         self.aggregates: list[tuple[int, int, int]] = []
         self.rows = 0
 
-    def extend(self, n: int, **cols) -> None:
-        for c in COLS:
-            v = cols.get(c)
-            if isinstance(v, list):
-                self.cols[c].extend(v)
+    def _intern(self, v) -> int:
+        c = self._code.get(v)
+        if c is None:
+            c = self._code[v] = len(self.strings)
+            self.strings.append(v)
+        return c
+
+    def _put_num(self, c: str, v, n: int) -> None:
+        data, base = self.num[c], self.rows
+        if v is not None and not isinstance(v, list):
+            v = [v] * n
+        if v is None or v.count(None) == n:
+            self.nulls[c].extend(range(base, base + n))
+            data.frombytes(bytes(data.itemsize * n))
+            return
+        try:
+            data.extend(v)  # the usual case: no nulls, all in range (one C loop)
+            return
+        except (TypeError, OverflowError):
+            del data[base:]  # extend stops at the first value it refuses, the ones before it kept
+        nulls = self.nulls[c]
+        try:
+            data.extend([0 if x is None else x for x in v])  # nulls (string metrics' value)
+            nulls.extend([base + j for j, x in enumerate(v) if x is None])
+            return
+        except (TypeError, OverflowError):
+            del data[base:]
+        # a value the column's type cannot hold is null, as polars' non-strict construction made
+        # it (a damaged session integer above int64)
+        one = array(data.typecode, (0,))
+        for j, x in enumerate(v):
+            try:
+                one[0] = int(x) if isinstance(x, float) and data.typecode == "q" else x  # polars truncates too
+            except (TypeError, ValueError, OverflowError):
+                one[0] = 0
+                nulls.append(base + j)
+            data.extend(one)
+
+    def _put_str(self, c: str, v, n: int) -> None:
+        codes = self.codes[c]
+        if isinstance(v, list):
+            if v.count(None) == n:
+                v = None
             else:
-                self.cols[c].extend([v] * n)
+                get = self._code.get
+                cs = [get(x) for x in v]
+                if None in cs:
+                    cs = [self._intern(x) if k is None else k for x, k in zip(v, cs)]
+                codes.extend(cs)
+                return
+        if isinstance(v, IntKeys):
+            k = len(v.ids)
+            self.key_rows.extend(range(self.rows, self.rows + k))
+            self.key_ids.extend(v.ids)
+            codes.extend(array("i", (-1,)) * k)
+            codes.frombytes(bytes(4 * v.pad))
+        elif v is None:
+            codes.frombytes(bytes(4 * n))
+        else:
+            codes.extend(array("i", (self._intern(v),)) * n)
+
+    def extend(self, n: int, **cols) -> None:
+        """`n` rows; each column a list of `n` values, one value for all `n` rows, or absent (null)."""
+        for c in NUM_COLS:
+            self._put_num(c, cols.get(c), n)
+        for c in STR_COLS:
+            self._put_str(c, cols.get(c), n)
         self.rows += n
         if self.rows >= self.FLUSH_ROWS:
             self.flush()
@@ -78,10 +168,11 @@ class Columns:
         that they always land in the chunk that carries the mark)."""
         self.aggregates.append((kid, self.rows, n))
 
-    def chunk(self) -> dict[str, list]:
-        out: dict[str, Any] = dict(self.cols)
-        out[AGG] = self.aggregates
-        return out
+    def chunk(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows, "num": self.num, "nulls": self.nulls, "codes": self.codes, "strings": self.strings,
+            "key_rows": self.key_rows, "key_ids": self.key_ids, AGG: self.aggregates,
+        }
 
     def flush(self) -> None:
         if not self.rows:
@@ -129,24 +220,22 @@ def _row_kind(name: str, cache: dict[str, str]) -> str:
 def _instance_values(sw: _Swig, m, cnt: int):
     """(values, value_strs, value_ints) of a metric's instances, each read with the accessor its
     own kind calls for (an instance kind can differ from the aggregate's: DOUBLE vs UINT64)."""
-    kind = sw.kind
+    # map() over the instance numbers: one C loop per accessor, no Python frame per instance
     rng = range(cnt)
-    kinds = [kind(m, i) for i in rng]
+    ms = repeat(m, cnt)
+    kinds = list(map(sw.kind, ms, rng))
     k0 = kinds[0]
     none = [None] * cnt
     if kinds.count(k0) == cnt:  # the usual case: one kind for all instances
         if k0 == sw.K_DOUBLE or k0 == sw.K_FLOAT:
-            f = sw.as_double
-            return [f(m, i) for i in rng], none, list(none)
+            return list(map(sw.as_double, repeat(m, cnt), rng)), none, list(none)
         if k0 == sw.K_UINT64 or k0 == sw.K_UINT32:
-            f = sw.as_uint64
-            ints = [f(m, i) for i in rng]
+            ints = list(map(sw.as_uint64, repeat(m, cnt), rng))
             if max(ints) <= _INT64_MAX:
-                return [float(v) for v in ints], none, ints
-            return [float(v) for v in ints], [str(v) if v > _INT64_MAX else None for v in ints], [v if v <= _INT64_MAX else None for v in ints]
+                return list(map(float, ints)), none, ints
+            return list(map(float, ints)), [str(v) if v > _INT64_MAX else None for v in ints], [v if v <= _INT64_MAX else None for v in ints]
         if k0 == sw.K_STRING:
-            f = sw.as_string
-            return list(none), [f(m, i) for i in rng], list(none)
+            return list(none), list(map(sw.as_string, repeat(m, cnt), rng)), list(none)
         return none, list(none), list(none)
     vals, strs, ints = [None] * cnt, [None] * cnt, [None] * cnt
     for i, k in enumerate(kinds):
@@ -164,15 +253,18 @@ def _instance_values(sw: _Swig, m, cnt: int):
     return vals, strs, ints
 
 
-def _keys(sw: _Swig, cm, cnt: int) -> list:
-    """Correlation ids (the instance values of the ids metric) as text."""
+def _keys(sw: _Swig, cm, cnt: int) -> IntKeys | list:
+    """Correlation ids (the instance values of the ids metric), `cnt` of them (null past the ids
+    metric's own count): integer ids as IntKeys, others as text."""
     n = min(cnt, sw.num_instances(cm))
     if not n:
         return [None] * cnt
-    kinds = {sw.kind(cm, i) for i in range(n)}
-    if kinds <= {sw.K_UINT64, sw.K_UINT32}:  # the usual ids: integers, read straight to text
-        f = sw.as_uint64
-        return [str(f(cm, i)) for i in range(n)] + [None] * (cnt - n)
+    kinds = set(map(sw.kind, repeat(cm, n), range(n)))
+    if kinds <= {sw.K_UINT64, sw.K_UINT32}:  # the usual ids: integers, written as text by the parent
+        ids = list(map(sw.as_uint64, repeat(cm, n), range(n)))
+        with contextlib.suppress(TypeError, OverflowError):  # else (never seen) as text, below
+            return IntKeys(array("Q", ids), cnt - n)
+        return [str(v) for v in ids] + [None] * (cnt - n)
     vals, strs, ints = _instance_values(sw, cm, n)
     keys: list = []
     for v, s, i in zip(vals, strs, ints):
@@ -391,7 +483,7 @@ def warm_reader(path: str, identity: tuple[int, int, int]) -> None:
 def read_actions(path: str, send: Callable[[dict[str, list]], None]) -> dict[str, Any]:
     """Every action of the report through `ncu_report` (what a child of the zygote runs): metric
     chunks go to `send`, the last one comes back with the kernels' names, categories and NVTX
-    ranges, and the report's rule count and reader version. Plain Python values only."""
+    ranges, and the report's rule count and reader version. Standard-library values only."""
     # the cyclic collector would rescan the growing column lists (see ncu_rep.PARSER.read)
     enabled = gc.isenabled()
     gc.disable()

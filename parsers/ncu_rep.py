@@ -53,7 +53,7 @@ from profaudit.parsers.isolate import run_isolated
 
 # The child side (what reads through ncu_report, in the isolation zygote's children) is its own
 # light module; its set-up and warm-up are named here too, where the bench swaps them.
-from profaudit.parsers.ncu_child import AGG, COLS, Columns, nvperf_library, prepare_reader, read_actions, warm_reader  # noqa: F401
+from profaudit.parsers.ncu_child import AGG, COLS, NUM_COLS, Columns, nvperf_library, prepare_reader, read_actions, warm_reader  # noqa: F401
 from profaudit.parsers.protowire import WireError, decode, iter_fields, text
 
 MAGIC = b"NVR\x00"
@@ -362,27 +362,51 @@ def launch_count_shortfall(c: Container) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # Reading the report
 # ---------------------------------------------------------------------------------------------
+_NP_TYPES = {"q": "int64", "d": "float64"}
+
+
+def _chunk_frame(ch: dict[str, Any]) -> pl.DataFrame:
+    """A chunk of the child's typed columns (ncu_child.Columns.chunk) as a `metrics` frame: numbers
+    wrapped from their arrays, texts gathered from the chunk's string table by code, integer
+    correlation ids written as decimal text by polars; no Python work per row."""
+    import numpy as np  # a core dependency; imported here, where polars frames are built from arrays
+
+    sch = schema.METRICS.polars_schema
+    n = ch["rows"]
+    table = pl.Series(ch["strings"], dtype=pl.String, strict=False)
+    cols: dict[str, pl.Series] = {}
+    for c in COLS:
+        if c in NUM_COLS:
+            col = pl.Series(c, np.frombuffer(ch["num"][c], dtype=_NP_TYPES[NUM_COLS[c]]))
+            if ch["nulls"][c]:
+                col = col.scatter(ch["nulls"][c], None)
+        else:
+            codes = np.frombuffer(ch["codes"][c], dtype=np.int32)
+            at = np.flatnonzero(codes)  # rows that are not null
+            if len(at) * 4 < n:  # mostly null (section, value_str): gather the others only
+                col = pl.Series(c, [None], dtype=pl.String).new_from_index(0, n)
+                if len(at):
+                    col = col.scatter(at, table.gather(np.maximum(codes[at], 0)))
+            else:
+                col = table.gather(np.maximum(codes, 0) if c == "instance_key" else codes).alias(c)
+            if c == "instance_key" and len(ch["key_rows"]):  # code -1: an integer id
+                col = col.scatter(np.frombuffer(ch["key_rows"], dtype=np.int64), pl.Series(np.frombuffer(ch["key_ids"], dtype=np.uint64)).cast(pl.String))
+        cols[c] = col if col.dtype == sch[c] else col.cast(sch[c])
+    return pl.DataFrame(cols)
+
+
 class _MetricColumns(Columns):
-    """The `metrics` table: column lists (the parent's session rows, the child's chunks) turned into
-    polars frames every FLUSH_ROWS rows, so that a report with thousands of kernels never holds
-    millions of Python row objects at once."""
+    """The `metrics` table as frames: the child's chunks (each becomes a frame as it arrives, so a
+    report with thousands of kernels never holds millions of Python values at once) after the
+    rows this process adds itself (the session rows, through Columns.extend)."""
 
     def __init__(self):
         self.frames: list[pl.DataFrame] = []
-        super().__init__(sink=self._to_frame)
+        super().__init__(sink=lambda ch: self.frames.append(_chunk_frame(ch)))
 
-    def _to_frame(self, cols: dict[str, list]) -> None:
-        sch = {c: schema.METRICS.polars_schema[c] for c in COLS}
-        self.frames.append(pl.DataFrame({c: cols[c] for c in COLS}, schema=sch, strict=False))
-
-    def add_chunk(self, cols: dict[str, list]) -> None:
-        """Append a chunk of column lists (from the child) to the rows held here."""
-        n = len(cols["metric"])
-        for c in COLS:
-            self.cols[c].extend(cols[c])
-        self.rows += n
-        if self.rows >= self.FLUSH_ROWS:
-            self.flush()
+    def add_frame(self, frame: pl.DataFrame) -> None:
+        self.flush()  # rows added here before come first
+        self.frames.append(frame)
 
     def frame(self) -> pl.DataFrame:
         self.flush()
@@ -402,23 +426,33 @@ class _KernelRows:
         self.unmeasured: list[int] = []
         self.device_ids: set = set()
 
-    def add_chunk(self, cols: dict[str, list]) -> None:
-        metric, unit, value, vstr = cols["metric"], cols["unit"], cols["value"], cols["value_str"]
-        for kid, start, n in cols[AGG]:
-            end = start + n
-            names = metric[start:end]
-            vals = dict(zip(names, value[start:end]))
-            for name, s in zip(names, vstr[start:end]):
-                if s is not None and vals.get(name) is None:
-                    vals[name] = s
-            row = ncu_common.derive_kernel_columns(vals, dict(zip(names, unit[start:end])))
-            row["kernel_id"] = kid
-            if _unmeasured(row, names):
-                self.unmeasured.append(kid)
-            if row.get("device_id") is not None:
-                self.device_ids.add(row["device_id"])
-            self.rows[kid] = row
-        self.out.add_chunk(cols)
+    def add_chunk(self, ch: dict[str, Any]) -> None:
+        import numpy as np
+
+        frame = _chunk_frame(ch)
+        aggs = ch[AGG]
+        if aggs:
+            # every kernel's aggregate rows in one gather, as Python values for the derivation
+            at = np.concatenate([np.arange(start, start + n, dtype=np.int64) for _kid, start, n in aggs])
+            sub = frame.select("metric", "unit", "value", "value_str")[at]
+            metric, unit, value, vstr = (sub[c].to_list() for c in sub.columns)
+            pos = 0
+            for kid, _start, n in aggs:
+                end = pos + n
+                names = metric[pos:end]
+                vals = dict(zip(names, value[pos:end]))
+                for name, s in zip(names, vstr[pos:end]):
+                    if s is not None and vals.get(name) is None:
+                        vals[name] = s
+                row = ncu_common.derive_kernel_columns(vals, dict(zip(names, unit[pos:end])))
+                row["kernel_id"] = kid
+                if _unmeasured(row, names):
+                    self.unmeasured.append(kid)
+                if row.get("device_id") is not None:
+                    self.device_ids.add(row["device_id"])
+                self.rows[kid] = row
+                pos = end
+        self.out.add_frame(frame)
 
     def kernels(self, heads: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
         """The rows in kernel order, with the names, category and NVTX range the child read."""

@@ -1,0 +1,108 @@
+"""The `.ncu-rep` child's compact chunks (ncu_child.Columns: typed arrays, string codes, integer
+correlation ids) become exactly the frame that polars' non-strict construction made from the same
+rows as Python lists, which is what the parent built before the chunks were compact."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from array import array
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from profaudit import schema
+from profaudit.parsers import ncu_rep
+from profaudit.parsers.ncu_child import COLS, Columns, IntKeys
+
+_U64 = (1 << 64) - 1
+
+
+def _reference(rows: list[dict]) -> pl.DataFrame:
+    """The rows as the parent built them from lists (strict=False: a value a column's type cannot
+    hold is null)."""
+    sch = {c: schema.METRICS.polars_schema[c] for c in COLS}
+    return pl.DataFrame({c: [r.get(c) for r in rows] for c in COLS}, schema=sch, strict=False)
+
+
+def _expand(n: int, cols: dict) -> list[dict]:
+    """What `Columns.extend(n, **cols)` means, row by row."""
+    rows = [{} for _ in range(n)]
+    for c, v in cols.items():
+        if isinstance(v, IntKeys):
+            vals = [str(i) for i in v.ids] + [None] * v.pad
+        elif isinstance(v, list):
+            vals = v
+        else:
+            vals = [v] * n
+        for r, x in zip(rows, vals):
+            r[c] = x
+    return rows
+
+
+def _random_extend(rng: random.Random) -> tuple[int, dict]:
+    n = rng.randint(1, 12)
+    cols: dict = {}
+    for c in COLS:
+        pick = rng.random()
+        if pick < 0.2:
+            continue  # absent: null
+        if c in ("kernel_id", "value_int", "instance"):
+            pool = [None, 0, 7, -3, (1 << 63) - 1, 1 << 63, _U64, 1.5]
+        elif c == "value":
+            pool = [None, 0.0, -1.25, 1e300, float("inf"), float("-inf"), 3]
+        else:
+            pool = [None, "", "byte", "sector", "a;b", "ünïcode", "0"]
+        if c == "instance_key" and pick > 0.85:
+            k = rng.randint(0, n)
+            ids = [rng.choice([0, 1, 12345, (1 << 63) + 5, _U64]) for _ in range(k)]
+            cols[c] = IntKeys(array("Q", ids), n - k)
+        elif pick < 0.5:
+            cols[c] = rng.choice(pool)
+        elif pick < 0.6:
+            cols[c] = [None] * n
+        else:
+            cols[c] = [rng.choice(pool) for _ in range(n)]
+    return n, cols
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_chunk_frame_equals_list_construction(seed):
+    rng = random.Random(seed)
+    chunks: list[dict] = []
+    out = Columns(sink=chunks.append)
+    out.FLUSH_ROWS = rng.choice([5, 40, 1000])  # several chunks, each with its own string table
+    rows: list[dict] = []
+    for _ in range(rng.randint(1, 30)):
+        n, cols = _random_extend(rng)
+        out.extend(n, **cols)
+        rows.extend(_expand(n, cols))
+    out.flush()
+    # through the pipe as the child sends them
+    frames = [ncu_rep._chunk_frame(pickle.loads(pickle.dumps(ch, protocol=pickle.HIGHEST_PROTOCOL))) for ch in chunks]
+    got = pl.concat(frames) if len(frames) > 1 else frames[0]
+    assert_frame_equal(got, _reference(rows), check_exact=True)
+
+
+def test_nan_is_not_null_and_ids_are_decimal():
+    chunks: list[dict] = []
+    out = Columns(sink=chunks.append)
+    out.extend(3, kernel_id=0, metric="m", value=[float("nan"), None, 2.0], instance_key=IntKeys(array("Q", [_U64, 9]), 1))
+    out.flush()
+    df = ncu_rep._chunk_frame(chunks[0])
+    assert df["value"].is_nan().to_list() == [True, None, False]
+    assert df["value"].null_count() == 1
+    assert df["instance_key"].to_list() == [str(_U64), "9", None]
+
+
+def test_metric_columns_keep_session_rows_first():
+    out = ncu_rep._MetricColumns()
+    out.extend(1, metric="creation_time", unit="s", value=[1.0], value_int=[1], kind="session")
+    child = Columns(sink=None)
+    child.extend(2, kernel_id=0, metric=["a", "b"], unit="", value=[1.0, 2.0], kind="metric")
+    out.add_frame(ncu_rep._chunk_frame(child.chunk()))
+    df = out.frame()
+    assert df["metric"].to_list() == ["creation_time", "a", "b"]
+    assert df["kernel_id"].to_list() == [None, 0, 0]
+    assert df.schema == pl.Schema({c: schema.METRICS.polars_schema[c] for c in COLS})
