@@ -1452,6 +1452,8 @@ def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray,
             parent[lo:hi] = np.where(sp >= 0, sp + lo, -1)
             depth[lo:hi] = sub_d
         order, bounds = _levels(depth)
+    if len(bounds) - 2 > _LEVEL_LOOP_MAX:
+        return parent, depth, _inherited(parent, is_ann), _inherited(parent, is_op)
     # innermost annotation / cpu_op: inherited from the parent, level by level
     ann = np.full(n, -1, np.int64)
     ann[is_ann] = np.flatnonzero(is_ann)
@@ -1466,6 +1468,31 @@ def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray,
         ann[rows] = np.where(is_ann[rows], rows, ann[par])
         op[rows] = np.where(is_op[rows], rows, op[par])
     return parent, depth, ann, op
+
+
+# Past this many nesting levels the level-by-level passes (a few numpy calls on one level's rows
+# each, ~20 us) give way to whole-array ones: one range repeated a million times (a blown-up
+# trace) nests a million deep, each twin in the one before (s15 fuzz sweep: 108 CPU-s at 200 MB).
+_LEVEL_LOOP_MAX = 256
+
+
+def _inherited(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """Per row: itself where `flag`, else its parent's value (-1 without a parent), as the
+    level-by-level pass of `nest_sorted` gives it, by pointer jumping: each round, a row whose
+    ancestor is still open looks past it to that one's ancestor, so rounds ~ log2(depth)."""
+    n = len(parent)
+    val = np.where(flag, np.arange(n, dtype=np.int64), -1)
+    done = flag | (parent < 0)
+    todo = np.flatnonzero(~done)
+    up = parent.copy()
+    while todo.size:
+        j = up[todo]
+        fin = done[j]
+        val[todo[fin]] = val[j[fin]]
+        done[todo[fin]] = True
+        todo = todo[~fin]
+        up[todo] = up[up[todo]]
+    return val
 
 
 def _depths(starts_grp: np.ndarray, s: np.ndarray, e: np.ndarray, nz: np.ndarray) -> np.ndarray:
@@ -1519,6 +1546,19 @@ def _parents(depth, nz, g, s, e):
     n = len(depth)
     parent = np.full(n, -1, np.int64)
     order, bounds = _levels(depth)
+    if len(bounds) - 2 > _LEVEL_LOOP_MAX:
+        # every level at once: the non-zero rows keyed by (level, row) in one sorted array, each
+        # row's candidate the last key before (its level - 1, itself)
+        cand = order[nz[order]]
+        keys = depth[cand] * n + cand
+        rows = order[bounds[1]:]
+        hit = np.searchsorted(keys, (depth[rows] - 1) * n + rows) - 1
+        ok = hit >= 0
+        p = cand[np.maximum(hit, 0)] if cand.size else np.zeros(len(rows), np.int64)
+        ok &= depth[p] == depth[rows] - 1  # (else none of that level comes before it)
+        ok &= (g[p] == g[rows]) & (s[p] <= s[rows]) & (e[p] >= e[rows])
+        parent[rows] = np.where(ok, p, -1)
+        return parent, order, bounds, (rows[~ok] if not ok.all() else None)
     bad = []
     for d in range(1, len(bounds) - 1):
         rows = order[bounds[d] : bounds[d + 1]]
