@@ -163,8 +163,12 @@ class TraceWalker:
         return InputError(self.path, f"{what} at byte {self.offset()} of the JSON text")
 
     # -- metadata values ---------------------------------------------------------------------
-    def _value_end(self, start: int) -> int | None:
-        """End of the JSON value at buffer position `start`; None when the buffer ends first."""
+    def _value_end(self, start: int, scan: list[int]) -> int | None:
+        """End of the JSON value at buffer position `start`; None when the buffer ends first.
+        `scan` ([depth, offset from `start`], initially [0, 0]) is where the scan of an array or
+        object stopped, for the next call after more text arrived: a value of many blocks (a
+        blown-up `distributedInfo`) was scanned from its start again for each block, quadratic
+        in its size (200 MB: minutes)."""
         b = self.buf
         c = b[start]
         if c == 0x22:
@@ -175,9 +179,11 @@ class TraceWalker:
             if m:
                 return m.start()
             return len(b) if self.blocks.eof else None
-        depth = 0
-        for m in _TOKEN.finditer(b, start):
+        depth = scan[0]
+        for m in _TOKEN.finditer(b, start + scan[1]):
             c = b[m.start()]
+            # (a token may run on past the buffer's end: the next call starts at the last one)
+            scan[0], scan[1] = depth, m.start() - start
             if c in (0x5B, 0x7B):
                 depth += 1
             elif c in (0x5D, 0x7D):
@@ -189,9 +195,10 @@ class TraceWalker:
         return None
 
     def _read_value(self):
+        scan = [0, 0]
         while True:
             self._peek()
-            end = self._value_end(self.pos)
+            end = self._value_end(self.pos, scan)
             if end is not None:
                 try:
                     value = orjson.loads(self.buf[self.pos : end])
