@@ -25,7 +25,7 @@ from typing import Callable, TypeVar
 import polars as pl
 
 from profaudit import schema
-from profaudit.errors import InputError, UsageError
+from profaudit.errors import InputError, UsageError, first_line
 from profaudit.profile import Profile, ProfileSet
 
 MARKER = "_profaudit_dataset.json"
@@ -240,7 +240,9 @@ def _read_layout_1(path: Path) -> ProfileSet:
         meta = json.loads((path / "metadata.json").read_text())
     except (OSError, ValueError) as exc:
         raise InputError(path, f"broken profaudit dataset: {exc}") from None
-    ids: list[str] = list(json.loads((path / MARKER).read_text()).get("profiles", []))
+    if not isinstance(meta, dict):
+        raise InputError(path / "metadata.json", "broken profaudit dataset: expected a mapping of profile id to metadata")
+    ids = _layout_1_marker(path)["profiles"]
     from profaudit.parsers.isolate import read_parquet_untrusted  # late, as in the v2 reader
 
     per_table: dict[str, dict[str, pl.DataFrame]] = {}
@@ -254,8 +256,38 @@ def _read_layout_1(path: Path) -> ProfileSet:
     profiles = []
     for pid in ids:
         tables = {name: per_table[name].get(pid) for name in schema.DATA_TABLES}
-        profiles.append(Profile(pid, dict(meta.get(pid, {})), {k: v for k, v in tables.items() if v is not None}))
+        facts = meta.get(pid, {})
+        if not isinstance(facts, dict):
+            raise InputError(path / "metadata.json", f"broken profaudit dataset: the metadata of {pid!r} is not a mapping")
+        profiles.append(Profile(pid, dict(facts), {k: v for k, v in tables.items() if v is not None}))
     return ProfileSet(profiles)
+
+
+def _layout_1_marker(root: Path) -> dict:
+    """A layout-1 dataset's marker, checked: a mapping whose `profiles` is a list of ids (a damaged
+    one was a JSON error, an AttributeError or a TypeError at the catch-all)."""
+    f = root / MARKER
+    try:
+        marker = json.loads(f.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f, f"broken profaudit dataset marker: {exc}") from None
+    if not isinstance(marker, dict):
+        raise InputError(f, "broken profaudit dataset marker: expected a JSON object")
+    ids = marker.get("profiles", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise InputError(f, "broken profaudit dataset marker: 'profiles' is not a list of profile ids")
+    return marker
+
+
+def _parquet_rows(f: Path) -> int:
+    """Rows a Parquet part's footer declares; a part that is cut, damaged or not a file is one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(f).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f, f"unreadable Parquet part: {first_line(exc)}") from None
 
 
 def scan_table(path, table: str) -> pl.LazyFrame:
@@ -289,14 +321,12 @@ def dataset_info(path) -> dict:
     if v2.layout_of(store) >= v2.LAYOUT:
         return v2.info(store)
     root = store.root
-    marker = json.loads((root / MARKER).read_text())
+    marker = _layout_1_marker(root)
     tables = {}
     for name in schema.ALL_TABLES:
         files = sorted((root / name).glob("profile_id=*/*.parquet"))
         if files:
-            import pyarrow.parquet as pq
-
-            tables[name] = {"rows": sum(pq.ParquetFile(f).metadata.num_rows for f in files), "files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+            tables[name] = {"rows": sum(_parquet_rows(f) for f in files), "files": len(files), "bytes": sum(f.stat().st_size for f in files)}
     return {
         "dataset": str(root),
         "layout": 1,

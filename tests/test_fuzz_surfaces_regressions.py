@@ -120,3 +120,33 @@ def test_dataset_url_that_fsspec_cannot_open_is_one_line(tmp_path, cli, url, nee
     url = url.format(tmp=tmp_path)
     for args in (("dataset", "info", url), ("kernels", url)):
         assert_one_line_error(cli(*args), needle)
+
+
+# -- damaged layout-1 datasets ----------------------------------------------------------------------
+@pytest.fixture
+def layout_1(tmp_path):
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile, _write_layout_1
+
+    return _write_layout_1(ProfileSet([_profile("a", 3), _profile("b", 2)]), tmp_path / "old")
+
+
+def test_layout_1_info_of_a_part_cut_or_replaced_by_a_folder_is_one_line(layout_1, cli):
+    # fuzz_surfaces dataset #1 and #14 (seed 2026): `dataset info` read each part's footer through
+    # pyarrow, whose OSError ("is a directory", "Couldn't deserialize thrift") was the catch-all
+    part = layout_1 / "kernels" / "profile_id=a" / "part-0.parquet"
+    data = part.read_bytes()
+    part.write_bytes(data[: len(data) - 40] + b"\x0f" * 40)
+    assert_one_line_error(cli("dataset", "info", layout_1), "part-0.parquet: unreadable Parquet part")
+    part.unlink()
+    part.mkdir()
+    assert_one_line_error(cli("dataset", "info", layout_1), "part-0.parquet: unreadable Parquet part")
+
+
+def test_layout_1_metadata_json_of_the_wrong_shape_is_one_line(layout_1, cli):
+    # found by a metadata/marker type sweep beside fuzz_surfaces: dict() of a list was a TypeError
+    # at the catch-all
+    (layout_1 / "metadata.json").write_text('{"a": [1, 2], "b": 3}')
+    assert_one_line_error(cli("kernels", layout_1), "the metadata of 'a' is not a mapping")
+    (layout_1 / "metadata.json").write_text("[1]")
+    assert_one_line_error(cli("kernels", layout_1), "expected a mapping of profile id to metadata")
