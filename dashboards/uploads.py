@@ -209,11 +209,13 @@ def _unzip(archive: Path, dest: Path, name: str, max_bytes: int) -> None:
             if not parts:
                 continue
             target = dest.joinpath(*parts)
-            if m.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
             try:
+                # a folder member where a file was unpacked (or the reverse) and a name longer than
+                # the file system takes are the archive's fault: OSErrors here are one line
+                if m.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(m) as src, open(target, "xb") as out:
                     while chunk := src.read(1 << 20):
                         written += len(chunk)
@@ -221,9 +223,11 @@ def _unzip(archive: Path, dest: Path, name: str, max_bytes: int) -> None:
                             raise InputError(name, f"not stored: the archive unpacks to more than {mb(max_bytes)}")
                         out.write(chunk)
             except FileExistsError:
-                raise InputError(name, f"not stored: the archive holds {m.filename!r} twice") from None
+                raise InputError(name, f"not stored: the archive holds {m.filename!r} twice, or as both a file and a folder") from None
             except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
                 raise InputError(name, f"not stored: cannot unpack {m.filename!r} ({exc})") from None
+            except OSError as exc:
+                raise InputError(name, f"not stored: cannot unpack {m.filename!r} ({exc.strerror or type(exc).__name__})") from None
 
 
 def _member_parts(m: zipfile.ZipInfo, name: str) -> list[str]:

@@ -150,3 +150,32 @@ def test_layout_1_metadata_json_of_the_wrong_shape_is_one_line(layout_1, cli):
     assert_one_line_error(cli("kernels", layout_1), "the metadata of 'a' is not a mapping")
     (layout_1 / "metadata.json").write_text("[1]")
     assert_one_line_error(cli("kernels", layout_1), "expected a mapping of profile id to metadata")
+
+
+# -- dashboard .zip uploads -----------------------------------------------------------------------------
+@pytest.mark.parametrize("members, needle", [
+    ([("d/" + "a" * 300 + ".jsonl", b"x")], "(File name too long)"),
+    ([("d/x.jsonl", b"x"), ("d/x.jsonl/", b"")], "the archive holds 'd/x.jsonl/' twice, or as both a file and a folder"),
+    ([("d/x", b"x"), ("d/x/y.jsonl", b"x")], "the archive holds 'd/x/y.jsonl' twice, or as both a file and a folder"),
+])
+def test_zip_upload_whose_members_cannot_be_unpacked_is_a_refusal_line(tmp_path, members, needle):
+    # found by hand beside fuzz_surfaces' uploads: a member name over 255 bytes (ENAMETOOLONG), a
+    # folder member where a file was unpacked (FileExistsError from mkdir, outside the try) were
+    # shown as "cannot load: OSError: ..." / "FileExistsError: ..." (the upload's catch-all)
+    pytest.importorskip("dash")
+    import io
+    import zipfile
+
+    from profaudit.dashboards.state import DashboardState
+    from profaudit.dashboards.uploads import store_uploads
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    up = tmp_path / "srv" / "uploads"
+    st = DashboardState(upload_dir=up)
+    (res,) = store_uploads(st, ["data:application/zip;base64," + base64.b64encode(buf.getvalue()).decode()], ["run.zip"])
+    assert not res.ok and res.text.startswith("run.zip: not stored: ") and needle in res.text, res.text
+    assert "Error" not in res.text and str(tmp_path) not in res.text
+    assert [p.name for p in up.iterdir()] == []  # nothing half-unpacked is left
