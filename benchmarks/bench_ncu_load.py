@@ -437,8 +437,9 @@ def main(argv: list[str] | None = None) -> int:
                 st["spawned"].append(_time(empty_spawned, p)[0])
                 st["forked"].append(_time(empty_forked, p)[0])
                 got = parts.ask(p)
+                payload = base64.b64decode(got["payload"])  # the helper's JSON framing, not the pipe's: untimed
                 c = _own_cpu()
-                chunks, res = pickle.loads(base64.b64decode(got["payload"]))
+                chunks, res = pickle.loads(payload)
                 st["transfer"].append(got["encode"] + _own_cpu() - c)
                 st["parent"].append(_parent_only(p, chunks, res))
                 for k in ("open", "units", "rest"):
