@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from profaudit import __version__, schema
-from profaudit.errors import InputError, UsageError
+from profaudit.errors import InputError, UsageError, first_line
 from profaudit.profile import Profile, ProfileSet
 
 log = logging.getLogger(__name__)
@@ -455,11 +455,16 @@ def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
             raise InputError(store.url(f["path"])[:200], f"part file listed in its batch manifest cannot be opened: {exc.strerror or exc}") from None
         df = read_parquet_untrusted(source, store.url(f["path"]), "unreadable Parquet part")
         gone = snap.superseded(batch)
-        if gone:
-            df = df.filter(~pl.col("profile_id").is_in(sorted(gone)))
-        frames.append(df)
+        try:
+            if gone:
+                df = df.filter(~pl.col("profile_id").is_in(sorted(gone)))
+            frames.append(schema.conform(schema.ALL_TABLES[table], df))
+        except (ValueError, TypeError, pl.exceptions.PolarsError) as exc:
+            # a part of another table (files swapped or renamed), or of columns of the wrong type:
+            # named here, per part, for every caller (compaction reached the catch-all with it)
+            raise InputError(store.url(f["path"]), f"part file does not hold the {table!r} table its manifest says: {first_line(exc)[:300]}") from None
     t = schema.ALL_TABLES[table]
-    return pl.concat([schema.conform(t, f) for f in frames], how="vertical") if frames else t.empty()
+    return pl.concat(frames, how="vertical") if frames else t.empty()
 
 
 def _metadata_dict(row: dict) -> dict:

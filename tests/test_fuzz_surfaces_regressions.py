@@ -179,3 +179,24 @@ def test_zip_upload_whose_members_cannot_be_unpacked_is_a_refusal_line(tmp_path,
     assert not res.ok and res.text.startswith("run.zip: not stored: ") and needle in res.text, res.text
     assert "Error" not in res.text and str(tmp_path) not in res.text
     assert [p.name for p in up.iterdir()] == []  # nothing half-unpacked is left
+
+
+# -- damaged layout-2 datasets ----------------------------------------------------------------------
+def test_compact_of_a_part_holding_another_tables_rows_is_one_line(tmp_path, cli):
+    # fuzz_surfaces dataset #24 (seed 2026): a batch's samples and metadata parts swapped; reading
+    # said "damaged dataset", but `dataset compact` reached schema.conform's ValueError (exit 3)
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    write_dataset(ProfileSet([_profile("b", 2)]), ds)
+    k = sorted(ds.glob("kernels/batch=*/*.parquet"))[0]
+    m = sorted(ds.glob("metadata/batch=*/*.parquet"))[0]
+    kb, mb = k.read_bytes(), m.read_bytes()
+    k.write_bytes(mb)
+    m.write_bytes(kb)
+    res = cli("dataset", "compact", ds)
+    assert_one_line_error(res, "part file does not hold the")
+    assert k.name in res.err or m.name in res.err
