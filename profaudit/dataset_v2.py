@@ -389,6 +389,12 @@ def check_manifest(m, raw: bytes, where: str) -> None:
             e = jsonshape.mapping(e, f"{what}: {key}[{i}]", where)
             for k in fields:
                 jsonshape.text(e.get(k), f"{what}: {key}[{i}].{k}", where, optional=False, numbers=False)
+            if key == "files":
+                if not e["path"].strip():
+                    raise InputError(where, f"{what}: files[{i}].path: empty")
+                for k in ("rows", "bytes"):
+                    if not _is_count(e.get(k)):
+                        raise InputError(where, f"{what}: files[{i}].{k}: expected a whole number >= 0, found {jsonshape.kind(e.get(k))}")
     replaces = m.get("replaces", [])
     if not isinstance(replaces, list) or not all(isinstance(b, str) for b in replaces):
         raise InputError(where, f"{what}: replaces: expected a list of batch names")
@@ -404,8 +410,15 @@ def _looks_sound(m) -> bool:
         for e in entries:
             if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in fields):
                 return False
+            # info sums a file's rows, compaction its bytes: a null, text or NaN there was a TypeError
+            if key == "files" and not (e["path"].strip() and _is_count(e.get("rows")) and _is_count(e.get("bytes"))):
+                return False
     replaces = m.get("replaces", [])
     return isinstance(replaces, list) and all(isinstance(b, str) for b in replaces)
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _snapshot(store, since: str | None = None, names: list[str] | None = None) -> Snapshot:

@@ -200,3 +200,26 @@ def test_compact_of_a_part_holding_another_tables_rows_is_one_line(tmp_path, cli
     res = cli("dataset", "compact", ds)
     assert_one_line_error(res, "part file does not hold the")
     assert k.name in res.err or m.name in res.err
+
+
+@pytest.mark.parametrize("field, value, cmd", [
+    ("rows", None, "info"), ("rows", "12", "info"), ("rows", -5, "info"),
+    ("bytes", None, "compact"), ("bytes", {}, "compact"),
+])
+def test_manifest_file_counts_of_the_wrong_type_are_one_line(tmp_path, cli, field, value, cmd):
+    # a manifest type sweep beside fuzz_surfaces: `dataset info` summed files[].rows, compaction
+    # files[].bytes, unchecked: "TypeError: unsupported operand type(s) for +=: 'int' and 'NoneType'"
+    import json
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    write_dataset(ProfileSet([_profile("b", 2)]), ds)
+    man = sorted((ds / "_manifests").glob("*.json"))[0]
+    doc = json.loads(man.read_text())
+    doc["files"][0][field] = value
+    man.write_text(json.dumps(doc))
+    assert_one_line_error(cli("dataset", cmd, ds), f"broken batch manifest: files[0].{field}: expected a whole number >= 0")
