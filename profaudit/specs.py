@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -532,10 +533,12 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
 
 
 def read_spec_file(path: str | os.PathLike) -> DeviceSpec:
-    import yaml
-
     p = Path(path)
     try:
+        # a FIFO or a device would block or never end (fuzz_surfaces spec #37: a FIFO named
+        # spec.yaml hung `devices --spec`): only a regular file is opened
+        if p.exists() and not p.is_dir() and not stat.S_ISREG(p.stat().st_mode):
+            raise InputError(p, "not a regular file (a pipe or a device): save the spec to a file first")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(p, "no such file") from None
@@ -547,14 +550,15 @@ def read_spec_file(path: str | os.PathLike) -> DeviceSpec:
         raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
     if not text.strip():
         raise InputError(p, "empty file")
+    from profaudit import safe_yaml
+
+    # the alias and depth budget of claim files: a spec nested 1,500 deep was a RecursionError at
+    # the catch-all (fuzz_surfaces spec #31), and aliases could expand without bound
+    doc = safe_yaml.load(text, p)
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise InputError(p, f"not valid YAML{where}: {problem}") from None
-    return parse_spec(doc, p)
+        return parse_spec(doc, p)
+    except RecursionError:
+        raise InputError(p, f"nested more than {safe_yaml.MAX_DEPTH} levels deep") from None
 
 
 # --------------------------------------------------------------------------------------------------

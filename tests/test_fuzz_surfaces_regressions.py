@@ -223,3 +223,19 @@ def test_manifest_file_counts_of_the_wrong_type_are_one_line(tmp_path, cli, fiel
     doc["files"][0][field] = value
     man.write_text(json.dumps(doc))
     assert_one_line_error(cli("dataset", cmd, ds), f"broken batch manifest: files[0].{field}: expected a whole number >= 0")
+
+
+def test_spec_file_that_is_a_fifo_is_refused_without_blocking(tmp_path, cli):
+    # fuzz_surfaces spec #37 (seed 2026): a FIFO named spec.yaml; `devices --spec` blocked in open()
+    import os
+
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)
+    assert_one_line_error(cli("devices", "--spec", fifo), "not a regular file")
+
+
+def test_spec_nested_1500_deep_is_one_line(tmp_path, cli):
+    # fuzz_surfaces spec #31 (seed 2026): JSON nested 1,500 deep in a field: RecursionError (exit 3)
+    p = tmp_path / "spec.yaml"
+    p.write_text(SPEC.read_text().replace("schema_version: 1", "schema_version: 1\nnotes: " + "[" * 1500 + "1" + "]" * 1500, 1))
+    assert_one_line_error(cli("devices", "--spec", p), "nested more than 100 levels deep")
