@@ -48,7 +48,13 @@ def claim_files(target: str | Path) -> list[Path]:
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return _storable(text.splitlines()[0] if text else type(exc).__name__)
+
+
+def _storable(text):
+    """Text a table can hold: a claim's lone UTF-16 surrogate (JSON "\\ud800", which YAML keeps)
+    made polars' UTF-8 encoding fail for the whole batch (fuzz_surfaces batch #34 seed 2026)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(text, str) else text
 
 
 def audit_row(path: str, select: str | None = None, ignore: str | None = None) -> dict[str, Any]:
@@ -66,7 +72,7 @@ def audit_row(path: str, select: str | None = None, ignore: str | None = None) -
     fired = sorted((f for f in r.findings if f.status is Status.FAIL), key=lambda f: (-int(f.severity), f.rule))
     return {
         "claim": path,
-        "description": r.claim.description,
+        "description": _storable(r.claim.description),
         "verdict": r.verdict,
         "claimed_speedup_x": _finite(r.claim.speedup),
         "supported_speedup_x": _finite(iv.estimate) if iv else None,

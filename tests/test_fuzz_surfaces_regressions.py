@@ -239,3 +239,32 @@ def test_spec_nested_1500_deep_is_one_line(tmp_path, cli):
     p = tmp_path / "spec.yaml"
     p.write_text(SPEC.read_text().replace("schema_version: 1", "schema_version: 1\nnotes: " + "[" * 1500 + "1" + "]" * 1500, 1))
     assert_one_line_error(cli("devices", "--spec", p), "nested more than 100 levels deep")
+
+
+# -- claim files and batch audits ---------------------------------------------------------------------
+LOGS = REPO / "sample_reports" / "claims" / "logs" / "softmax"
+
+
+def test_claim_evidence_name_over_255_bytes_is_one_line(tmp_path, cli):
+    # fuzz_surfaces batch #37 (seed 2026): Path.exists() raised OSError ENAMETOOLONG (exit 3)
+    claim = tmp_path / "c.yaml"
+    claim.write_text(f"baseline: {{timings: {'a' * 300}.jsonl}}\ncandidate: {{timings: {'b' * 300}.jsonl}}\n")
+    assert_one_line_error(cli("audit", claim), "cannot be a file (File name too long)")
+
+
+def test_batch_with_a_lone_surrogate_in_a_claim_still_writes_its_table(tmp_path, cli):
+    # fuzz_surfaces batch #34 (seed 2026): a claim's text or path holding JSON's "\ud800" (YAML
+    # keeps it) made the verdict table's UTF-8 encoding fail: the whole batch was the catch-all
+    import json
+
+    d = tmp_path / "claims"
+    d.mkdir()
+    b, c = LOGS / "naive" / "cols-1024_dtype-float32_rows-1024.run0.jsonl", LOGS / "torch" / "cols-1024_dtype-float32_rows-1024.run0.jsonl"
+    (d / "a.yaml").write_text(f'claim: "x\\ud800"\nbaseline: {{timings: "{b}"}}\ncandidate: {{timings: "{c}"}}\nspeedup: 2\n')
+    (d / "b.yaml").write_text('baseline: {timings: "x\\ud800.jsonl"}\ncandidate: {timings: "y.jsonl"}\n')
+    out = tmp_path / "v.json"
+    res = cli("audit", d, "--engine", "local", "-f", "json", "-o", out)
+    assert res.code == 2 and "internal error" not in res.err, res
+    rows = {Path(r["claim"]).name: r for r in json.loads(out.read_text())}
+    assert rows["a.yaml"]["verdict"] != "ERROR" and rows["a.yaml"]["description"] == "x\\ud800"
+    assert rows["b.yaml"]["verdict"] == "ERROR" and "not a valid file name" in rows["b.yaml"]["error"]

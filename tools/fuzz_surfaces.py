@@ -242,7 +242,7 @@ def _evidence_damage(doc: dict, case: Path, rng: random.Random, others: list[Pat
     elif op == "folder":
         val = str(Path(src).parent) if src else str(case)
     elif op == "emptyfolder":
-        (case / "empty.d").mkdir()
+        (case / "empty.d").mkdir(exist_ok=True)  # two damages in one claim may both pick it
         val = str(case / "empty.d")
     elif op == "selflink":
         os.symlink("self.jsonl", case / "self.jsonl")
