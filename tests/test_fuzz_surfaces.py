@@ -106,24 +106,33 @@ def test_batch_table_is_checked_against_the_claims_alone(tmp_path):
 
 
 # -- the child's fate: a planted fault in the code under test is judged as what it is -----------------
-def _one(sweep, tmp_path, fault: str, *args: str) -> dict:
-    """One pairs input with `profaudit.batch.read_pairs` replaced by `fault` (Python source)."""
+PLANT = """
+import os, signal, time
+from pathlib import Path
+import profaudit.batch
+
+def fault(path):
+    # which fault follows from the input's own folder (pairs_<i>): one run plants all three
+    i = int(Path(path).parent.name.rsplit("_", 1)[1])
+    if i == 0:
+        raise TypeError("planted")
+    if i == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(60)
+
+profaudit.batch.read_pairs = fault
+"""
+
+
+def test_a_planted_fault_is_judged_as_what_it_is(sweep, tmp_path):
+    # `profaudit.batch.read_pairs` replaced in the tool's parent (the children inherit it): an
+    # exception is undeliberate, a signal a crash, a sleep a timeout (blocked, with --stall-s 1)
     base, _ = sweep
     plant = tmp_path / "plant.py"
-    plant.write_text("import os, signal, time\nimport profaudit.batch\n" + fault + "\nprofaudit.batch.read_pairs = fault\n")
-    return _tool(tmp_path / "fs", base / "seeds", "--surfaces", "pairs", "--per-surface", "1", "--preload", str(plant), *args)["pairs"]
-
-
-def test_an_unexpected_exception_is_undeliberate(sweep, tmp_path):
-    c = _one(sweep, tmp_path, "def fault(path):\n    raise TypeError('planted')")
-    assert c == {"undeliberate": 1}, c
-    assert "planted" in (tmp_path / "fs" / "findings.jsonl").read_text()
+    plant.write_text(PLANT)
+    c = _tool(tmp_path / "fs", base / "seeds", "--surfaces", "pairs", "--per-surface", "3", "--preload", str(plant), "--stall-s", "1")["pairs"]
+    assert c == {"undeliberate": 1, "crash": 1, "timeout": 1}, c
+    findings = [json.loads(line) for line in (tmp_path / "fs" / "findings.jsonl").read_text().splitlines()]
+    assert {(f["i"], f["verdict"]) for f in findings} == {(0, "undeliberate"), (1, "crash"), (2, "timeout")}
+    assert "planted" in next(f["detail"] for f in findings if f["i"] == 0)
     assert (tmp_path / "fs" / "repro" / "pairs_0" / "pairs.csv").exists()
-
-
-def test_a_signal_is_a_crash(sweep, tmp_path):
-    assert _one(sweep, tmp_path, "def fault(path):\n    os.kill(os.getpid(), signal.SIGSEGV)") == {"crash": 1}
-
-
-def test_a_blocked_input_is_a_timeout(sweep, tmp_path):
-    assert _one(sweep, tmp_path, "def fault(path):\n    time.sleep(60)", "--stall-s", "1") == {"timeout": 1}
