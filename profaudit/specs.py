@@ -481,7 +481,10 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
             caps[str(lv)] = _value(e["capacity_bytes"], f"on_chip_memories.{lv}.capacity_bytes", sources, integer=True, clock_ok=False)
 
     conflicts = []
-    for i, c in enumerate(doc.get("conflicts") or []):
+    raw_conflicts = doc.get("conflicts")
+    if raw_conflicts is not None and not isinstance(raw_conflicts, list):  # a number is not iterable
+        raise _Bad("conflicts must be a list")
+    for i, c in enumerate(raw_conflicts or []):
         c = _mapping(c, f"conflicts[{i}]", optional=False)
         vals = []
         for j, v in enumerate(c.get("values") or []):

@@ -268,3 +268,8 @@ def test_batch_with_a_lone_surrogate_in_a_claim_still_writes_its_table(tmp_path,
     rows = {Path(r["claim"]).name: r for r in json.loads(out.read_text())}
     assert rows["a.yaml"]["verdict"] != "ERROR" and rows["a.yaml"]["description"] == "x\\ud800"
     assert rows["b.yaml"]["verdict"] == "ERROR" and "not a valid file name" in rows["b.yaml"]["error"]
+
+
+def test_spec_conflicts_not_a_list_is_one_line(tmp_path, cli):
+    # fuzz_surfaces spec #59 (seed 2027): conflicts = 2**63 -> "TypeError: 'int' object is not iterable"
+    assert_one_line_error(cli("devices", "--spec", _spec_with(tmp_path, conflicts=2**63)), "conflicts must be a list")
