@@ -236,8 +236,11 @@ def layout_1_root(store, where) -> Path:
 
 
 def _read_layout_1(path: Path) -> ProfileSet:
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import LocalStore
+
     try:
-        meta = json.loads((path / "metadata.json").read_text())
+        meta = v2.json_doc(LocalStore(path).read_bytes("metadata.json"))
     except (OSError, ValueError) as exc:
         raise InputError(path, f"broken profaudit dataset: {exc}") from None
     if not isinstance(meta, dict):
@@ -266,9 +269,12 @@ def _read_layout_1(path: Path) -> ProfileSet:
 def _layout_1_marker(root: Path) -> dict:
     """A layout-1 dataset's marker, checked: a mapping whose `profiles` is a list of ids (a damaged
     one was a JSON error, an AttributeError or a TypeError at the catch-all)."""
+    from profaudit import dataset_v2 as v2
+    from profaudit.datastore import LocalStore
+
     f = root / MARKER
     try:
-        marker = json.loads(f.read_text())
+        marker = v2.json_doc(LocalStore(root).read_bytes(MARKER))
     except (OSError, ValueError) as exc:
         raise InputError(f, f"broken profaudit dataset marker: {exc}") from None
     if not isinstance(marker, dict):
@@ -284,6 +290,9 @@ def _parquet_rows(f: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from profaudit.parsers.isolate import refuse_non_regular
+
+    refuse_non_regular(f, f, "unreadable Parquet part")
     try:
         return pq.ParquetFile(f).metadata.num_rows
     except (OSError, ValueError, pa.ArrowException) as exc:

@@ -81,9 +81,19 @@ def new_batch_id(after: str | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%S}{now.microsecond:06d}-{suffix}"
 
 
+def json_doc(raw: str | bytes):
+    """`json.loads` of a dataset file (marker, manifest, metadata). Nesting past the interpreter's
+    depth is damage like any other, a ValueError: json raises RecursionError there, which no
+    reader's `except ValueError` caught (a marker nested 5,000 deep reached the catch-all)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+
+
 def read_marker(store) -> dict:
     try:
-        marker = json.loads(store.read_bytes(MARKER))
+        marker = json_doc(store.read_bytes(MARKER))
     except (OSError, ValueError) as exc:
         raise InputError(store.url(), f"broken profaudit dataset: {exc}") from None
     if not isinstance(marker, dict) or marker.get("format") != FORMAT:
@@ -227,7 +237,7 @@ def name_sizes(store, names: list[str], target_file_bytes: int) -> list[str]:
         except FileNotFoundError:  # another writer renamed it or a compaction replaced it
             continue
         try:
-            m = json.loads(raw)
+            m = json_doc(raw)
             new = manifest_name(m["batch"], m["files"], target_file_bytes)
         except (ValueError, KeyError, TypeError):
             out.append(name)  # a damaged manifest: left for the readers to name
@@ -433,7 +443,7 @@ def _snapshot(store, since: str | None = None, names: list[str] | None = None) -
         except OSError as exc:
             raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
         try:
-            m = json.loads(raw)
+            m = json_doc(raw)
         except ValueError as exc:
             raise InputError(store.url(f"{MANIFESTS}/{name}"), f"broken batch manifest: {exc}") from None
         check_manifest(m, raw, store.url(f"{MANIFESTS}/{name}"))

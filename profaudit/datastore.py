@@ -8,8 +8,10 @@ appears whole or not at all), so it is written in place.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import stat
 import tempfile
 from pathlib import Path
 
@@ -52,7 +54,12 @@ class LocalStore:
         return self.path(rel).is_file()
 
     def read_bytes(self, rel: str) -> bytes:
-        return self.path(rel).read_bytes()
+        p = self.path(rel)
+        # a FIFO (or a device) where a dataset file belongs would block the read for ever; a
+        # folder is an IsADirectoryError from open() anyway
+        if (mode := p.stat().st_mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise OSError(errno.EINVAL, "not a regular file", str(p))
+        return p.read_bytes()
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Write through a temporary sibling and a rename: a reader, or a retried task writing the
@@ -255,12 +262,16 @@ def expand_url(raw: str) -> list[tuple[RemoteInput, bool]]:
     from profaudit.dataset import is_dataset
     from profaudit.errors import InputError
 
+    from urllib.parse import urlsplit
+
     protocol = raw.split("://", 1)[0]
     fs, p = url_to_fs(raw)
     try:
         if is_dataset(raw):
             return [(RemoteInput(raw.rstrip("/"), 0, True), True)]
-        if any(ch in p for ch in "*?["):
+        # an http(s) URL's host may hold brackets (an IPv6 address): only its path can be a pattern
+        pattern = urlsplit(raw).path if protocol in ("http", "https") else p
+        if any(ch in pattern for ch in "*?["):
             found = fs.glob(p, detail=True)
             if not found:
                 raise InputError(raw, "no file matches this pattern")
@@ -279,6 +290,8 @@ def expand_url(raw: str) -> list[tuple[RemoteInput, bool]]:
         raise
     except (OSError, ValueError) as exc:
         raise InputError(raw, f"cannot reach: {exc}") from None
+    except TypeError as exc:  # fsspec's HTTP glob passes an option aiohttp refuses (fsspec, not us)
+        raise InputError(raw, f"cannot reach: {type(exc).__name__}: {exc}") from None
 
 
 def read_remote(item: RemoteInput, explicit: bool, options, read_local) -> list:

@@ -273,3 +273,72 @@ def test_batch_with_a_lone_surrogate_in_a_claim_still_writes_its_table(tmp_path,
 def test_spec_conflicts_not_a_list_is_one_line(tmp_path, cli):
     # fuzz_surfaces spec #59 (seed 2027): conflicts = 2**63 -> "TypeError: 'int' object is not iterable"
     assert_one_line_error(cli("devices", "--spec", _spec_with(tmp_path, conflicts=2**63)), "conflicts must be a list")
+
+
+# -- left open by the fuzz_surfaces run on the fixed tree (seed 2027), fixed by the integrator -----
+def test_layout_1_part_that_is_a_fifo_is_refused_without_blocking(layout_1, cli):
+    # dataset #.. (seed 2027): a FIFO where a layout-1 Parquet part belongs blocked pyarrow's open
+    # for ever (two timeouts); a path is now checked to be a regular file before it is read
+    import os
+
+    part = layout_1 / "kernels" / "profile_id=a" / "part-0.parquet"
+    part.unlink()
+    os.mkfifo(part)
+    assert_one_line_error(cli("dataset", "info", layout_1), "part-0.parquet: unreadable Parquet part: not a regular file")
+    assert_one_line_error(cli("kernels", layout_1), "part-0.parquet: unreadable Parquet part: not a regular file")
+
+
+@pytest.mark.parametrize("what, needle", [
+    ("manifest", "not a regular file"), ("part", "not a regular file"),
+    # a marker that is no regular file does not make the folder a dataset: it is searched for profiles
+    ("marker", "no profile or timing log found"),
+])
+def test_layout_2_file_that_is_a_fifo_is_refused_without_blocking(tmp_path, cli, what, needle):
+    # the same damage in a layout-2 dataset: a manifest is read whole (read_bytes blocked on a
+    # FIFO), a part through pyarrow
+    import os
+
+    from profaudit.dataset import write_dataset
+    from profaudit.dataset_v2 import MARKER
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    f = {"manifest": lambda: sorted((ds / "_manifests").glob("*.json"))[0],
+         "part": lambda: sorted(ds.glob("kernels/batch=*/*.parquet"))[0],
+         "marker": lambda: ds / MARKER}[what]()
+    f.unlink()
+    os.mkfifo(f)
+    assert_one_line_error(cli("kernels", ds), needle)
+
+
+@pytest.mark.parametrize("layout", [1, 2])
+def test_marker_nested_thousands_deep_is_one_line(tmp_path, layout_1, cli, layout):
+    # dataset (seed 2027): a marker nested 5,000 deep made json.loads raise RecursionError, which
+    # the readers' `except ValueError` did not catch (the catch-all, exit 3)
+    from profaudit.dataset import write_dataset
+    from profaudit.dataset_v2 import MARKER
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    if layout == 1:
+        ds = layout_1
+    else:
+        ds = tmp_path / "ds"
+        write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    (ds / MARKER).write_text("[" * 5000 + "]" * 5000)
+    assert_one_line_error(cli("kernels", ds), "JSON nested too deep")
+
+
+def test_malformed_http_urls_are_one_line(tmp_path, cli):
+    # pairs #69, #84, #131 (seed 2027): 'http://[::1' reached fsspec's HTTP glob (the '[' taken for
+    # a pattern), which passes an option aiohttp refuses: TypeError at the catch-all. Only an
+    # http(s) URL's path can be a pattern now, and a backend's TypeError is one line
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("baseline,candidate\nhttp://[::1,http://[::1\n")
+    res = cli("compare-pairs", pairs)
+    assert "internal error" not in res.err and "Traceback" not in res.err
+    assert "http://[::1: cannot reach" in res.out
+    assert_one_line_error(cli("kernels", "http://[::1"), "http://[::1: cannot reach")
+    assert_one_line_error(cli("kernels", "http://[::1]:9/x[0].json"), "cannot reach")
