@@ -84,7 +84,11 @@ _TRACE_FIELDS = {
 _SUMMARY_FIELDS = {"type": "type", "time(%)": "time_pct", "time": "total", "calls": "count", "avg": "mean", "min": "min", "max": "max", "name": "name"}
 _STATS = {"total": "total", "mean": "mean", "min": "min", "max": "max"}
 _DIRECTIONS = {"htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD", "htoh": "HtoH", "ptop": "PtoP", "atoh": "AtoH", "htoa": "HtoA", "atod": "AtoD", "dtoa": "DtoA", "atoa": "AtoA"}
-_VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]+)?\s*$")
+# polars reads columns with this pattern (Rust's regex: linear time whatever the pattern)
+_VALUE_RE = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]+)?\s*$"
+# Python's engine backtracks: the same language with possessive spaces and unit, or a cell of a
+# digit, 100,000 spaces and one stray byte splits the spaces every way before failing (seconds a cell)
+_VALUE = re.compile(r"^\s*+([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*+([A-Za-z%/]+)?+\s*+$")
 
 
 def _key(h: str) -> str:
@@ -448,7 +452,7 @@ def _summary_frame(t: _Table, path: Path) -> pl.DataFrame | None:
 
     section_type = "API calls" if (t.section or "").startswith("api calls") else "GPU activities"
     typ = cell("type").str.strip_chars().fill_null("")
-    value_re = _VALUE.pattern
+    value_re = _VALUE_RE
     exprs = {
         "typ": pl.when(typ != "").then(typ).forward_fill().fill_null(pl.lit(section_type)),
         "benchmark": cell("name").str.strip_chars().fill_null(""),

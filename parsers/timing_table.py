@@ -70,7 +70,11 @@ _UNIT_TOKENS = {"ns", "nsec", "nanoseconds", "us", "µs", "μs", "usec", "micros
 
 _NA = {"", "na", "n/a", "nan", "null", "none", "-", "--", "?", "nil"}
 
-_NUM_RE = r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ%]*)\s*$"
+# polars reads columns with this pattern (Rust's regex: linear time whatever the pattern)
+_NUM_RE = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ%]*)\s*$"
+# the same language for Python's backtracking engine, possessive where spaces and a unit meet, or a
+# run of spaces before a stray byte is split every way before the match fails (quadratic in the cell)
+_NUM_PY = re.compile(r"^\s*+([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*+([A-Za-zµμ%]*+)\s*+$")
 
 
 def tokens(name: str) -> list[str]:
@@ -266,7 +270,7 @@ def _numeric_body(text: str, header_idx: int, delim: str | None) -> bool:
         if not line.strip() or line.lstrip().startswith(("#", "//")):
             continue
         cells = _split(line, delim)
-        if any(re.match(_NUM_RE, c) and re.match(_NUM_RE, c).group(2) == "" for c in cells):
+        if any(_NUM_PY.match(c) and _NUM_PY.match(c).group(2) == "" for c in cells):
             return True
     return False
 
@@ -308,7 +312,7 @@ def sniff_table(probe: Probe) -> bool:
         return False
     d = _delimiter(header)
     names = _split(header, d) if d else [header]
-    if any(re.search(r"\d+\.\d+", n) or re.match(_NUM_RE, n) for n in names):
+    if any(re.search(r"\d+\.\d+", n) or _NUM_PY.match(n) for n in names):
         return False  # numbers in the first line: a data or prose line, not a header
     if d is None and not time_unit_in_name(header):
         return False
@@ -337,7 +341,7 @@ def _is_units_row(cells: list[str]) -> bool:
     if not vals:
         return False
     unitish = re.compile(r"^[\[\(]?[A-Za-zµμ%°/_\-. ]{1,16}[\]\)]?$")
-    if any(re.match(_NUM_RE, v) and re.match(_NUM_RE, v).group(2) == "" for v in vals):
+    if any(_NUM_PY.match(v) and _NUM_PY.match(v).group(2) == "" for v in vals):
         return False
     known = sum(1 for v in vals if ns_per(v.strip("[]()")) is not None or v.strip("[]()").lower() in ("mhz", "ghz", "khz", "hz", "w", "mw", "c", "%", "-", "degc", "°c", "byte", "bytes", "block", "thread", "cycle", "count"))
     return all(unitish.match(v) for v in vals) and known >= max(1, len(vals) // 2)

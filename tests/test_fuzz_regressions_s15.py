@@ -218,3 +218,53 @@ def test_asv_results_folder_with_a_cut_result_file_is_not_whole(tmp_path):
     md = profiles[0].metadata
     assert list(md["results_unreadable"]) == [f"{second.parent.name}/{second.name}"]
     assert md["complete"] is False and "1 unreadable result file(s)" in md["incomplete_reason"]
+
+
+# s15 final fuzz run, torch-benchmark #467 (seed 2028): a task_spec.sub_label of 1,048,576 digits with
+# one byte set to 0x7f took > 30 s of CPU (minutes): parse_scalar's float pattern `\d+\.?\d*` split the
+# digits between its two halves in every way before failing. nvprof's value cells and the timing
+# tables' number cells had the same pattern, and also `\s*` twice around an optional unit, quadratic
+# in a run of spaces. Each input below took from 20 minutes to hours before; a bound of 60 s (alarm)
+# is a complexity check, not a timing claim: linear matching takes well under a second.
+@pytest.mark.parametrize("text", [
+    "1" * 200_000 + "\x7f",
+    "1" + " " * 200_000 + "!",
+    " " * 200_000 + "1.5 ms" + " " * 200_000 + "!",
+    "-" + "9" * 100_000 + "." + "9" * 100_000 + "e!",
+])
+def test_number_patterns_are_linear_on_long_cells(text):
+    import signal
+
+    from profaudit.parsers import nvprof_csv, timing_table
+    from profaudit.samples import parse_scalar
+
+    def too_slow(*_):
+        raise AssertionError("a number pattern backtracked (quadratic) on a long cell")
+
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(60)
+    try:
+        assert parse_scalar(text) == text.strip()  # not a number: kept as text
+        assert nvprof_csv._VALUE.match(text) is None
+        assert timing_table._NUM_PY.match(text) is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_python_number_patterns_match_what_the_polars_ones_match():
+    # the possessive Python forms must accept exactly the language (and groups) of the old patterns
+    import random
+    import re
+
+    from profaudit.parsers import nvprof_csv, timing_table
+
+    old_nv = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]+)?\s*$")
+    old_tt = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ%]*)\s*$")
+    rng = random.Random(15)
+    alpha = "0123456789.eE+- \tmsuµ%/GBx!"
+    for _ in range(50_000):
+        w = "".join(rng.choice(alpha) for _ in range(rng.randint(0, 9)))
+        for a, b in ((old_nv.match(w), nvprof_csv._VALUE.match(w)), (old_tt.match(w), timing_table._NUM_PY.match(w)),
+                     (old_nv.match(w), re.match(nvprof_csv._VALUE_RE, w)), (old_tt.match(w), re.match(timing_table._NUM_RE, w))):
+            assert (a and a.groups()) == (b and b.groups()), w
