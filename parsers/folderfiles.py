@@ -35,6 +35,17 @@ def check_regular(root: Path, p: Path) -> Path:
     return p
 
 
+def refuse_non_regular(source: str | os.PathLike, path: Path | str, what: str) -> None:
+    """One InputError unless `source` is (or links to) a regular file: pyarrow's open of a FIFO
+    where a Parquet file belongs blocks for ever, and a folder is no Parquet file."""
+    try:
+        mode = os.stat(source).st_mode
+    except OSError as exc:
+        raise InputError(path, f"{what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(path, f"{what}: not a regular file")
+
+
 def regular_files(root: Path, candidates) -> list[Path]:
     """`candidates` (paths a reader matched by name), each checked with `check_regular`."""
     return [check_regular(root, p) for p in candidates]

@@ -56,7 +56,6 @@ import pickle
 import select
 import signal
 import socket
-import stat
 import struct
 import sys
 import threading
@@ -818,17 +817,6 @@ def settle() -> None:
                 z.stop(signal.SIGKILL)
 
 
-def refuse_non_regular(source: str | os.PathLike, path: Path | str, what: str) -> None:
-    """One InputError unless `source` is (or links to) a regular file: pyarrow's open of a FIFO
-    where a Parquet file belongs blocks for ever, and a folder is no Parquet file."""
-    try:
-        mode = os.stat(source).st_mode
-    except OSError as exc:
-        raise InputError(path, f"{what}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        raise InputError(path, f"{what}: not a regular file")
-
-
 def read_parquet_untrusted(source: Any, path: Path | str, what: str):
     """A whole Parquet file (a path or a file object) as a polars DataFrame, decoded by pyarrow.
 
@@ -839,6 +827,8 @@ def read_parquet_untrusted(source: Any, path: Path | str, what: str):
     import polars as pl
 
     from profaudit.panic_stderr import panics_as_input_errors
+
+    from profaudit.parsers.folderfiles import refuse_non_regular
 
     if isinstance(source, (str, os.PathLike)):
         refuse_non_regular(source, path, what)

@@ -290,7 +290,7 @@ def _parquet_rows(f: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from profaudit.parsers.isolate import refuse_non_regular
+    from profaudit.parsers.folderfiles import refuse_non_regular
 
     refuse_non_regular(f, f, "unreadable Parquet part")
     try:

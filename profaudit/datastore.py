@@ -57,7 +57,8 @@ class LocalStore:
         p = self.path(rel)
         # a FIFO (or a device) where a dataset file belongs would block the read for ever; a
         # folder is an IsADirectoryError from open() anyway
-        if (mode := p.stat().st_mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        mode = p.stat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise OSError(errno.EINVAL, "not a regular file", str(p))
         return p.read_bytes()
 
