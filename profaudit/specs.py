@@ -574,12 +574,18 @@ def _package_specs() -> dict[str, DeviceSpec]:
 
     import yaml
 
+    # libyaml's parser when PyYAML was built with it: the pure-Python one spent ~0.9 s (1.5-5 s on a
+    # busy machine) on the 84 shipped files, paid by every command that matches a device (each
+    # `audit`). The shipped files are ours, so the C parser's lack of a nesting limit does not
+    # matter here; user files keep safe_yaml's budgeted pure-Python path.
+    # tests/test_specs_cloader.py checks both loaders read every shipped file alike.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out: dict[str, DeviceSpec] = {}
     root = resources.files("profaudit.device_specs")
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".yaml"):
             continue
-        spec = parse_spec(yaml.safe_load(entry.read_text(encoding="utf-8")), f"device_specs/{entry.name}")
+        spec = parse_spec(yaml.load(entry.read_text(encoding="utf-8"), Loader=loader), f"device_specs/{entry.name}")
         if spec.key in out:
             raise InputError(f"device_specs/{entry.name}", f"duplicate device key {spec.key!r}")
         out[spec.key] = spec
