@@ -342,3 +342,22 @@ def test_malformed_http_urls_are_one_line(tmp_path, cli):
     assert "http://[::1: cannot reach" in res.out
     assert_one_line_error(cli("kernels", "http://[::1"), "http://[::1: cannot reach")
     assert_one_line_error(cli("kernels", "http://[::1]:9/x[0].json"), "cannot reach")
+
+
+# -- session 16 (engineer D): volume runs --------------------------------------------------------------
+_COLD = REPO / "sample_reports" / "bench_cpu" / "softmax_cold" / "softmax_rows" / "unfused" / "cols-1024_dtype-float32_rows-256.jsonl"
+_HOT = REPO / "sample_reports" / "bench_cpu" / "softmax" / "softmax_rows" / "fused" / "cols-1024_dtype-float32_rows-256.jsonl"
+
+
+def test_pairs_unreadable_pair_exits_2_even_beside_a_not_comparable_one(tmp_path, cli):
+    # fuzz_surfaces pairs #3 (seed 5): a cold-cache baseline against a hot candidate is "not
+    # comparable" under --fail-on (gate exit 4); the exit code was the max of the rows', so 4 hid the
+    # row of a pair whose file is missing, which the help promises exits 2
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(f"name,baseline,candidate\ncold_hot,{_COLD},{_HOT}\n")
+    res = cli("compare-pairs", pairs, "--fail-on", "regression", "-f", "csv")
+    assert res.code == 4, res  # the gate's own code, as `profaudit compare` gives it
+    pairs.write_text(f"name,baseline,candidate\ncold_hot,{_COLD},{_HOT}\nbroken,0x10,{_HOT}\n")
+    res = cli("compare-pairs", pairs, "--fail-on", "regression", "-f", "csv")
+    assert res.code == 2, res
+    assert "0x10" in res.out and "cold_hot" in res.out  # both rows are in the table

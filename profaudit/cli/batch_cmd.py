@@ -93,8 +93,9 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Compare every baseline/candidate pair a CSV lists into one verdict table.
 
-        Exit code: the worst pair's gate (0 pass, 1 fail or not comparable under --fail-on), 2 when
-        a pair could not be read (its row names the file and the problem).
+        Exit code: 2 when a pair could not be read (its row names the file and the problem), else
+        the worst pair's gate under --fail-on, as `profaudit compare` gives it: 0 pass, 1 a gated
+        difference, 4 not comparable.
         """
         from profaudit.batch import compare_many, read_pairs
 
