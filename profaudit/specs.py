@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -47,6 +46,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Sequence
 
 from profaudit.errors import InputError, UsageError
+from profaudit.filekind import OTHER, file_kind
 from profaudit.fmt import fmt_int
 from profaudit.schema import MEMORY_LEVELS, PRECISIONS
 
@@ -300,7 +300,19 @@ class _Bad(Exception):
     pass
 
 
-def _num(x: Any, where: str, *, integer: bool = False) -> float:
+# What one device can plausibly have, about a thousand times beyond the largest shipped figure and
+# below the smallest: a spec with a peak of 1e308 (or 1e-320) passed the positivity check and
+# printed a 300-digit bandwidth (or "0 GB/s") in `devices` and every roofline built on it.
+_LIMITS = {
+    "ops_per_s": (1e9, 1e19, "op/s"),  # shipped: 6.8e10 .. 2e16
+    "bytes_per_s": (1e9, 1e17, "B/s"),  # shipped: 3.2e10 .. 5.2e13
+    "clock_mhz": (1.0, 1e5, "MHz"),  # shipped: 585 .. 2,620
+    "bytes": (1024, 2**50, "bytes"),  # shipped: 1 MiB .. 288 GiB
+    "count": (1, 1_000_000, "compute units"),  # shipped: 1 .. 304
+}
+
+
+def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None) -> float:
     if isinstance(x, bool):
         raise _Bad(f"{where} must be a number, got {x!r}")
     if isinstance(x, str):
@@ -309,8 +321,16 @@ def _num(x: Any, where: str, *, integer: bool = False) -> float:
             x = float(x.replace("_", ""))
         except ValueError:
             raise _Bad(f"{where} must be a number, got {x!r}") from None
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**1023:
+        # math.isfinite/float() raise OverflowError on an int past the float range (YAML reads
+        # 1 followed by 400 zeros as one): the catch-all's line before
+        raise _Bad(f"{where} must be a finite number, got an integer of {len(str(abs(x)))} digits")
     if not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
         raise _Bad(f"{where} must be a positive number, got {x!r}")
+    if limits is not None:
+        lo, hi, unit = _LIMITS[limits]
+        if not lo <= x <= hi:
+            raise _Bad(f"{where} = {x:g} {unit} is not a plausible figure for one device (expected {lo:g} to {hi:g})")
     if integer:
         if float(x) != int(x):
             raise _Bad(f"{where} must be a whole number, got {x!r}")
@@ -334,7 +354,7 @@ def _mapping(x: Any, where: str, *, optional: bool = True) -> Mapping:
     return x
 
 
-def _value(x: Any, where: str, sources: Mapping[str, Source], *, integer: bool = False, clock_ok: bool = True) -> Value:
+def _value(x: Any, where: str, sources: Mapping[str, Source], *, limits: str, integer: bool = False, clock_ok: bool = True) -> Value:
     if not isinstance(x, Mapping):
         raise _Bad(f"{where} must be a mapping with 'value' and 'source' (got {type(x).__name__})")
     extra = set(x) - _ENTRY_KEYS
@@ -355,9 +375,9 @@ def _value(x: Any, where: str, sources: Mapping[str, Source], *, integer: bool =
     if clock is not None and not clock_ok:
         raise _Bad(f"{where} takes no clock_mhz")
     return Value(
-        value=_num(x["value"], f"{where}.value", integer=integer),
+        value=_num(x["value"], f"{where}.value", integer=integer, limits=limits),
         source=srcs,
-        clock_hz=None if clock is None else _num(clock, f"{where}.clock_mhz") * 1e6,
+        clock_hz=None if clock is None else _num(clock, f"{where}.clock_mhz", limits="clock_mhz") * 1e6,
         derivation=_str(x.get("derivation"), f"{where}.derivation", optional=True),
         note=_str(x.get("note"), f"{where}.note", optional=True),
     )
@@ -430,19 +450,19 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
     cu = doc.get("compute_units")
     sm_count = kind = None
     if cu is not None:
-        v = _value(cu, "compute_units", sources, integer=True, clock_ok=False)
+        v = _value(cu, "compute_units", sources, limits="count", integer=True, clock_ok=False)
         sm_count, kind = int(v.value), _str(cu.get("kind"), "compute_units.kind", optional=True)
-    boost = opt_value("boost_clock_mhz", clock_ok=False)
-    base = opt_value("base_clock_mhz", clock_ok=False)
-    mem = opt_value("memory_bytes", integer=True, clock_ok=False)
-    l2 = opt_value("l2_cache_bytes", integer=True, clock_ok=False)
+    boost = opt_value("boost_clock_mhz", limits="clock_mhz", clock_ok=False)
+    base = opt_value("base_clock_mhz", limits="clock_mhz", clock_ok=False)
+    mem = opt_value("memory_bytes", limits="bytes", integer=True, clock_ok=False)
+    l2 = opt_value("l2_cache_bytes", limits="bytes", integer=True, clock_ok=False)
 
     def peaks(section: str, allowed: Sequence[str] | None) -> dict[str, Value]:
         out = {}
         for p, e in _mapping(doc.get(section), section).items():
             if allowed is not None and p not in allowed:
                 raise _Bad(f"{section}.{p}: unknown precision; precisions: {', '.join(allowed)}")
-            out[str(p)] = _value(e, f"{section}.{p}", sources)
+            out[str(p)] = _value(e, f"{section}.{p}", sources, limits="ops_per_s")
         return out
 
     dense = peaks("peak_flops_per_s_dense", PRECISIONS)
@@ -457,7 +477,7 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
     for lv, e in _mapping(doc.get("bandwidth_bytes_per_s"), "bandwidth_bytes_per_s").items():
         if lv not in BANDWIDTH_LEVELS:
             raise _Bad(f"bandwidth_bytes_per_s.{lv}: unknown memory level; levels: {', '.join(BANDWIDTH_LEVELS)}")
-        v = _value(e, f"bandwidth_bytes_per_s.{lv}", sources)
+        v = _value(e, f"bandwidth_bytes_per_s.{lv}", sources, limits="bytes_per_s")
         if lv != "dram" and v.clock_hz is None and boost is not None:
             # An on-chip figure without its own clock is taken at the boost clock it was derived from.
             v = replace(v, clock_hz=boost.value * 1e6)
@@ -467,7 +487,7 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
     for ln, e in _mapping(doc.get("interconnect_bytes_per_s"), "interconnect_bytes_per_s").items():
         if ln not in INTERCONNECTS:
             raise _Bad(f"interconnect_bytes_per_s.{ln}: unknown link; links: {', '.join(INTERCONNECTS)}")
-        links[str(ln)] = _value(e, f"interconnect_bytes_per_s.{ln}", sources, clock_ok=False)
+        links[str(ln)] = _value(e, f"interconnect_bytes_per_s.{ln}", sources, limits="bytes_per_s", clock_ok=False)
 
     caps = {}
     for lv, e in _mapping(doc.get("on_chip_memories"), "on_chip_memories").items():
@@ -478,7 +498,7 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
         if lv not in EXTRA_BANDWIDTH_LEVELS and lv not in MEMORY_LEVELS:
             raise _Bad(f"on_chip_memories.{lv}: unknown level; levels: {', '.join(BANDWIDTH_LEVELS)}")
         if e.get("capacity_bytes") is not None:
-            caps[str(lv)] = _value(e["capacity_bytes"], f"on_chip_memories.{lv}.capacity_bytes", sources, integer=True, clock_ok=False)
+            caps[str(lv)] = _value(e["capacity_bytes"], f"on_chip_memories.{lv}.capacity_bytes", sources, limits="bytes", integer=True, clock_ok=False)
 
     conflicts = []
     raw_conflicts = doc.get("conflicts")
@@ -540,7 +560,8 @@ def read_spec_file(path: str | os.PathLike) -> DeviceSpec:
     try:
         # a FIFO or a device would block or never end (fuzz_surfaces spec #37: a FIFO named
         # spec.yaml hung `devices --spec`): only a regular file is opened
-        if p.exists() and not p.is_dir() and not stat.S_ISREG(p.stat().st_mode):
+        # (a failed stat raises what open() would: the handlers below word it)
+        if file_kind(p) == OTHER:
             raise InputError(p, "not a regular file (a pipe or a device): save the spec to a file first")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -361,3 +361,36 @@ def test_pairs_unreadable_pair_exits_2_even_beside_a_not_comparable_one(tmp_path
     res = cli("compare-pairs", pairs, "--fail-on", "regression", "-f", "csv")
     assert res.code == 2, res
     assert "0x10" in res.out and "cold_hot" in res.out  # both rows are in the table
+
+
+def _spec_value(tmp_path: Path, section: str, key: str | None, value) -> Path:
+    doc = yaml.safe_load(SPEC.read_text())
+    entry = doc[section] if key is None else doc[section][key]
+    entry["value"] = value
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("bandwidth_bytes_per_s", "dram", 1e308),  # printed as a 300-digit GB/s figure
+        ("bandwidth_bytes_per_s", "dram", 1e-320),  # printed as "0 GB/s"
+        ("bandwidth_bytes_per_s", "dram", 2**64),
+        ("peak_flops_per_s_dense", "fp32", 1e300),
+        ("boost_clock_mhz", None, 1e9),
+        ("memory_bytes", None, 2**70),
+    ],
+)
+def test_spec_peak_beyond_any_device_is_one_line(tmp_path, cli, section, key, value):
+    # deep spec mutator (session 16): a peak that is positive and finite but absurd passed
+    # validation and came out as nonsense numbers in `devices KEY` and every roofline built on it
+    res = cli("devices", "rtx-a6000", "--spec", _spec_value(tmp_path, section, key, value))
+    assert_one_line_error(res, "is not a plausible figure for one device")
+
+
+def test_spec_integer_past_the_float_range_is_one_line(tmp_path, cli):
+    # YAML reads a 1 with 400 zeros as an int: math.isfinite raised OverflowError (internal error)
+    res = cli("devices", "--spec", _spec_value(tmp_path, "compute_units", None, 10**400))
+    assert_one_line_error(res, "compute_units.value must be a finite number, got an integer of 401 digits")
