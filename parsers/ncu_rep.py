@@ -368,28 +368,27 @@ _NP_TYPES = {"q": "int64", "d": "float64"}
 def _chunk_frame(ch: dict[str, Any]) -> pl.DataFrame:
     """A chunk of the child's typed columns (ncu_child.Columns.chunk) as a `metrics` frame: numbers
     wrapped from their arrays, texts gathered from the chunk's string table by code, integer
-    correlation ids written as decimal text by polars; no Python work per row."""
+    correlation ids written as decimal text by polars; no Python work per row.
+
+    Gathers index the table with a numpy array (`table[codes]`: one native gather), not
+    `Series.gather`, which runs each call through the lazy engine (0.1-1 ms a column, a third of
+    the parent's CPU on a one-kernel report; benchmarks/bench_ncu_load.py's "parent" stage)."""
     import numpy as np  # a core dependency; imported here, where polars frames are built from arrays
 
     sch = schema.METRICS.polars_schema
-    n = ch["rows"]
-    table = pl.Series(ch["strings"], dtype=pl.String, strict=False)
+    table = pl.Series(ch["strings"], dtype=pl.String, strict=False)  # code 0: the null
     cols: dict[str, pl.Series] = {}
     for c in COLS:
         if c in NUM_COLS:
             col = pl.Series(c, np.frombuffer(ch["num"][c], dtype=_NP_TYPES[NUM_COLS[c]]))
             if ch["nulls"][c]:
-                col = col.scatter(ch["nulls"][c], None)
+                col = col.scatter(np.asarray(ch["nulls"][c], dtype=np.int64), None)
         else:
             codes = np.frombuffer(ch["codes"][c], dtype=np.int32)
-            at = np.flatnonzero(codes)  # rows that are not null
-            if len(at) * 4 < n:  # mostly null (section, value_str): gather the others only
-                col = pl.Series(c, [None], dtype=pl.String).new_from_index(0, n)
-                if len(at):
-                    col = col.scatter(at, table.gather(np.maximum(codes[at], 0)))
-            else:
-                col = table.gather(np.maximum(codes, 0) if c == "instance_key" else codes).alias(c)
-            if c == "instance_key" and len(ch["key_rows"]):  # code -1: an integer id
+            if c == "instance_key":
+                codes = np.maximum(codes, 0)  # code -1, an integer id: null here, its text below
+            col = table[codes.view(np.uint32)].alias(c)  # codes are >= 0: the view is the same numbers
+            if c == "instance_key" and len(ch["key_rows"]):
                 col = col.scatter(np.frombuffer(ch["key_rows"], dtype=np.int64), pl.Series(np.frombuffer(ch["key_ids"], dtype=np.uint64)).cast(pl.String))
         cols[c] = col if col.dtype == sch[c] else col.cast(sch[c])
     return pl.DataFrame(cols)
