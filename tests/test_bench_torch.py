@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.modelled_clock import ModelledClock
+
 torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,39 +74,21 @@ def test_matmul_flop_formula_is_checked_against_the_recorded_shape(tmp_path):
     assert {f.side for f in flagged} == {"baseline", "candidate"} and all("2.00x" in f.message for f in flagged)
 
 
-class _ModelledClock:
-    """A timer for the torch backend that runs every call for real (so the correctness, repeat-call
-    and spot checks see real outputs) but reports modelled device times: a per-variant base time,
-    a slow head of `head` calls per variant (a warm-up the harness must find and leave out) and
-    seeded 1% lognormal noise. The budget clock follows the modelled time (`clock_ns`), so the
-    number of samples and every statistic are the same on any machine at any load; real host
-    timing made PA101 see a 1.08x warm-up head on a busy CI machine. Its logs say `fake`, the
-    simulated device's time source, so they never pass as measurements."""
-
-    time_source = "fake"
-    synchronized = True
+class _ModelledClock(ModelledClock):
+    """Modelled device times (tests/modelled_clock.py): a per-variant base time and a slow head of
+    `head` calls per variant (a warm-up the harness must find and leave out), with seeded 1%
+    noise; real host timing made PA101 see a 1.08x warm-up head on a busy CI machine."""
 
     def __init__(self, base_ns: dict[str, float], head: int = 5, head_factor: float = 3.0, gap_ns: float = 2_000.0):
-        self.base_ns, self.head, self.head_factor, self.gap_ns = base_ns, head, head_factor, gap_ns
-        self.clock_ns = 0.0
+        super().__init__(gap_ns=gap_ns)
+        self.base_ns, self.head, self.head_factor = base_ns, head, head_factor
         self.calls: dict[str, int] = {}
-        self.rng = np.random.default_rng(0)
 
-    def run(self, calls, flush):
-        starts, durs = [], []
-        for c in calls:
-            if flush is not None:
-                flush()
-            c()
-            n = self.calls.get(c.variant, 0)
-            self.calls[c.variant] = n + c.repeat
-            t = self.base_ns[c.variant] * float(np.exp(self.rng.normal(0.0, 0.01))) * c.repeat
-            if n < self.head:
-                t *= self.head_factor
-            starts.append(self.clock_ns)
-            durs.append(t)
-            self.clock_ns += t + self.gap_ns
-        return starts, durs
+    def call_ns(self, c) -> float:
+        c()
+        n = self.calls.get(c.variant, 0)
+        self.calls[c.variant] = n + c.repeat
+        return self.base_ns[c.variant] * (self.head_factor if n < self.head else 1.0)
 
 
 def test_softmax_compare_is_fair(tmp_path, monkeypatch):

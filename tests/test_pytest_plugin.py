@@ -40,8 +40,11 @@ BUDGET = ["--profaudit-max-time", "0.05", "--profaudit-min-samples", "6", "-p", 
 
 def _plugin_args() -> list[str]:
     # installed (entry point) the plugin loads itself; from a source tree without the refreshed
-    # metadata it is named explicitly
-    eps = importlib.metadata.entry_points(group="pytest11")
+    # metadata it is named explicitly. Asked the way pytest (pluggy) asks: every distribution's
+    # entry points. `entry_points()` keeps one distribution per name, so a stale profaudit.egg-info
+    # in the checkout (first on sys.path) hid the installed plugin from it while pytest loaded it,
+    # and naming it again made every inner session fail ("already registered")
+    eps = (ep for d in importlib.metadata.distributions() for ep in d.entry_points if ep.group == "pytest11")
     return [] if any(ep.value == "profaudit.pytest_plugin" for ep in eps) else ["-p", "profaudit.pytest_plugin"]
 
 
