@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 
 from profaudit.errors import InputError
+from profaudit.filekind import FILE, FOLDER, file_kind
 
 
 def present(p: Path) -> bool:
@@ -24,14 +24,14 @@ def present(p: Path) -> bool:
 def check_regular(root: Path, p: Path) -> Path:
     """`p` when it is (or links to) a regular file; else one InputError naming it within `root`."""
     try:
-        mode = p.stat().st_mode  # follows links: a loop or a dangling link raises
+        kind = file_kind(p)  # follows links: a loop or a dangling link raises
     except OSError as exc:
         why = {errno.ELOOP: "a symbolic link that leads back to itself (a loop)",
                errno.ENOENT: "a symbolic link to nothing"}.get(exc.errno, os.strerror(exc.errno or 0) or type(exc).__name__)
         raise InputError(root, f"{_rel(root, p)}: cannot be opened: {why}") from None
-    if not stat.S_ISREG(mode):
-        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-        raise InputError(root, f"{_rel(root, p)}: {kind} where a data file belongs")
+    if kind != FILE:
+        what = "a folder" if kind == FOLDER else "not a regular file"
+        raise InputError(root, f"{_rel(root, p)}: {what} where a data file belongs")
     return p
 
 
@@ -39,10 +39,10 @@ def refuse_non_regular(source: str | os.PathLike, path: Path | str, what: str) -
     """One InputError unless `source` is (or links to) a regular file: pyarrow's open of a FIFO
     where a Parquet file belongs blocks for ever, and a folder is no Parquet file."""
     try:
-        mode = os.stat(source).st_mode
+        kind = file_kind(source)
     except OSError as exc:
         raise InputError(path, f"{what}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
+    if kind != FILE:
         raise InputError(path, f"{what}: not a regular file")
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import stat
 import tempfile
 from pathlib import Path
+
+from profaudit.filekind import OTHER, file_kind
 
 
 def is_url(target: str | os.PathLike) -> bool:
@@ -57,8 +58,7 @@ class LocalStore:
         p = self.path(rel)
         # a FIFO (or a device) where a dataset file belongs would block the read for ever; a
         # folder is an IsADirectoryError from open() anyway
-        mode = p.stat().st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        if file_kind(p) == OTHER:
             raise OSError(errno.EINVAL, "not a regular file", str(p))
         return p.read_bytes()
 

@@ -187,6 +187,9 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
     except MemoryError:
         raise InputError(path, f"out of memory while reading as {parser.name}") from None
     except RecursionError:
+        # any parser's recursion (json, a tree walk), caught once here, at the one boundary every
+        # profile read passes; dataset files have no such boundary (dataset info, compact, read...),
+        # so dataset_v2.json_doc turns json's into the ValueError their readers word per file
         raise InputError(path, f"nested too deeply to read as {parser.name}") from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         # compressed data cut short, or damaged past the part the format sniffing decompressed (a
