@@ -22,6 +22,7 @@ from profaudit.parsers import chrome_trace as ct
 from profaudit.parsers import jsonstream
 from profaudit.parsers.base import probe
 from tests.conftest import assert_one_line_error, corpus_dir, corpus_file, corpus_files, corpus_ids, run_cli
+from tests.range_families import families
 
 TRACES = [p for p in corpus_files("chrome-trace") if "rocprof_908_results" not in p.name]
 SDK = [p for p in corpus_files("chrome-trace") if "rocprof_908_results" in p.name]
@@ -482,28 +483,8 @@ def test_partial_overlap_is_not_nesting(tmp_path):
 
 @pytest.mark.parametrize("laminar", [True, False])
 def test_vectorised_nesting_matches_the_stack_walk(laminar, monkeypatch):
-    rng = random.Random(11 if laminar else 12)
-    rows = []
-    for g in range(30):
-        def tree(lo, hi, d):
-            t = lo
-            while t < hi and len(rows) < 40000:
-                a = t + rng.randrange(0, 5)
-                b = min(hi, a + rng.choice([0, 0, 1, 3, 10, 50, 200]))
-                if a > hi:
-                    break
-                rows.append((g, a, b))
-                if rng.random() < 0.2:
-                    rows.append((g, a, b))  # an identical twin
-                if d < 6 and b - a > 2:
-                    tree(a, b, d + 1)
-                t = b if laminar or rng.random() < 0.8 else max(a, b - 1)
-        tree(0, 5000, 0)
-        if not laminar:  # ranges that outlive the one they start in
-            rows.extend((g, x, x + rng.randrange(1, 400)) for x in rng.sample(range(5000), 40))
-    rows.sort(key=lambda r: (r[0], r[1], -r[2]))
-    g, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows))
-    kinds = [rng.choice(["cpu_op", "user_annotation", "cuda_runtime"]) for _ in rows]
+    # 30 groups, an identical twin after a fifth of the ranges
+    g, s, e, kinds = families(11 if laminar else 12, laminar, groups=30, span=5000, max_rows=40000, twins=lambda rng: int(rng.random() < 0.2), outliving=40)
     ref = ct._nest(g.tolist(), s.tolist(), e.tolist(), kinds)
     calls = []
     monkeypatch.setattr(ct, "_nest", lambda *a: calls.append(1) or _stack_walk(*a))

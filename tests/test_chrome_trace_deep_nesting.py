@@ -5,41 +5,19 @@ the per-range stack walk (`_nest`) gives."""
 from __future__ import annotations
 
 import json
-import random
 
 import numpy as np
 import pytest
 
 import profaudit
 from profaudit.parsers import chrome_trace as ct
+from tests.range_families import families
 
 
 def _families(laminar: bool, seed: int):
-    """Random ranges in 20 groups, sorted as `nest_sorted` wants them, with identical twins and
-    (unless `laminar`) ranges that outlive the one they start in."""
-    rng = random.Random(seed)
-    rows = []
-    for g in range(20):
-        def tree(lo, hi, d):
-            t = lo
-            while t < hi and len(rows) < 20000:
-                a = t + rng.randrange(0, 5)
-                b = min(hi, a + rng.choice([0, 0, 1, 3, 10, 50, 200]))
-                if a > hi:
-                    break
-                rows.append((g, a, b))
-                for _ in range(rng.choice([0, 0, 0, 1, 5, 40])):
-                    rows.append((g, a, b))  # identical twins: one level each
-                if d < 6 and b - a > 2:
-                    tree(a, b, d + 1)
-                t = b if laminar or rng.random() < 0.8 else max(a, b - 1)
-        tree(0, 3000, 0)
-        if not laminar:
-            rows.extend((g, x, x + rng.randrange(1, 400)) for x in rng.sample(range(3000), 30))
-    rows.sort(key=lambda r: (r[0], r[1], -r[2]))
-    g, s, e = (np.array(c, dtype=np.int64) for c in zip(*rows))
-    kinds = [rng.choice(["cpu_op", "user_annotation", "cuda_runtime"]) for _ in rows]
-    return g, s, e, kinds
+    """Random ranges in 20 groups, with runs of identical twins (up to 40: deep chains) and (unless
+    `laminar`) ranges that outlive the one they start in."""
+    return families(seed, laminar, groups=20, span=3000, max_rows=20000, twins=lambda rng: rng.choice([0, 0, 0, 1, 5, 40]), outliving=30)
 
 
 def _check(g, s, e, kinds):
