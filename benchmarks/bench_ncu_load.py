@@ -28,6 +28,8 @@ ncu version, saves it; the warm-up below does). The other is the units: `unit()`
 not yet asked in the process costs ~15 us of CPU, ~8-11 ms for a 558-metric GH200 report
 (bobschreiner), and only a report of the same GPU read with its units saves it -- the registry that
 hands the first report's derived-metric units to later reports, which no isolated read may share.
+(Half of such a call compiles a table of regular expressions that ncu_report builds and drops on
+every call: see the comment on `unit_cache` in parsers/ncu_child.py.)
 The baseline helper, having read every report before, pays neither.
 
 From its second read on, the zygote is warm: before forking for that read it has opened a report

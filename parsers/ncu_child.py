@@ -509,7 +509,14 @@ def _read_all_actions(path: str, send) -> dict[str, Any]:
     out = Columns(sink=send)
     # one unit() per distinct metric name in this report: after its first call a name's unit
     # comes from ncu_report's registry, but a first call costs ~10-40 us of CPU, the largest
-    # part of reading a report in a fresh process (the bench's breakdown shows it)
+    # part of reading a report in a fresh process (the bench's breakdown shows it). Measured at
+    # the native level (perf and gdb on _ncu_report.so, ncu_report 2026.3.1): about half of a first
+    # call builds std::regex objects from a fixed table of name patterns ('.*_pct$', 'byte',
+    # '(cycles?|(dram|fbp|gpc|sys)_clks?)', ... ~11 per name) that it compiles afresh on every
+    # call and drops; ~10 % asks libnvperf_host for the metric, ~9 % looks the name up in a map
+    # and, when absent, parses it. Nothing of it is kept except the name's unit in the registry that
+    # leaks between reports, so no report-independent part can be built ahead in the zygote, and
+    # no other entry point (IMetric, IAction, sections) returns a unit
     unit_cache: dict[str, str] = {}
     kind_cache: dict[str, str] = {}
     kernels: list[dict[str, Any]] = []
