@@ -108,3 +108,56 @@ def test_protobuf_scan_stops_at_the_end_of_the_data():
     whole = bytes([0x08, 0x96, 0x01, 0x10])  # field 1 = 150, then a cut tag
     _scan_varints(whole, 0, 64, spots)
     assert spots == [(1, 3, 0)]
+
+
+# Google Benchmark console output, the format of the s15 final run's false positive (#252)
+CONSOLE = (b"2026-12-02T05:00:00+00:00\nRunning ./bench\n"
+           b"---------------------------------------------------------------\n"
+           b"Benchmark                     Time             CPU   Iterations\n"
+           b"---------------------------------------------------------------\n"
+           + b"".join(b"BM_scan/%-18d %6d ns %14d ns %12d\n" % (1 << i, 100 * (i + 1), 99 * (i + 1), 1000000 >> i) for i in range(12)))
+
+
+def test_a_cut_that_the_second_edit_ends_on_a_whole_line_is_judged_like_a_truncation_at_a_line_end(tmp_path):
+    """e9780c0: a cut inside a line, then a second-round delete of that partial last line, leaves a
+    shorter well-formed file. Google Benchmark's correct load of it is `ok`; the harness had kept
+    the cut's flag and called it a silent partial (s15 final run, seed 2029, google-benchmark #252:
+    truncate at 930, delete [768:930])."""
+    from tests.fuzz import harness
+
+    row = CONSOLE.index(b"BM_scan/64")
+    at = row + 20  # inside that row, past its name
+    cut = mutators.Mutant(CONSOLE[:at], f"truncate at {at} of {len(CONSOLE)} (any)", True)
+    whole = mutators.second_round(cut, mutators.Mutant(cut.data[:row] + cut.data[at:], f"delete [{row}:{at}]"))
+    assert whole.data == CONSOLE[:row] and whole.data.endswith(b"\n")
+    assert not whole.cut_incomplete and whole.label == f"truncate at {at} of {len(CONSOLE)} (any); delete [{row}:{at}]"
+    f = tmp_path / "bench.txt"
+    f.write_bytes(whole.data)
+    assert harness.verdict(f, whole) == ("ok", "")
+    # the verdict the flag decides: with the cut's flag kept, the same load was a silent partial
+    assert harness.verdict(f, mutators.Mutant(whole.data, whole.label, True))[0] == "silent_partial"
+    # the cut alone (mid-line) is no silent partial either: the reader marks it incomplete
+    f.write_bytes(cut.data)
+    assert harness.verdict(f, cut)[0] == "incomplete"
+
+
+def test_a_second_edit_that_leaves_a_cut_mid_line_or_cuts_binary_keeps_it_a_cut():
+    at = CONSOLE.index(b"BM_scan/64") + 20
+    cut = mutators.Mutant(CONSOLE[:at], "truncate", True)
+    flipped = mutators.second_round(cut, mutators.Mutant(cut.data[:10] + b"X" + cut.data[11:], "set 1 bytes at 10"))
+    assert flipped.cut_incomplete and not flipped.data.endswith(b"\n")
+    # binary data that a delete happens to end on a newline byte is still cut
+    blob = bytes(range(256)) * 4
+    bcut = mutators.Mutant(blob[:700], "truncate", True)
+    assert mutators.second_round(bcut, mutators.Mutant(blob[:11], "delete [11:700]")).cut_incomplete
+    # what was not a cut does not become one
+    assert not mutators.second_round(mutators.Mutant(CONSOLE, "bitflip"), mutators.Mutant(CONSOLE[:at], "delete")).cut_incomplete
+
+
+def test_mutate_judges_its_second_rounds_with_second_round(monkeypatch):
+    seen = []
+    real = mutators.second_round
+    monkeypatch.setattr(mutators, "second_round", lambda m, m2: seen.append((m, m2)) or real(m, m2))
+    for n in range(200):
+        mutators.mutate(CONSOLE, "bench.txt", random.Random(n))
+    assert len(seen) >= 5 and all(m2.label and m2.data is not None for _, m2 in seen)

@@ -505,13 +505,17 @@ def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = Non
         m = Mutant(gz, f"gzipped{how}: {m.label}", m.cut_incomplete)
     # a second round now and then: combined damage
     if rng.random() < 0.1 and m.data:
-        m2 = rng.choice(BYTE_MUTATORS[1:])(m.data, rng)
-        # a cut text that the second edit leaves ending on a whole line (a delete of its last,
-        # partial line) is a shorter well-formed file, as a cut at a line end is (`truncate`): the
-        # parser's load of it is right, not a silent partial (s15 final run, google-benchmark #252)
-        cut = m.cut_incomplete and not (_is_text(m2.data) and m2.data.endswith(b"\n"))
-        m = Mutant(m2.data, f"{m.label}; {m2.label}", cut)
+        m = second_round(m, rng.choice(BYTE_MUTATORS[1:])(m.data, rng))
     return m
+
+
+def second_round(m: Mutant, m2: Mutant) -> Mutant:
+    """`m2`, a byte edit made on `m`'s bytes, as one mutant named by both edits. A cut text that
+    the second edit leaves ending on a whole line (a delete of its last, partial line) is a shorter
+    well-formed file, as a cut at a line end is (`truncate`): the parser's load of it is right, not
+    a silent partial (s15 final run, google-benchmark #252). A binary cut stays a cut."""
+    cut = m.cut_incomplete and not (_is_text(m2.data) and m2.data.endswith(b"\n"))
+    return Mutant(m2.data, f"{m.label}; {m2.label}", cut)
 
 
 def _gzip_trailer_damage(gz: bytes, rng: random.Random) -> tuple[bytes, str]:
