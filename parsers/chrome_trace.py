@@ -39,6 +39,7 @@ import io
 import math
 import os
 import re
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -1647,19 +1648,25 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
         D = _stack(acc.devices, _EV_TYPES, _DEVICE_KEEP)  # the others are optional (`_opt`)
         D = D.with_columns(_chunked_as(cat_to_str(D[c]), D[c]) for c in ("cls", "cat", "name"))
     acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them
-    D = _times(D, base, source)
     t_min = acc.t_min + base if acc.t_min is not None else None
     time_origin = "unix_epoch" if (base or (t_min is not None and t_min > 10**18)) else "relative"
 
-    # one step after the other: running the device side beside the ranges was no faster and
-    # raised the peak by the size of its working set. The device side first: its rows are
-    # narrower than the stacked frame they come from, and the ranges step then keeps only the
-    # launch calls of these kernels.
-    K, transfers, counters = _kernel_rows(D, acc, source), _transfers(D), _counters(acc, D, base)
-    del D
-    box = [R]
-    del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
-    ranges, range_stats, launch = _ranges(box, acc, source, base, K["corr"])
+    # After the chunks are decoded the tables are built on two threads (polars and numpy drop
+    # the GIL in their kernels): the device tables (kernel rows, transfers, counters) beside
+    # the ranges, then the ranges' nesting beside the gathering of their columns (`_ranges`).
+    # On one thread, assembly left a core idle for over 40% of a 1 GB load's wall time (session 15).
+    with _Helper(_threads() > 1) as helper:
+        device = helper.submit(_device_tables, D, acc, source, base)
+        del D
+        box = [R]
+        del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
+        try:
+            ranges, range_stats, launch = _ranges(box, acc, source, base, device, helper)
+        except BaseException:
+            device.result()  # the device side's own error first, as when it ran before the ranges
+            raise
+        K, transfers, counters = device.result()
+        del device
     kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
     tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
@@ -1679,6 +1686,69 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     return new_profile(path, parser, tables, md)
 
 
+class _Task:
+    """A call made once, on whichever thread gets to it first: the helper thread, or the thread
+    that asks for its result (which then runs it rather than wait for the helper to finish what
+    it took on earlier)."""
+
+    def __init__(self, fn, *args):
+        self._call = (fn, args)
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        with self._lock:
+            call, self._call = self._call, None
+        if call is None:
+            return
+        try:
+            self._value = call[0](*call[1])
+        except BaseException as exc:  # handed to the thread that asks for the result
+            self._error = exc
+        finally:
+            del call  # (its arguments are frames: not kept past the call)
+            self._done.set()
+
+    def result(self):
+        self.run()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _Helper:
+    """One helper thread for assembly's independent steps (`_Task`s, run in submission order);
+    without it (`parallel` false: a one-core budget) each task runs as it is submitted."""
+
+    def __init__(self, parallel: bool):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-assembly") if parallel else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._pool is not None:  # (tasks no one asked for are dropped when an error unwinds)
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        return False
+
+    def submit(self, fn, *args) -> _Task:
+        task = _Task(fn, *args)
+        if self._pool is not None:
+            self._pool.submit(task.run)
+        else:  # at once: the serial order (the device tables before the ranges: a lower peak)
+            task.run()
+        return task
+
+
+def _device_tables(D: pl.DataFrame, acc: _Acc, source: str, base: int):
+    """Kernel rows (before launch attribution), transfers and counters, from the device rows."""
+    D = _times(D, base, source)
+    return _kernel_rows(D, acc, source), _transfers(D), _counters(acc, D, base)
+
+
 def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
     df = df.with_columns(start_ns=pl.col("ts_ns") + base, end_ns=pl.col("end_raw") + base)
     if source == "rocprof" and "r_begin" in df.columns:  # exact nanosecond times ride along in args
@@ -1688,9 +1758,10 @@ def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
 
 
 def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
-            kernel_corr: pl.Series) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+            device: _Task, helper: _Helper) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
     """The ranges table, B/E pairing and nesting statistics, and the launch calls (one per
-    correlation id in `kernel_corr`) with the op and annotation around each."""
+    correlation id of the kernel rows `device` gives) with the op and annotation around each.
+    The nesting pass runs on `helper` while the columns are gathered."""
     R = box.pop()
 
     def col(c: str, dtype=I64) -> pl.Expr:
@@ -1740,7 +1811,7 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     rocprof_times = source == "rocprof" and "r_begin" in R.columns
     perm, g, s_, e_ = _nest_order(R, ids, start.fill_null(0), end.fill_null(_OPEN_END), None if rocprof_times else base)
     flags = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))
-    parent, depth, ann, op = nest_sorted(g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
+    nesting = helper.submit(nest_sorted, g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
     del flags, g
     # where no time was missing the sorted keys are the output columns already
     exact = not rocprof_times
@@ -1782,6 +1853,8 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
         if drop:
             R = R.drop(drop)
     del R, order, perm, sorted_times
+    parent, depth, ann, op = nesting.result()
+    del nesting
     if renames:
         launch_row = pl.lit(out["kind"]).is_in(_LAUNCH_KINDS)
         out["name"] = pl.select(pl.when(launch_row).then(pl.lit(out["name"]).replace(renames)).otherwise(pl.lit(out["name"]))).to_series().alias("name")
@@ -1791,8 +1864,10 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     ranges = pl.DataFrame(out).select(
         "range_id", "kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns",
         "duration_ns", "depth", "parent_range_id", "correlation_id", "external_id")
+    kernel_corr = device.result()[0]["corr"]
     idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_in(kernel_corr.drop_nulls().implode()))
                          .to_series().to_numpy())
+    del kernel_corr
     names = ranges["name"]
 
     def name_at(ix: np.ndarray) -> pl.Series:
