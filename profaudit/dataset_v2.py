@@ -402,6 +402,8 @@ def check_manifest(m, raw: bytes, where: str) -> None:
             if key == "files":
                 if not e["path"].strip():
                     raise InputError(where, f"{what}: files[{i}].path: empty")
+                if not _inside_dataset(e["path"]):
+                    raise InputError(where, f"{what}: files[{i}].path {e['path'][:200]!r}: not a path inside the dataset (absolute, a URL or through '..')")
                 for k in ("rows", "bytes"):
                     if not _is_count(e.get(k)):
                         raise InputError(where, f"{what}: files[{i}].{k}: expected a whole number >= 0, found {jsonshape.kind(e.get(k))}")
@@ -421,10 +423,20 @@ def _looks_sound(m) -> bool:
             if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in fields):
                 return False
             # info sums a file's rows, compaction its bytes: a null, text or NaN there was a TypeError
-            if key == "files" and not (e["path"].strip() and _is_count(e.get("rows")) and _is_count(e.get("bytes"))):
+            if key == "files" and not (e["path"].strip() and _is_count(e.get("rows")) and _is_count(e.get("bytes")) and _inside_dataset(e["path"])):
                 return False
     replaces = m.get("replaces", [])
     return isinstance(replaces, list) and all(isinstance(b, str) for b in replaces)
+
+
+def _inside_dataset(path: str) -> bool:
+    """A part path a manifest may name: relative to the dataset root and staying below it. The
+    writer only writes `<table>/batch=<name>/part-*.parquet`; a manifest naming '../x', '/etc/x'
+    or a URL made every reader open a file outside the dataset (fuzz_surfaces, session 16: its rows
+    were counted and served as the dataset's own)."""
+    if "\x00" in path or "://" in path or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+        return False
+    return ".." not in path.replace("\\", "/").split("/")
 
 
 def _is_count(v) -> bool:

@@ -394,3 +394,26 @@ def test_spec_integer_past_the_float_range_is_one_line(tmp_path, cli):
     # YAML reads a 1 with 400 zeros as an int: math.isfinite raised OverflowError (internal error)
     res = cli("devices", "--spec", _spec_value(tmp_path, "compute_units", None, 10**400))
     assert_one_line_error(res, "compute_units.value must be a finite number, got an integer of 401 digits")
+
+
+@pytest.mark.parametrize("path", ["../outside/part.parquet", "kernels/../../outside/part.parquet", "/etc/passwd", "file:///etc/passwd"])
+@pytest.mark.parametrize("cmd", [("dataset", "info"), ("kernels",)])
+def test_manifest_part_path_outside_the_dataset_is_refused(tmp_path, cli, path, cmd):
+    # deep dataset mutator (session 16): a manifest naming '../outside/part.parquet' made every
+    # reader open it; a copy of a real part there was counted and served as the dataset's rows
+    import json
+    import shutil
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    man = sorted((ds / "_manifests").glob("*.json"))[0]
+    doc = json.loads(man.read_text())
+    (tmp_path / "outside").mkdir()
+    shutil.copyfile(ds / doc["files"][0]["path"], tmp_path / "outside" / "part.parquet")
+    doc["files"][0]["path"] = path
+    man.write_text(json.dumps(doc))
+    assert_one_line_error(cli(*cmd, ds), "not a path inside the dataset")
