@@ -101,17 +101,20 @@ class Columns:
 
     def _put_num(self, c: str, v, n: int) -> None:
         data, base = self.num[c], self.rows
-        if v is not None and not isinstance(v, list):
-            v = [v] * n
+        if v is not None:
+            if not isinstance(v, list):
+                v = [v] * n
+            try:
+                data.extend(v)  # the usual case: no nulls, all in range (one C loop)
+                return
+            except (TypeError, OverflowError):
+                del data[base:]  # extend stops at the first value it refuses, the ones before it kept
+        # counted only once extend has refused a value: list.count(None) compares every number
+        # with None the slow way (first, it made building AlpriElse's chunks 21.7 ms, not 19.5)
         if v is None or v.count(None) == n:
             self.nulls[c].extend(range(base, base + n))
             data.frombytes(bytes(data.itemsize * n))
             return
-        try:
-            data.extend(v)  # the usual case: no nulls, all in range (one C loop)
-            return
-        except (TypeError, OverflowError):
-            del data[base:]  # extend stops at the first value it refuses, the ones before it kept
         nulls = self.nulls[c]
         try:
             data.extend([0 if x is None else x for x in v])  # nulls (string metrics' value)
@@ -133,15 +136,18 @@ class Columns:
     def _put_str(self, c: str, v, n: int) -> None:
         codes = self.codes[c]
         if isinstance(v, list):
-            if v.count(None) == n:
-                v = None
-            else:
-                get = self._code.get
-                cs = [get(x) for x in v]
-                if None in cs:
-                    cs = [self._intern(x) if k is None else k for x, k in zip(v, cs)]
+            # None's code is 0, so an all-null list needs no test of its own; extend refuses the
+            # None that get() gives a string not yet in the table, which is then interned (a
+            # `None in cs` test compared every code with None the slow way)
+            get = self._code.get
+            cs = [get(x) for x in v]
+            start = len(codes)
+            try:
                 codes.extend(cs)
-                return
+            except TypeError:
+                del codes[start:]
+                codes.extend([self._intern(x) if k is None else k for x, k in zip(v, cs)])
+            return
         if isinstance(v, IntKeys):
             k = len(v.ids)
             self.key_rows.extend(range(self.rows, self.rows + k))
