@@ -9,6 +9,15 @@ within those bounds or be refused in one line.
 The long run mixes blow-ups in with --blowup-rate; this sweep gives each format one, with its
 cost, which a rare random pick cannot. SQLite and binary formats are skipped (their blow-ups are
 row repetition, in the long run's SQLite mutator).
+
+With --after, each blow-up that loads also goes through every command the long run's after-load
+stage runs on a loaded input (tests/fuzz/downstream.py `commands`, both forms of compare, ranks
+and collectives, and the ingest round trip), each in a fresh process that reads the file and then
+runs that one command, as a user's `profaudit CMD FILE` does. The line of each command gives the
+CPU seconds of the read and of the command, and the process's peak RSS (read and command
+together); a command past --mem-mb or --after-timeout (read and command CPU together) is OVER:
+
+    nice -n 10 .venv/bin/python tools/fuzz_blowup.py --size-mb 200 --per-format 3 --after
 """
 
 from __future__ import annotations
@@ -53,6 +62,94 @@ def _read_one(path: Path) -> int:
     return 0
 
 
+def _after_commands(path: Path, seed: Path, scratch: Path) -> list[list[str]]:
+    """Child side: the command lines the long run's after stage runs on `path` once loaded, every
+    form of them (each input of the long run runs one of two forms of compare and of the
+    distributed view; this sweep runs both), plus `ingest` (the library round trip, not a CLI
+    command). Printed as one JSON line."""
+    from profaudit.loader import read_one
+    from profaudit.profile import ProfileSet
+    from tests.fuzz.downstream import commands
+
+    ps = ProfileSet(read_one(path, explicit=True))
+    seen: list[list[str]] = []
+    for pick in range(4):
+        for argv in commands(path, ps, seed, scratch, pick):
+            if argv not in seen:
+                seen.append(argv)
+    return seen + [["ingest"]]
+
+
+def _run_after(argv: list[str], path: Path, seed: Path, scratch: Path) -> int:
+    """Child side: read `path` (and `seed`, when the command compares against it) the way the long
+    run's worker does, then run one command through the CLI with the loader answered from what was
+    read; print rc, the first error line, the read's and the command's CPU seconds and this
+    process's peak RSS as one JSON line."""
+    from profaudit.loader import read_one
+    from profaudit.profile import ProfileSet
+    from tests.fuzz import downstream
+
+    from profaudit import schema
+
+    t = time.process_time()
+    ps = ProfileSet(read_one(path, explicit=True))
+    # every table and the metadata built, as the long run's verdict builds them before its after stage
+    for name in schema.DATA_TABLES:
+        ps.table(name)
+    ps.metadata
+    cache = {str(path): ps}
+    if str(seed) in argv:
+        cache[str(seed)] = ProfileSet(read_one(seed, explicit=True))
+    read_s = time.process_time() - t
+    t = time.process_time()
+    scratch.mkdir(parents=True, exist_ok=True)
+    if argv == ["ingest"]:
+        problem = downstream._ingest_round_trip(ps, scratch / "dataset")
+        rc, err = (0, "") if problem is None else (3, problem)
+    else:
+        with downstream._loads_from(cache):
+            rc, err = downstream._cli(argv)
+    line = next((l for l in err.splitlines() if "error" in l), "")
+    print(json.dumps({"rc": rc, "err": line[:300], "read_s": round(read_s, 1), "cmd_s": round(time.process_time() - t, 1), "peak_rss_mb": peak_rss_mb()}))
+    return 0
+
+
+def _child(args: list[str], timeout: float) -> dict:
+    try:
+        r = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout)
+        if r.returncode == 0 and r.stdout.strip():
+            return json.loads(r.stdout.strip().splitlines()[-1])
+        return {"verdict": "crash", "rc": r.returncode, "detail": r.stderr.strip()[-200:]}
+    except subprocess.TimeoutExpired:
+        return {"verdict": "timeout", "detail": f"no answer after {timeout:.0f} s wall"}
+
+
+def _after(path: Path, seed: Path, args) -> int:
+    """The after-load commands on one loaded blow-up, each in a fresh process; the number of them
+    over a bound."""
+    scratch = path.parent / "after"
+    cmds = _child(["--list-after", str(path), "--seed-path", str(seed), "--scratch", str(scratch)], args.after_timeout * 20)
+    if "commands" not in cmds:
+        print(f"  {'(listing the commands)':40} OVER: {cmds.get('verdict')}: {cmds.get('detail', '')[:100]}", flush=True)
+        return 1
+    bad = 0
+    for argv in cmds["commands"]:
+        res = _child(["--run-after", json.dumps(argv), "--target", str(path), "--seed-path", str(seed), "--scratch", str(scratch)], args.after_timeout * 20)
+        shown = " ".join("FILE" if a == str(path) else "SEED" if a == str(seed) else Path(a).name if "/" in a else a for a in argv)
+        if "rc" in res and "peak_rss_mb" in res:
+            cpu = res["read_s"] + res["cmd_s"]
+            over = [w for w, hit in (("memory", res["peak_rss_mb"] > args.mem_mb), ("timeout", cpu > args.after_timeout),
+                                      (f"exit {res['rc']}", res["rc"] not in (0, 1, 2, 4))) if hit]
+            note = ("OVER: " + ", ".join(over) + "; " if over else "") + res["err"]
+            print(f"  {shown[:40]:40} rc={res['rc']} read {res['read_s']:5.1f} s + cmd {res['cmd_s']:5.1f} s  peak {res['peak_rss_mb']:6d} MB  {note[:100]}", flush=True)
+        else:
+            over = [res.get("verdict", "crash")]
+            print(f"  {shown[:40]:40} OVER: {over[0]}: {res.get('detail', '')[:100]}", flush=True)
+        bad += bool(over)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return bad
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -63,9 +160,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--per-format", type=int, default=1, help="seeds per format, smallest first (asv's benchmarks.json or a rocprofv3 API trace is not a format's smallest)")
     ap.add_argument("--keep", type=Path, help="write each mutant under this folder and keep it (to rerun one read under /usr/bin/time or py-spy)")
+    ap.add_argument("--after", action="store_true", help="run every after-load command on each blow-up that loads, each in a fresh process")
+    ap.add_argument("--after-timeout", type=float, default=60.0, help="CPU seconds of one read and one after-load command together")
+    ap.add_argument("--list-after", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--run-after", help=argparse.SUPPRESS)
+    ap.add_argument("--target", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--seed-path", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return _read_one(args.child)
+    if args.list_after:
+        print(json.dumps({"commands": _after_commands(args.list_after, args.seed_path, args.scratch)}))
+        return 0
+    if args.run_after:
+        return _run_after(json.loads(args.run_after), args.target, args.seed_path, args.scratch)
 
     from tests.fuzz import harness, mutators
 
@@ -101,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             note = ("OVER: " + ", ".join(over) + "; " if over else "") + (res.get("detail") or "")
             note = f"{seed.path.name}: {note}" if args.per_format > 1 else note
             print(f"{fmt:20} {len(m.data) >> 20:5d} {res['verdict']:>12} {res.get('cpu_s', float('nan')):7.1f} {res.get('peak_rss_mb', 0):8d}  {note[:120]}", flush=True)
+            if args.after and res["verdict"] in ("ok", "incomplete"):
+                bad += _after(path, seed.path, args)
             if not args.keep:
                 shutil.rmtree(d)
     finally:

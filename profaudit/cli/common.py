@@ -394,11 +394,29 @@ def emit_frame(df: pl.DataFrame, fmt: Format | str, output: Path | None = None, 
         if notes:
             con.print(notes, markup=False, highlight=False, style="dim")
     elif fmt is Format.csv:
-        sys.stdout.write(_flatten_for(fmt, df).write_csv())
+        # in slices: the whole table as one string was twice its CSV size in memory at once (a
+        # 14 M-row metrics table of a 200 MB capture: 3.3 GB peak where the read took 1.6)
+        for i, part in enumerate(_slices(df)):
+            sys.stdout.write(_flatten_for(fmt, part).write_csv(include_header=i == 0))
     elif fmt is Format.json:
-        # NaN/inf are not JSON (jq and strict parsers reject them): null, as the -o file has it
-        rows = [{k: _json_number(v) for k, v in r.items()} for r in df.to_dicts()]
-        sys.stdout.write(json.dumps(rows, default=str, indent=1, allow_nan=False) + "\n")
+        # NaN/inf are not JSON (jq and strict parsers reject them): null, as the -o file has it.
+        # Written in slices, as csv is, with the bytes json.dumps gives the whole list
+        if df.height == 0:
+            sys.stdout.write("[]\n")
+            return
+        sys.stdout.write("[\n")
+        for i, part in enumerate(_slices(df)):
+            rows = [{k: _json_number(v) for k, v in r.items()} for r in part.to_dicts()]
+            sys.stdout.write((",\n" if i else "") + json.dumps(rows, default=str, indent=1, allow_nan=False)[2:-2])
+        sys.stdout.write("\n]\n")
+
+
+# rows per slice of a table written to stdout: a few MB of text at a time
+_SLICE_ROWS = 100_000
+
+
+def _slices(df: pl.DataFrame):
+    return df.iter_slices(_SLICE_ROWS) if df.height else iter([df])
 
 
 def _json_number(v: Any) -> Any:

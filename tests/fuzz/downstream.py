@@ -73,16 +73,28 @@ class _BuiltApp:
 _BUILT: _BuiltApp | None = None
 
 
+class Discard(io.TextIOBase):
+    """stdout for the commands: what they print is not judged (the exit code and stderr are), so it
+    is counted, not kept. A StringIO kept it all: a loaded 200 MB blow-up's `kernels -t metrics
+    --format csv` held its 1 GB of CSV in the worker, which a user's pipe or file never does."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        return len(s)
+
+
 def _cli(argv: list[str]) -> tuple[int, str]:
     global _BUILT
     import profaudit.cli as cli
 
     if _BUILT is None or _BUILT.app is not cli.app:
         _BUILT = _BuiltApp(cli.app)
-    out, err = io.StringIO(), io.StringIO()
+    err = io.StringIO()
     cli.app = _BUILT
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(Discard()), contextlib.redirect_stderr(err):
             rc = cli.main(argv)
     finally:
         cli.app = _BUILT.app

@@ -1,0 +1,123 @@
+"""The commands run after a large load write their output in batches (issue 13: a 200 MB blow-up's
+export-trace, `kernels -t metrics --format csv` and compare went past 2 GB holding whole outputs).
+Batching must not change a byte: each writer here is checked against the whole-document form it
+replaced, with batches small enough that every table spans several of them. The memory itself is
+measured by `tools/fuzz_blowup.py --after` (a fresh process per command), not here: a test must not
+depend on this machine's allocator or on a 200 MB file."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+
+import polars as pl
+import pytest
+
+from profaudit.profile import Profile, ProfileSet
+from tests.test_trace_export import synthetic
+
+
+def _many(n: int) -> Profile:
+    """`n` kernels on three streams of two devices, ranges on two threads, transfers and counters,
+    with nulls and ties in the times, and one non-finite byte count (written as null)."""
+    k = pl.DataFrame({
+        "name": [f"k{i % 7}" if i % 11 else None for i in range(n)],
+        "short_name": [f"s{i % 5}" for i in range(n)],
+        "device_id": [i % 2 for i in range(n)], "device_name": ["H100"] * n, "stream": [7 + i % 3 for i in range(n)],
+        "start_ns": [None if i % 13 == 0 else 1_000 * (i // 2) for i in range(n)],
+        "duration_ns": [None if i % 17 == 0 else float(100 + i % 9) for i in range(n)],
+        "kernel_id": list(range(n)), "grid_x": [i % 4 for i in range(n)],
+    })
+    r = pl.DataFrame({"name": [f"r{i % 3}" for i in range(n)], "kind": ["nvtx_push_pop"] * n,
+                      "process_id": [42] * n, "thread_id": [None if i % 5 == 0 else 1 + i % 2 for i in range(n)],
+                      "device_id": [None if i % 10 else 0 for i in range(n)],
+                      "start_ns": [500 * i for i in range(n)], "end_ns": [500 * i + 90 for i in range(n)], "duration_ns": [90.0] * n})
+    t = pl.DataFrame({"kind": ["memcpy"] * n, "direction": ["HtoD"] * n, "bytes": [float("inf") if i == 3 else 4096.0 for i in range(n)],
+                      "device_id": [0] * n, "stream": [9] * n, "start_ns": [700 * i for i in range(n)], "end_ns": [700 * i + 50 for i in range(n)],
+                      "duration_ns": [50.0] * n})
+    c = pl.DataFrame({"counter": ["sm_clock"] * n, "unit": ["Hz"] * n, "timestamp_ns": [300 * i for i in range(n)],
+                      "value": [float("nan") if i % 9 == 0 else 1.9e9 for i in range(n)], "device_id": [None if i % 4 else 0 for i in range(n)]})
+    return Profile("many", {"source": "nsys", "format": "nsys-sqlite"}, {"kernels": k, "ranges": r, "transfers": t, "counters": c})
+
+
+def _whole(doc: dict) -> bytes:
+    """What write_chrome_trace wrote before it streamed: the whole document in one json.dumps."""
+    from profaudit.trace_export import _finite
+
+    try:
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False, default=str).encode()
+    except ValueError:
+        return json.dumps(_finite(doc), separators=(",", ":"), allow_nan=False, default=str).encode()
+
+
+@pytest.mark.parametrize("batch", [1, 7, 50_000])
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_streamed_trace_has_the_bytes_of_the_whole_document(tmp_path, monkeypatch, batch, suffix):
+    from profaudit import trace_export
+
+    monkeypatch.setattr(trace_export, "BATCH_ROWS", batch)
+    ps = ProfileSet([_many(120), synthetic()])
+    out = tmp_path / f"t{suffix}"
+    info = trace_export.write_chrome_trace(ps, out)
+    doc = trace_export.chrome_trace(ps)
+    want = _whole(doc)
+    data = out.read_bytes()
+    if suffix.endswith(".gz"):
+        assert data == gzip.compress(want, mtime=0)
+        data = gzip.decompress(data)
+    assert data == want
+    assert info == doc["otherData"]
+    # the null written for the infinite byte count, and every table's rows are there
+    assert info["counts"]["transfers"] == 120 + 1
+    assert json.loads(data)["traceEvents"][-1] is not None
+
+
+def test_streamed_trace_of_a_profile_without_events(tmp_path):
+    from profaudit.trace_export import chrome_trace, write_chrome_trace
+
+    p = Profile("empty", {"source": "nsys"}, {})
+    write_chrome_trace(p, tmp_path / "e.json")
+    assert (tmp_path / "e.json").read_bytes() == _whole(chrome_trace(p))
+    assert json.loads((tmp_path / "e.json").read_bytes())["traceEvents"] == []
+
+
+def test_an_unwritable_trace_target_is_one_line(tmp_path):
+    from profaudit.errors import InputError
+    from profaudit.trace_export import write_chrome_trace
+
+    (tmp_path / "f").write_text("a file where a folder belongs")
+    with pytest.raises(InputError, match="cannot write"):
+        write_chrome_trace(synthetic(), tmp_path / "f" / "t.json")
+    assert [x.name for x in tmp_path.iterdir()] == ["f"]  # no temporary left behind
+
+
+def _emitted(df: pl.DataFrame, fmt: str) -> str:
+    from profaudit.cli.common import emit_frame
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        emit_frame(df, fmt, None)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 23])
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_tables_on_stdout_in_slices_have_the_bytes_of_one_write(monkeypatch, rows, fmt):
+    from profaudit.cli import common
+
+    df = pl.DataFrame({
+        "a": [i if i % 3 else None for i in range(rows)],
+        "b": [float("nan") if i == 2 else float("inf") if i == 4 else i / 3 for i in range(rows)],
+        "s": [['x', 'y,z', '"q"', None, "é\n2"][i % 5] for i in range(rows)],
+        "l": [[i, i + 1] if i % 2 else None for i in range(rows)],
+    }, schema={"a": pl.Int64, "b": pl.Float64, "s": pl.Utf8, "l": pl.List(pl.Int64)})
+    if fmt == "csv":
+        want = common._flatten_for(common.Format.csv, df).write_csv()
+    else:
+        want = json.dumps([{k: common._json_number(v) for k, v in r.items()} for r in df.to_dicts()], default=str, indent=1, allow_nan=False) + "\n"
+    monkeypatch.setattr(common, "_SLICE_ROWS", 2)
+    assert _emitted(df, fmt) == want
+    if fmt == "json":
+        assert len(json.loads(want)) == rows
