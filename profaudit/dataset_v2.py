@@ -399,6 +399,8 @@ def check_manifest(m, raw: bytes, where: str) -> None:
             e = jsonshape.mapping(e, f"{what}: {key}[{i}]", where)
             for k in fields:
                 jsonshape.text(e.get(k), f"{what}: {key}[{i}].{k}", where, optional=False, numbers=False)
+            if key == "profiles" and not _row_counts(e.get("rows")):
+                raise InputError(where, f"{what}: profiles[{i}].rows: expected a mapping of table name to a whole number >= 0, found {jsonshape.kind(e.get('rows'))}")
             if key == "files":
                 if not e["path"].strip():
                     raise InputError(where, f"{what}: files[{i}].path: empty")
@@ -425,6 +427,10 @@ def _looks_sound(m) -> bool:
             # info sums a file's rows, compaction its bytes: a null, text or NaN there was a TypeError
             if key == "files" and not (e["path"].strip() and _is_count(e.get("rows")) and _is_count(e.get("bytes")) and _inside_dataset(e["path"])):
                 return False
+            # info subtracts a superseded profile's rows per table: a list, text or an unknown
+            # table there was an AttributeError/TypeError/KeyError at the catch-all
+            if key == "profiles" and not _row_counts(e.get("rows")):
+                return False
     replaces = m.get("replaces", [])
     return isinstance(replaces, list) and all(isinstance(b, str) for b in replaces)
 
@@ -441,6 +447,11 @@ def _inside_dataset(path: str) -> bool:
 
 def _is_count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _row_counts(v) -> bool:
+    """A profile entry's `rows`: absent, or data table -> count (what `_entry` writes)."""
+    return v is None or (isinstance(v, dict) and all(t in schema.DATA_TABLES and _is_count(n) for t, n in v.items()))
 
 
 def _snapshot(store, since: str | None = None, names: list[str] | None = None) -> Snapshot:
@@ -618,9 +629,18 @@ def info(store) -> dict:
     superseded = sum(len(snap.superseded(m["batch"])) for m in snap.manifests)
     for m in snap.manifests:
         gone = snap.superseded(m["batch"])
+        # what this batch's own files hold per table: a superseded profile's rows come out of
+        # them, and a manifest that says a profile has more rows than its files hold lies (a
+        # negative row count was printed: deep manifest mutator, session 16)
+        held: dict[str, int] = {}
+        for f in m["files"]:
+            held[f["table"]] = held.get(f["table"], 0) + f["rows"]
         for e in m["profiles"]:
             if e["profile_id"] in gone:
-                for t, n in e.get("rows", {}).items():
+                for t, n in (e.get("rows") or {}).items():
+                    if n > held.get(t, 0):
+                        raise InputError(store.url(f"{MANIFESTS}/{m['_file']}"), f"broken batch manifest: profile {e['profile_id'][:100]!r} has {n:,} {t} rows but the batch's files hold {held.get(t, 0):,}")
+                    held[t] -= n
                     tables[t]["rows"] -= n
                 if "metadata" in tables:
                     tables["metadata"]["rows"] -= 1

@@ -417,3 +417,31 @@ def test_manifest_part_path_outside_the_dataset_is_refused(tmp_path, cli, path, 
     doc["files"][0]["path"] = path
     man.write_text(json.dumps(doc))
     assert_one_line_error(cli(*cmd, ds), "not a path inside the dataset")
+
+
+@pytest.mark.parametrize("rows, needle", [
+    ([1], "profiles[0].rows: expected a mapping of table name to a whole number >= 0, found a list"),
+    ({"samples": "x"}, "profiles[0].rows: expected a mapping"),
+    ({"nonsense": 3}, "profiles[0].rows: expected a mapping"),
+    (5, "profiles[0].rows: expected a mapping"),
+    ({"kernels": 99_999_999_999}, "has 99,999,999,999 kernels rows but the batch's files hold 3"),
+])
+def test_manifest_profile_rows_that_lie_are_one_line(tmp_path, cli, rows, needle):
+    # deep manifest mutator (session 16): a profile ingested twice (the later batch supersedes the
+    # earlier copy) whose earlier entry's `rows` is of the wrong shape: AttributeError, TypeError or
+    # KeyError at the catch-all in `dataset info`; a count beyond the batch's files printed a
+    # negative row count (-99,999,999,038)
+    import json
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)  # the same profile again: the first copy is superseded
+    first = sorted((ds / "_manifests").glob("*.json"))[0]
+    doc = json.loads(first.read_text())
+    doc["profiles"][0]["rows"] = rows
+    first.write_text(json.dumps(doc))
+    assert_one_line_error(cli("dataset", "info", ds), needle)
