@@ -1655,18 +1655,22 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     # the GIL in their kernels): the device tables (kernel rows, transfers, counters) beside
     # the ranges, then the ranges' nesting beside the gathering of their columns (`_ranges`).
     # On one thread, assembly left a core idle for over 40% of a 1 GB load's wall time (session 15).
+    D = _times(D, base, source)
     with _Helper(_threads() > 1) as helper:
-        device = helper.submit(_device_tables, D, acc, source, base)
+        kernel_rows = helper.submit(_kernel_rows, D, acc, source)
+        copies = helper.submit(_transfers_and_counters, D, acc, base)  # (two tasks: either thread takes the second)
         del D
         box = [R]
         del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
         try:
-            ranges, range_stats, launch = _ranges(box, acc, source, base, device, helper)
+            ranges, range_stats, launch = _ranges(box, acc, source, base, kernel_rows, helper)
         except BaseException:
-            device.result()  # the device side's own error first, as when it ran before the ranges
+            kernel_rows.result()  # the device side's own errors first, as when it ran before the ranges
+            copies.result()
             raise
-        K, transfers, counters = device.result()
-        del device
+        K = kernel_rows.result()
+        transfers, counters = copies.result()
+        del kernel_rows, copies
     kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
     tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
@@ -1743,10 +1747,8 @@ class _Helper:
         return task
 
 
-def _device_tables(D: pl.DataFrame, acc: _Acc, source: str, base: int):
-    """Kernel rows (before launch attribution), transfers and counters, from the device rows."""
-    D = _times(D, base, source)
-    return _kernel_rows(D, acc, source), _transfers(D), _counters(acc, D, base)
+def _transfers_and_counters(D: pl.DataFrame, acc: _Acc, base: int):
+    return _transfers(D), _counters(acc, D, base)
 
 
 def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
@@ -1758,9 +1760,9 @@ def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
 
 
 def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
-            device: _Task, helper: _Helper) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+            kernel_rows: _Task, helper: _Helper) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
     """The ranges table, B/E pairing and nesting statistics, and the launch calls (one per
-    correlation id of the kernel rows `device` gives) with the op and annotation around each.
+    correlation id of the `kernel_rows`) with the op and annotation around each.
     The nesting pass runs on `helper` while the columns are gathered."""
     R = box.pop()
 
@@ -1843,18 +1845,17 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     ]
     out: dict[str, pl.Series] = {"range_id": pl.Series("range_id", np.arange(R.height, dtype=np.int64))}
     order = pl.Series("order", perm, dtype=pl.get_index_type())  # (converted once, not per gather)
-    for out_name, expr, done in steps:
-        if sorted_times.get(out_name) is not None:
-            out[out_name] = pl.Series(out_name, sorted_times.pop(out_name))
-        else:
-            # evaluated in file order (a literal broadcasts to the frame), then reordered
-            out[out_name] = _reordered(R.with_columns(expr.alias("_out")).get_column("_out").alias(out_name), perm, order)
-        drop = [c for c in done if c in R.columns]
-        if drop:
-            R = R.drop(drop)
-    del R, order, perm, sorted_times
+    # the texts and ids on the helper (after the nesting pass, or here if it is still busy), the
+    # rest here; each side gets the stacked columns it reads, so none is held by both
+    side_cols = [c for c in ("name", "cat", "corr", "ext") if c in R.columns]
+    side = helper.submit(_gather_columns, [st for st in steps if st[0] in _SIDE_COLUMNS], [R.select(side_cols)], perm, order, {})
+    box = [R.drop(side_cols)]
+    del R
+    out.update(_gather_columns([st for st in steps if st[0] not in _SIDE_COLUMNS], box, perm, order, sorted_times))
+    del order, perm, sorted_times
     parent, depth, ann, op = nesting.result()
-    del nesting
+    out.update(side.result())
+    del nesting, side
     if renames:
         launch_row = pl.lit(out["kind"]).is_in(_LAUNCH_KINDS)
         out["name"] = pl.select(pl.when(launch_row).then(pl.lit(out["name"]).replace(renames)).otherwise(pl.lit(out["name"]))).to_series().alias("name")
@@ -1864,7 +1865,7 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     ranges = pl.DataFrame(out).select(
         "range_id", "kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns",
         "duration_ns", "depth", "parent_range_id", "correlation_id", "external_id")
-    kernel_corr = device.result()[0]["corr"]
+    kernel_corr = kernel_rows.result()["corr"]
     idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_in(kernel_corr.drop_nulls().implode()))
                          .to_series().to_numpy())
     del kernel_corr
@@ -1887,6 +1888,28 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     if legacy_launch is not None and legacy_launch.height:
         launch = pl.concat([launch, legacy_launch.select(launch.columns)], how="vertical_relaxed").filter(pl.col("corr").is_first_distinct())
     return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch
+
+
+_SIDE_COLUMNS = ("name", "domain", "correlation_id", "external_id")
+
+
+def _gather_columns(steps: list, box: list[pl.DataFrame], perm: np.ndarray, order: pl.Series,
+                    sorted_times: dict) -> dict[str, pl.Series]:
+    """The output columns of `steps` ((name, expression, stacked columns done with)) in nesting
+    order. The frame in `box` is taken over: its columns are dropped as soon as no later step
+    reads them, so the table is never held twice."""
+    frame = box.pop()
+    out = {}
+    for out_name, expr, done in steps:
+        if sorted_times.get(out_name) is not None:
+            out[out_name] = pl.Series(out_name, sorted_times.pop(out_name))
+        else:
+            # evaluated in file order (a literal broadcasts to the frame), then reordered
+            out[out_name] = _reordered(frame.with_columns(expr.alias("_out")).get_column("_out").alias(out_name), perm, order)
+        drop = [c for c in done if c in frame.columns]
+        if drop:
+            frame = frame.drop(drop)
+    return out
 
 
 def _reordered(s: pl.Series, perm: np.ndarray, order: pl.Series) -> pl.Series:
