@@ -136,3 +136,115 @@ def test_a_planted_fault_is_judged_as_what_it_is(sweep, tmp_path):
     assert {(f["i"], f["verdict"]) for f in findings} == {(0, "undeliberate"), (1, "crash"), (2, "timeout")}
     assert "planted" in next(f["detail"] for f in findings if f["i"] == 0)
     assert (tmp_path / "fs" / "repro" / "pairs_0" / "pairs.csv").exists()
+
+
+# -- session 16: verdicts and mutators ----------------------------------------------------------------
+def test_exit_4_is_ok_only_where_the_gate_may_give_it():
+    # compare-pairs --fail-on regression|any-significant: 4 is the gate's "not comparable"
+    assert fs._cli_verdict(4, "", (0, 1, 4))[0] == "ok"
+    assert fs._cli_verdict(4, "")[0] == "undeliberate"
+
+
+def test_json_output_with_nan_or_infinity_is_a_finding(tmp_path):
+    out = tmp_path / "r.json"
+    case = {"argv": ["audit", "c.yaml", "-f", "json", "-o", str(out)]}
+    out.write_text('{"speedup": 2.0, "low": null}')
+    assert fs._json_output(case, "") == ""
+    out.write_text('{"speedup": NaN}')
+    assert "not JSON" in fs._json_output(case, "")
+    stdout_case = {"argv": ["devices", "--spec", "s.yaml", "-f", "json"]}
+    assert "not JSON" in fs._json_output(stdout_case, '[{"dram_tb_per_s": Infinity}]')
+    assert fs._json_output({"argv": ["devices", "-f", "table"]}, "NaN") == ""  # only JSON is held to JSON
+
+
+def test_a_busy_child_is_not_a_stall_and_a_sleeping_one_is_not_runnable():
+    import os
+    import signal
+    import time
+
+    busy = os.fork()
+    if busy == 0:
+        while True:
+            pass
+    asleep = os.fork()
+    if asleep == 0:
+        time.sleep(60)
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        seen = False
+        while time.monotonic() < deadline and not seen:
+            seen = fs._cpu_s(busy)[1]  # R: running or waiting for a core, never "blocked"
+            time.sleep(0.01)
+        assert seen
+        time.sleep(0.2)
+        assert fs._cpu_s(asleep)[1] is False
+    finally:
+        for pid in (busy, asleep):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def test_hostile_claim_values_reach_every_kind_of_field():
+    import random
+
+    from profaudit.audit.claim import META_KEYS
+
+    seeds = fs.claim_seeds()
+    where = set()
+    for k in range(400):
+        import copy
+
+        doc = copy.deepcopy(seeds[k % len(seeds)]["doc"])
+        label = fs._hostile_claim_value(doc, random.Random(f"h/{k}"))
+        # everything but the one field stays as it was: both sides are still there to load
+        assert isinstance(doc["baseline"], dict) and isinstance(doc["candidate"], dict), label
+        field = label.split(" = ", 1)[0].split(" ", 1)[1]
+        where.add("meta" if ".meta." in field else "workload" if field.startswith("workload.") else "side" if "." in field else "top")
+        if ".meta." in field:
+            assert field.rsplit(".", 1)[1] in META_KEYS
+    assert where == {"top", "workload", "side", "meta"}
+
+
+def test_manifest_lies_keep_the_manifest_json_and_cover_the_lies(tmp_path):
+    import json
+    import random
+    import shutil
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    src = tmp_path / "src"
+    write_dataset(ProfileSet([_profile("a", 3)]), src)
+    write_dataset(ProfileSet([_profile("b", 2)]), src)
+    ops = set()
+    for k in range(120):
+        ds = tmp_path / f"c{k}" / "ds"
+        shutil.copytree(src, ds)
+        label = fs._lie_in_manifest(ds, random.Random(f"m/{k}"))
+        ops.add(label.rsplit(": ", 1)[1])
+        for m in (ds / "_manifests").glob("*.json"):
+            json.loads(m.read_text())  # a lie that parses: the reader must judge what it says
+    assert {"rows", "path_up", "path_link_out", "dup_profile", "dup_profile_other", "replaces_self", "profile_rows"} <= ops, ops
+
+
+def test_absurd_peaks_land_on_published_numbers():
+    import random
+
+    import yaml
+
+    spec = yaml.safe_load((REPO / "device_specs" / "h100-sxm.yaml").read_text())
+    changed = 0
+    for k in range(50):
+        doc = yaml.safe_load(yaml.safe_dump(spec))
+        label = fs._absurd_peak(doc, random.Random(f"p/{k}"))
+        assert label.startswith("absurd ") and label.split(" = ")[0].rsplit(".", 1)[1] in ("value", "clock_mhz", "capacity_bytes"), label
+        changed += doc != spec
+    assert changed >= 45  # only a draw of the number already there leaves the spec as it was
+
+
+@pytest.mark.parametrize("text, found", [("speedup nan× (median)", True), ("inf% of the roof", True), ("-inf x", True), ("2.00× faster", False),
+                                         ("label: nan", False), ("share 12.5%", False), ("infinite loop 3x", False), ("banana%", False)])
+def test_a_computed_figure_printed_as_nan_or_inf_is_a_finding(text, found):
+    assert bool(fs._nonsense_figure({}, text)) is found

@@ -110,12 +110,17 @@ def _build_seeds(work: Path, claims: list[dict]) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     files = evidence_files(claims)
     expect_claims = {}
+    from profaudit.specs import _package_specs
+
+    _package_specs()  # read once before the claims are timed: the first audit would pay for it
     for s in claims:
         p = work / "claims" / s["name"]
         p.parent.mkdir(exist_ok=True)
         p.write_text(yaml.safe_dump(s["doc"], sort_keys=False))
+        t0 = time.process_time()
         row = audit_row(str(p))
-        expect_claims[s["name"]] = {"verdict": row["verdict"], "supported_speedup_x": row.get("supported_speedup_x"), "path": str(p)}
+        expect_claims[s["name"]] = {"verdict": row["verdict"], "supported_speedup_x": row.get("supported_speedup_x"), "path": str(p),
+                                    "cpu_s": time.process_time() - t0}
     pairs = []
     for s in claims[:4]:
         b, c = (s["doc"][r].get("timings") for r in ("baseline", "candidate"))
@@ -234,9 +239,22 @@ def _evidence_damage(doc: dict, case: Path, rng: random.Random, others: list[Pat
         return "no side to damage"
     key = "timings" if "timings" in side else "profile"
     cur = side.get(key)
+    claim_dir = case
+    # each damage's files in a folder of their own: several damaged claims share one batch folder,
+    # and two damages may pick the same link or FIFO name (a FileExistsError in the generator)
+    k = 0
+    while (case / f"ev{k}").exists():
+        k += 1
+    case = case / f"ev{k}"
+    case.mkdir()
     src = cur if isinstance(cur, str) else (cur[0] if isinstance(cur, list) and cur and isinstance(cur[0], str) else None)
+    try:
+        src_is_file = bool(src) and Path(src).is_file()
+    except (OSError, ValueError):  # an earlier edit made it a name no file system takes
+        src_is_file = False
     op = rng.choice(["missing", "folder", "emptyfolder", "selflink", "looplink", "dangling", "fifo", "devzero", "devnull", "claim_itself",
-                     "other_claim", "damaged", "damaged", "damaged", "empty", "url", "list_mixed", "relative_up", "huge_list", "nul"])
+                     "other_claim", "damaged", "damaged", "damaged", "empty", "url", "list_mixed", "relative_up", "huge_list", "nul",
+                     "folderlink", "ten_thousand", "ten_thousand_missing", "fifo_in_list", "unreadable", "proc"])
     if op == "missing":
         val = str(case / "no_such.jsonl")
     elif op == "folder":
@@ -266,9 +284,9 @@ def _evidence_damage(doc: dict, case: Path, rng: random.Random, others: list[Pat
     elif op == "other_claim":
         # a claim as evidence of another claim, which names the first back
         other = case / "other.yaml"
-        other.write_text(f"baseline: {{timings: {case / 'claim.yaml'}}}\ncandidate: {{timings: {case / 'claim.yaml'}}}\n")
+        other.write_text(f"baseline: {{timings: {claim_dir / 'claim.yaml'}}}\ncandidate: {{timings: {claim_dir / 'claim.yaml'}}}\n")
         val = str(other)
-    elif op in ("damaged", "empty") and src and Path(src).is_file():
+    elif op in ("damaged", "empty") and src_is_file:
         data = Path(src).read_bytes()
         m = mutators.mutate(data, "timing-log", rng) if op == "damaged" else mutators.Mutant(b"", "empty")
         dst = case / ("ev_" + Path(src).name)
@@ -283,6 +301,25 @@ def _evidence_damage(doc: dict, case: Path, rng: random.Random, others: list[Pat
         val = "../" * 40 + "etc/passwd"
     elif op == "huge_list":
         val = [src or "x"] * rng.choice([2000, 50_000])
+    elif op == "folderlink":
+        os.symlink(str(Path(src).parent) if src else "/", case / "dir.jsonl")
+        val = str(case / "dir.jsonl")
+    elif op == "ten_thousand":
+        # 10,000 entries naming the same real log: the claim must be refused or bounded, not
+        # read 10,000 times
+        val = [src or "x"] * 10_000
+    elif op == "ten_thousand_missing":
+        val = [str(case / f"run{k}.jsonl") for k in range(10_000)]
+    elif op == "fifo_in_list":
+        os.mkfifo(case / "fifo.jsonl")
+        val = [src or "x", str(case / "fifo.jsonl")]
+    elif op == "unreadable" and src_is_file:
+        dst = case / "noperm.jsonl"
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0)  # root reads it anyway: then it is an intact copy, which is fine
+        val = str(dst)
+    elif op == "proc":
+        val = rng.choice(["/proc/self/mem", "/proc/self/environ", "/dev/urandom", "/sys/kernel/notes"])
     else:
         val = (src or "x") + "\x00.jsonl"
     side[key] = val
@@ -306,6 +343,88 @@ def _serialised(doc, rng: random.Random, labels: list[str], tricks_rate: float) 
     return data
 
 
+# hostile values by what a field holds: a claim that parses everywhere else reaches the code that
+# uses the field (rules, statistics, rendering), not only the first validation that meets it
+HOSTILE_NUMBERS = (0, -0.0, -1, -1e308, 1e308, 1e-320, 5e-324, float("nan"), float("inf"), float("-inf"), 2**53 + 1, 2**63, 2**64, -(2**63),
+                   10**400, "1e309", "-0", "0x10", "1_000", "5.04x", "x5.04", "NaN", ".inf", "5,04", " 2 ", "1e-400", 1.5)
+WRONG_TYPES = (None, True, False, [], {}, [1], [[1]], {"value": 1}, "", "x" * 100_000, "\u202e\u0000", 3)
+HOSTILE_BY_KIND = {
+    "int": (0, -1, 1.5, 2**64, 10**400, 1e308, float("nan"), "12", "1e3"),
+    "float": (0, -1, 1e308, -1e308, 1e-320, float("nan"), float("inf"), 10**400, "1e309", "3 GB"),
+    "bool": ("yes", "no", "maybe", 2, -1, 0.5, "true", "False", "on"),
+    "dtype": ("fp128", "FP16", "torch.bfloat16", "int4", "fp8_e4m3", "float", "tf32", "fp32 ", "x" * 300),
+    "shape": ("99999999999x99999999999x99999999999", [2**62, 2**62, 2**62], {"m": -1, "n": 0}, [0], [-4, 4], "1x", "x", [1.5, 2], [[1]],
+              [10**400], "0x0x0", "4096x4096x4096x4096x4096x4096x4096x4096"),
+    "str": ("", " ", "\x00", "x" * 100_000, "é" * 300, "none", "None", "🚀"),
+    "pids": (-1, 10**400, [1, 2, "x"], ["a"] * 10_000, 2**64, float("nan")),
+    "versions": ({"torch": 2.0}, {"": ""}, "torch 2", [1], {"torch": None}, {"x" * 1000: "1"}),
+    "checked": ("maybe", "before", 2, None, "both "),
+}
+TOP_FIELD_KIND = {"speedup": "num", "confidence": "num", "noise_threshold": "num", "statistic": "statistic", "version": "num",
+                  "device": "str", "claim": "str", "notes": "str", "intended_differences": "list_of_keys"}
+WORKLOAD_FIELD_KIND = {"flops": "num", "bytes": "num", "precision": "dtype", "sparse": "bool"}
+SIDE_FIELD_KIND = {"label": "str", "benchmark": "str", "variant": "str", "params": "params", "kernel": "regex", "time_column": "str", "time_unit": "unit"}
+STATISTICS = ("p0", "p100", "p101", "p-1", "p50.5", "p99.999999999", "pnan", "p1e308", "trimmed_mean", "best_of", "min", "max", "mean ", "MEDIAN",
+              "total", "geomean", "", "p", "p9" * 200)
+
+
+def _hostile_for(kind: str, rng: random.Random):
+    if kind == "num":
+        return rng.choice(HOSTILE_NUMBERS + WRONG_TYPES)
+    if kind == "statistic":
+        return rng.choice(STATISTICS + WRONG_TYPES)
+    if kind == "list_of_keys":
+        return rng.choice([["device", "device"], ["nonexistent_key"], ["dtype"] * 10_000, [None], [["dtype"]], "dtype", 5, {"dtype": 1}])
+    if kind == "params":
+        return rng.choice([{"Axis Size": 10**400}, {"": ""}, {"n": [1, 2]}, {"n": None}, "n=3", [1], {"x" * 1000: 1}, {"n": float("nan")}])
+    if kind == "regex":
+        return rng.choice(["(", "(a+)+$", "(" * 5000 + ")" * 5000, ".*" * 1000, "[", "\\", "x" * 100_000, "(?P<a>)(?P<a>)"])
+    if kind == "unit":
+        return rng.choice(["ps", "weeks", "", "1e308", "s ", "ns/iter", "µs", "us", "NaN", "cycles", "ms" * 1000])
+    pool = HOSTILE_BY_KIND.get(kind, HOSTILE_BY_KIND["str"])
+    return rng.choice(pool + WRONG_TYPES) if rng.random() < 0.25 else rng.choice(pool)
+
+
+def _hostile_claim_value(doc: dict, rng: random.Random) -> str:
+    """Set one field the claim format knows (a top key, a workload key, a side key, a meta key of
+    the side) to a hostile value of its kind or of the wrong type; everything else stays valid."""
+    from profaudit.audit.claim import META_KEYS
+
+    where = rng.random()
+    if where < 0.3:
+        key = rng.choice(sorted(TOP_FIELD_KIND))
+        val = _hostile_for(TOP_FIELD_KIND[key], rng)
+        doc[key] = val
+        return f"hostile {key} = {val!r:.40}"
+    if where < 0.4:
+        key = rng.choice(sorted(WORKLOAD_FIELD_KIND))
+        val = _hostile_for(WORKLOAD_FIELD_KIND[key], rng)
+        if not isinstance(doc.get("workload"), dict):
+            doc["workload"] = {}
+        doc["workload"][key] = val
+        return f"hostile workload.{key} = {val!r:.40}"
+    roles = [r for r in ("baseline", "candidate") if isinstance(doc.get(r), dict)]
+    if not roles:
+        return "no side for a hostile value"
+    role = rng.choice(roles)
+    side = doc[role]
+    if where < 0.55:
+        key = rng.choice(sorted(SIDE_FIELD_KIND))
+        val = _hostile_for(SIDE_FIELD_KIND[key], rng)
+        side[key] = val
+        return f"hostile {role}.{key} = {val!r:.40}"
+    # meta keys: the facts the rules compute with (clocks, shapes, byte and FLOP counts ...);
+    # sometimes both sides get one, so a rule comparing them sees two hostile values
+    key = rng.choice(sorted(META_KEYS))
+    val = _hostile_for(META_KEYS[key][0], rng)
+    sides = roles if rng.random() < 0.3 else [role]
+    for r in sides:
+        if not isinstance(doc[r].get("meta"), dict):
+            doc[r]["meta"] = {}
+        doc[r]["meta"][key] = val
+    return f"hostile {'+'.join(sides)}.meta.{key} = {val!r:.40}"
+
+
 def make_claim(case: Path, rng: random.Random, seeds: dict, name: str = "claim.yaml") -> str:
     """Write one damaged claim file; returns what was done to it."""
     import copy
@@ -315,6 +434,10 @@ def make_claim(case: Path, rng: random.Random, seeds: dict, name: str = "claim.y
     doc = copy.deepcopy(rng.choice(seeds["claim_docs"])["doc"])
     labels = []
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        op = rng.random()
+        if op < 0.3 and isinstance(doc, dict):
+            labels.append(_hostile_claim_value(doc, rng))
+            continue
         op = rng.random()
         if op < 0.35:
             try:
@@ -350,6 +473,12 @@ def gen_claim(case: Path, rng: random.Random, seeds: dict) -> dict:
         argv += ["-o", out]
     if rng.random() < 0.1:
         argv += ["--sarif", str(case / "out" / "r.sarif")]
+    if rng.random() < 0.15:
+        # rule selection by code prefix: unknown codes, empty lists, everything excluded
+        opt = rng.choice(["--select", "--ignore"])
+        val = rng.choice(["PA999", "PA", "", ",", "PA1,PA999", "pa101", "XX", "PA1" * 1000, "*", "PA101,PA101", "PA5,,PA2", " PA1 ", "\x00"])
+        argv += [opt, val]
+        label += f"; {opt} {val!r:.30}"
     return {"kind": "cli", "argv": argv, "label": label, "outputs": [out] if out else [], "out_dir": str(case / "out")}
 
 
@@ -365,7 +494,16 @@ def gen_batch(case: Path, rng: random.Random, seeds: dict) -> dict:
     d = case / "claims"
     d.mkdir()
     good, labels = {}, []
-    for k in range(rng.randint(1, 4)):
+    # mostly the cheaper half of the seed claims (~0.05 against ~0.5 CPU-s each to audit): a batch
+    # tests the batch (names, rows, exit code, table), and the claim surface audits every seed in
+    # depth; now and then all of them, so a costly claim's row is checked in a batch too
+    cost = {name: c.get("cpu_s", 0.0) for name, c in seeds["claims"].items()}
+    ranked = sorted(seeds["claim_docs"], key=lambda s: cost.get(s["name"], 0.0))
+    if rng.random() < 0.8:
+        seeds = {**seeds, "claim_docs": ranked[: max(1, (len(ranked) + 1) // 2)]}
+    # one or two good claims: each is audited in full (10,000 bootstrap resamples, up to ~0.6 CPU-s),
+    # and one is enough to check that a batch gives a good claim the verdict it gets alone
+    for k in range(rng.randint(1, 2)):
         s = rng.choice(seeds["claim_docs"])
         p = d / f"good{k}_{s['name']}"
         p.write_text(yaml.safe_dump(s["doc"], sort_keys=False))
@@ -407,7 +545,8 @@ def gen_pairs(case: Path, rng: random.Random, seeds: dict) -> dict:
             r[key] = rng.choice([str(case / "missing.jsonl"), str(case), "/dev/zero", "/dev/null", "", " ", "s3://", "::", "rel/../../x", "a\x00b",
                                  str(Path(r[key]).parent), "memory://x", "http://[::1"])
             if r[key] == "/dev/zero" and rng.random() < 0.5:
-                os.mkfifo(case / "fifo.jsonl")
+                if not (case / "fifo.jsonl").exists():
+                    os.mkfifo(case / "fifo.jsonl")
                 r[key] = "fifo.jsonl"
             labels.append(f"{key} -> {r[key]!r:.40}")
     import csv
@@ -435,15 +574,144 @@ def gen_pairs(case: Path, rng: random.Random, seeds: dict) -> dict:
     fmt = rng.choice(["json", "csv", "markdown", "table"])
     out = str(case / "out" / f"pairs.{'md' if fmt == 'markdown' else fmt if fmt != 'table' else 'txt'}")
     argv = ["compare-pairs", str(case / "pairs.csv"), "-f", fmt, "-o", out]
+    ok_exits = [0, 1]
     if rng.random() < 0.3:
-        argv += ["--fail-on", rng.choice(["regression", "any-significant", "none", "bogus"]), "--max-slowdown", rng.choice(["5%", "0", "-1", "nan", "1e999", "x"])]
+        fail_on = rng.choice(["regression", "any-significant", "none", "bogus"])
+        argv += ["--fail-on", fail_on, "--max-slowdown", rng.choice(["5%", "0", "-1", "nan", "1e999", "x"])]
+        if fail_on in ("regression", "any-significant"):
+            ok_exits.append(4)  # the gate's "not comparable" (profaudit.compare.gate.EXIT_NOT_COMPARABLE)
     return {"kind": "cli", "argv": argv, "label": "; ".join(labels) or "good pairs", "outputs": [out], "out_dir": str(case / "out"),
-            "pairs_good": good, "table": out if fmt == "json" else None, "verdict_table": True}
+            "pairs_good": good, "table": out if fmt == "json" else None, "verdict_table": True, "ok_exits": ok_exits}
+
+
+def _lie_in_manifest(ds: Path, rng: random.Random) -> str:
+    """A layout-2 batch manifest that parses and lies: row and byte counts, table names, profile
+    ranges and ids (duplicated within and across batches), paths outside the dataset, replaces
+    lists naming itself or nothing, a batch name of another batch."""
+    mans = sorted((ds / "_manifests").glob("*.json"))
+    docs = []
+    for m in mans:
+        try:
+            docs.append((m, json.loads(m.read_text())))
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            pass
+    docs = [(m, d) for m, d in docs if isinstance(d, dict) and isinstance(d.get("files"), list) and d["files"]
+            and all(isinstance(f, dict) for f in d["files"]) and isinstance(d.get("profiles"), list)]
+    if not docs:
+        return "no manifest to lie in"
+    m, doc = rng.choice(docs)
+    f = rng.choice(doc["files"])
+    other = rng.choice(docs)[1]
+    outside = ds.parent / "outside"
+    op = rng.choice(["rows", "rows", "bytes", "table", "range", "path_up", "path_abs", "path_other_batch", "path_link_out", "path_dev",
+                     "dup_profile", "dup_profile_other", "profile_rows", "profile_id_odd", "batch_name", "replaces_self", "replaces_other",
+                     "replaces_many", "drop_file", "dup_file", "layout", "profiles_empty"])
+    if op == "rows":
+        f["rows"] = rng.choice([0, 1, f.get("rows", 1) * 2 if isinstance(f.get("rows"), int) else 7, 10**12, 2**63 - 1, 2**63])
+    elif op == "bytes":
+        f["bytes"] = rng.choice([0, 1, 10**15, 2**63 - 1, 2**64])
+    elif op == "table":
+        f["table"] = rng.choice(["kernels", "samples", "metadata", "ranges", "nonsense", "", "../samples", "samples/../metadata"])
+    elif op == "range":
+        f["profile_range"] = rng.choice([[2, 0], [0, 10**9], [-1, 2], [0, 0], [5, 9], "0:2", [0], None, [0.5, 1.5]])
+    elif op == "path_up":
+        f["path"] = rng.choice(["../outside/part.parquet", "samples/../../outside/part.parquet", "../" * 30 + "etc/passwd", "samples/./../samples/x.parquet"])
+        outside.mkdir(exist_ok=True)
+        part = next(iter(sorted(ds.rglob("*.parquet"))), None)
+        if part is not None:
+            shutil.copyfile(part, outside / "part.parquet")  # a readable Parquet file outside the dataset
+    elif op == "path_abs":
+        part = next(iter(sorted(ds.rglob("*.parquet"))), None)
+        f["path"] = rng.choice(["/etc/passwd", "/dev/zero", "/proc/self/mem", str(part.resolve()) if part else "/"])
+    elif op == "path_other_batch":
+        of = rng.choice(other["files"]) if other.get("files") else {}
+        f["path"] = of.get("path", f.get("path")) if isinstance(of, dict) else f.get("path")
+    elif op == "path_link_out":
+        outside.mkdir(exist_ok=True)
+        (outside / "secret.parquet").write_bytes(b"PAR1 not really")
+        link = ds / "samples" / "linked.parquet"
+        link.parent.mkdir(exist_ok=True)
+        if not link.exists():
+            os.symlink(outside / "secret.parquet", link)
+        f["path"] = "samples/linked.parquet"
+    elif op == "path_dev":
+        f["path"] = rng.choice(["", ".", "samples", "samples/", "\x00", "a" * 5000, "samples/batch=x/../../_manifests/" + m.name])
+    elif op in ("dup_profile", "dup_profile_other"):
+        src = other if op == "dup_profile_other" else doc
+        pids = [p for p in src.get("profiles", []) if isinstance(p, dict)]
+        mine = [p for p in doc["profiles"] if isinstance(p, dict)]
+        if pids and mine:
+            rng.choice(mine)["profile_id"] = rng.choice(pids).get("profile_id")
+    elif op == "profile_rows":
+        mine = [p for p in doc["profiles"] if isinstance(p, dict)]
+        if mine:
+            rng.choice(mine)["rows"] = rng.choice([{"samples": 10**12}, {"samples": -5}, {"kernels": 3}, {}, {"samples": "x"}, [], 5])
+    elif op == "profile_id_odd":
+        mine = [p for p in doc["profiles"] if isinstance(p, dict)]
+        if mine:
+            rng.choice(mine)["profile_id"] = rng.choice(["", "../x", "a/b", "x" * 5000, None, 5, "é\ud800", "profile_id=x"])
+    elif op == "batch_name":
+        doc["batch"] = rng.choice([other.get("batch"), "../x", "", "batch=x", "x" * 3000, None])
+    elif op == "replaces_self":
+        doc["replaces"] = [doc.get("batch")]
+    elif op == "replaces_other":
+        doc["replaces"] = [other.get("batch")]
+    elif op == "replaces_many":
+        doc["replaces"] = rng.choice([[f"b{k}" for k in range(10_000)], ["nonexistent"], "x", [None], [[1]]])
+    elif op == "drop_file":
+        doc["files"].remove(f)
+    elif op == "dup_file":
+        doc["files"].append(dict(f))
+    elif op == "layout":
+        doc["layout"] = rng.choice([1, 3, "2", None, 2.0, -2])
+    else:
+        doc["profiles"] = []
+    m.write_text(json.dumps(doc))
+    return f"manifest {m.name[:30]} lies: {op}"
+
+
+def _lie_in_layout_1(ds: Path, rng: random.Random) -> str:
+    """Layout 1 (a folder per profile_id): a folder whose name says another id than its rows, two
+    folders with the same rows, the marker listing ids that do not exist or one id twice."""
+    dirs = sorted(p for p in ds.glob("*/profile_id=*") if p.is_dir())
+    marker = ds / "_profaudit_dataset.json"
+    op = rng.choice(["rename", "twin", "marker_missing_id", "marker_dup", "marker_many", "marker_layout"])
+    if op in ("rename", "twin") and dirs:
+        d = rng.choice(dirs)
+        new = d.with_name(rng.choice(["profile_id=other", "profile_id=", "profile_id=" + d.name.split("=", 1)[1] + "x", "profile_id=a%2Fb"]))
+        if new.exists():
+            return "layout-1 lie skipped"
+        if op == "rename":
+            d.rename(new)
+        else:
+            shutil.copytree(d, new)
+        return f"layout 1 lies: {op} {d.name[:30]} -> {new.name[:30]}"
+    try:
+        doc = json.loads(marker.read_text())
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
+        return "no layout-1 marker to lie in"
+    if not isinstance(doc, dict):
+        return "no layout-1 marker to lie in"
+    ids = doc.get("profiles") if isinstance(doc.get("profiles"), list) else []
+    if op == "marker_missing_id":
+        doc["profiles"] = ids + ["no-such-profile"]
+    elif op == "marker_dup":
+        doc["profiles"] = ids + ids[:1]
+    elif op == "marker_many":
+        doc["profiles"] = [f"p{k}" for k in range(10_000)]
+    else:
+        doc["layout"] = rng.choice([2, 1, "1", None])
+    marker.write_text(json.dumps(doc))
+    return f"layout 1 lies: {op}"
 
 
 def _damage_dataset(ds: Path, rng: random.Random) -> str:
     from tests.fuzz import mutators
 
+    if rng.random() < 0.3:
+        # lies that parse: a reader that trusts its manifest reads outside the dataset, counts
+        # rows twice or prints counts the data does not have
+        return _lie_in_manifest(ds, rng) if (ds / "_manifests").is_dir() else _lie_in_layout_1(ds, rng)
     files = sorted(p for p in ds.rglob("*") if p.is_file())
     op = rng.random()
     if op < 0.5:
@@ -481,7 +749,7 @@ def _damage_dataset(ds: Path, rng: random.Random) -> str:
         doc = None
         try:
             doc = json.loads(f.read_bytes())
-        except ValueError:
+        except (ValueError, RecursionError):  # an earlier damage nested it past the interpreter's depth
             pass
         if doc is not None:
             doc, label = mutators.mutate_json_doc(doc, rng)
@@ -501,14 +769,16 @@ def gen_dataset(case: Path, rng: random.Random, seeds: dict) -> dict:
     labels = [f"{src.name}"]
     for _ in range(rng.choice([1, 1, 2])):
         labels.append(_damage_dataset(ds, rng))
-    cmd = rng.choice(["info", "info", "kernels", "summary", "compact", "convert", "ingest", "url"])
+    cmd = rng.choice(["info", "info", "kernels", "summary", "gaps", "roofline", "compact", "convert", "ingest", "url"])
     outputs = []
     if cmd == "info":
         argv = ["dataset", "info", str(ds), "-f", rng.choice(["json", "table"])]
     elif cmd == "kernels":
         argv = ["kernels", str(ds), "-f", "json"]
-    elif cmd == "summary":
-        argv = ["info", str(ds)]
+    elif cmd in ("summary", "gaps"):
+        argv = [cmd, str(ds)]
+    elif cmd == "roofline":
+        argv = ["roofline", str(ds), "-f", "json"]
     elif cmd == "compact":
         argv = ["dataset", "compact", str(ds), "--orphan-age-h", rng.choice(["0", "1"])]
     elif cmd == "convert":
@@ -524,6 +794,27 @@ def gen_dataset(case: Path, rng: random.Random, seeds: dict) -> dict:
     return {"kind": "cli", "argv": argv, "label": "; ".join(labels), "outputs": outputs, "out_dir": str(case / "out")}
 
 
+ABSURD_NUMBERS = (0, -0.0, -1, -1e12, float("inf"), float("-inf"), float("nan"), 1e308, 1.7976931348623157e308, 1e-320, 5e-324, 2**63, 2**64,
+                  10**400, "1e309", "1e12", "1_000_000", "0x10", "3.35 TB/s", True, None, [], {}, 1.5)
+
+
+def _absurd_peak(doc, rng: random.Random) -> str:
+    """One number the spec publishes (a peak, a bandwidth, a clock, a size, a count, a conflict
+    value) set to an absurd one, the rest left valid: it must be refused or stay out of what is
+    printed, never come out as a 300-digit bandwidth or "0 GB/s"."""
+    from tests.fuzz import mutators
+
+    if not isinstance(doc, dict):
+        return "no spec mapping for an absurd peak"
+    leaves = [path for path, _ in mutators._nodes(doc) if path and path[-1] in ("value", "clock_mhz", "capacity_bytes")]
+    if not leaves:
+        return "no number to make absurd"
+    path = rng.choice(leaves)
+    val = rng.choice(ABSURD_NUMBERS)
+    mutators._set(doc, path, val)
+    return f"absurd {'.'.join(map(str, path[-3:]))} = {val!r:.30}"
+
+
 def gen_spec(case: Path, rng: random.Random, seeds: dict) -> dict:
     import yaml
 
@@ -533,7 +824,9 @@ def gen_spec(case: Path, rng: random.Random, seeds: dict) -> dict:
     doc = yaml.safe_load(src.read_text())
     labels = [src.name]
     for _ in range(rng.choice([1, 1, 2, 3])):
-        if rng.random() < 0.6:
+        if rng.random() < 0.35:
+            labels.append(_absurd_peak(doc, rng))
+        elif rng.random() < 0.6:
             doc, label = mutators.mutate_json_doc(doc, rng)
             labels.append(label.split("\x00", 1)[0])
         else:
@@ -654,16 +947,63 @@ GENERATORS = {"claim": gen_claim, "batch": gen_batch, "pairs": gen_pairs, "datas
 # ------------------------------------------------------------------------------------------------
 # judging (in the child)
 # ------------------------------------------------------------------------------------------------
-def _run_cli(argv: list[str]) -> tuple[int, str]:
+def _run_cli(argv: list[str]) -> tuple[int, str, str]:
     from profaudit.cli import main
 
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(argv)
-    return rc, err.getvalue()
+    return rc, out.getvalue(), err.getvalue()
 
 
-def _cli_verdict(rc: int, err: str) -> tuple[str, str]:
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+# a figure profaudit computed and printed as not-a-number: "nan×", "inf%", "-inf x" (a claim's own
+# text may say "nan" or "inf"; followed by the unit of a ratio or a share it is a computed figure)
+_NONSENSE_FIGURE = None
+
+
+def _nonsense_figure(case: dict, stdout: str) -> str:
+    import re
+
+    global _NONSENSE_FIGURE
+    if _NONSENSE_FIGURE is None:
+        _NONSENSE_FIGURE = re.compile(r"(?<![\w.])[-+]?(?:nan|inf|infinity)\s?(?:%|×|x\b)", re.I)
+    texts = [("stdout", stdout)]
+    for o in case.get("outputs") or []:
+        if o and Path(o).is_file() and Path(o).suffix in (".txt", ".md", ".html", ".text", ".csv"):
+            texts.append((Path(o).name, Path(o).read_text(encoding="utf-8", errors="replace")))
+    for where, text in texts:
+        m = _NONSENSE_FIGURE.search(text)
+        if m:
+            return f"a computed figure printed as {m.group(0)!r} in {where}: ...{text[max(0, m.start() - 80):m.end() + 40]!r}"
+    return ""
+
+
+def _json_output(case: dict, stdout: str) -> str:
+    """A JSON output must be JSON: NaN and Infinity are Python's extension, which other readers
+    (jq, JavaScript, Go) refuse; a number that is not finite is a nonsense figure anyway."""
+    argv = case.get("argv", [])
+    fmt = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-f", "--format")), None)
+    if fmt != "json":
+        return ""
+    out = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-o", "--output")), None)
+    if out is None:
+        text, where = stdout, "stdout"
+    elif Path(out).is_file():
+        text, where = Path(out).read_text(encoding="utf-8", errors="replace"), Path(out).name
+    else:
+        return ""
+    try:
+        json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        return f"-f json wrote what is not JSON to {where}: {str(exc)[:200]}"
+    return ""
+
+
+def _cli_verdict(rc: int, err: str, ok_exits: tuple[int, ...] = (0, 1)) -> tuple[str, str]:
     lines = [line for line in err.splitlines() if line.strip()]
     if "Traceback" in err:
         return "undeliberate", "traceback: " + (lines[-1] if lines else "")[:300]
@@ -674,7 +1014,7 @@ def _cli_verdict(rc: int, err: str) -> tuple[str, str]:
         if len(errors) != 1:
             return "undeliberate", f"exit 2 with {len(errors)} error lines: {' | '.join(lines)[:300]}"
         return "deliberate", errors[0][:400]
-    if rc in (0, 1):
+    if rc in ok_exits:
         return "ok", ""
     return "undeliberate", f"exit {rc}: {' | '.join(lines)[:300]}"
 
@@ -691,7 +1031,7 @@ def _stray_files(case: dict, rc: int, v: str) -> str:
         # a verdict table is written with exit 2 when a row is ERROR; never with an error line
         if rc == 2 and Path(o).exists() and (v == "deliberate" or not case.get("verdict_table")):
             return f"exit 2 but {Path(o).name} was written"
-        if rc in (0, 1) and not Path(o).exists():
+        if rc in case.get("ok_exits", (0, 1)) and not Path(o).exists():
             return f"exit {rc} but {Path(o).name} was not written"
     return ""
 
@@ -784,8 +1124,8 @@ def _upload_verdict(case: dict) -> tuple[str, str]:
 def judge(case: dict) -> tuple[str, str]:
     if case["kind"] == "upload":
         return _upload_verdict(case)
-    rc, err = _run_cli(case["argv"])
-    v, detail = _cli_verdict(rc, err)
+    rc, stdout, err = _run_cli(case["argv"])
+    v, detail = _cli_verdict(rc, err, tuple(case.get("ok_exits", (0, 1))))
     if case.get("verdict_table") and rc == 2 and v == "undeliberate" and detail.startswith("exit 2 with 0 error lines"):
         # a batch whose worst row is ERROR (an unreadable claim or pair) exits 2 by design, its
         # table written, each bad input named in its row: judged by the table below
@@ -794,6 +1134,8 @@ def judge(case: dict) -> tuple[str, str]:
         problem = _stray_files(case, rc, v)
         if not problem and v == "ok":
             problem = _check_batch(case, rc) if "good" in case else _check_pairs(case, rc) if "pairs_good" in case else ""
+        if not problem and v == "ok":
+            problem = _json_output(case, stdout) or _nonsense_figure(case, stdout)
         if problem:
             return "undeliberate", problem
     return v, detail
@@ -810,9 +1152,17 @@ def _child(case: dict, result: Path, mem_cap_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (vsz + (mem_cap_mb << 20), resource.RLIM_INFINITY))
     except (OSError, ValueError):
         pass
+    try:
+        # the peak RSS the parent reads at wait4 starts from here, not from the parent's own peak
+        # (a forked child inherits the parent's high-water mark)
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    before = set(sys.modules) if case.get("report_modules") else None
     try:
         v, detail = judge(case)
     except MemoryError:
@@ -821,17 +1171,21 @@ def _child(case: dict, result: Path, mem_cap_mb: int) -> None:
         import traceback
 
         v, detail = "undeliberate", f"{type(exc).__name__}: {str(exc)[:200]} at {traceback.format_exc().splitlines()[-3].strip()[:150]}"
+    if before is not None:
+        with contextlib.suppress(OSError):
+            Path(case["report_modules"]).write_text(json.dumps(sorted(set(sys.modules) - before)))
     result.write_text(json.dumps({"verdict": v, "detail": detail}))
     os._exit(0)
 
 
-def _cpu_s(pid: int) -> float:
+def _cpu_s(pid: int) -> tuple[float, bool]:
+    """CPU seconds of the child and its children, and whether it is runnable now."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
-        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK"), fields[0] == "R"
     except (OSError, ValueError, IndexError):
-        return 0.0
+        return 0.0, False
 
 
 class Running:
@@ -840,6 +1194,7 @@ class Running:
         self.result = case_dir / "result.json"
         self.t0 = self.last_progress = time.monotonic()
         self.last_cpu = 0.0
+        self.cpu = 0.0  # CPU seconds of the child and what it waited for, known at its end
         self.pid = os.fork()
         if self.pid == 0:
             _child(case, self.result, mem_cap_mb)
@@ -847,17 +1202,21 @@ class Running:
     def poll(self, cpu_limit: float, stall_s: float, mem_mb: int) -> tuple[str, str] | None:
         pid, status, ru = os.wait4(self.pid, os.WNOHANG)
         if pid == 0:
-            cpu = _cpu_s(self.pid)
+            cpu, runnable = _cpu_s(self.pid)
             now = time.monotonic()
-            if cpu > self.last_cpu + 0.01:
-                self.last_cpu, self.last_progress = cpu, now
+            # under nice 19 on a busy machine a runnable child can wait seconds for a core: that
+            # is not a hang, only sleeping without progress is (a FIFO, a device, a lock)
+            if cpu > self.last_cpu + 0.01 or runnable:
+                self.last_cpu, self.last_progress = max(cpu, self.last_cpu), now
             if cpu > cpu_limit or now - self.last_progress > stall_s:
                 os.kill(self.pid, signal.SIGKILL)
-                os.wait4(self.pid, 0)
+                _, _, ru = os.wait4(self.pid, 0)
+                self.cpu = ru.ru_utime + ru.ru_stime
                 why = f"{cpu:.1f} CPU-s" if cpu > cpu_limit else f"no CPU progress for {now - self.last_progress:.0f} s (blocked)"
                 return "timeout", why
             return None
         peak_mb = ru.ru_maxrss / 1024
+        self.cpu = ru.ru_utime + ru.ru_stime
         if os.WIFSIGNALED(status):
             return "crash", f"signal {os.WTERMSIG(status)}"
         try:
@@ -877,7 +1236,7 @@ def _preimport(modules=()) -> None:
     for m in modules:
         try:
             importlib.import_module(m)
-        except Exception:  # an optional part that does not import here: the child will say so
+        except (Exception, SystemExit):  # an optional part that does not import here: the child will say so
             pass
     import polars  # noqa: F401
     import yaml  # noqa: F401
@@ -894,6 +1253,60 @@ def _preimport(modules=()) -> None:
         import profaudit.dashboards.uploads  # noqa: F401
     except ImportError:  # no dash: the upload surface is skipped
         pass
+    _warm()
+
+
+def _warm() -> None:
+    """Work every input would repeat, done once here so each forked child inherits it: the shipped
+    device specs (an audit matches a device; ~1 s each time before libyaml read them, still ~0.1 s)
+    and the click command typer builds from the app on every `main()` call (~0.06-0.1 s). Neither
+    touches polars. The command is the same object a fresh build gives (typer builds it from the
+    app's declarations alone), and each child gets its own copy of it, so no input sees another's."""
+    import typer.main
+
+    from profaudit.cli import app
+    from profaudit.specs import _package_specs
+
+    _package_specs()
+    built = typer.main.get_command(app)
+    build = typer.main.get_command
+
+    def get_command(obj):
+        return built if obj is app else build(obj)
+
+    typer.main.get_command = get_command
+
+
+def _child_modules(surfaces, seeds: dict, seeds_dir: Path, work: Path, cpu_s: float, stall_s: float, mem_mb: int) -> list[str]:
+    """What the inputs import beyond the parent: a few warm-up inputs per surface (their own seeds,
+    not counted) run in forked children that report the modules they imported, and the parent
+    imports those once. Without this every child imported them again: pandas, rich's renderers,
+    pydantic's lazy parts, pyarrow.dataset ... (~40 ms of a 60 ms spec input). Kept in
+    child_modules.json beside the seeds, so a reused seeds folder skips it."""
+    cache = Path(seeds_dir) / "child_modules.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    found: set[str] = set()
+    for s in surfaces:
+        for j in range(4):
+            case_dir = work / f"warm_{s}_{j}"
+            case_dir.mkdir()
+            (case_dir / "out").mkdir()
+            try:
+                case = GENERATORS[s](case_dir, random.Random(f"warm-up/{s}/{j}"), seeds)
+            except Exception:  # a generator error is counted in the run itself
+                continue
+            case["report_modules"] = str(case_dir / "modules.json")
+            r = Running(s, -1, case_dir, case, mem_mb * 3)
+            while r.poll(cpu_s, stall_s, mem_mb) is None:
+                time.sleep(0.01)
+            with contextlib.suppress(OSError, ValueError):
+                found.update(json.loads((case_dir / "modules.json").read_text()))
+            shutil.rmtree(case_dir, ignore_errors=True)
+    # only importable top-level-named modules; private C parts come with their packages
+    mods = sorted(m for m in found if not m.startswith(("__main__", "__mp_main__")))
+    cache.write_text(json.dumps(mods))
+    return mods
 
 
 def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 1, cpu_s: float = 30.0, stall_s: float = 20.0,
@@ -913,12 +1326,14 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
     if seeds is None:
         seeds = setup(seeds_dir or out / "seeds")
     _preimport(seeds.get("modules", ()))
+    _preimport(_child_modules(surfaces, seeds, seeds_dir or out / "seeds", work, cpu_s, stall_s, mem_mb))
     if "upload" in surfaces:
         try:
             import dash  # noqa: F401
         except ImportError:
             surfaces = [s for s in surfaces if s != "upload"]
     counts = {s: Counter() for s in surfaces}
+    cpu = Counter()  # CPU seconds the inputs' children used, per surface
     examples: dict[tuple[str, str], list[str]] = {}
     tasks = [(s, i) for i in range(per_surface) for s in surfaces]
     running: list[Running] = []
@@ -950,6 +1365,7 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
             running.remove(r)
             v, detail = got
             counts[r.surface][v] += 1
+            cpu[r.surface] += r.cpu
             if v not in ("ok", "deliberate"):
                 examples.setdefault((r.surface, v), []).append(f"#{r.i} {detail[:160]} [{r.case['label'][:160]}]")
                 dest = out / "repro" / f"{r.surface}_{r.i}"
@@ -964,19 +1380,25 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
             if not quiet and done % 200 == 0:
                 print(f"[{time.monotonic() - t_start:.0f} s] {done} inputs", file=sys.stderr, flush=True)
     if not quiet:
-        print_table(counts, time.monotonic() - t_start, examples)
+        print_table(counts, time.monotonic() - t_start, examples, cpu)
     return counts
 
 
-def print_table(counts: dict[str, Counter], elapsed: float, examples: dict) -> None:
+def print_table(counts: dict[str, Counter], elapsed: float, examples: dict, cpu: Counter | None = None) -> None:
     cols = (*VERDICTS, "generator_error")
-    print(f"{'surface':<10} {'inputs':>7} " + " ".join(f"{c:>13}" for c in cols))
+    cpu = cpu or Counter()
+    print(f"{'surface':<10} {'inputs':>7} " + " ".join(f"{c:>13}" for c in cols) + f" {'CPU-s/input':>12}")
     total = Counter()
+
+    def per_input(n: int, secs: float) -> str:
+        return f"{secs / n:>12.3f}" if n else f"{'-':>12}"
+
     for s, c in counts.items():
         total.update(c)
-        print(f"{s:<10} {sum(c.values()):>7} " + " ".join(f"{c[v]:>13}" for v in cols))
-    print(f"{'all':<10} {sum(total.values()):>7} " + " ".join(f"{total[v]:>13}" for v in cols))
-    print(f"{elapsed:.0f} s")
+        print(f"{s:<10} {sum(c.values()):>7} " + " ".join(f"{c[v]:>13}" for v in cols) + " " + per_input(sum(c.values()), cpu[s]))
+    n = sum(total.values())
+    print(f"{'all':<10} {n:>7} " + " ".join(f"{total[v]:>13}" for v in cols) + " " + per_input(n, sum(cpu.values())))
+    print(f"{elapsed:.0f} s wall, {n / elapsed if elapsed else 0:.2f} inputs/s, {sum(cpu.values()):.0f} CPU-s in the inputs' children")
     for (s, v), ex in sorted(examples.items()):
         print(f"-- {s} {v} ({len(ex)}):")
         for line in ex[:8]:
