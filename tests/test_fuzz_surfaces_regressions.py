@@ -445,3 +445,46 @@ def test_manifest_profile_rows_that_lie_are_one_line(tmp_path, cli, rows, needle
     doc["profiles"][0]["rows"] = rows
     first.write_text(json.dumps(doc))
     assert_one_line_error(cli("dataset", "info", ds), needle)
+
+
+# -- claim files: hostile values (session 16) -----------------------------------------------------------
+_HONEST = REPO / "sample_reports" / "claims" / "harness_softmax_honest.yaml"
+
+
+def _honest_claim(tmp_path: Path, name: str = "claim.yaml", **meta) -> Path:
+    doc = yaml.safe_load(_HONEST.read_text())
+    for role in ("baseline", "candidate"):
+        side = doc[role]
+        for key in ("timings", "profile"):  # evidence made absolute: the copy lives elsewhere
+            v = side.get(key)
+            if isinstance(v, str):
+                side[key] = str((_HONEST.parent / v).resolve())
+            elif isinstance(v, list):
+                side[key] = [str((_HONEST.parent / x).resolve()) for x in v]
+    doc["baseline"].setdefault("meta", {}).update(meta)
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize("key", ["best_of", "noise_target", "sm_clock_mhz"])
+def test_claim_meta_integer_past_the_float_range_is_one_line(tmp_path, cli, key):
+    # fuzz_surfaces batch #14, #17 (seed 4201): meta best_of / noise_target = 10^400, a YAML int;
+    # float() raised OverflowError at the catch-all
+    res = cli("audit", _honest_claim(tmp_path, **{key: 10**400}))
+    assert_one_line_error(res, f"baseline.meta.{key}: expected a finite number >= 0, got an integer of 401 digits")
+
+
+def test_claim_confidence_integer_past_the_float_range_is_one_line(tmp_path, cli):
+    p = _honest_claim(tmp_path)
+    p.write_text(p.read_text() + f"confidence: {10**400}\n")
+    assert_one_line_error(cli("audit", p), "confidence: expected a number, got 1000")
+
+
+def test_claim_file_named_like_a_glob_is_that_file(tmp_path, cli):
+    # fuzz_surfaces batch #17 (seed 4201): `profaudit audit 'c0[1].yaml'` took the name for a glob
+    # pattern that matched nothing: "no claim files (*.yaml, *.yml) found" for a file that exists
+    p = _honest_claim(tmp_path, "c0[1].yaml")
+    res = cli("audit", p, "-f", "json")
+    assert res.code in (0, 1), res
+    assert '"verdict"' in res.out

@@ -171,10 +171,18 @@ def _to_float(v: Any) -> float:
     try:
         f = float(str(v).replace("_", "")) if isinstance(v, str) else float(v)
     except (TypeError, ValueError):
-        raise ValueError(f"expected a number, got {v!r}") from None
+        raise ValueError(f"expected a number, got {_shown(v)}") from None
+    except OverflowError:  # an integer past the float range (YAML/JSON read 1 and 40 zeros as one)
+        raise ValueError(f"expected a finite number >= 0, got an integer of {len(str(abs(v)))} digits") from None
     if not math.isfinite(f) or f < 0:
-        raise ValueError(f"expected a finite number >= 0, got {v!r}")
+        raise ValueError(f"expected a finite number >= 0, got {_shown(v)}")
     return f
+
+
+def _shown(v: Any) -> str:
+    """A value in a one-line message, cut to a readable length (a hostile claim's value can be 100 KB)."""
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _to_int(v: Any) -> int:
@@ -563,10 +571,10 @@ def _fraction(value: Any, where: str, path: Any, default: float, lo: float, hi: 
         return default
     try:
         f = float(value)
-    except (TypeError, ValueError):
-        raise InputError(path, f"{where}: expected a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past the float range
+        raise InputError(path, f"{where}: expected a number, got {_shown(value)}") from None
     if not (lo < f < hi):
-        raise InputError(path, f"{where}: expected a number between {lo} and {hi}, got {value!r}")
+        raise InputError(path, f"{where}: expected a number between {lo} and {hi}, got {_shown(value)}")
     return f
 
 
