@@ -254,7 +254,15 @@ def _read_layout_1(path: Path) -> ProfileSet:
         parts: dict[str, pl.DataFrame] = {}
         for f in files:
             pid = f.parent.name.split("=", 1)[1]
-            parts[pid] = read_parquet_untrusted(f, f, "unreadable Parquet part")
+            df = read_parquet_untrusted(f, f, "unreadable Parquet part")
+            try:
+                # checked per part, as the layout-2 reader does: a part of another table (two
+                # parts swapped) was schema.conform's ValueError at the catch-all when the
+                # profile was built (fuzz_surfaces dataset #14 seed 4201)
+                schema.conform(schema.ALL_TABLES[name], df)
+            except (ValueError, TypeError, pl.exceptions.PolarsError) as exc:
+                raise InputError(f, f"part file does not hold the {name!r} table its folder says: {first_line(exc)[:300]}") from None
+            parts[pid] = df
         per_table[name] = parts
     profiles = []
     for pid in ids:

@@ -488,3 +488,24 @@ def test_claim_file_named_like_a_glob_is_that_file(tmp_path, cli):
     res = cli("audit", p, "-f", "json")
     assert res.code in (0, 1), res
     assert '"verdict"' in res.out
+
+
+@pytest.mark.parametrize("cmd", [("dataset", "convert"), ("kernels",)])
+def test_layout_1_part_holding_another_tables_rows_is_one_line(tmp_path, cli, cmd):
+    # fuzz_surfaces dataset #14 (seed 4201): a layout-1 profile's metadata and samples parts
+    # swapped: schema.conform's ValueError at the catch-all when the profile was built
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile, _write_layout_1
+
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    _write_layout_1(ProfileSet([_profile("a", 3)]), ds)
+    k = ds / "kernels" / "profile_id=a" / "part-0.parquet"
+    m = ds / "metadata" / "profile_id=a" / "part-0.parquet"
+    kb, mb = k.read_bytes(), m.read_bytes()
+    k.write_bytes(mb)
+    m.write_bytes(kb)
+    args = [*cmd, ds] + (["-o", tmp_path / "v2"] if cmd[0] == "dataset" else [])
+    res = cli(*args)
+    assert_one_line_error(res, "part file does not hold the 'kernels' table its folder says")
+    assert "profile_id=a" in res.err
