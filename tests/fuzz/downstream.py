@@ -29,8 +29,8 @@ _CLI_MODULES = ("common", "kernels_cmd", "roofline_cmd", "timeline_cmd", "kernel
 
 @contextlib.contextmanager
 def _loads_from(cache: dict[str, object]):
-    """`load_with_progress` answers the paths in `cache` with their ProfileSets (and anything
-    else by loading it, as the CLI does)."""
+    """`load_with_progress` and `profaudit.ranks.load_run` answer the paths in `cache` with their
+    ProfileSets (and anything else by loading it, as the CLI does)."""
     import importlib
 
     mods = [importlib.import_module(f"profaudit.cli.{m}") for m in _CLI_MODULES]
@@ -42,14 +42,33 @@ def _loads_from(cache: dict[str, object]):
             return cache[key]
         return real(paths, **kw)
 
+    import profaudit.ranks as ranks
+
+    real_run = ranks.load_run
+
+    def cached_run(paths, *, align="auto", step_pattern=None, step_basis="host", **kw):
+        # `ranks` and `collectives` read through profaudit.ranks.load_run; a second read of the
+        # file beside the one held here doubled the stage's memory on a large input (a 200 MB
+        # blow-up's collectives: 2.9 GB, of which 1.2 GB the second read). `paths` are the CLI's
+        # expanded inputs, (path, explicit) pairs
+        key = "\x00".join(str(p[0] if isinstance(p, tuple) else p) for p in paths)
+        if key not in cache:
+            return real_run(paths, align=align, step_pattern=step_pattern, step_basis=step_basis, **kw)
+        from profaudit.ranks.collectives import read_run_comm_args
+
+        ps = cache[key]
+        return ranks.DistributedRun(ps, align=align, step_pattern=step_pattern, step_basis=step_basis, comm_args=read_run_comm_args(ps))
+
     saved = [(m, m.load_with_progress) for m in mods]
     for m in mods:
         m.load_with_progress = cached
+    ranks.load_run = cached_run
     try:
         yield
     finally:
         for m, fn in saved:
             m.load_with_progress = fn
+        ranks.load_run = real_run
 
 
 class _BuiltApp:
@@ -134,8 +153,8 @@ def commands(path: Path, ps, sibling: Path | None, scratch: Path, pick: int = 0)
             cmds.append(["kernels", p, "-t", table, "--format", "csv"])
     k = ps.kernels
     if k.height or ps.transfers.height:
-        # the distributed view reads the file again per rank (profaudit.ranks.load_run): one of its
-        # two commands per input, as with compare
+        # the distributed view (the run's rank tables and collectives built afresh each time) is
+        # costly: one of its two commands per input, as with compare
         cmds.append(["ranks", p] if (pick >> 1) % 2 else ["collectives", p, "--format", "csv"])
     if k.height:
         kid = k["kernel_id"][0]
