@@ -509,3 +509,18 @@ def test_layout_1_part_holding_another_tables_rows_is_one_line(tmp_path, cli, cm
     res = cli(*args)
     assert_one_line_error(res, "part file does not hold the 'kernels' table its folder says")
     assert "profile_id=a" in res.err
+
+
+def test_reading_by_profile_equals_partition_by():
+    # dataset_v2._by_profile skips partition_by's copy for a frame of one profile: the same groups
+    import polars as pl
+
+    from profaudit.dataset_v2 import _by_profile
+
+    one = pl.DataFrame({"profile_id": ["a"] * 4, "x": [3, 1, 2, None]})
+    two = pl.DataFrame({"profile_id": ["b", "a", "b", "a"], "x": [1, 2, 3, 4]})
+    for df in (one, two, one.clear()):
+        got = _by_profile(df)
+        want = df.partition_by("profile_id", as_dict=True, maintain_order=True) if df.height else {}
+        assert list(got) == list(want)
+        assert all(got[k].equals(want[k]) for k in want)
