@@ -20,6 +20,15 @@ Stages (nested ones are part of their parent; shares are of the load's total CPU
     POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json
     POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json --block-mb 2
 
+`--threaded` times the load as it runs (decoding on worker threads, assembly on two threads,
+polars' own pool) in wall and CPU time per phase, decoding (`stream_events`) and assembly
+(`assemble`), the median of `--repeat` loads; with `--baseline-parser FILE` (another version of
+`parsers/chrome_trace.py`, e.g. `git show REV:parsers/chrome_trace.py > /tmp/old.py`) the same
+loads alternate with that version's, and the baseline/current ratios of each phase are printed.
+Wall times need a quiet machine: assembly's gain is the second core, which other work takes.
+
+    .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json --threaded --repeat 3 --baseline-parser /tmp/old.py
+
 `--block-mb` sets the walker's block size (`jsonstream.BLOCK_BYTES`; a chunk is about two blocks
 of events) for the chunk-size effect: each chunk costs a fixed amount of query planning and
 Python work in shaping, and a stacked column has one piece per chunk in assembly.
@@ -128,6 +137,60 @@ def measure(path: Path) -> tuple[float, float, collections.Counter, str]:
     return cpu, wall, spent, f"kernels={ps.kernels.height} ranges={ps.ranges.height} transfers={ps.transfers.height}"
 
 
+def load_module(file: Path):
+    """Another version of the Chrome-trace parser module, beside the current one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("profaudit.parsers._baseline_chrome_trace", file)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def phases(mod, path: Path) -> tuple[float, float, float, float]:
+    """(decode wall, decode CPU, assembly wall, assembly CPU) of one threaded load by `mod`."""
+    import gc
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    gc.collect()
+    w0, c0 = time.perf_counter(), cpu()
+    meta, acc, form = mod.stream_events(path)
+    w1, c1 = time.perf_counter(), cpu()
+    prof = mod.assemble(path, mod.ChromeTraceParser(), meta, acc, form)
+    w2, c2 = time.perf_counter(), cpu()
+    del prof, meta, acc
+    return w1 - w0, c1 - c0, w2 - w1, c2 - c1
+
+
+def threaded(path: Path, mb: float, repeat: int, baseline: Path | None) -> None:
+    import statistics
+
+    import profaudit.parsers  # noqa: F401  (imported before the clock starts)
+    from profaudit.parsers import chrome_trace
+
+    mods = [("current", chrome_trace)] + ([("baseline", load_module(baseline))] if baseline else [])
+    runs: dict[str, list] = {name: [] for name, _ in mods}
+    loads = []
+    for _ in range(repeat):
+        for name, mod in mods:  # alternated, so that both see the same machine
+            loads.append(os.getloadavg()[0])
+            runs[name].append(phases(mod, path))
+    gb = mb / 1000
+    med = {name: [statistics.median(r[i] for r in rs) for i in range(4)] for name, rs in runs.items()}
+    for name, (dw, dc, aw, ac) in med.items():
+        print(f"{name:9s} decode {dw:6.2f} s wall {dc / gb:6.2f} CPU-s/GB | assembly {aw:6.2f} s wall {ac / gb:6.2f} CPU-s/GB "
+              f"(CPU/wall {ac / aw:4.2f}) | load {dw + aw:6.2f} s wall = {mb / (dw + aw):6.1f} MB/s, {(dc + ac) / gb:5.2f} CPU-s/GB")
+    if baseline:
+        (dw, _, aw, _), (bdw, _, baw, _) = med["current"], med["baseline"]
+        print(f"baseline/current wall time: decode {bdw / dw:.2f}x, assembly {baw / aw:.2f}x, whole load {(bdw + baw) / (dw + aw):.2f}x")
+    print(f"medians of {repeat} loads each; load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} CPUs "
+          f"(wall times of a busy machine understate what a second core gives)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=300.0, help="size of the generated trace (default 300)")
@@ -135,14 +198,21 @@ def main(argv=None) -> int:
     ap.add_argument("--epoch-ns", action="store_true", help="absolute ns-digit timestamps (see bench_trace_load.py)")
     ap.add_argument("--trace", type=Path, help="load this trace instead of generating one")
     ap.add_argument("--block-mb", type=float, help="the walker's block size in MiB (default: the parser's own)")
+    ap.add_argument("--threaded", action="store_true", help="wall and CPU time of decoding and assembly as the load runs")
+    ap.add_argument("--repeat", type=int, default=3, help="loads per version with --threaded (default 3)")
+    ap.add_argument("--baseline-parser", type=Path, help="with --threaded: another chrome_trace.py, loaded alternately")
     args = ap.parse_args(argv)
+    if args.baseline_parser is not None and not args.baseline_parser.is_file():
+        raise SystemExit(f"no baseline parser at {args.baseline_parser}")
+    if args.repeat < 1:
+        raise SystemExit("--repeat must be at least 1")
     from profaudit.parsers import jsonstream
 
     if args.block_mb is not None:
         if not args.block_mb > 0:
             raise SystemExit("--block-mb must be positive")
         jsonstream.BLOCK_BYTES = int(args.block_mb * (1 << 20))
-    if os.environ.get("POLARS_MAX_THREADS") != "1":
+    if os.environ.get("POLARS_MAX_THREADS") != "1" and not args.threaded:
         print("note: POLARS_MAX_THREADS is not 1: polars' idle threads add CPU time no stage accounts for")
     with tempfile.TemporaryDirectory(prefix="trace_stages_") as tmp:
         if args.trace is not None:
@@ -155,6 +225,10 @@ def main(argv=None) -> int:
             path = Path(tmp) / "trace.json"
             generate(args.source, path, args.size_mb, False, args.epoch_ns)
         mb = _json_mb(path)
+        if args.threaded:
+            print(f"trace: {path.name}, {mb:.0f} MB of JSON")
+            threaded(path, mb, args.repeat, args.baseline_parser)
+            return 0
         cpu, wall, spent, summary = measure(path)
     gb = mb / 1000
     print(f"trace: {path.name}, {mb:.0f} MB of JSON ({summary}); {spent['calls:decode_chunk']} chunks "

@@ -1471,6 +1471,37 @@ def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray,
     return parent, depth, ann, op
 
 
+_HALVES_MIN = 100_000  # ranges below which the nesting pass is not split (a hand-over costs more)
+
+
+def _nest_halves(helper: _Helper, g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray, is_op: np.ndarray):
+    """`nest_sorted` as two tasks on `helper`, one per half of the groups (ranges nest only within
+    their group, and every step of the pass is per group), cut at the group boundary nearest the
+    middle. Returns a function that gives `nest_sorted`'s result: it runs the second half itself
+    if the helper has not started it, so that the two halves run on the two threads."""
+    n = len(g)
+    cut = 0
+    if n >= _HALVES_MIN:
+        mid = n // 2
+        ends = [int(np.searchsorted(g, g[mid], side)) for side in ("left", "right")]  # of the middle row's group
+        inside = [c for c in ends if 0 < c < n]
+        cut = min(inside, key=lambda c: abs(c - mid)) if inside else 0
+    if not cut:
+        whole = helper.submit(nest_sorted, g, s, e, is_ann, is_op)
+        return whole.result
+    first = helper.submit(nest_sorted, g[:cut], s[:cut], e[:cut], is_ann[:cut], is_op[:cut])
+    second = helper.submit(nest_sorted, g[cut:], s[cut:], e[cut:], is_ann[cut:], is_op[cut:])
+
+    def result():
+        b = list(second.result())  # (the one the helper reaches last: taken here when it is busy)
+        a = first.result()
+        for i in (0, 2, 3):  # row indices of the second half: shifted by the first half's rows
+            b[i] = np.where(b[i] >= 0, b[i] + cut, b[i])
+        return tuple(np.concatenate((x, y)) for x, y in zip(a, b))
+
+    return result
+
+
 # Past this many nesting levels the level-by-level passes (a few numpy calls on one level's rows
 # each, ~20 us) give way to whole-array ones: one range repeated a million times (a blown-up
 # trace) nests a million deep, each twin in the one before (s15 fuzz sweep: 108 CPU-s at 200 MB).
@@ -1813,7 +1844,7 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     rocprof_times = source == "rocprof" and "r_begin" in R.columns
     perm, g, s_, e_ = _nest_order(R, ids, start.fill_null(0), end.fill_null(_OPEN_END), None if rocprof_times else base)
     flags = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))
-    nesting = helper.submit(nest_sorted, g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
+    nesting = _nest_halves(helper, g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
     del flags, g
     # where no time was missing the sorted keys are the output columns already
     exact = not rocprof_times
@@ -1853,8 +1884,8 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     del R
     out.update(_gather_columns([st for st in steps if st[0] not in _SIDE_COLUMNS], box, perm, order, sorted_times))
     del order, perm, sorted_times
-    parent, depth, ann, op = nesting.result()
-    out.update(side.result())
+    out.update(side.result())  # (it runs here if the helper is still on the nesting)
+    parent, depth, ann, op = nesting()
     del nesting, side
     if renames:
         launch_row = pl.lit(out["kind"]).is_in(_LAUNCH_KINDS)

@@ -1,11 +1,12 @@
 """Chrome-trace assembly on two threads (`chrome_trace._Helper` / `_Task`): the same tables as on
-one thread, errors in the order one thread raises them, and a task run by the thread that needs
-it when the helper is still busy."""
+one thread, errors in the order one thread raises them, a task run by the thread that needs it
+when the helper is still busy, and the nesting pass in two halves of the groups equal to it whole."""
 
 from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -76,3 +77,48 @@ def test_a_task_error_is_raised_where_its_result_is_asked():
         task = helper.submit(fails)
         with pytest.raises(ValueError, match="in the task"):
             task.result()
+
+
+def _family(rng: np.random.Generator, groups: int, laminar: bool, deep: int = 0):
+    """Sorted (group, start, -end) ranges: nested trees per group, twins, zero-length ranges, and
+    (not `laminar`) ranges that only partly overlap; `deep`: one group of that many nested twins."""
+    rows = []
+    for grp in range(groups):
+        def tree(lo: int, hi: int, d: int) -> None:
+            t = lo
+            while t < hi:
+                a = t + int(rng.integers(0, 5))
+                b = min(hi, a + int(rng.choice([0, 1, 3, 10, 50, 200])))
+                if a > hi:
+                    break
+                rows.append((grp, a, b))
+                if rng.random() < 0.2:
+                    rows.append((grp, a, b))  # an identical twin
+                if not laminar and rng.random() < 0.05:
+                    rows.append((grp, a + 1, b + 7))  # partly inside, partly after
+                if d < 5 and b - a > 2:
+                    tree(a + 1, b - 1, d + 1)
+                t = b + 1
+        tree(0, int(rng.integers(50, 3000)), 0)
+    rows += [(groups, 10, 1000)] * deep
+    a = np.array(rows, dtype=np.int64)
+    g, s, e = a[:, 0], a[:, 1], a[:, 2]
+    o = np.lexsort((-e, s, g))
+    g, s, e = g[o], s[o], e[o]
+    return g, s, e, rng.random(len(g)) < 0.3, rng.random(len(g)) < 0.3
+
+
+@pytest.mark.parametrize("laminar", [True, False])
+@pytest.mark.parametrize("deep", [0, 600])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_the_nesting_pass_in_two_halves_equals_it_whole(laminar, deep, parallel, monkeypatch):
+    monkeypatch.setattr(ct, "_HALVES_MIN", 2)
+    rng = np.random.default_rng(7 + laminar + deep)
+    for groups in (1, 2, 3, 40):
+        g, s, e, ann, op = _family(rng, groups, laminar, deep)
+        whole = ct.nest_sorted(g, s, e, ann, op)
+        with ct._Helper(parallel) as helper:
+            halves = ct._nest_halves(helper, g, s, e, ann, op)()
+        for x, y in zip(whole, halves):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        assert whole[1].max() >= (deep - 1 if deep else 1)  # (nested, and as deep as built)
