@@ -38,6 +38,20 @@ def prepare(kernels: pl.DataFrame, profile_ids: list[str]) -> pl.DataFrame:
     return k.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_order"))
 
 
+def _used(kernels: pl.DataFrame) -> pl.DataFrame:
+    """The kernel columns the comparison reads: names (the entity), times, context (op, NVTX
+    range, device), the counters compared (metrics.KERNEL_METRIC_COLUMNS) and the work summed for
+    the roofline. `prepare` sorts a copy of what it is given, and the other 20-odd columns (grid
+    and block dimensions, ids, categories, ...) were half of that copy."""
+    from profaudit.compare.metrics import KERNEL_METRIC_COLUMNS, _SUM_COLUMNS
+    from profaudit.roofline import TENSOR_PIPE_COLUMN, UNCOUNTED_COLUMN
+
+    cols = ("profile_id", "kernel_id", "name", "short_name", "mangled_name", "op_name", "nvtx_range", "start_ns", "end_ns",
+            "duration_ns", "device_name", "sm_clock_hz", "flops_method", UNCOUNTED_COLUMN, TENSOR_PIPE_COLUMN,
+            *KERNEL_METRIC_COLUMNS, *_SUM_COLUMNS)
+    return kernels.select([c for c in dict.fromkeys(cols) if c in kernels.columns])
+
+
 def with_group_ids(k: pl.DataFrame, gmap: pl.DataFrame) -> pl.DataFrame:
     """`k` with the `group_id` of its entity (null where unmatched): the left join on `entity`, as a
     new column beside the others (the join copied every column of the kernel table). When an
@@ -186,17 +200,19 @@ def compare_kernels(
     if max_tests is None:
         max_tests = significance.MAX_TESTED_GROUPS
 
-    kb = prepare(b.kernels, b.ps.ids)
+    kb = prepare(_used(b.kernels), b.ps.ids)
     # a profile compared with itself (the same ProfileSet on both sides) is prepared once: each
     # prepared side is a sorted copy of the whole kernel table (330 MB for 2 M launches)
-    kc = kb if c.ps is b.ps else prepare(c.kernels, c.ps.ids)
+    kc = kb if c.ps is b.ps else prepare(_used(c.kernels), c.ps.ids)
     runs_b, runs_c = runs_of(kb), runs_of(kc)
     eb = entities(kb)
     ec = eb if kc is kb else entities(kc)
     groups = match_entities(eb, ec, match)
     gmap = groups_frame(groups)
-    kb = with_group_ids(kb, gmap.filter(pl.col("side") == BASELINE).drop("side"))
-    kc = with_group_ids(kc, gmap.filter(pl.col("side") == CANDIDATE).drop("side"))
+    gb, gc = gmap.filter(pl.col("side") == BASELINE).drop("side"), gmap.filter(pl.col("side") == CANDIDATE).drop("side")
+    same = kc is kb and gb.equals(gc)  # itself, every kernel its own match: one frame serves both sides
+    kb = with_group_ids(kb, gb)
+    kc = kb if same else with_group_ids(kc, gc)
 
     matched = matched_table(kb, kc, groups, runs_b, runs_c)
     removed = unmatched_table(kb, runs_b, -1.0)

@@ -409,8 +409,10 @@ def align_instances(kb: pl.DataFrame, kc: pl.DataFrame) -> pl.DataFrame:
     alignment context (`nvtx`, `op` or `order`).
     """
     cols = ["group_id", "_order", "nvtx_range", "op_name", "profile_id", "kernel_id", "duration_ns"]
-    b = kb.filter(pl.col("group_id").is_not_null()).select(cols)
-    c = kc.filter(pl.col("group_id").is_not_null()).select(cols)
+    b = kb.select(cols).filter(pl.col("group_id").is_not_null())
+    # a profile compared with itself: one side's launches serve both (each is 2 M rows of a
+    # 200 MB capture, and so is each ranked copy below)
+    c = b if kc is kb else kc.select(cols).filter(pl.col("group_id").is_not_null())
     cov = (
         pl.concat([b.with_columns(pl.lit(0).alias("_s")), c.with_columns(pl.lit(1).alias("_s"))])
         .group_by("group_id", "_s")
@@ -444,8 +446,15 @@ def align_instances(kb: pl.DataFrame, kc: pl.DataFrame) -> pl.DataFrame:
             .with_columns(pl.int_range(pl.len()).over("group_id", "_ctx").alias("_rank"))
         )
 
-    rb, rc = ranked(b), ranked(c)
-    pairs = rb.join(rc.drop("context"), on=["group_id", "_ctx", "_rank"], how="inner", suffix="_c")
+    # what the pairs are made of, before the join copies both sides' rows into one frame
+    keep = ["group_id", "_ctx", "_rank", "profile_id", "kernel_id", "duration_ns"]
+    rb = ranked(b).select("context", *keep)
+    if c is b:
+        # (group_id, _ctx, _rank) is unique per launch, so each launch pairs with itself: the join's
+        # answer without its hash table and copy
+        pairs = rb.with_columns(pl.col(x).alias(f"{x}_c") for x in ("profile_id", "kernel_id", "duration_ns"))
+    else:
+        pairs = rb.join(ranked(c).select(keep), on=["group_id", "_ctx", "_rank"], how="inner", suffix="_c")
     return pairs.select(
         "group_id",
         "context",

@@ -39,7 +39,7 @@ def with_rank(df: pl.DataFrame, ident: pl.DataFrame, table: str) -> pl.DataFrame
             keys = per.select("profile_id", "process_id", "rank").unique(["profile_id", "process_id"], keep="first")
             out.append(df.filter(pl.col("device_id").is_null()).join(keys, on=["profile_id", "process_id"], how="inner"))
         else:
-            out.append(df.join(per.select("profile_id", "device_id", "rank"), on=["profile_id", "device_id"], how="inner"))
+            out.append(_with_device_rank(df, per.select("profile_id", "device_id", "rank")))
     return pl.concat(out, how="vertical") if len(out) > 1 else out[0]
 
 
@@ -54,6 +54,17 @@ def _with_profile_rank(df: pl.DataFrame, whole: pl.DataFrame) -> pl.DataFrame:
     out = df.with_columns(pl.col("profile_id").replace_strict(ranks, default=None, return_dtype=whole.schema["rank"]).alias("rank"))
     mine = pl.col("profile_id").is_in(list(ranks))
     return out if out.select(mine.all()).item() else out.filter(mine)
+
+
+def _with_device_rank(df: pl.DataFrame, per: pl.DataFrame) -> pl.DataFrame:
+    """The inner join of `df` with (profile_id, device_id, rank), the rank found through the two
+    key columns alone and added beside the table's own (see `_with_profile_rank`)."""
+    on = ["profile_id", "device_id"]
+    if per.select(on).is_duplicated().any():
+        return df.join(per, on=on, how="inner")
+    rank = df.select(on).join(per, on=on, how="left", maintain_order="left")["rank"]
+    out = df.with_columns(rank)
+    return out if rank.null_count() == 0 else out.filter(pl.col("rank").is_not_null())
 
 
 def step_windows(run, pattern: str | None = None) -> pl.DataFrame:
