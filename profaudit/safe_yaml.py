@@ -19,6 +19,30 @@ from profaudit.errors import InputError
 MAX_ALIASES = 100
 MAX_EXPANDED_NODES = 100_000
 MAX_DEPTH = 100
+# nodes composed at most (before aliases are expanded): a claim with 10,000 evidence paths has
+# ~10,000; a real one a few hundred, a device spec ~300
+MAX_NODES = 20_000
+
+
+class _TooManyNodes(Exception):
+    pass
+
+
+def _counting_loader(yaml):
+    """SafeLoader that stops composing after MAX_NODES nodes: a 1.6 MB claim holding a list of
+    200,000 items took 7 CPU-s (loaded machine) to compose before the alias budget refused it
+    (fuzz_surfaces, session 16)."""
+
+    class Loader(yaml.SafeLoader):
+        nodes = 0
+
+        def compose_node(self, parent, index):
+            self.nodes += 1
+            if self.nodes > MAX_NODES:
+                raise _TooManyNodes()
+            return super().compose_node(parent, index)
+
+    return Loader
 
 
 def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
@@ -26,7 +50,7 @@ def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
     import yaml
 
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _counting_loader(yaml)(text)
         try:
             node = loader.get_single_node()
             if node is None:
@@ -42,6 +66,8 @@ def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
         raise InputError(path, f"not valid {what}: {where}{problem}") from None
     except RecursionError:
         raise InputError(path, f"not valid {what}: nested more than {MAX_DEPTH} levels deep") from None
+    except _TooManyNodes:
+        raise InputError(path, f"{what} holds more than {MAX_NODES:,} values: refused") from None
 
 
 def top_level_keys(text: str) -> list[str] | None:
@@ -51,12 +77,12 @@ def top_level_keys(text: str) -> list[str] | None:
     import yaml
 
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _counting_loader(yaml)(text)
         try:
             node = loader.get_single_node()
         finally:
             loader.dispose()
-    except (yaml.YAMLError, RecursionError):
+    except (yaml.YAMLError, RecursionError, _TooManyNodes):
         return None
     if not isinstance(node, yaml.MappingNode):
         return None

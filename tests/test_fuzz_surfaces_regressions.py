@@ -524,3 +524,31 @@ def test_reading_by_profile_equals_partition_by():
         want = df.partition_by("profile_id", as_dict=True, maintain_order=True) if df.height else {}
         assert list(got) == list(want)
         assert all(got[k].equals(want[k]) for k in want)
+
+
+def test_claim_holding_a_list_of_200000_items_is_refused_before_it_is_composed(tmp_path, cli):
+    # fuzz_surfaces probe (seed 502, claim #4): intended_differences of 200,000 items (1.6 MB) was
+    # composed node by node (7 CPU-s on a loaded machine) before the alias budget refused it; the
+    # composer now stops at safe_yaml.MAX_NODES. Counted, not timed: the loader is asked no further
+    from profaudit import safe_yaml
+
+    calls = []
+    Loader = safe_yaml._counting_loader(yaml)
+    compose = Loader.compose_node
+
+    def counted(self, parent, index):
+        calls.append(1)
+        return compose(self, parent, index)
+
+    p = _honest_claim(tmp_path)
+    p.write_text(p.read_text() + "intended_differences: [" + ", ".join(["device"] * 200_000) + "]\n")
+    Loader.compose_node = counted
+    try:
+        with pytest.raises(Exception) as info:
+            loader = Loader(p.read_text())
+            loader.get_single_node()
+    finally:
+        Loader.compose_node = compose
+    assert type(info.value).__name__ == "_TooManyNodes"
+    assert len(calls) == safe_yaml.MAX_NODES + 1
+    assert_one_line_error(cli("audit", p), f"YAML holds more than {safe_yaml.MAX_NODES:,} values: refused")
