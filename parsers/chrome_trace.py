@@ -1471,7 +1471,9 @@ def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray,
     return parent, depth, ann, op
 
 
-_HALVES_MIN = 100_000  # ranges below which the nesting pass is not split (a hand-over costs more)
+# ranges below which the nesting pass stays whole: it takes milliseconds there, and halves cost a
+# hand-over and a concatenation of the results
+_HALVES_MIN = 100_000
 
 
 def _nest_halves(helper: _Helper, g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray, is_op: np.ndarray):
