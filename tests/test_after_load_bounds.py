@@ -121,3 +121,47 @@ def test_tables_on_stdout_in_slices_have_the_bytes_of_one_write(monkeypatch, row
     assert _emitted(df, fmt) == want
     if fmt == "json":
         assert len(json.loads(want)) == rows
+
+
+def test_the_after_stage_names_each_step_before_it_runs(tmp_path):
+    """The long run's parent times each next command on its own clock from the worker's step
+    messages: every command, then the ingest round trip, is announced before it runs."""
+    from profaudit.loader import load
+    from tests.fuzz import downstream
+
+    f = tmp_path / "timings.csv"
+    f.write_text("kernel,size,time_ms\nsoftmax,1024,0.125\nsoftmax,2048,0.25\nmatmul,1024,1.5\n")
+    ps = load(str(f))
+    steps: list[str] = []
+    problem = downstream.after_load(f, ps, None, tmp_path / "after", on_step=steps.append)
+    assert problem is None
+    want = [argv[0] for argv in downstream.commands(f, ps, None, tmp_path / "after")] + ["ingest"]
+    assert steps == want and "export-trace" in steps and "compare" in steps
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task"), reason="needs /proc (Linux)")
+def test_a_step_restarts_the_inputs_clock(tmp_path):
+    """`Worker.next_step`: the CPU a worker spent on an input's read no longer counts against the
+    command it starts next, and a timeout then names that command."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.fuzz import tool_module
+
+    fuzz_long = tool_module.load("fuzz_long")
+    proc = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 30: pass"])
+    try:
+        w = fuzz_long.Worker.__new__(fuzz_long.Worker)
+        w.proc = proc
+        # the clock as send() starts it for an input's read
+        w.started, w.cpu0, w.rq0, w.step = time.monotonic(), w.cpu_s(), w._rq_waits(), "read"
+        while w.cpu_s() - w.cpu0 < 0.5:
+            time.sleep(0.05)
+        spent = w.cpu_s() - w.cpu0
+        w.next_step("export-trace")
+        assert w.cpu_s() - w.cpu0 < spent
+        assert w.step == "after load: export-trace"
+    finally:
+        proc.kill()
+        proc.wait()

@@ -135,7 +135,7 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
         # which loaded inputs also go through the next commands: a fixed share, drawn from the
         # input's own rng string so a rerun picks the same ones
         go_on = random.Random(f"{rng_seed}/{task['format']}/{task['i']}/after").random() < after_rate
-        v, detail = verdict(path, m, seed=seed, after=scratch / "after" if go_on else None)
+        v, detail = verdict(path, m, seed=seed, after=scratch / "after" if go_on else None, on_step=lambda name: send({"step": name}))
         if per_input:
             end_mb, peak_mb = _rss_mb()
         else:
@@ -174,6 +174,7 @@ class Worker:
                     "--seeds-file", str(seeds_file), "--worker-dir", str(scratch / f"w{idx}"), "--after-rate", str(args.after_rate), "--blowup-rate", str(args.blowup_rate)]
         self.task = None
         self.started = 0.0
+        self.step = "read"
         self.restarts = 0
         self._spawn()
 
@@ -219,10 +220,18 @@ class Worker:
         self.task, self.started = task, time.monotonic()
         self.cpu0 = self.cpu_s()
         self.rq0 = self._rq_waits()
+        self.step = "read"
         try:
             self.proc.stdin.write((json.dumps({"format": task["format"], "i": task["i"]}) + "\n").encode())
         except BrokenPipeError:
             pass
+
+    def next_step(self, name: str):
+        """The input's read is judged; the worker starts one of the commands a user runs next on
+        it: --timeout and --timeout-wall count afresh from here, as a user's next command starts
+        its own clock (a 200 MB blow-up's ~14 next commands took ~85 CPU-s together, each within
+        bounds, and were a sure timeout when the read's 30 s covered them all)."""
+        self.started, self.cpu0, self.rq0, self.step = time.monotonic(), self.cpu_s(), self._rq_waits(), f"after load: {name}"
 
     def messages(self) -> list[dict] | None:
         """The whole lines the worker has written since the last call (read straight from the
@@ -253,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-format", type=int, default=2000, help="mutants per format (stop when every format has this many)")
     ap.add_argument("--budget-s", type=float, default=3600, help="stop after this many seconds regardless")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds one input may take (its worker's, and its worker's reaped children's)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds one input's read may take (its worker's, and its worker's reaped children's), "
+                                                                  "and each command after it (--after-rate) the same again")
     ap.add_argument("--timeout-wall", type=float, default=300.0,
                     help="wall seconds one input may take, less the time its worker waited for a CPU (covers blocked waits, e.g. on a forked reader)")
     ap.add_argument("--mem-mb", type=int, default=2048, help="peak worker RSS that counts as a memory blow-up")
@@ -383,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                     if res.get("restart"):
                         w.restart()
                         break
+                elif "step" in res:
+                    w.next_step(res["step"])
                 elif "verdict" not in res:
                     w.task.update(res)  # the mutant made: seed, path, label
                 else:
@@ -420,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             # on a busy machine had inputs that read in 1 s of CPU killed after 300 s wall
             if cpu > args.timeout or wall > args.timeout_wall and wall - w.starved_s() > args.timeout_wall:
                 starved = w.starved_s()
-                record(w, "timeout", f"no verdict after {cpu:.0f} s of CPU ({wall:.0f} s wall, {starved:.0f} s of it waiting for a CPU)")
+                record(w, "timeout", f"{w.step}: no verdict after {cpu:.0f} s of CPU ({wall:.0f} s wall, {starved:.0f} s of it waiting for a CPU)")
                 w.restart()
         active = [w for w in active if w.task is not None or dispatch(w)]
         if now - last_report > args.report_s:

@@ -162,9 +162,12 @@ def commands(path: Path, ps, sibling: Path | None, scratch: Path, pick: int = 0)
     return cmds
 
 
-def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Path, pick: int = 0) -> str | None:
+def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Path, pick: int = 0, on_step=None) -> str | None:
     """None when every next step ends in output or a deliberate refusal; else one line naming the
-    step and what escaped (`pick`: which form of compare, see `commands`)."""
+    step and what escaped (`pick`: which form of compare, see `commands`). `on_step(name)` is
+    called before each step (the long run's worker tells its parent, which times each step on its
+    own: a user runs them one at a time)."""
+    step = on_step or (lambda name: None)
     problem = schema_problem(ps)
     if problem:
         return f"schema: {problem}"
@@ -175,6 +178,7 @@ def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Pat
     try:
         with _loads_from(cache):
             for argv in commands(path, ps, sibling[0] if sibling else None, scratch, pick):
+                step(argv[0])
                 try:
                     rc, err = _cli(argv)
                 except BaseException as exc:  # noqa: B036 - a panic or SystemExit escaping main is the finding
@@ -184,6 +188,7 @@ def after_load(path: Path, ps, sibling: tuple[Path, object] | None, scratch: Pat
                     return f"{' '.join(a if a not in cache else 'FILE' for a in argv[:1] + argv[2:])} (exit {rc}): {line[:300]}"
                 if "Traceback (most recent call last)" in err:
                     return f"{argv[0]}: a traceback on stderr"
+        step("ingest")
         return _ingest_round_trip(ps, scratch / "dataset")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

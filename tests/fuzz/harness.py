@@ -517,11 +517,11 @@ def _seed_set(seed: Seed):
     return _SEED_SETS[seed.path]
 
 
-def verdict(path: Path, mutant: Mutant | None = None, *, seed: Seed | None = None, after: Path | None = None) -> tuple[str, str]:
+def verdict(path: Path, mutant: Mutant | None = None, *, seed: Seed | None = None, after: Path | None = None, on_step=None) -> tuple[str, str]:
     """(verdict, one line of detail) for reading `path` the way the CLI does; with `after` (a
     scratch folder), an input that loads also goes through what a user runs next
     (tests/fuzz/downstream.py), compared against its unmutated `seed`, and an undeliberate failure
-    there is an `undeliberate` verdict."""
+    there is an `undeliberate` verdict (`on_step`: see `downstream.after_load`)."""
     from profaudit import schema
     from profaudit.errors import ProfauditError
     from profaudit.loader import UnexpectedReadError, read_one
@@ -551,7 +551,7 @@ def verdict(path: Path, mutant: Mutant | None = None, *, seed: Seed | None = Non
         with contextlib.redirect_stderr(io.StringIO()):
             # which compare the input runs: from its own bytes, so a rerun of the input picks the same
             pick = zlib.crc32(mutant.data) if mutant is not None else 0
-            problem = after_load(path, ps, (seed.path, sibling) if sibling is not None else None, after, pick)
+            problem = after_load(path, ps, (seed.path, sibling) if sibling is not None else None, after, pick, on_step=on_step)
         if problem:
             return "undeliberate", f"after load: {problem}"
     if incomplete:
