@@ -552,3 +552,15 @@ def test_claim_holding_a_list_of_200000_items_is_refused_before_it_is_composed(t
     assert type(info.value).__name__ == "_TooManyNodes"
     assert len(calls) == safe_yaml.MAX_NODES + 1
     assert_one_line_error(cli("audit", p), f"YAML holds more than {safe_yaml.MAX_NODES:,} values: refused")
+
+
+def test_pairs_csv_beyond_max_pairs_is_one_line(tmp_path, cli):
+    # fuzz_surfaces pairs #115 (seed 4401): 200,000 rows of 'a,b' ran past 30 CPU-s (the table alone)
+    from profaudit.batch import MAX_PAIRS
+
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("baseline,candidate\n" + "a,b\n" * (MAX_PAIRS + 1))
+    assert_one_line_error(cli("compare-pairs", pairs, "-f", "table"), f"more than {MAX_PAIRS:,} pairs")
+    pairs.write_text("baseline,candidate\n" + "a,b\n" * 3)
+    res = cli("compare-pairs", pairs, "-f", "csv")
+    assert res.code == 2 and res.out.count("\n") == 4  # three error rows and the header
