@@ -368,11 +368,17 @@ def write_chrome_trace(ps: ProfileSet | Profile, path: str | os.PathLike, **kwar
         raise _cannot_write(p, exc) from None
     with spool:
         n = 0
-        for batch in ex.batches():
-            if batch:
-                spool.write((b"," if n else b"") + _json_items(batch))
-                n += len(batch)
-        spool.seek(0)
+        try:
+            for batch in ex.batches():
+                if batch:
+                    spool.write((b"," if n else b"") + _json_items(batch))
+                    n += len(batch)
+            spool.seek(0)
+        except OSError as exc:
+            # the spool sits on the target's disk: a full disk or a file-size limit while the
+            # events are spooled is the target's problem, worded as the final write words it
+            # (it was an internal error, exit 3, while the whole-document write said "cannot write")
+            raise _cannot_write(p, exc) from None
         meta = _json_items(ex.lanes.meta)
         other = ex.other()
         tail = b'],"displayTimeUnit":"ns","otherData":' + _json_items([other]) + b"}"
