@@ -52,7 +52,8 @@ def _with_profile_rank(df: pl.DataFrame, whole: pl.DataFrame) -> pl.DataFrame:
         return df.join(whole, on="profile_id", how="inner")
     ranks = dict(zip(whole["profile_id"].to_list(), whole["rank"].to_list()))
     out = df.with_columns(pl.col("profile_id").replace_strict(ranks, default=None, return_dtype=whole.schema["rank"]).alias("rank"))
-    mine = pl.col("profile_id").is_in(list(ranks))
+    # (a null profile_id is not one of them: is_in gives null there, which all() would skip)
+    mine = pl.col("profile_id").is_in(list(ranks)).fill_null(False)
     return out if out.select(mine.all()).item() else out.filter(mine)
 
 
