@@ -68,6 +68,11 @@ def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
         raise InputError(path, f"not valid {what}: nested more than {MAX_DEPTH} levels deep") from None
     except _TooManyNodes:
         raise InputError(path, f"{what} holds more than {MAX_NODES:,} values: refused") from None
+    except ValueError as exc:
+        # a scalar PyYAML resolves but Python cannot build: an integer past Python's 4,300-digit
+        # limit for int(str), a date such as 2026-13-45; it escaped as an internal error (exit 3,
+        # review G1, session 16). Python's advice after the ';' is not the user's to follow
+        raise InputError(path, f"not valid {what}: a value cannot be read: {str(exc).split(';')[0][:200]}") from None
 
 
 def top_level_keys(text: str) -> list[str] | None:
