@@ -90,7 +90,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    # a lone UTF-16 surrogate (a claim's "\ud800", which JSON and YAML keep) has no UTF-8 form: it
+    # is written escaped, as text, instead of failing the report (UnicodeEncodeError at the
+    # catch-all: fuzz_surfaces claim #80 seed 4501)
+    atomic_write_bytes(path, text.encode("utf-8", "backslashreplace"))
 
 
 def atomic_write_frame(df: pl.DataFrame, path: Path, fmt: str) -> None:

@@ -564,3 +564,17 @@ def test_pairs_csv_beyond_max_pairs_is_one_line(tmp_path, cli):
     pairs.write_text("baseline,candidate\n" + "a,b\n" * 3)
     res = cli("compare-pairs", pairs, "-f", "csv")
     assert res.code == 2 and res.out.count("\n") == 4  # three error rows and the header
+
+
+def test_report_of_a_claim_with_a_lone_surrogate_is_written(tmp_path, cli):
+    # fuzz_surfaces claim #80 (seed 4501): `claim: "\ud800"` in a JSON claim file; writing the HTML
+    # report raised UnicodeEncodeError at the catch-all (atomic_write_text encoded strict UTF-8)
+    import json
+
+    doc = yaml.safe_load(_honest_claim(tmp_path).read_text())
+    doc["claim"] = "speedup \ud800"
+    p = tmp_path / "c.json.yaml"
+    p.write_text(json.dumps(doc))  # ensure_ascii: the surrogate travels as the escape \ud800
+    res = cli("audit", p, "-f", "html", "-o", tmp_path / "r.html")
+    assert res.code in (0, 1), res
+    assert "\\ud800" in (tmp_path / "r.html").read_text(encoding="utf-8")
