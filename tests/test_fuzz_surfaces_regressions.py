@@ -578,3 +578,24 @@ def test_report_of_a_claim_with_a_lone_surrogate_is_written(tmp_path, cli):
     res = cli("audit", p, "-f", "html", "-o", tmp_path / "r.html")
     assert res.code in (0, 1), res
     assert "\\ud800" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_pairs_listed_again_are_compared_once(tmp_path, monkeypatch):
+    # fuzz_surfaces pairs #59 (seed 4501): one row repeated 1,000 times ran past 30 CPU-s
+    from profaudit import batch
+
+    calls = []
+    real = batch.compare_row
+
+    def counted(*args):
+        calls.append(args[1:3])
+        return real(*args)
+
+    monkeypatch.setattr(batch, "compare_row", counted)
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(f"name,baseline,candidate\nx,{_COLD},{_HOT}\ny,{_COLD},{_HOT}\nz,{_HOT},{_COLD}\nw,{_COLD},{_HOT}\n")
+    table, code = batch.compare_many(pairs)
+    assert len(calls) == 2
+    assert table["pair"].to_list() == ["x", "y", "z", "w"]
+    rows = table.to_dicts()
+    assert {k: v for k, v in rows[0].items() if k != "pair"} == {k: v for k, v in rows[3].items() if k != "pair"}
