@@ -599,3 +599,13 @@ def test_pairs_listed_again_are_compared_once(tmp_path, monkeypatch):
     assert table["pair"].to_list() == ["x", "y", "z", "w"]
     rows = table.to_dicts()
     assert {k: v for k, v in rows[0].items() if k != "pair"} == {k: v for k, v in rows[3].items() if k != "pair"}
+
+
+def test_claim_kernel_regex_nested_thousands_deep_is_one_line(tmp_path, cli):
+    # fuzz_surfaces claim #373 (seed 4501): baseline.kernel of 5,000 nested groups: re.compile
+    # raised RecursionError (not re.error) at the catch-all
+    doc = yaml.safe_load(_honest_claim(tmp_path).read_text())
+    doc["baseline"]["kernel"] = "(" * 5000 + "x" + ")" * 5000
+    p = tmp_path / "k.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert_one_line_error(cli("audit", p), "baseline.kernel: not a usable regular expression: nested too deeply")

@@ -468,6 +468,8 @@ def load_side(spec: Any, role: str, base: Path, claim_path: Path | None, *, devi
             re.compile(str(spec["kernel"]))
         except re.error as exc:
             raise InputError(claim_path, f"{where}.kernel: not a regular expression ({exc})") from None
+        except (RecursionError, OverflowError):  # sre's parser on thousands of nested groups (fuzz_surfaces claim #373 seed 4501)
+            raise InputError(claim_path, f"{where}.kernel: not a usable regular expression: nested too deeply") from None
     timing_ps = profile_ps = None
     timing_paths: list[Path] = []
     profile_paths: list[Path] = []
