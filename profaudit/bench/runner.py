@@ -958,14 +958,18 @@ def _run(case: Case, variants: dict[str, Variant], results: dict[str, VariantRes
         # of as many pairs on values drawn afresh: the verdict needs both. A memoised result is
         # fast on seen values every time; a burst of load on a busy machine that happened to
         # land on the calls on new values (the CI run that flagged an honest CPU matmul at 23.6x)
-        # does not come back on cue.
+        # does not come back on cue. Every variant of the group takes that round, not the
+        # suspects alone: its calls are timed calls whose samples count, like the first round's,
+        # so a falsely suspected honest variant must not end with more (and slower) samples than
+        # the variants it is compared with.
         suspects = [n for n in group if _memo_suspect(spot_info[n]["durations_ns"], spot_info[n]["control_durations_ns"])]
-        for n in suspects:
-            confirm_info[n] = {"checks": 0, "iterations": [], "durations_ns": [], "control_durations_ns": []}
+        if suspects:
+            for n in group:
+                confirm_info[n] = {"checks": 0, "iterations": [], "durations_ns": [], "control_durations_ns": []}
         for _ in range(opts.spot_checks if suspects else 0):
             if not any(n in group for n in suspects):
                 break
-            rnd = spot_round(rnd, suspects, confirm_info)
+            rnd = spot_round(rnd, None, confirm_info)
         if group:
             noise = {n: rel_se_median(samples[n]) for n in group}
         for n in group:
