@@ -554,13 +554,23 @@ def test_claim_holding_a_list_of_200000_items_is_refused_before_it_is_composed(t
     assert_one_line_error(cli("audit", p), f"YAML holds more than {safe_yaml.MAX_NODES:,} values: refused")
 
 
-def test_pairs_csv_beyond_max_pairs_is_one_line(tmp_path, cli):
-    # fuzz_surfaces pairs #115 (seed 4401): 200,000 rows of 'a,b' ran past 30 CPU-s (the table alone)
-    from profaudit.batch import MAX_PAIRS
+def test_pairs_csv_beyond_a_terminal_table_is_one_line_and_files_take_any_number(tmp_path, cli):
+    # fuzz_surfaces pairs #115 (seed 4401): 200,000 rows of 'a,b' ran past 30 CPU-s, drawing the
+    # table. Refused before any comparison as a table; a file format takes every row (a
+    # leaderboard of more than 10,000 pairs is what batch compare is for: review G10)
+    import polars as pl
+
+    from profaudit.cli.batch_cmd import MAX_TABLE_ROWS
 
     pairs = tmp_path / "pairs.csv"
-    pairs.write_text("baseline,candidate\n" + "a,b\n" * (MAX_PAIRS + 1))
-    assert_one_line_error(cli("compare-pairs", pairs, "-f", "table"), f"more than {MAX_PAIRS:,} pairs")
+    n = MAX_TABLE_ROWS + 1
+    pairs.write_text("baseline,candidate\n" + "".join(f"a{i},b{i}\n" for i in range(n)))
+    assert_one_line_error(cli("compare-pairs", pairs, "-f", "table"), f"{n:,} pairs: a verdict table of more than {MAX_TABLE_ROWS:,} rows is not drawn")
+    out = tmp_path / "v.csv"
+    res = cli("compare-pairs", pairs, "-o", out)
+    assert res.code == 2, res.err  # every pair names missing files
+    got = pl.read_csv(out)
+    assert got.height == n and got["error"].null_count() == 0 and got["pair"].cast(pl.Utf8).to_list() == [str(i) for i in range(1, n + 1)]
     pairs.write_text("baseline,candidate\n" + "a,b\n" * 3)
     res = cli("compare-pairs", pairs, "-f", "csv")
     assert res.code == 2 and res.out.count("\n") == 4  # three error rows and the header
