@@ -20,12 +20,12 @@ Stages (nested ones are part of their parent; shares are of the load's total CPU
     POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json
     POLARS_MAX_THREADS=1 .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json --block-mb 2
 
-`--threaded` times the load as it runs (decoding on worker threads, assembly on two threads,
+`--threaded` times the load as it runs (decoding on worker threads, assembly in
 polars' own pool) in wall and CPU time per phase, decoding (`stream_events`) and assembly
 (`assemble`), the median of `--repeat` loads; with `--baseline-parser FILE` (another version of
 `parsers/chrome_trace.py`, e.g. `git show REV:parsers/chrome_trace.py > /tmp/old.py`) the same
 loads alternate with that version's, and the baseline/current ratios of each phase are printed.
-Wall times need a quiet machine: assembly's gain is the second core, which other work takes.
+Wall times need a quiet machine: a second core's gain is what other work takes first.
 
     .venv/bin/python benchmarks/trace_load_stages.py --trace /tmp/t1g.json --threaded --repeat 3 --baseline-parser /tmp/old.py
 

@@ -39,7 +39,6 @@ import io
 import math
 import os
 import re
-import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -1471,39 +1470,6 @@ def nest_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray,
     return parent, depth, ann, op
 
 
-# ranges below which the nesting pass stays whole: it takes milliseconds there, and halves cost a
-# hand-over and a concatenation of the results
-_HALVES_MIN = 100_000
-
-
-def _nest_halves(helper: _Helper, g: np.ndarray, s: np.ndarray, e: np.ndarray, is_ann: np.ndarray, is_op: np.ndarray):
-    """`nest_sorted` as two tasks on `helper`, one per half of the groups (ranges nest only within
-    their group, and every step of the pass is per group), cut at the group boundary nearest the
-    middle. Returns a function that gives `nest_sorted`'s result: it runs the second half itself
-    if the helper has not started it, so that the two halves run on the two threads."""
-    n = len(g)
-    cut = 0
-    if n >= _HALVES_MIN:
-        mid = n // 2
-        ends = [int(np.searchsorted(g, g[mid], side)) for side in ("left", "right")]  # of the middle row's group
-        inside = [c for c in ends if 0 < c < n]
-        cut = min(inside, key=lambda c: abs(c - mid)) if inside else 0
-    if not cut:
-        whole = helper.submit(nest_sorted, g, s, e, is_ann, is_op)
-        return whole.result
-    first = helper.submit(nest_sorted, g[:cut], s[:cut], e[:cut], is_ann[:cut], is_op[:cut])
-    second = helper.submit(nest_sorted, g[cut:], s[cut:], e[cut:], is_ann[cut:], is_op[cut:])
-
-    def result():
-        b = list(second.result())  # (the one the helper reaches last: taken here when it is busy)
-        a = first.result()
-        for i in (0, 2, 3):  # row indices of the second half: shifted by the first half's rows
-            b[i] = np.where(b[i] >= 0, b[i] + cut, b[i])
-        return tuple(np.concatenate((x, y)) for x, y in zip(a, b))
-
-    return result
-
-
 # Past this many nesting levels the level-by-level passes (a few numpy calls on one level's rows
 # each, ~20 us) give way to whole-array ones: one range repeated a million times (a blown-up
 # trace) nests a million deep, each twin in the one before (s15 fuzz sweep: 108 CPU-s at 200 MB).
@@ -1681,29 +1647,19 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
         D = _stack(acc.devices, _EV_TYPES, _DEVICE_KEEP)  # the others are optional (`_opt`)
         D = D.with_columns(_chunked_as(cat_to_str(D[c]), D[c]) for c in ("cls", "cat", "name"))
     acc.slices = acc.ranges = acc.devices = []  # the stacked frames replace them
+    D = _times(D, base, source)
     t_min = acc.t_min + base if acc.t_min is not None else None
     time_origin = "unix_epoch" if (base or (t_min is not None and t_min > 10**18)) else "relative"
 
-    # After the chunks are decoded the tables are built on two threads (polars and numpy drop
-    # the GIL in their kernels): the device tables (kernel rows, transfers, counters) beside
-    # the ranges, then the ranges' nesting beside the gathering of their columns (`_ranges`).
-    # On one thread, assembly left a core idle for over 40% of a 1 GB load's wall time (session 15).
-    D = _times(D, base, source)
-    with _Helper(_threads() > 1) as helper:
-        kernel_rows = helper.submit(_kernel_rows, D, acc, source)
-        copies = helper.submit(_transfers_and_counters, D, acc, base)  # (two tasks: either thread takes the second)
-        del D
-        box = [R]
-        del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
-        try:
-            ranges, range_stats, launch = _ranges(box, acc, source, base, kernel_rows, helper)
-        except BaseException:
-            kernel_rows.result()  # the device side's own errors first, as when it ran before the ranges
-            copies.result()
-            raise
-        K = kernel_rows.result()
-        transfers, counters = copies.result()
-        del kernel_rows, copies
+    # one step after the other: running the device side beside the ranges was no faster and
+    # raised the peak by the size of its working set. The device side first: its rows are
+    # narrower than the stacked frame they come from, and the ranges step then keeps only the
+    # launch calls of these kernels.
+    K, transfers, counters = _kernel_rows(D, acc, source), _transfers(D), _counters(acc, D, base)
+    del D
+    box = [R]
+    del R  # _ranges takes ownership: it drops stacked columns as it gathers the table
+    ranges, range_stats, launch = _ranges(box, acc, source, base, K["corr"])
     kernels, metrics = _kernels(K, acc, source, meta, launch, ranges)
     md = _metadata(meta, source, acc, kernels, base, t_min, time_origin, range_stats, procs, form)
     tables = {"kernels": kernels, "ranges": ranges, "transfers": transfers, "counters": counters, "metrics": metrics}
@@ -1723,67 +1679,6 @@ def assemble(path: Path, parser, meta: dict, acc: _Acc, form: str | None):
     return new_profile(path, parser, tables, md)
 
 
-class _Task:
-    """A call made once, on whichever thread gets to it first: the helper thread, or the thread
-    that asks for its result (which then runs it rather than wait for the helper to finish what
-    it took on earlier)."""
-
-    def __init__(self, fn, *args):
-        self._call = (fn, args)
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._value: Any = None
-        self._error: BaseException | None = None
-
-    def run(self) -> None:
-        with self._lock:
-            call, self._call = self._call, None
-        if call is None:
-            return
-        try:
-            self._value = call[0](*call[1])
-        except BaseException as exc:  # handed to the thread that asks for the result
-            self._error = exc
-        finally:
-            del call  # (its arguments are frames: not kept past the call)
-            self._done.set()
-
-    def result(self):
-        self.run()
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-class _Helper:
-    """One helper thread for assembly's independent steps (`_Task`s, run in submission order);
-    without it (`parallel` false: a one-core budget) each task runs as it is submitted."""
-
-    def __init__(self, parallel: bool):
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-assembly") if parallel else None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._pool is not None:  # (tasks no one asked for are dropped when an error unwinds)
-            self._pool.shutdown(wait=True, cancel_futures=True)
-        return False
-
-    def submit(self, fn, *args) -> _Task:
-        task = _Task(fn, *args)
-        if self._pool is not None:
-            self._pool.submit(task.run)
-        else:  # at once: the serial order (the device tables before the ranges: a lower peak)
-            task.run()
-        return task
-
-
-def _transfers_and_counters(D: pl.DataFrame, acc: _Acc, base: int):
-    return _transfers(D), _counters(acc, D, base)
-
-
 def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
     df = df.with_columns(start_ns=pl.col("ts_ns") + base, end_ns=pl.col("end_raw") + base)
     if source == "rocprof" and "r_begin" in df.columns:  # exact nanosecond times ride along in args
@@ -1793,10 +1688,9 @@ def _times(df: pl.DataFrame, base: int, source: str) -> pl.DataFrame:
 
 
 def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
-            kernel_rows: _Task, helper: _Helper) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
+            kernel_corr: pl.Series) -> tuple[pl.DataFrame, dict, pl.DataFrame]:
     """The ranges table, B/E pairing and nesting statistics, and the launch calls (one per
-    correlation id of the `kernel_rows`) with the op and annotation around each.
-    The nesting pass runs on `helper` while the columns are gathered."""
+    correlation id in `kernel_corr`) with the op and annotation around each."""
     R = box.pop()
 
     def col(c: str, dtype=I64) -> pl.Expr:
@@ -1846,7 +1740,7 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     rocprof_times = source == "rocprof" and "r_begin" in R.columns
     perm, g, s_, e_ = _nest_order(R, ids, start.fill_null(0), end.fill_null(_OPEN_END), None if rocprof_times else base)
     flags = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).alias("ann"), (pl.col("kind") == "cpu_op").alias("op"))
-    nesting = _nest_halves(helper, g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
+    parent, depth, ann, op = nest_sorted(g, s_, e_, flags["ann"].to_numpy()[perm], flags["op"].to_numpy()[perm])
     del flags, g
     # where no time was missing the sorted keys are the output columns already
     exact = not rocprof_times
@@ -1878,17 +1772,16 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     ]
     out: dict[str, pl.Series] = {"range_id": pl.Series("range_id", np.arange(R.height, dtype=np.int64))}
     order = pl.Series("order", perm, dtype=pl.get_index_type())  # (converted once, not per gather)
-    # the texts and ids on the helper (after the nesting pass, or here if it is still busy), the
-    # rest here; each side gets the stacked columns it reads, so none is held by both
-    side_cols = [c for c in ("name", "cat", "corr", "ext") if c in R.columns]
-    side = helper.submit(_gather_columns, [st for st in steps if st[0] in _SIDE_COLUMNS], [R.select(side_cols)], perm, order, {})
-    box = [R.drop(side_cols)]
-    del R
-    out.update(_gather_columns([st for st in steps if st[0] not in _SIDE_COLUMNS], box, perm, order, sorted_times))
-    del order, perm, sorted_times
-    out.update(side.result())  # (it runs here if the helper is still on the nesting)
-    parent, depth, ann, op = nesting()
-    del nesting, side
+    for out_name, expr, done in steps:
+        if sorted_times.get(out_name) is not None:
+            out[out_name] = pl.Series(out_name, sorted_times.pop(out_name))
+        else:
+            # evaluated in file order (a literal broadcasts to the frame), then reordered
+            out[out_name] = _reordered(R.with_columns(expr.alias("_out")).get_column("_out").alias(out_name), perm, order)
+        drop = [c for c in done if c in R.columns]
+        if drop:
+            R = R.drop(drop)
+    del R, order, perm, sorted_times
     if renames:
         launch_row = pl.lit(out["kind"]).is_in(_LAUNCH_KINDS)
         out["name"] = pl.select(pl.when(launch_row).then(pl.lit(out["name"]).replace(renames)).otherwise(pl.lit(out["name"]))).to_series().alias("name")
@@ -1898,10 +1791,8 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     ranges = pl.DataFrame(out).select(
         "range_id", "kind", "name", "domain", "process_id", "thread_id", "device_id", "stream", "start_ns", "end_ns",
         "duration_ns", "depth", "parent_range_id", "correlation_id", "external_id")
-    kernel_corr = kernel_rows.result()["corr"]
     idx = np.flatnonzero(ranges.select(pl.col("kind").is_in(_LAUNCH_KINDS) & pl.col("correlation_id").is_in(kernel_corr.drop_nulls().implode()))
                          .to_series().to_numpy())
-    del kernel_corr
     names = ranges["name"]
 
     def name_at(ix: np.ndarray) -> pl.Series:
@@ -1921,28 +1812,6 @@ def _ranges(box: list[pl.DataFrame], acc: _Acc, source: str, base: int,
     if legacy_launch is not None and legacy_launch.height:
         launch = pl.concat([launch, legacy_launch.select(launch.columns)], how="vertical_relaxed").filter(pl.col("corr").is_first_distinct())
     return ranges, {"unclosed_ranges": unclosed, "stray_range_ends": stray}, launch
-
-
-_SIDE_COLUMNS = ("name", "domain", "correlation_id", "external_id")
-
-
-def _gather_columns(steps: list, box: list[pl.DataFrame], perm: np.ndarray, order: pl.Series,
-                    sorted_times: dict) -> dict[str, pl.Series]:
-    """The output columns of `steps` ((name, expression, stacked columns done with)) in nesting
-    order. The frame in `box` is taken over: its columns are dropped as soon as no later step
-    reads them, so the table is never held twice."""
-    frame = box.pop()
-    out = {}
-    for out_name, expr, done in steps:
-        if sorted_times.get(out_name) is not None:
-            out[out_name] = pl.Series(out_name, sorted_times.pop(out_name))
-        else:
-            # evaluated in file order (a literal broadcasts to the frame), then reordered
-            out[out_name] = _reordered(frame.with_columns(expr.alias("_out")).get_column("_out").alias(out_name), perm, order)
-        drop = [c for c in done if c in frame.columns]
-        if drop:
-            frame = frame.drop(drop)
-    return out
 
 
 def _reordered(s: pl.Series, perm: np.ndarray, order: pl.Series) -> pl.Series:
