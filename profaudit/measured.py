@@ -69,6 +69,9 @@ class MeasuredCeilings:
     device_name: str | None = None  # the device the file says it measured (ceilings files; roofline.csv has none)
 
 
+MAX_ROOFLINE_CSV_BYTES = 1 << 20
+
+
 def read_roofline_csv(path: str | Path, device: str | int | None = None) -> MeasuredCeilings:
     """rocprofiler-compute's roofline.csv (or a folder holding one) -> MeasuredCeilings.
 
@@ -80,6 +83,12 @@ def read_roofline_csv(path: str | Path, device: str | int | None = None) -> Meas
         if not p.is_file():
             raise InputError(path, "folder without roofline.csv (run rocprof-compute profile with its roofline benchmark)")
     try:
+        # one row per GPU of a few hundred bytes: a file past 1 MiB is not one the benchmark wrote,
+        # and reading it whole cost ~15x its size (a 200 MB blow-up peaked at 3.1 GB: fuzz_long
+        # seed 2031, rocprof-compute #1044)
+        size = p.stat().st_size
+        if size > MAX_ROOFLINE_CSV_BYTES:
+            raise InputError(p, f"roofline.csv of {size / 2**20:,.1f} MiB: the roofline benchmark writes one row per GPU (a few KB); refused over {MAX_ROOFLINE_CSV_BYTES // 2**20} MiB")
         text = p.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise InputError(p, f"cannot read: {exc.strerror or exc}") from None

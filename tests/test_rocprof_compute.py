@@ -136,6 +136,24 @@ def test_roofline_csv_read_in_giga_units(workload):
     assert read_roofline_csv(workload).path == m.path  # the workload folder finds its roofline.csv
 
 
+def test_a_roofline_csv_past_a_mebibyte_is_refused_from_its_size(workload, cli):
+    # fuzz_long seed 2031, rocprof-compute #1044: one device row repeated 1.9 M times (200 MB) read
+    # as one device after peaking at 3.1 GB; refused now before it is read. 2,000 rows of distinct
+    # GPUs (far beyond any node) stay under the cap and are read as before
+    from profaudit.measured import MAX_ROOFLINE_CSV_BYTES
+
+    rows = [[str(i), *ROOF_ROW[1:]] for i in range(2000)]
+    _write(workload / "roofline.csv", ROOF_HEAD, rows)
+    assert (workload / "roofline.csv").stat().st_size < MAX_ROOFLINE_CSV_BYTES
+    assert read_roofline_csv(workload, device=1999).device_index == "1999"
+    line = ",".join(map(str, ROOF_ROW)) + "\n"
+    with open(workload / "roofline.csv", "a") as f:
+        f.write(line * (MAX_ROOFLINE_CSV_BYTES // len(line) + 1))
+    with pytest.raises(InputError, match=r"roofline.csv of 1\.\d MiB: the roofline benchmark writes one row per GPU"):
+        read_roofline_csv(workload)
+    assert_one_line_error(cli("summary", workload), "roofline.csv of 1.")
+
+
 def test_measured_ceilings_in_the_roofline(workload):
     base = get_spec("mi300x")
     spec = measured_spec(read_roofline_csv(workload), base)
