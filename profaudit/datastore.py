@@ -86,7 +86,14 @@ class LocalStore:
                 if f.startswith("."):
                     continue
                 full = Path(dirpath) / f
-                st = full.stat()
+                try:
+                    st = full.stat()
+                except OSError as exc:
+                    # a link to itself or to nothing where a part belongs: the dataset is
+                    # damaged, and the one line names the entry (s16 surfaces run, dataset #238)
+                    from profaudit.errors import InputError
+
+                    raise InputError(full, f"cannot read this dataset file: {exc.strerror or exc}") from None
                 out.append((full.relative_to(self.root).as_posix(), st.st_size, st.st_mtime))
         return sorted(out)
 

@@ -619,3 +619,22 @@ def test_claim_kernel_regex_nested_thousands_deep_is_one_line(tmp_path, cli):
     p = tmp_path / "k.yaml"
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     assert_one_line_error(cli("audit", p), "baseline.kernel: not a usable regular expression: nested too deeply")
+
+
+@pytest.mark.parametrize("target", ["itself", "nowhere"])
+def test_layout_2_part_that_is_a_broken_link_is_one_line(tmp_path, cli, target):
+    # s16 final surfaces run (seed 4601, dataset #238): a part replaced by a link to itself made
+    # `dataset info` stat it while listing the parts: OSError ELOOP at the catch-all (exit 3)
+    import os
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    part = sorted(ds.glob("kernels/batch=*/*.parquet"))[0]
+    part.unlink()
+    os.symlink(part.name if target == "itself" else "nowhere.parquet", part)
+    for argv in (("dataset", "info", ds), ("dataset", "compact", ds)):
+        assert_one_line_error(cli(*argv), f"{part.name}: cannot read this dataset file: ")
