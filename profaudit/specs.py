@@ -510,7 +510,10 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
     for i, c in enumerate(raw_conflicts or []):
         c = _mapping(c, f"conflicts[{i}]", optional=False)
         vals = []
-        for j, v in enumerate(c.get("values") or []):
+        raw_values = c.get("values")
+        if raw_values is not None and not isinstance(raw_values, list):  # -inf, a number, a text: not iterable
+            raise _Bad(f"conflicts[{i}].values must be a list")
+        for j, v in enumerate(raw_values or []):
             v = _mapping(v, f"conflicts[{i}].values[{j}]", optional=False)
             sk = _str(v.get("source"), f"conflicts[{i}].values[{j}].source")
             if sk not in sources:

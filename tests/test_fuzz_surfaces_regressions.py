@@ -275,6 +275,14 @@ def test_spec_conflicts_not_a_list_is_one_line(tmp_path, cli):
     assert_one_line_error(cli("devices", "--spec", _spec_with(tmp_path, conflicts=2**63)), "conflicts must be a list")
 
 
+@pytest.mark.parametrize("values", [float("-inf"), 3, "x"])
+def test_spec_conflict_values_not_a_list_is_one_line(tmp_path, cli, values):
+    # s16 final surfaces run (seed 4603, spec #24): conflicts[0].values = -inf -> "TypeError: 'float'
+    # object is not iterable" at the catch-all
+    conflicts = [{"field": "hbm_bytes_per_s", "values": values, "resolution": "r"}]
+    assert_one_line_error(cli("devices", "--spec", _spec_with(tmp_path, conflicts=conflicts)), "conflicts[0].values must be a list")
+
+
 # -- left open by the fuzz_surfaces run on the fixed tree (seed 2027), fixed by the integrator -----
 def test_layout_1_part_that_is_a_fifo_is_refused_without_blocking(layout_1, cli):
     # dataset #.. (seed 2027): a FIFO where a layout-1 Parquet part belongs blocked pyarrow's open
