@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -152,6 +153,10 @@ def test_a_roofline_csv_past_a_mebibyte_is_refused_from_its_size(workload, cli):
     with pytest.raises(InputError, match=r"roofline.csv of 1\.\d MiB: the roofline benchmark writes one row per GPU"):
         read_roofline_csv(workload)
     assert_one_line_error(cli("summary", workload), "roofline.csv of 1.")
+    # a device has no size to check: the read itself is bounded (before, /dev/zero was read for ever)
+    if Path("/dev/zero").exists():
+        with pytest.raises(InputError, match="refused over 1 MiB"):
+            read_roofline_csv("/dev/zero")
 
 
 def test_measured_ceilings_in_the_roofline(workload):
