@@ -8,8 +8,9 @@ would fail the whole profile after it was read. `clean()` replaces each lone sur
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+from typing import Any, Callable
 
 _LONE = re.compile(r"[\ud800-\udfff]")
 
@@ -35,22 +36,42 @@ _MAYBE_LONE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 JSON_LIMIT = 64 << 20
 
 
-def read_capped(path, what: str) -> bytes | None:
-    """The document's (decompressed) bytes, refused in one line past JSON_LIMIT; None when the file
-    cannot be read (the caller's reader then says what is wrong with it)."""
-    from profaudit.errors import InputError
-    from profaudit.parsers.base import open_maybe_gzip
+def read_capped(path, what: str, limit: int | None = None, *, decompress: bool = True,
+                too_big: Callable[[int], str] | None = None, quiet: bool = True) -> bytes | None:
+    """The file's bytes, refused in one InputError line past `limit` (JSON_LIMIT when None).
 
+    At most limit + 1 bytes are ever read, so a device or a link to one (/dev/zero reports size 0)
+    is refused like a large file instead of being read for ever. `decompress` reads a gzipped file's
+    decompressed bytes (the limit then bounds those). The refusal says `too_big(size)`, size being
+    the larger of the size the file system reports and the bytes read; by default, the timing-document
+    text. A file that cannot be read gives None when `quiet` (the caller's own reader then says what
+    is wrong with it); otherwise its OSError propagates for the caller to word."""
+    from profaudit.errors import InputError
+
+    # looked up per call, not bound as a default: tests lower the module's JSON_LIMIT
+    limit = JSON_LIMIT if limit is None else limit
     try:
-        with open_maybe_gzip(path) as fh:
-            data = fh.read(JSON_LIMIT + 1)
+        if decompress:
+            from profaudit.parsers.base import open_maybe_gzip
+
+            opened = open_maybe_gzip(path)
+        else:
+            opened = open(path, "rb")
+        with opened as fh:
+            data = fh.read(limit + 1)
+            # the size a refusal names: what the file system reports, at least what was read
+            size = max(os.fstat(fh.fileno()).st_size, len(data)) if too_big is not None and len(data) > limit else len(data)
     except Exception:
-        return None
-    if len(data) > JSON_LIMIT:
+        if quiet:
+            return None
+        raise
+    if len(data) > limit:
+        if too_big is not None:
+            raise InputError(path, too_big(size))
         raise InputError(
             path,
-            f"{what} over {JSON_LIMIT >> 20} MiB{' once decompressed' if _gz(path) else ''}: larger than a timing "
-            "document this reader takes whole (about 20x its size in memory); split it into smaller files",
+            f"{what} over {limit >> 20} MiB{' once decompressed' if decompress and _gz(path) else ''}: larger than a "
+            "timing document this reader takes whole (about 20x its size in memory); split it into smaller files",
         )
     return data
 

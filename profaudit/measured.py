@@ -34,7 +34,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -89,11 +88,12 @@ def read_roofline_csv(path: str | Path, device: str | int | None = None) -> Meas
         # seed 2031, rocprof-compute #1044)
         # The read itself is bounded, not only the size stat says: a device or a link to one
         # (/dev/zero) has no size and would be read for ever
-        with open(p, "rb") as fh:
-            raw = fh.read(MAX_ROOFLINE_CSV_BYTES + 1)
-            size = max(os.fstat(fh.fileno()).st_size, len(raw))
-        if len(raw) > MAX_ROOFLINE_CSV_BYTES:
-            raise InputError(p, f"roofline.csv of {size / 2**20:,.1f} MiB: the roofline benchmark writes one row per GPU (a few KB); refused over {MAX_ROOFLINE_CSV_BYTES // 2**20} MiB")
+        from profaudit.parsers.textsafe import read_capped
+
+        raw = read_capped(
+            p, "roofline.csv", MAX_ROOFLINE_CSV_BYTES, decompress=False, quiet=False,
+            too_big=lambda size: f"roofline.csv of {size / 2**20:,.1f} MiB: the roofline benchmark writes one row per GPU (a few KB); refused over {MAX_ROOFLINE_CSV_BYTES // 2**20} MiB",
+        )
         text = raw.decode("utf-8-sig")
     except OSError as exc:
         raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
