@@ -397,12 +397,18 @@ def _regex(p: Any, where: str) -> str:
     return p
 
 
-def _str_list(x: Any, where: str) -> tuple[str, ...]:
+def _list(x: Any, where: str, what: str = "a list") -> list:
+    """`x` as a list, [] when absent. Anything else is one line: a number (-inf, 2^64) is not
+    iterable, and a text or a mapping would be taken item by item (one-letter patterns, keys)."""
     if x is None:
-        return ()
+        return []
     if not isinstance(x, list):
-        raise _Bad(f"{where} must be a list")
-    return tuple(_str(v, f"{where}[{i}]") for i, v in enumerate(x))
+        raise _Bad(f"{where} must be {what}")
+    return x
+
+
+def _str_list(x: Any, where: str) -> tuple[str, ...]:
+    return tuple(_str(v, f"{where}[{i}]") for i, v in enumerate(_list(x, where)))
 
 
 def parse_spec(doc: Any, path: str | os.PathLike | None = None) -> DeviceSpec:
@@ -504,16 +510,10 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
             caps[str(lv)] = _value(e["capacity_bytes"], f"on_chip_memories.{lv}.capacity_bytes", sources, limits="bytes", integer=True, clock_ok=False)
 
     conflicts = []
-    raw_conflicts = doc.get("conflicts")
-    if raw_conflicts is not None and not isinstance(raw_conflicts, list):  # a number is not iterable
-        raise _Bad("conflicts must be a list")
-    for i, c in enumerate(raw_conflicts or []):
+    for i, c in enumerate(_list(doc.get("conflicts"), "conflicts")):
         c = _mapping(c, f"conflicts[{i}]", optional=False)
         vals = []
-        raw_values = c.get("values")
-        if raw_values is not None and not isinstance(raw_values, list):  # -inf, a number, a text: not iterable
-            raise _Bad(f"conflicts[{i}].values must be a list")
-        for j, v in enumerate(raw_values or []):
+        for j, v in enumerate(_list(c.get("values"), f"conflicts[{i}].values")):
             v = _mapping(v, f"conflicts[{i}].values[{j}]", optional=False)
             sk = _str(v.get("source"), f"conflicts[{i}].values[{j}].source")
             if sk not in sources:
@@ -523,12 +523,8 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
             raise _Bad(f"conflicts[{i}] needs at least two values")
         conflicts.append(Conflict(_str(c.get("field"), f"conflicts[{i}].field"), tuple(vals), _str(c.get("resolution"), f"conflicts[{i}].resolution")))
 
-    # a list, checked as such: a bare number is not iterable, and a string would be taken
-    # character by character as one-letter patterns
-    raw_patterns = doc.get("match_patterns")
-    if raw_patterns is not None and not isinstance(raw_patterns, list):
-        raise _Bad("match_patterns must be a list of regular expressions")
-    patterns = tuple(_regex(p, f"match_patterns[{i}]") for i, p in enumerate(raw_patterns or []))
+    raw_patterns = _list(doc.get("match_patterns"), "match_patterns", "a list of regular expressions")
+    patterns = tuple(_regex(p, f"match_patterns[{i}]") for i, p in enumerate(raw_patterns))
     family = None if doc.get("family_pattern") is None else _regex(doc["family_pattern"], "family_pattern")
     return DeviceSpec(
         key=key,
