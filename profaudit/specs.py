@@ -336,7 +336,9 @@ def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None
     if limits is not None:
         lo, hi, unit = _LIMITS[limits]
         if not lo <= x <= hi:
-            raise _Bad(f"{where} = {x:g} {unit} is not a plausible figure for one device (expected {lo:g} to {hi:g})")
+            # the figure as written (repr: exact for an integer, shortest round trip for a float):
+            # {x:g} showed 1,000,000,001 compute units as "1e+09 ... (expected 1 to 1e+09)"
+            raise _Bad(f"{where} = {x!r} {unit} is not a plausible figure for one device (expected {lo:g} to {hi:g})")
     if integer:
         if float(x) != int(x):
             raise _Bad(f"{where} must be a whole number, got {x!r}")

@@ -34,3 +34,14 @@ def test_past_the_bound_is_one_line(count):
 
     with pytest.raises(InputError, match=r"wse.yaml: bad device spec: compute_units.value = .* compute units is not a plausible figure for one device \(expected 1 to 1e\+09\)"):
         parse_spec(_doc(count), "wse.yaml")
+
+
+@pytest.mark.parametrize("count, shown", [(10**9 + 1, "1000000001"), (2**63, "9223372036854775808"), (1.0000001e9, "1000000100.0")])
+def test_the_refused_figure_is_printed_as_written(count, shown):
+    # {x:g} rounded to six digits: 1,000,000,001 read "1e+09 ... (expected 1 to 1e+09)", a figure
+    # inside the range it was refused for
+    from profaudit.specs import parse_spec
+
+    with pytest.raises(InputError) as exc:
+        parse_spec(_doc(count), "wse.yaml")
+    assert f"compute_units.value = {shown} compute units is not a plausible" in str(exc.value)
