@@ -106,7 +106,15 @@ class AccessPolicy:
             lex = _lexical(ref, claim_path.parent)
             pattern = any(ch in str(ref) for ch in "*?[")
             if not pattern:
-                if not lex.exists():
+                try:
+                    exists = lex.exists()
+                except OSError:
+                    # a name the file system refuses (ENAMETOOLONG past PATH_MAX: exists() only
+                    # swallows ENOENT-like errors) reached the catch-all as a traceback naming the
+                    # server's upload folder (fuzz_surfaces, s16 final run, upload #172): it names
+                    # nothing that can be read, so it is treated like a missing file
+                    exists = False
+                if not exists:
                     continue  # the claim loader reports the missing file with the claim's own wording
                 if not self.allows(lex):
                     raise InputError(claim_path, f"{shown}: leads outside the files given to the dashboard (through a symlink)")

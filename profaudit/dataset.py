@@ -340,7 +340,9 @@ def dataset_info(path) -> dict:
         raise InputError(path, "not a profaudit dataset")
     if v2.layout_of(store) >= v2.LAYOUT:
         return v2.info(store)
-    root = store.root
+    # a layout-1 dataset at a URL (simplecache::file://...) has a text root, not a folder: the
+    # same one line read_dataset gives, not a TypeError at the catch-all (surfaces run s16, #341)
+    root = layout_1_root(store, path)
     marker = _layout_1_marker(root)
     tables = {}
     for name in schema.ALL_TABLES:

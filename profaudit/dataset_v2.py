@@ -400,7 +400,7 @@ def check_manifest(m, raw: bytes, where: str) -> None:
             for k in fields:
                 jsonshape.text(e.get(k), f"{what}: {key}[{i}].{k}", where, optional=False, numbers=False)
             if key == "profiles" and not _row_counts(e.get("rows")):
-                raise InputError(where, f"{what}: profiles[{i}].rows: expected a mapping of table name to a whole number >= 0, found {jsonshape.kind(e.get('rows'))}")
+                raise InputError(where, f"{what}: profiles[{i}].rows: expected a mapping of table name to a whole number >= 0 (at most 2^63-1), found {jsonshape.kind(e.get('rows'))}")
             if key == "files":
                 if not e["path"].strip():
                     raise InputError(where, f"{what}: files[{i}].path: empty")
@@ -408,7 +408,7 @@ def check_manifest(m, raw: bytes, where: str) -> None:
                     raise InputError(where, f"{what}: files[{i}].path {e['path'][:200]!r}: not a path inside the dataset (absolute, a URL or through '..')")
                 for k in ("rows", "bytes"):
                     if not _is_count(e.get(k)):
-                        raise InputError(where, f"{what}: files[{i}].{k}: expected a whole number >= 0, found {jsonshape.kind(e.get(k))}")
+                        raise InputError(where, f"{what}: files[{i}].{k}: expected a whole number >= 0 (at most 2^63-1), found {jsonshape.kind(e.get(k))}")
     replaces = m.get("replaces", [])
     if not isinstance(replaces, list) or not all(isinstance(b, str) for b in replaces):
         raise InputError(where, f"{what}: replaces: expected a list of batch names")
@@ -445,8 +445,14 @@ def _inside_dataset(path: str) -> bool:
     return ".." not in path.replace("\\", "/").split("/")
 
 
+# a row or byte count past a signed 64-bit integer is a lie no writer makes, and polars' Int64
+# columns (info's table) cannot hold it: 2^63 reached them as an i128, a ComputeError at the
+# catch-all (fuzz_surfaces, session 16 final run, dataset #211)
+COUNT_MAX = 2**63 - 1
+
+
 def _is_count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= COUNT_MAX
 
 
 def _row_counts(v) -> bool:
@@ -630,13 +636,20 @@ def info(store) -> dict:
     snap = snapshot(store)
     tables: dict[str, dict] = {}
     listed = set()
+    total_bytes = 0
     for m in snap.manifests:
-        for f in m["files"]:
+        for i, f in enumerate(m["files"]):
             t = tables.setdefault(f["table"], {"rows": 0, "files": 0, "bytes": 0})
             t["rows"] += f["rows"]
             t["files"] += 1
             t["bytes"] += f["bytes"]
+            total_bytes += f["bytes"]
             listed.add(f["path"])
+            # each count passed check_manifest, but counts that are each in range can add up past
+            # what a 64-bit total holds (2^63-1 rows beside 404 more): a lie, named where it tips over
+            for k, n, whose in (("rows", t["rows"], f"the {f['table'][:100]!r} table's rows"), ("bytes", total_bytes, "the dataset's bytes")):
+                if n > COUNT_MAX:
+                    raise InputError(store.url(f"{MANIFESTS}/{m['_file']}"), f"broken batch manifest: files[{i}].{k}: {whose} add up past 2^63-1")
     # rows of superseded copies are counted apart so that `rows` is what a profaudit reader returns
     superseded = sum(len(snap.superseded(m["batch"])) for m in snap.manifests)
     for m in snap.manifests:

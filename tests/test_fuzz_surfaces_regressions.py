@@ -428,7 +428,7 @@ def test_manifest_part_path_outside_the_dataset_is_refused(tmp_path, cli, path, 
 
 
 @pytest.mark.parametrize("rows, needle", [
-    ([1], "profiles[0].rows: expected a mapping of table name to a whole number >= 0, found a list"),
+    ([1], "profiles[0].rows: expected a mapping of table name to a whole number >= 0 (at most 2^63-1), found a list"),
     ({"samples": "x"}, "profiles[0].rows: expected a mapping"),
     ({"nonsense": 3}, "profiles[0].rows: expected a mapping"),
     (5, "profiles[0].rows: expected a mapping"),
@@ -646,3 +646,70 @@ def test_layout_2_part_that_is_a_broken_link_is_one_line(tmp_path, cli, target):
     os.symlink(part.name if target == "itself" else "nowhere.parquet", part)
     for argv in (("dataset", "info", ds), ("dataset", "compact", ds)):
         assert_one_line_error(cli(*argv), f"{part.name}: cannot read this dataset file: ")
+
+
+# -- session 17 (engineer A): the s16 final surfaces run's open findings (seed 4603) -------------------
+@pytest.mark.parametrize("counts, where, needle", [
+    # dataset #211: 2^63 rows reached `dataset info`'s Int64 table as an i128: ComputeError at the catch-all
+    ({"rows": 2**63}, 0, "files[0].rows: expected a whole number >= 0 (at most 2^63-1), found the number 9223372036854775808"),
+    ({"bytes": 2**64}, 0, "files[0].bytes: expected a whole number >= 0 (at most 2^63-1)"),
+    # each count in range, their sum not: 2^63-1 rows beside the other batch's 3
+    ({"rows": 2**63 - 1}, 1, "files[0].rows: the 'kernels' table's rows add up past 2^63-1"),
+    ({"bytes": 2**63 - 1}, 1, "files[0].bytes: the dataset's bytes add up past 2^63-1"),
+])
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_manifest_counts_past_a_64_bit_integer_are_one_line(tmp_path, cli, counts, where, needle, fmt):
+    import json
+
+    from profaudit.dataset import write_dataset
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    write_dataset(ProfileSet([_profile("b", 3)]), ds)
+    mans = sorted((ds / "_manifests").glob("*.json"))
+    man = mans[where]
+    doc = json.loads(man.read_text())
+    assert doc["files"][0]["table"] == "kernels"
+    doc["files"][0].update(counts)
+    man.write_text(json.dumps(doc))
+    res = cli("dataset", "info", ds, "-f", fmt)
+    assert_one_line_error(res, needle)
+    assert man.name in res.err  # the manifest that lies, named
+
+
+def test_layout_1_dataset_at_a_url_is_one_line_in_dataset_info(layout_1, cli):
+    # dataset #341 (seed 4603): `dataset info simplecache::file://<layout-1 folder>`: the store's
+    # root is text for a URL, and `root / MARKER` was "TypeError: unsupported operand type(s) for
+    # /: 'str' and 'str'" at the catch-all; now the line every other layout-1 reader gives
+    url = f"simplecache::file://{layout_1}"
+    for argv in (("dataset", "info", url), ("kernels", url)):
+        assert_one_line_error(cli(*argv), "a layout-1 dataset is read from a local folder only")
+    assert cli("dataset", "info", layout_1).code == 0
+
+
+def test_uploaded_claim_whose_evidence_name_is_past_path_max_is_one_line(tmp_path):
+    # upload #172 (seed 4603): an uploaded claim naming evidence of 100,000 characters (each
+    # component under 255 bytes would be ENAMETOOLONG elsewhere; this one is one component past
+    # PATH_MAX): the dashboard's access check called Path.exists(), which raises ENAMETOOLONG, and
+    # the audit showed an OSError with the server's upload folder in it
+    pytest.importorskip("dash")
+    from profaudit.dashboards.state import DashboardState
+    from profaudit.dashboards.uploads import store_uploads
+    from profaudit.errors import InputError
+
+    up = tmp_path / "srv" / "uploads"
+    st = DashboardState(upload_dir=up)
+    for k, name in enumerate(("a" * 100_000, "/".join(["b" * 200] * 30))):
+        claim = yaml.safe_dump({"baseline": {"timings": name}, "candidate": {"timings": "c.jsonl"}, "speedup": 2}).encode()
+        url = "data:application/x-yaml;base64," + base64.b64encode(claim).decode()
+        res = store_uploads(st, [url], [f"claim{k}.yml"])
+        assert res[0].ok, res
+    assert len(st.claims) == 2
+    for cid in list(st.claims):
+        with pytest.raises(InputError) as info:
+            st.audit(cid, None, None)
+        text = str(info.value)
+        assert "\n" not in text and "baseline.timings" in text
+        assert str(up) not in text and str(tmp_path) not in text
