@@ -91,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':<5} {'ratio':<10} baseline / this tree, CPU per input: {ratios[-1]:.2f}x (whole run: {whole[-1]:.2f}x)")
     print(f"median ratio (CPU per input beyond the no-input run, baseline / this tree): {statistics.median(ratios):.2f}x over {args.repeat} runs;"
           f" whole runs: {statistics.median(whole):.2f}x")
+    # the ratio is of CPU per input of each tree's own inputs: the same seed makes other inputs on
+    # each side (this tree's mutators go deeper), so the line says so instead of implying the same
+    # work was timed twice (review G7, session 16)
+    print("  (each side ran its own generators' inputs from the same seed, so the sides' inputs differ: a ratio of"
+          " CPU per input of each side's mix, not of the same inputs; the per-surface counts below show each mix)")
     for name in sides:
         counts = rows[name][-1][2]
         print(f"{name}, last run: " + ", ".join(f"{s} {sum(c.values())} ({c.get('ok', 0)} ok, {c.get('deliberate', 0)} deliberate)" for s, c in counts.items()))
