@@ -52,13 +52,25 @@ class Inputs(list):
 # errno values for which a path is simply not there (what Path.exists() treats as False)
 _MISSING_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP))
 
+# the kernel's pseudo-file systems: no profile lives there, and a walk of one never ends in
+# reasonable time (/proc/self/task/*/..., one folder per process and thread)
+_PSEUDO_FS = ("/proc", "/sys")
 
-def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
+
+def _in_pseudo_fs(d: Path) -> bool:
+    real = os.path.realpath(d)
+    return any(real == root or real.startswith(root + "/") for root in _PSEUDO_FS)
+
+
+def expand(paths: str | os.PathLike | Sequence[str | os.PathLike], *, max_entries: int | None = None) -> Inputs:
     """Files and directory-formats to read, each with whether the user named it explicitly.
 
     Folders are walked: a folder that a directory parser claims (a profaudit dataset, a JAX log
     directory, a Neuron Explorer profile) is one input; other files inside count only if some
-    parser recognises them (`explicit=False`), so unrelated files in a folder are skipped.
+    parser recognises them (`explicit=False`), so unrelated files in a folder are skipped. A link
+    to a folder found inside is not walked (as find and os.walk): name it to read it. Folders of
+    /proc and /sys are refused when named and skipped when met. `max_entries`: the most folder
+    entries the walks of one named folder may list before it is refused (a claim's evidence).
     An `Inputs` (an earlier expansion) is returned as it is.
     """
     if isinstance(paths, Inputs):
@@ -89,7 +101,15 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
             out.append((p, explicit))
             out.sizes[p] = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
 
-    def walk(d: Path) -> None:
+    listed = [0, None]  # folder entries listed under the named folder being walked, and that folder
+
+    def walk(d: Path, named: bool = False) -> None:
+        if named:
+            listed[:] = [0, d]
+        if _in_pseudo_fs(d):
+            if named:
+                raise InputError(d, "a folder of the kernel's /proc or /sys: it holds no profiles or timing logs")
+            return  # met while walking `/`: nothing there to read
         if find_parser(d) is not None:
             add(d, False)
             return
@@ -97,10 +117,22 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
             entries = sorted(d.iterdir())
         except OSError as exc:
             raise InputError(d, f"cannot list folder: {exc.strerror or exc}") from None
+        listed[0] += len(entries)
+        if max_entries is not None and listed[0] > max_entries:
+            raise InputError(listed[1], f"more than {max_entries:,} entries in the folders under it: name the files, or a folder holding only them")
         for e in entries:
             if e.name.startswith("."):
                 continue
             if e.is_dir():
+                if e.is_symlink():
+                    # a link to a folder met while walking is not walked (as find and os.walk do):
+                    # a link to an ancestor walked in circles until ELOOP, and a claim's evidence
+                    # linking to /proc/self walked the whole machine through /proc/self/root
+                    # (fuzz_surfaces batch #379, seed 4501: 30 CPU-s). A folder a directory
+                    # parser reads (a dataset, a Neuron profile) is still one input
+                    if find_parser(e) is not None:
+                        add(e, False)
+                    continue
                 walk(e)
             elif e.is_file():
                 add(e, False)
@@ -128,7 +160,7 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
             for m in matches:
                 mp = Path(m)
                 if mp.is_dir():
-                    walk(mp)
+                    walk(mp, named=True)
                 else:
                     add(mp, True)
             continue
@@ -140,10 +172,10 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Inputs:
                 raise InputError(p, "no such file or folder") from None
             raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
         if stat.S_ISDIR(st.st_mode):
-            if find_parser(p) is not None:
+            if not _in_pseudo_fs(p) and find_parser(p) is not None:
                 add(p, True, st)
             else:
-                walk(p)
+                walk(p, named=True)  # a /proc or /sys folder is refused there, before any sniffing
         else:
             add(p, True, st)
     return out

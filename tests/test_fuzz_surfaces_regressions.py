@@ -713,3 +713,75 @@ def test_uploaded_claim_whose_evidence_name_is_past_path_max_is_one_line(tmp_pat
         text = str(info.value)
         assert "\n" not in text and "baseline.timings" in text
         assert str(up) not in text and str(tmp_path) not in text
+
+
+# -- batch #379 (seed 4501): evidence linking to /proc/self walked the whole machine (30 CPU-s) ---------
+def test_claim_evidence_linking_to_proc_is_one_line(tmp_path, cli):
+    # the claim's timings named a link to /proc/self; the loader walked it, and through
+    # /proc/self/root (a link to /) every folder of the machine
+    import os
+
+    link = tmp_path / "dir.jsonl"
+    os.symlink("/proc/self", link)
+    doc = yaml.safe_load(_honest_claim(tmp_path).read_text())
+    doc["baseline"]["timings"] = str(link)
+    p = tmp_path / "proc.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert_one_line_error(cli("audit", p), "dir.jsonl: a folder of the kernel's /proc or /sys: it holds no profiles or timing logs (from baseline.timings")
+    assert_one_line_error(cli("summary", "/sys/kernel"), "a folder of the kernel's /proc or /sys")
+
+
+def test_walk_does_not_follow_links_to_folders_but_reads_linked_datasets(tmp_path):
+    # the cause of batch #379: a walk followed every link to a folder (a link to an ancestor went
+    # round until ELOOP; one to / walked the machine). Links inside a walked folder are not walked
+    # now, as find and os.walk; a link to a dataset folder is still read as that one input
+    import os
+    import shutil
+
+    from profaudit.dataset import write_dataset
+    from profaudit.loader import expand
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile
+
+    runs, other = tmp_path / "runs", tmp_path / "other"
+    runs.mkdir()
+    other.mkdir()
+    shutil.copyfile(_COLD, runs / "a.jsonl")
+    shutil.copyfile(_HOT, other / "b.jsonl")
+    write_dataset(ProfileSet([_profile("a", 3)]), tmp_path / "ds")
+    os.symlink(".", runs / "loop")
+    os.symlink(other, runs / "elsewhere")
+    os.symlink(tmp_path / "ds", runs / "ds")
+    got = [(p.relative_to(tmp_path).as_posix(), explicit) for p, explicit in expand([str(runs)])]
+    assert got == [("runs/a.jsonl", False), ("runs/ds", False)]
+    # named, a link to a folder is followed
+    assert [p.name for p, _ in expand([str(runs / "elsewhere")])] == ["b.jsonl"]
+
+
+def test_claim_evidence_folder_of_too_many_entries_is_refused(tmp_path, cli, monkeypatch):
+    # evidence naming a link to / (the generator's folder link when the side had no file) listed
+    # the machine's folders before anything was read; a claim's evidence folder is capped in entries
+    import os
+    import shutil
+
+    from profaudit.audit import claim
+
+    monkeypatch.setattr(claim, "EVIDENCE_MAX_ENTRIES", 40)
+    logs = tmp_path / "logs"
+    (logs / "sub").mkdir(parents=True)
+    for k in range(30):
+        (logs / "sub" / f"note{k}.txt").write_text("x")
+    for k in range(3):
+        shutil.copyfile(_COLD, logs / f"run{k}.jsonl")
+    doc = yaml.safe_load(_honest_claim(tmp_path).read_text())
+    doc["baseline"]["timings"] = str(logs)
+    p = tmp_path / "many.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert cli("audit", p).code in (0, 1)  # 34 entries: read
+    for k in range(30, 40):
+        (logs / "sub" / f"note{k}.txt").write_text("x")
+    assert_one_line_error(cli("audit", p), "logs: more than 40 entries in the folders under it: name the files, or a folder holding only them (from baseline.timings")
+    os.symlink("/", tmp_path / "root.jsonl")
+    doc["baseline"]["timings"] = str(tmp_path / "root.jsonl")
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert_one_line_error(cli("audit", p), "root.jsonl: more than 40 entries in the folders under it")

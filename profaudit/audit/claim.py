@@ -363,11 +363,17 @@ def _as_paths(value: Any, base: Path, where: str, claim_path: Path | None) -> li
     return out
 
 
+# the most folder entries a claim's evidence folder may hold below it: a folder of run logs holds
+# hundreds; evidence linking to / walked the whole machine (fuzz_surfaces batch #379, seed 4501)
+EVIDENCE_MAX_ENTRIES = 20_000
+
+
 def _load(paths: list[Path], where: str, claim_path: Path | None, **options):
-    from profaudit.loader import load
+    from profaudit.loader import expand, load
 
     try:
-        return load([str(p) for p in paths], **{k: v for k, v in options.items() if v is not None})
+        inputs = expand([str(p) for p in paths], max_entries=EVIDENCE_MAX_ENTRIES)
+        return load(inputs, **{k: v for k, v in options.items() if v is not None})
     except InputError as exc:
         # Keep the failing file's own one-line message; say which claim key pointed at it.
         raise InputError(exc.path, f"{exc.problem} (from {where}{' in ' + str(claim_path) if claim_path else ''})") from None
