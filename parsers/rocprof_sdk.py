@@ -181,72 +181,87 @@ def _strip_kd(name: str | None) -> str | None:
     return name[:-3] if isinstance(name, str) and name.endswith(".kd") else name
 
 
-# longest run of identical ranges (thread, start, end) the array nesting takes: each one nests in
-# the one before, a level each, and the array walk spends ~20 us per level
-_TWIN_RUN_LIMIT = 1_000
-
-
-def _twin_run(g, s, e) -> int:
-    """The longest run of consecutive rows with the same thread, start and end (sorted rows)."""
+def _nest_arrays(R: pl.DataFrame):
+    """(parent, depth, innermost annotation) of sorted ranges with every start known, through
+    chrome_trace.nest_sorted's arrays: a 200 MB marker trace holds 3.8 M ranges. A long run of
+    identical ranges (a blown-up trace: one range 3.8 M times, each nesting in the one before) is
+    no exception since its whole-array passes past 256 levels (84b07a2): 5 CPU-s and ~350 MB
+    there, where the per-range walk this run used to take grew the read by ~840 MB (3.8 M-deep
+    Python stack and lists), leaving a fuzz worker 12 MB short of its 2 GB bound (seed 3101)."""
     import numpy as np
 
-    if len(g) < 2:
-        return len(g)
-    same = (g[1:] == g[:-1]) & (s[1:] == s[:-1]) & (e[1:] == e[:-1])
-    if not same.any():
-        return 1
-    # run lengths of True in `same`, from the positions where it is False
-    breaks = np.flatnonzero(np.r_[True, ~same, True])
-    return int(np.diff(breaks).max())
+    from profaudit.parsers.chrome_trace import _ANNOTATION_KINDS, nest_sorted
+
+    # threads by dense rank (a null thread, sorted last, is one more thread, as in the walk)
+    g = R.select(pl.col("thread_id").rank("dense").fill_null(0)).to_series().to_numpy()
+    # a range of unknown kind (null: a rocpd region whose event row did not join) is no
+    # annotation; a null here made an object array that numpy refused as a mask (s15 CI fuzz)
+    is_ann = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).fill_null(False)).to_series().to_numpy()
+    parent, depth, ann, _ = nest_sorted(g, R["start_ns"].to_numpy(), R["_end"].to_numpy(), is_ann, np.zeros(R.height, bool))
+    return parent, depth, ann
+
+
+def _nest_walk(R: pl.DataFrame):
+    """The same by the per-range walk, for ranges with a null start: it sorts last but nests as 0,
+    out of order for the array walk, which needs each thread's starts ascending. Kinds as shared
+    strings, not one new string per row."""
+    import numpy as np
+
+    from profaudit.parsers.chrome_trace import _nest
+
+    distinct = R["kind"].drop_nulls().unique().to_list()
+    codes = R["kind"].replace_strict(distinct, list(range(len(distinct))), default=None, return_dtype=pl.Int64).to_list()
+    kind_list = [distinct[c] if c is not None else None for c in codes]
+    del codes
+    parent, depth, ann, _ = _nest(R["thread_id"].to_list(), R["start_ns"].fill_null(0).to_list(), R["_end"].to_list(), kind_list)
+    del kind_list
+    return tuple(np.asarray(x, np.int64) for x in (parent, depth, ann))
 
 
 def nest_api_ranges(R: pl.DataFrame, domain: str) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
     """API, marker and collective ranges (kind, name, thread_id, process_id, start_ns, end_ns,
     correlation_id) -> the `ranges` table with nesting per thread, and the innermost marker range
     enclosing each launch API call as (correlation_id, nvtx_range) for the kernels. Shared by the
-    rocprofiler-sdk JSON and rocpd SQLite readers, which hold the same records."""
-    import numpy as np
+    rocprofiler-sdk JSON and rocpd SQLite readers, which hold the same records.
 
-    from profaudit.parsers.chrome_trace import _ANNOTATION_KINDS, _nest, nest_sorted
+    Ranges nest in (thread, start, longest first) order and are numbered in (start, that order)
+    order. Both orders are permutations found from the key columns alone, and the rows are gathered
+    once into the second: sorting the whole frame twice held two more copies of every column, the
+    names included (a 200 MB marker trace of 3.8 M ranges peaked at 1.4 GB to read)."""
+    import numpy as np
 
     if not R.height:
         return None, None
-    R = R.with_columns(_end=pl.col("end_ns").fill_null(1 << 62)).sort(["thread_id", "start_ns", "_end"], descending=[False, False, True], nulls_last=True)
-    # threads by dense rank (a null thread, sorted last, is one more thread, as in the walk)
-    g = R.select(pl.col("thread_id").rank("dense").fill_null(0)).to_series().to_numpy()
-    if not R["start_ns"].null_count() and _twin_run(g, R["start_ns"].to_numpy(), R["_end"].to_numpy()) <= _TWIN_RUN_LIMIT:
-        # arrays, not a Python walk over lists: a 200 MB marker trace holds 3.8 M ranges
-        # a range of unknown kind (null: a rocpd region whose event row did not join) is no
-        # annotation; a null here made an object array that numpy refused as a mask (s15 CI fuzz)
-        is_ann = R.select(pl.col("kind").is_in(list(_ANNOTATION_KINDS)).fill_null(False)).to_series().to_numpy()
-        parent, depth, ann, _ = nest_sorted(g, R["start_ns"].to_numpy(), R["_end"].to_numpy(), is_ann, np.zeros(R.height, bool))
-        del g, is_ann
-    else:
-        # the per-range walk: a null start sorts last but nests as 0 (out of order for the array
-        # walk, which needs each thread's starts ascending), and identical ranges nest one in the
-        # next, a level each, which the array walk does level by level (73 s for a blown-up
-        # trace of one range 3.8 M times, against 9 s here). Kinds as shared strings, not one
-        # new string per row.
-        del g
-        distinct = R["kind"].drop_nulls().unique().to_list()
-        codes = R["kind"].replace_strict(distinct, list(range(len(distinct))), default=None, return_dtype=pl.Int64).to_list()
-        kind_list = [distinct[c] if c is not None else None for c in codes]
-        del codes
-        parent, depth, ann, _ = _nest(R["thread_id"].to_list(), R["start_ns"].fill_null(0).to_list(), R["_end"].to_list(), kind_list)
-        del kind_list
-        parent, depth, ann = (np.asarray(x, np.int64) for x in (parent, depth, ann))
     n = R.height
-    R = R.with_columns(_nidx=pl.int_range(0, n, dtype=I64), _parent=pl.Series(parent, dtype=I64), depth=pl.Series(depth, dtype=I64),
-                       _ann=R["name"].gather(pl.Series(np.where(ann >= 0, ann, 0)).set(pl.Series(ann < 0), None)))
-    del parent, depth, ann
-    R = R.sort("start_ns", "_nidx", nulls_last=True).with_columns(range_id=pl.int_range(0, n, dtype=I64))
-    # the parent is a nesting index: its range_id is the range_id of the row with that _nidx
-    id_at = R.select(pl.col("range_id").sort_by("_nidx")).to_series()
-    R = R.with_columns(parent_range_id=pl.when(pl.col("_parent") >= 0).then(id_at.gather(R["_parent"].clip(0))))
-    launch = (R.filter(pl.col("correlation_id").is_not_null() & pl.col("kind").is_in(["cuda_runtime", "hsa_api"]))
-              .select("correlation_id", pl.col("_ann").alias("nvtx_range")).unique("correlation_id", keep="first"))
-    R = R.with_columns(duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64), domain=pl.lit(domain))
-    return R.drop("_end", "_nidx", "_parent", "_ann"), launch
+    # the frame's own multi-column sort on the same key columns: the same permutation, ties
+    # included, as sorting the whole frame gave
+    keys = (R.select("thread_id", "start_ns", _end=pl.col("end_ns").fill_null(1 << 62), kind="kind", _row=pl.int_range(0, n, dtype=I64))
+            .sort(["thread_id", "start_ns", "_end"], descending=[False, False, True], nulls_last=True))
+    parent, depth, ann = (_nest_walk if keys["start_ns"].null_count() else _nest_arrays)(keys)
+    row = keys["_row"].to_numpy()  # nesting position -> row of R
+    # numbering order: by start (null last), then nesting position; positions are distinct, so
+    # this order has no ties
+    fin = (pl.DataFrame({"start_ns": keys["start_ns"], "_nidx": pl.int_range(0, n, dtype=I64, eager=True)})
+           .sort("start_ns", "_nidx", nulls_last=True)["_nidx"].to_numpy())
+    del keys
+    range_id_at = np.empty(n, np.int64)  # nesting position -> range_id
+    range_id_at[fin] = np.arange(n, dtype=np.int64)
+    par = parent[fin]
+    out = R[row[fin]].with_columns(
+        depth=pl.Series(depth[fin], dtype=I64),
+        range_id=pl.int_range(0, n, dtype=I64),
+        parent_range_id=pl.Series(np.where(par >= 0, range_id_at[np.maximum(par, 0)], 0), dtype=I64).set(pl.Series(par < 0), None),
+    )
+    del par, depth, range_id_at
+    # the innermost annotation around each launch call, by name
+    a = ann[fin]
+    launch_rows = out.select((pl.col("correlation_id").is_not_null() & pl.col("kind").is_in(["cuda_runtime", "hsa_api"])).fill_null(False)).to_series().to_numpy()
+    a = a[launch_rows]
+    names = R["name"].gather(pl.Series(row[np.where(a >= 0, a, 0)])).set(pl.Series(a < 0), None)
+    launch = (out.filter(pl.Series(launch_rows)).select("correlation_id").with_columns(nvtx_range=names)
+              .unique("correlation_id", keep="first"))
+    out = out.with_columns(duration_ns=(pl.col("end_ns") - pl.col("start_ns")).cast(F64), domain=pl.lit(domain))
+    return out, launch
 
 
 class RocprofSdkParser:
