@@ -248,3 +248,63 @@ def test_absurd_peaks_land_on_published_numbers():
                                          ("label: nan", False), ("share 12.5%", False), ("infinite loop 3x", False), ("banana%", False)])
 def test_a_computed_figure_printed_as_nan_or_inf_is_a_finding(text, found):
     assert bool(fs._nonsense_figure({}, text)) is found
+
+
+def test_dataset_damage_reads_and_copies_only_regular_files_never_links(tmp_path):
+    # the generator's own bugs: a second damage read a file an earlier one had made a link to
+    # /dev/zero and grew the fuzzer to 24 GB (s16 final runs, seeds 4601/4602); the layout-1 "twin"
+    # copied such a link's target for ever (61 GB, the disk full, session 17). Here every file is a
+    # link to a folder instead: a read or a followed copy of one fails at once, and nothing can grow
+    import os
+    import random
+
+    from profaudit.dataset import write_dataset
+    from profaudit.dataset_v2 import MARKER
+    from profaudit.profile import ProfileSet
+    from tests.test_dataset_v2 import _profile, _write_layout_1
+
+    f = tmp_path / "f.json"
+    f.write_text("{}")
+    os.symlink(f, tmp_path / "link.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    got = {p: fs._plain_file(tmp_path / p) for p in ("f.json", "link.json", "fifo.json", "missing.json", ".")}
+    assert got == {"f.json": True, "link.json": False, "fifo.json": False, "missing.json": False, ".": False}
+    assert not fs._plain_file(Path("/dev/zero"))
+
+    poison = tmp_path / "poison"
+    poison.mkdir()
+    ds2 = tmp_path / "ds2"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds2)
+    ds1 = _write_layout_1(ProfileSet([_profile("a", 3), _profile("b", 2)]), tmp_path / "ds1")
+    for ds in (ds1, ds2):
+        for p in [p for p in ds.rglob("*") if p.is_file()]:
+            p.unlink()
+            os.symlink(poison, p)
+    assert fs._lie_in_manifest(ds2, random.Random(0)) == "no manifest to lie in"
+    labels = {fs._lie_in_layout_1(ds1, random.Random(k)) for k in range(40)}
+    assert "no layout-1 marker to lie in" in labels and any(" twin " in x for x in labels), labels
+    # the twins hold links, as the folders they copy do (a followed link came out a folder)
+    assert all(p.is_symlink() for p in ds1.rglob("*") if p.name.endswith((".parquet", ".json")))
+    for k in range(20):  # no file the damage may read: it finds none (an IndexError) rather than read a link
+        try:
+            assert fs._damage_dataset(ds2, random.Random(f"d/{k}")) == "no manifest to lie in"
+        except IndexError:
+            pass
+    assert all(p.is_symlink() for p in ds2.rglob("*") if p.name.endswith((".parquet", ".json")))
+
+
+def test_a_file_written_past_the_cap_is_a_blow_up_not_a_full_disk(tmp_path, monkeypatch):
+    # an input's child may write at most FILE_CAP_MB to any file (RLIMIT_FSIZE): past it, SIGXFSZ
+    # ends the child and the input is a blow-up, the disk the machine shares untouched
+    import time
+
+    big = tmp_path / "big.bin"
+    monkeypatch.setattr(fs, "FILE_CAP_MB", 1)
+    monkeypatch.setattr(fs, "judge", lambda case: (big.write_bytes(b"x" * (3 << 20)), ("ok", ""))[1])
+    case_dir = tmp_path / "case"
+    case_dir.mkdir()
+    r = fs.Running("dataset", 0, case_dir, {"label": "writes 3 MB"}, 4096)
+    while (got := r.poll(30.0, 20.0, 2048)) is None:
+        time.sleep(0.01)
+    assert got[0] == "memory" and "SIGXFSZ" in got[1], got
+    assert big.stat().st_size <= 1 << 20

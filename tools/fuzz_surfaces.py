@@ -15,7 +15,7 @@ starts polars' thread pool afresh). Each input gets one verdict:
   crash         the child died of a signal
   timeout       more than --cpu-s CPU seconds, or no CPU progress for --stall-s (blocked on a
                 FIFO, a device file ...)
-  memory        peak RSS over --mem-mb
+  memory        peak RSS over --mem-mb, or a file written past FILE_CAP_MB (1 GiB)
 
 Everything is seeded: the input of (surface, i) follows from --seed alone, whatever --workers.
 Inputs that are neither ok nor deliberate are kept under OUT/repro/<surface>_<i>/ (the input,
@@ -36,6 +36,7 @@ import random
 import resource
 import shutil
 import signal
+import stat
 import sys
 import time
 import zipfile
@@ -53,6 +54,7 @@ CLAIMS = REPO / "sample_reports" / "claims"
 # independent of the code it checks
 AUDIT_EXIT = {"PASS": 0, "WARN": 0, "INCONCLUSIVE": 1, "FAIL": 1, "ERROR": 2}
 EVIDENCE_KEYS = ("timings", "profile")
+FILE_CAP_MB = 1024  # the largest file an input's child may write (RLIMIT_FSIZE)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -249,7 +251,9 @@ def _evidence_damage(doc: dict, case: Path, rng: random.Random, others: list[Pat
     case.mkdir()
     src = cur if isinstance(cur, str) else (cur[0] if isinstance(cur, list) and cur and isinstance(cur[0], str) else None)
     try:
-        src_is_file = bool(src) and Path(src).is_file()
+        # only a real log is read or copied: an earlier damage of this claim may have pointed the
+        # side at /proc/self/mem (a "regular" file whose read fails) or a link to /dev/zero
+        src_is_file = bool(src) and _plain_file(Path(src)) and not os.path.realpath(src).startswith(("/proc/", "/sys/", "/dev/"))
     except (OSError, ValueError):  # an earlier edit made it a name no file system takes
         src_is_file = False
     op = rng.choice(["missing", "folder", "emptyfolder", "selflink", "looplink", "dangling", "fifo", "devzero", "devnull", "claim_itself",
@@ -584,11 +588,23 @@ def gen_pairs(case: Path, rng: random.Random, seeds: dict) -> dict:
             "pairs_good": good, "table": out if fmt == "json" else None, "verdict_table": True, "ok_exits": ok_exits}
 
 
+def _plain_file(p: Path) -> bool:
+    """A regular file and not a link: the only kind the generator reads or copies. An earlier
+    damage may have made a file a link to /dev/zero (or a FIFO), and reading it (a cut, a JSON
+    edit, a lie in a manifest or the layout-1 marker) grew the generator itself to 24 GB until the
+    kernel killed the whole run (s16 final surfaces runs, seeds 4601 and 4602); copying it filled
+    the disk."""
+    try:
+        return stat.S_ISREG(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
 def _lie_in_manifest(ds: Path, rng: random.Random) -> str:
     """A layout-2 batch manifest that parses and lies: row and byte counts, table names, profile
     ranges and ids (duplicated within and across batches), paths outside the dataset, replaces
     lists naming itself or nothing, a batch name of another batch."""
-    mans = sorted(m for m in (ds / "_manifests").glob("*.json") if m.is_file() and not m.is_symlink())
+    mans = sorted(m for m in (ds / "_manifests").glob("*.json") if _plain_file(m))
     docs = []
     for m in mans:
         try:
@@ -617,7 +633,7 @@ def _lie_in_manifest(ds: Path, rng: random.Random) -> str:
     elif op == "path_up":
         f["path"] = rng.choice(["../outside/part.parquet", "samples/../../outside/part.parquet", "../" * 30 + "etc/passwd", "samples/./../samples/x.parquet"])
         outside.mkdir(exist_ok=True)
-        part = next(iter(sorted(ds.rglob("*.parquet"))), None)
+        part = next(iter(sorted(p for p in ds.rglob("*.parquet") if _plain_file(p))), None)
         if part is not None:
             shutil.copyfile(part, outside / "part.parquet")  # a readable Parquet file outside the dataset
     elif op == "path_abs":
@@ -684,9 +700,11 @@ def _lie_in_layout_1(ds: Path, rng: random.Random) -> str:
         if op == "rename":
             d.rename(new)
         else:
-            shutil.copytree(d, new)
+            # links copied as links: following one an earlier damage made to /dev/zero copied it
+            # for ever (61 GB on a shared disk before the disk was full)
+            shutil.copytree(d, new, symlinks=True)
         return f"layout 1 lies: {op} {d.name[:30]} -> {new.name[:30]}"
-    if marker.is_symlink() or not marker.is_file():  # an earlier damage's link (to /dev/zero: read for ever)
+    if not _plain_file(marker):
         return "no layout-1 marker to lie in"
     try:
         doc = json.loads(marker.read_text())
@@ -714,10 +732,7 @@ def _damage_dataset(ds: Path, rng: random.Random) -> str:
         # lies that parse: a reader that trusts its manifest reads outside the dataset, counts
         # rows twice or prints counts the data does not have
         return _lie_in_manifest(ds, rng) if (ds / "_manifests").is_dir() else _lie_in_layout_1(ds, rng)
-    # regular files only, links not followed: an earlier damage may have made one a link to
-    # /dev/zero, and reading it here (a cut, a JSON edit) grew the generator itself to 24 GB
-    # until the kernel killed the whole run (s16 final surfaces run, seed 4601, dataset #399)
-    files = sorted(p for p in ds.rglob("*") if p.is_file() and not p.is_symlink())
+    files = sorted(p for p in ds.rglob("*") if _plain_file(p))
     op = rng.random()
     if op < 0.5:
         f = rng.choice(files)
@@ -738,7 +753,7 @@ def _damage_dataset(ds: Path, rng: random.Random) -> str:
             b.write_bytes(da)
             return f"{a.relative_to(ds)} <-> {b.relative_to(ds)} swapped"
     if op < 0.76:
-        mans = sorted((ds / "_manifests").glob("*.json")) if (ds / "_manifests").is_dir() else []
+        mans = sorted(m for m in (ds / "_manifests").glob("*.json") if _plain_file(m)) if (ds / "_manifests").is_dir() else []
         if mans:
             m = rng.choice(mans)
             dup = m.with_name("b" + m.name)
@@ -1157,6 +1172,13 @@ def _child(case: dict, result: Path, mem_cap_mb: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (vsz + (mem_cap_mb << 20), resource.RLIM_INFINITY))
     except (OSError, ValueError):
         pass
+    with contextlib.suppress(OSError, ValueError):
+        # a file written past FILE_CAP_MB kills the input with SIGXFSZ (judged a blow-up) before
+        # it fills the disk the whole machine shares (a copy of /dev/zero wrote 61 GB). Python
+        # ignores SIGXFSZ, which would make the write an OSError profaudit words as "cannot
+        # write": a refusal, and the blow-up unseen
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_CAP_MB << 20, FILE_CAP_MB << 20))
     try:
         # the peak RSS the parent reads at wait4 starts from here, not from the parent's own peak
         # (a forked child inherits the parent's high-water mark)
@@ -1223,6 +1245,8 @@ class Running:
         peak_mb = ru.ru_maxrss / 1024
         self.cpu = ru.ru_utime + ru.ru_stime
         if os.WIFSIGNALED(status):
+            if os.WTERMSIG(status) == signal.SIGXFSZ:
+                return "memory", f"wrote a file past {FILE_CAP_MB} MB (disk blow-up, SIGXFSZ)"
             return "crash", f"signal {os.WTERMSIG(status)}"
         try:
             res = json.loads(self.result.read_text())
