@@ -8,7 +8,10 @@ within those bounds or be refused in one line.
 
 The long run mixes blow-ups in with --blowup-rate; this sweep gives each format one, with its
 cost, which a rare random pick cannot. SQLite and binary formats are skipped (their blow-ups are
-row repetition, in the long run's SQLite mutator).
+row repetition, in the long run's SQLite mutator). A folder format is blown up in a copy of its
+seed folder, in the biggest table file the format reads (Parquet tables by rows, repeated and
+written uncompressed; `blowup_folder`); a folder whose only data is binary (a JAX run's
+xplane.pb) is listed as skipped.
 
 With --after, each blow-up that loads also goes through every command the long run's after-load
 stage runs on a loaded input (tests/fuzz/downstream.py `commands`, both forms of compare, ranks
@@ -50,6 +53,86 @@ def peak_rss_mb() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def _blowup_parquet(data: bytes, target: int) -> tuple[bytes, str] | None:
+    """A Parquet table's rows repeated until they hold `target` bytes, written without compression
+    or dictionaries: a file's size then stands for its rows as a text file's does (repeated rows
+    compressed with their dictionaries would make a 200 MB file of billions of rows)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(io.BytesIO(data))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    if not table.num_rows:
+        return None
+    def written(rows: int) -> bytes:
+        big = table
+        while big.num_rows < rows:  # doubling: a few concatenations, not one per copy
+            big = pa.concat_tables([big, big]).combine_chunks()
+        buf = io.BytesIO()
+        pq.write_table(big.slice(0, rows), buf, compression="none", use_dictionary=False)
+        return buf.getvalue()
+
+    # rows from the in-memory size first, then once more from the bytes that gave (Parquet's plain
+    # encoding differs from Arrow's buffers by a few tens of percent, both ways)
+    rows = max(1, target // max(1, table.nbytes // table.num_rows))
+    data = written(rows)
+    if len(data) < target:
+        rows = -(-rows * target // len(data))
+        data = written(rows)
+    return data, f"blow-up: {table.num_rows} rows repeated to {rows}"
+
+
+def _blowup_file(data: bytes, name: str, target: int, rng: random.Random) -> tuple[bytes, str] | None:
+    """The blown-up bytes of one file of a folder and what was done, or None when its kind has no
+    blow-up here (binary protobuf, SQLite: see the module docstring)."""
+    from tests.fuzz import mutators
+
+    if name.endswith(".parquet"):
+        return _blowup_parquet(data, target)
+    inner, how = mutators._wrap(data)
+    m = mutators.blowup(inner, rng, target)
+    return None if m is None else (mutators._rewrap(m.data, how), m.label)
+
+
+def blowup_folder(seed: Path, fmt: str, dest: Path, target: int, rng: random.Random) -> tuple[Path, Path, str] | None:
+    """A copy of the folder `seed` under `dest` whose biggest table file (of the files its format
+    reads; Parquet by rows) is blown up to about `target` bytes: (the copy, the file, what was
+    done), or None when none of its files can be blown up (the copy is then removed). The other
+    files are copied unchanged, so the folder still reads as its format."""
+    from tests.fuzz import harness
+
+    out = dest / seed.name
+    if out.exists():  # a kept (--keep) blow-up of an earlier run
+        shutil.rmtree(out)
+    shutil.copytree(seed, out, symlinks=True)
+    reads = harness._FOLDER_DATA_SUFFIXES + harness._FOLDER_TEXT_READ.get(fmt, ())
+    files = [f for f in out.rglob("*") if f.is_file() and not f.is_symlink() and f.name.endswith(reads)]
+    # a JAX run is read from its xplane.pb: a trace.json beside one is not read (harness.write_mutant)
+    files = [f for f in files if not (".trace.json" in f.name and any(f.parent.glob("*.xplane.pb")))]
+
+    def weight(f: Path) -> tuple[int, int]:
+        if f.name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            try:
+                return pq.ParquetFile(f).metadata.num_rows, f.stat().st_size
+            except Exception:  # a seed's damaged part: by its size alone
+                return 0, f.stat().st_size
+        return 0, f.stat().st_size
+
+    for victim in sorted(files, key=weight, reverse=True):
+        blown = _blowup_file(victim.read_bytes(), victim.name, target, rng)
+        if blown is not None:
+            victim.write_bytes(blown[0])
+            return out, victim, f"{victim.relative_to(out)}: {blown[1]}"
+    shutil.rmtree(out)
+    return None
 
 
 def _read_one(path: Path) -> int:
@@ -185,16 +268,25 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.formats.split(",")) if args.formats else None
         print(f"{'format':20} {'MB':>5} {'verdict':>12} {'CPU s':>7} {'peak MB':>8}  note")
         for fmt, seed in [(f, s) for f, ss in sorted(seeds.items()) for s in ss]:
-            if (wanted and fmt not in wanted) or seed.is_dir:
-                continue
-            inner, how = mutators._wrap(harness._seed_bytes(seed.path))
-            m = mutators.blowup(inner, random.Random(args.seed), args.size_mb << 20)
-            if m is None:
+            if wanted and fmt not in wanted:
                 continue
             d = (args.keep or work / "m") / fmt
             d.mkdir(parents=True, exist_ok=True)
-            path = d / seed.path.name
-            path.write_bytes(mutators._rewrap(m.data, how))
+            if seed.is_dir:
+                made = blowup_folder(seed.path, fmt, d, args.size_mb << 20, random.Random(args.seed))
+                if made is None:
+                    print(f"{fmt:20} {'-':>5} {'skipped':>12} {'':7} {'':8}  no file of the folder has a blow-up (binary)", flush=True)
+                    continue
+                path, blown, label = made
+                size_mb = blown.stat().st_size >> 20
+            else:
+                inner, how = mutators._wrap(harness._seed_bytes(seed.path))
+                m = mutators.blowup(inner, random.Random(args.seed), args.size_mb << 20)
+                if m is None:
+                    continue
+                path = d / seed.path.name
+                path.write_bytes(mutators._rewrap(m.data, how))
+                size_mb, label = len(m.data) >> 20, ""
             for c in seed.companions:
                 shutil.copyfile(c, d / c.name)
             # a wall limit well past the CPU one: a loaded machine must not turn into a verdict
@@ -209,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             bad += bool(over)
             note = ("OVER: " + ", ".join(over) + "; " if over else "") + (res.get("detail") or "")
             note = f"{seed.path.name}: {note}" if args.per_format > 1 else note
-            print(f"{fmt:20} {len(m.data) >> 20:5d} {res['verdict']:>12} {res.get('cpu_s', float('nan')):7.1f} {res.get('peak_rss_mb', 0):8d}  {note[:120]}", flush=True)
+            note = f"{note}{'; ' if note else ''}{label}" if seed.is_dir else note
+            print(f"{fmt:20} {size_mb:5d} {res['verdict']:>12} {res.get('cpu_s', float('nan')):7.1f} {res.get('peak_rss_mb', 0):8d}  {note[:200]}", flush=True)
             if args.after and res["verdict"] in ("ok", "incomplete"):
                 bad += _after(path, seed.path, args)
             if not args.keep:
