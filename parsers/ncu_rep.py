@@ -31,6 +31,7 @@ reader opens the original.
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import functools
 import gc
@@ -426,31 +427,30 @@ class _KernelRows:
         self.device_ids: set = set()
 
     def add_chunk(self, ch: dict[str, Any]) -> None:
-        import numpy as np
-
         frame = _chunk_frame(ch)
-        aggs = ch[AGG]
-        if aggs:
-            # every kernel's aggregate rows in one gather, as Python values for the derivation
-            at = np.concatenate([np.arange(start, start + n, dtype=np.int64) for _kid, start, n in aggs])
-            sub = frame.select("metric", "unit", "value", "value_str")[at]
-            metric, unit, value, vstr = (sub[c].to_list() for c in sub.columns)
-            pos = 0
-            for kid, _start, n in aggs:
-                end = pos + n
-                names = metric[pos:end]
-                vals = dict(zip(names, value[pos:end]))
-                for name, s in zip(names, vstr[pos:end]):
-                    if s is not None and vals.get(name) is None:
-                        vals[name] = s
-                row = ncu_common.derive_kernel_columns(vals, dict(zip(names, unit[pos:end])))
-                row["kernel_id"] = kid
-                if _unmeasured(row, names):
-                    self.unmeasured.append(kid)
-                if row.get("device_id") is not None:
-                    self.device_ids.add(row["device_id"])
-                self.rows[kid] = row
-                pos = end
+        # each kernel's aggregate rows as Python values for the derivation, read from the chunk's
+        # own arrays and string table: the same values the frame holds (its texts are that table
+        # gathered, its values that array with the nulls set), without the polars select, gather
+        # and to_list that took ~0.5 ms a chunk (a tenth of the parent's CPU on bobschreiner)
+        strings, codes, value, nulls = ch["strings"], ch["codes"], ch["num"]["value"], ch["nulls"]["value"]
+        for kid, start, n in ch[AGG]:
+            end = start + n
+            names = [strings[c] for c in codes["metric"][start:end]]
+            values = value[start:end].tolist()
+            for r in nulls[bisect.bisect_left(nulls, start) : bisect.bisect_left(nulls, end)]:
+                values[r - start] = None  # row numbers, ascending (Columns._put_num appends them so)
+            vals = dict(zip(names, values))
+            for name, c in zip(names, codes["value_str"][start:end]):
+                s = strings[c]
+                if s is not None and vals.get(name) is None:
+                    vals[name] = s
+            row = ncu_common.derive_kernel_columns(vals, dict(zip(names, [strings[c] for c in codes["unit"][start:end]])))
+            row["kernel_id"] = kid
+            if _unmeasured(row, names):
+                self.unmeasured.append(kid)
+            if row.get("device_id") is not None:
+                self.device_ids.add(row["device_id"])
+            self.rows[kid] = row
         self.out.add_frame(frame)
 
     def kernels(self, heads: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:

@@ -106,3 +106,48 @@ def test_metric_columns_keep_session_rows_first():
     assert df["metric"].to_list() == ["creation_time", "a", "b"]
     assert df["kernel_id"].to_list() == [None, 0, 0]
     assert df.schema == pl.Schema({c: schema.METRICS.polars_schema[c] for c in COLS})
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kernel_rows_read_the_aggregates_the_frame_holds(seed, monkeypatch):
+    """_KernelRows reads each kernel's aggregate rows from the chunk's arrays and string table,
+    not from its frame: the values, texts and units handed to the derivation are the frame's own
+    (nulls where the frame has null, a text value where the number is null), kernel by kernel,
+    with instance rows between the kernels' aggregates."""
+    rng = random.Random(seed)
+    chunks: list[dict] = []
+    out = Columns(sink=chunks.append)
+    out.FLUSH_ROWS = rng.choice([7, 50, 1000])
+    for kid in range(rng.randint(1, 6)):
+        n = rng.randint(1, 15)
+        names = [f"m{j}" for j in rng.sample(range(40), n)]
+        values = [rng.choice([None, 0.0, 1.5, float("nan"), -2.0, 1e300]) for _ in range(n)]
+        strs = [rng.choice([None, None, "GH200", "", "a;b"]) for _ in range(n)]
+        out.mark_aggregates(kid, n)
+        out.extend(n, kernel_id=kid, metric=names, unit=[rng.choice(["byte", "", "nsecond", None]) for _ in range(n)], value=values, value_str=strs, kind="metric")
+        k = rng.randint(0, 4)
+        if k:  # instance rows of one metric, which the derivation never sees
+            out.extend(k, kernel_id=kid, metric=names[0], unit="byte", value=[1.0] * k, instance=list(range(k)), instance_key=IntKeys(array("Q", range(k)), 0), kind="metric")
+    out.flush()
+    seen: list[tuple[dict, dict]] = []
+    monkeypatch.setattr(ncu_rep.ncu_common, "derive_kernel_columns", lambda vals, units: seen.append((vals, units)) or {})
+    rows = ncu_rep._KernelRows(ncu_rep._MetricColumns())
+    want: list[tuple[dict, dict]] = []
+    for ch in chunks:
+        ch = pickle.loads(pickle.dumps(ch, protocol=pickle.HIGHEST_PROTOCOL))
+        frame = ncu_rep._chunk_frame(ch)
+        for _kid, start, n in ch["_aggregates"]:
+            sub = frame.slice(start, n)
+            vals = dict(zip(sub["metric"].to_list(), sub["value"].to_list()))
+            for name, s in zip(sub["metric"].to_list(), sub["value_str"].to_list()):
+                if s is not None and vals.get(name) is None:
+                    vals[name] = s
+            want.append((vals, dict(zip(sub["metric"].to_list(), sub["unit"].to_list()))))
+        rows.add_chunk(ch)
+    assert len(seen) == len(want) == len(rows.rows)
+
+    def same(a, b):  # NaN is NaN on both sides (never null)
+        return a.keys() == b.keys() and all((x is None and y is None) or x == y or (x != x and y != y) for x, y in ((a[k], b[k]) for k in a))
+
+    for (got_vals, got_units), (want_vals, want_units) in zip(seen, want):
+        assert same(got_vals, want_vals) and got_units == want_units
