@@ -1340,7 +1340,7 @@ def _child_modules(surfaces, seeds: dict, seeds_dir: Path, work: Path, cpu_s: fl
 
 def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 1, cpu_s: float = 30.0, stall_s: float = 20.0,
         mem_mb: int = 2048, keep_ok: bool = False, quiet: bool = False, seeds: dict | None = None,
-        seeds_dir: Path | None = None, budget_s: float = 0.0) -> dict[str, Counter]:
+        seeds_dir: Path | None = None, budget_s: float = 0.0, report_s: float = 0.0) -> dict[str, Counter]:
     """Fuzz `surfaces`, `per_surface` inputs each; returns verdict counts per surface and keeps
     reproducers under out/repro. `seeds`: what `setup` returned, reused (built when None, in
     `seeds_dir`, default out/seeds).
@@ -1367,8 +1367,14 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
     tasks = [(s, i) for i in range(per_surface) for s in surfaces]
     running: list[Running] = []
     findings = out / "findings.jsonl"
-    t_start = time.monotonic()
+    t_start = last_report = time.monotonic()
     while tasks or running:
+        if report_s and not quiet and time.monotonic() - last_report > report_s:
+            # the table so far: a long run cut short (the machine, a deadline) still says what it saw
+            last_report = time.monotonic()
+            print(f"-- after {last_report - t_start:.0f} s:", flush=True)
+            print_table(counts, last_report - t_start, examples, cpu)
+            sys.stdout.flush()
         if budget_s and time.monotonic() - t_start > budget_s:
             tasks = []  # out of time: finish what runs, start nothing (surfaces stay interleaved)
         while tasks and len(running) < workers:
@@ -1446,6 +1452,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seeds-dir", type=Path, help="where the seeds are built, or reused when an earlier run built them there (default OUT/seeds)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="start no new input after this many seconds (0: no limit)")
+    ap.add_argument("--report-s", type=float, default=0.0, help="also print the table every this many seconds (0: only at the end)")
     ap.add_argument("--summary-json", type=Path, help="also write the counts per surface and verdict here")
     ap.add_argument("--preload", type=Path, help=argparse.SUPPRESS)  # the tool's tests: a file run here first plants a fault
     args = ap.parse_args(argv)
@@ -1456,7 +1463,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         ap.error(f"unknown surface {bad[0]!r} (choose from {', '.join(SURFACES)})")
     counts = run(surfaces, args.per_surface, args.out, seed=args.seed, workers=args.workers, cpu_s=args.cpu_s, stall_s=args.stall_s, mem_mb=args.mem_mb,
-                 seeds_dir=args.seeds_dir, budget_s=args.budget_s)
+                 seeds_dir=args.seeds_dir, budget_s=args.budget_s, report_s=args.report_s)
     if args.summary_json:
         args.summary_json.write_text(json.dumps({s: dict(c) for s, c in counts.items()}))
     bad_total = sum(c[v] for c in counts.values() for v in ("undeliberate", "crash", "timeout", "memory"))
