@@ -25,6 +25,19 @@ JUNIT_OPTION = typer.Option(None, "--junit", help="Write a JUnit XML report (one
 SUMMARY_OPTION = typer.Option(None, "--summary", help="Write the Markdown summary to this file (it is also appended to $GITHUB_STEP_SUMMARY when set).")
 
 
+def same_input(a: str, b: str) -> bool:
+    """Whether two inputs of `compare` name one thing: the same text (a file, folder, glob or URL),
+    or two spellings of one local file or folder (`./a.json` and `a.json`, a link and its target)."""
+    if a == b:
+        return True
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # absent, a glob or a URL: not one local file
+        return False
+
+
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare_cmd(
@@ -76,6 +89,12 @@ def register(app: typer.Typer) -> None:
         check_mode(plotlyjs, output, needs_file=fmt == "html")
         sides = []
         for role, path in (("baseline", baseline), ("candidate", candidate)):
+            if role == "candidate" and same_input(baseline, candidate):
+                # one input on both sides (a sanity check, a CI job comparing a file with itself) is
+                # read once: a second read of a 200 MB trace cost as much again in time and memory,
+                # and the same ProfileSet on both sides is also prepared once (compare.kernels)
+                sides.append(Side(role, path, sides[0].ps))
+                continue
             sides.append(Side(role, path, load_with_progress([path], device=device, time_column=time_column, time_unit=time_unit, nsys=nsys)))
         wanted = tuple(x.strip() for x in (intended or "").split(",") if x.strip())
         cmp = compare(sides[0], sides[1], match=match, device=device, intended=wanted, step_pattern=step_pattern)
