@@ -223,7 +223,13 @@ class TorchBenchmarkParser:
     def read(self, path: Path, options: ReadOptions):
         path = Path(path)
         from profaudit.parsers.base import probe as _probe
+        from profaudit.parsers.textsafe import read_capped
 
+        # each form (JSON, pickle, printed text) is read whole, as one document into Python
+        # objects: refused from its size first. A 200 MB JSON blow-up (one measurement 819,200
+        # times) took 21 CPU-s and 1.7 GB to load, past the fuzz run's 30 CPU-s on a busy machine
+        # (fuzz_long seed 3101, torch-benchmark #624); real files are kilobytes
+        read_capped(path, "torch.utils.benchmark file")
         pr = _probe(path)
         if pr.head[:1] == b"\x80":
             doc = _load_pickle(path)
