@@ -218,13 +218,11 @@ def sniff_console(text: str) -> bool:
 
 
 def read_console(path: Path, parser, options: ReadOptions):
-    from profaudit.parsers.textsafe import JSON_LIMIT
+    from profaudit.parsers.textsafe import JSON_LIMIT, read_capped
 
-    with open_maybe_gzip(path) as fh:
-        data = fh.read(JSON_LIMIT + 1)
-    if len(data) > JSON_LIMIT:
-        # read line by line in Python (~0.2 CPU-s and 12 MB per MB); console tables are for people
-        raise InputError(path, f"Google Benchmark console output over {JSON_LIMIT >> 20} MiB: save such runs as JSON (--benchmark_out=FILE --benchmark_out_format=json)")
+    # read line by line in Python (~0.2 CPU-s and 12 MB per MB); console tables are for people
+    data = read_capped(path, "Google Benchmark console output", quiet=False, too_big=lambda _: (
+        f"Google Benchmark console output over {JSON_LIMIT >> 20} MiB: save such runs as JSON (--benchmark_out=FILE --benchmark_out_format=json)"))
     lines = data.decode("utf-8", errors="replace").splitlines()
     del data
     start = next((i for i, l in enumerate(lines) if _HDR.match(l.strip())), None)

@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from profaudit.errors import InputError
-from profaudit.parsers.base import Probe, ReadOptions, finite_number, load_json, new_profile, open_maybe_gzip
+from profaudit.parsers.base import Probe, ReadOptions, finite_number, load_json, new_profile
 from profaudit import samples
 from profaudit.samples import canonical_params, ns_per, parse_scalar
 
@@ -364,12 +364,10 @@ def _emit_row(rows: _Rows, roles, cells: list, parse_cell, device_names: dict, o
 def _read_summary_text(path: Path, what: str, encoding: str) -> str:
     """The text of a CSV or Markdown summary (one row per benchmark state: kilobytes); past
     textsafe.JSON_LIMIT it is refused in one line (read row by row, 200 MB took over 3 GB)."""
-    from profaudit.parsers.textsafe import JSON_LIMIT
+    from profaudit.parsers.textsafe import JSON_LIMIT, read_capped
 
-    with open_maybe_gzip(path) as fh:
-        data = fh.read(JSON_LIMIT + 1)
-    if len(data) > JSON_LIMIT:
-        raise InputError(path, f"nvbench {what} over {JSON_LIMIT >> 20} MiB: larger than nvbench writes (one row per benchmark state); read its JSON output (--json FILE)")
+    data = read_capped(path, f"nvbench {what}", quiet=False, too_big=lambda _: (
+        f"nvbench {what} over {JSON_LIMIT >> 20} MiB: larger than nvbench writes (one row per benchmark state); read its JSON output (--json FILE)"))
     return data.decode(encoding, errors="replace")
 
 

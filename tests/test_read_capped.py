@@ -15,10 +15,11 @@ from profaudit.parsers import textsafe
 
 def test_the_limit_argument_bounds_the_read(tmp_path):
     p = tmp_path / "doc.json"
-    p.write_bytes(b"x" * 100)
-    assert textsafe.read_capped(p, "doc", 100) == b"x" * 100  # exactly the limit is taken
-    with pytest.raises(InputError, match=r"doc over 0 MiB: larger than a timing document"):
-        textsafe.read_capped(p, "doc", 99)
+    p.write_bytes(b"x" * (1 << 20))
+    assert textsafe.read_capped(p, "doc", 1 << 20) == b"x" * (1 << 20)  # exactly the limit is taken
+    p.write_bytes(b"x" * ((1 << 20) + 1))
+    with pytest.raises(InputError, match=r"doc over 1 MiB: larger than a timing document"):
+        textsafe.read_capped(p, "doc", 1 << 20)
 
 
 def test_a_refusal_names_the_size_the_file_system_reports(tmp_path):
