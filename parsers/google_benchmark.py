@@ -218,11 +218,11 @@ def sniff_console(text: str) -> bool:
 
 
 def read_console(path: Path, parser, options: ReadOptions):
-    from profaudit.parsers.textsafe import JSON_LIMIT, read_capped
+    from profaudit.parsers.textsafe import JSON_LIMIT, read_capped, size_text
 
     # read line by line in Python (~0.2 CPU-s and 12 MB per MB); console tables are for people
     data = read_capped(path, "Google Benchmark console output", quiet=False, too_big=lambda _: (
-        f"Google Benchmark console output over {JSON_LIMIT >> 20} MiB: save such runs as JSON (--benchmark_out=FILE --benchmark_out_format=json)"))
+        f"Google Benchmark console output over {size_text(JSON_LIMIT)}: save such runs as JSON (--benchmark_out=FILE --benchmark_out_format=json)"))
     lines = data.decode("utf-8", errors="replace").splitlines()
     del data
     start = next((i for i, l in enumerate(lines) if _HDR.match(l.strip())), None)

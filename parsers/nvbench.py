@@ -364,10 +364,10 @@ def _emit_row(rows: _Rows, roles, cells: list, parse_cell, device_names: dict, o
 def _read_summary_text(path: Path, what: str, encoding: str) -> str:
     """The text of a CSV or Markdown summary (one row per benchmark state: kilobytes); past
     textsafe.JSON_LIMIT it is refused in one line (read row by row, 200 MB took over 3 GB)."""
-    from profaudit.parsers.textsafe import JSON_LIMIT, read_capped
+    from profaudit.parsers.textsafe import JSON_LIMIT, read_capped, size_text
 
     data = read_capped(path, f"nvbench {what}", quiet=False, too_big=lambda _: (
-        f"nvbench {what} over {JSON_LIMIT >> 20} MiB: larger than nvbench writes (one row per benchmark state); read its JSON output (--json FILE)"))
+        f"nvbench {what} over {size_text(JSON_LIMIT)}: larger than nvbench writes (one row per benchmark state); read its JSON output (--json FILE)"))
     return data.decode(encoding, errors="replace")
 
 

@@ -36,6 +36,12 @@ _MAYBE_LONE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 JSON_LIMIT = 64 << 20
 
 
+def size_text(n: int) -> str:
+    """A byte limit as a refusal prints it: whole MiB as such (the limits in use), any other size in
+    bytes, so a limit under 1 MiB does not read "over 0 MiB"."""
+    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,} bytes"
+
+
 def read_capped(path, what: str, limit: int | None = None, *, decompress: bool = True,
                 too_big: Callable[[int], str] | None = None, quiet: bool = True) -> bytes | None:
     """The file's bytes, refused in one InputError line past `limit` (JSON_LIMIT when None).
@@ -70,7 +76,7 @@ def read_capped(path, what: str, limit: int | None = None, *, decompress: bool =
             raise InputError(path, too_big(size))
         raise InputError(
             path,
-            f"{what} over {limit >> 20} MiB{' once decompressed' if decompress and _gz(path) else ''}: larger than a "
+            f"{what} over {size_text(limit)}{' once decompressed' if decompress and _gz(path) else ''}: larger than a "
             "timing document this reader takes whole (about 20x its size in memory); split it into smaller files",
         )
     return data

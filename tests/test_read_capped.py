@@ -52,3 +52,17 @@ def test_an_unreadable_file_is_none_when_quiet_and_its_oserror_otherwise(tmp_pat
 def test_a_device_without_a_size_is_refused_not_read_for_ever():
     with pytest.raises(InputError, match="over 1 MiB"):
         textsafe.read_capped("/dev/zero", "doc", 1 << 20, decompress=False)
+
+
+@pytest.mark.parametrize("limit, shown", [(99, "99 bytes"), (1_000_000, "1,000,000 bytes"), (1 << 20, "1 MiB"), (64 << 20, "64 MiB"),
+                                          ((1 << 20) + 1, "1,048,577 bytes")])
+def test_the_refusal_prints_the_limit_as_it_is(limit, shown):
+    # review E17-1: `limit >> 20` printed any limit under 1 MiB as "0 MiB"
+    assert textsafe.size_text(limit) == shown
+
+
+def test_a_limit_under_a_mebibyte_is_printed_in_bytes(tmp_path):
+    p = tmp_path / "doc.json"
+    p.write_bytes(b"x" * 100)
+    with pytest.raises(InputError, match=r"doc over 99 bytes: larger than a timing document"):
+        textsafe.read_capped(p, "doc", 99)

@@ -40,7 +40,7 @@ def test_json_over_the_limit_is_one_line(tmp_path, monkeypatch):
     p, gz = tmp_path / "big.json", tmp_path / "big.json.gz"
     p.write_bytes(doc)
     gz.write_bytes(gzip.compress(doc))
-    with pytest.raises(InputError, match=r"pyperf JSON over 0 MiB: larger than a timing document") as e:
+    with pytest.raises(InputError, match=r"pyperf JSON over 1,000 bytes: larger than a timing document") as e:
         textsafe.load_clean_json(p, "pyperf JSON")
     assert "\n" not in str(e.value)
     with pytest.raises(InputError, match="once decompressed"):
@@ -87,7 +87,7 @@ def test_other_whole_json_readers_are_capped(tmp_path, monkeypatch, fmt):
     p.write_text(json.dumps({"benchmarks": [], "context": {"num_cpus": 1}}) + " " * 2000)
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
     read = nvbench.read_json if fmt == "nvbench" else google_benchmark.read_json
-    with pytest.raises(InputError, match="JSON over 0 MiB: larger than a timing document"):
+    with pytest.raises(InputError, match="JSON over 1,000 bytes: larger than a timing document"):
         read(p, None, ReadOptions())
 
 
@@ -98,7 +98,7 @@ def test_google_benchmark_console_over_the_limit_is_one_line(tmp_path, monkeypat
     p = tmp_path / "run.txt"
     p.write_text("-" * 60 + "\nBenchmark   Time   CPU   Iterations\n" + "-" * 60 + "\n" + "BM_x   1.00 ns   1.00 ns   100\n" * 100)
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
-    with pytest.raises(InputError, match=r"console output over 0 MiB: save such runs as JSON"):
+    with pytest.raises(InputError, match=r"console output over 1,000 bytes: save such runs as JSON"):
         google_benchmark.read_console(p, None, ReadOptions())
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 64 << 20)
     assert google_benchmark.read_console(p, google_benchmark.PARSER, ReadOptions()).tables["samples"].height == 200
@@ -113,5 +113,5 @@ def test_nvbench_summaries_over_the_limit_are_one_line(tmp_path, monkeypatch, ki
     p.write_text("Benchmark,Device,Device Name,Samples\n" + "b,0,GPU,10\n" * 200)
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
     read = nvbench.read_csv if kind == "CSV" else nvbench.read_markdown
-    with pytest.raises(InputError, match=f"nvbench {kind} over 0 MiB: larger than nvbench writes"):
+    with pytest.raises(InputError, match=f"nvbench {kind} over 1,000 bytes: larger than nvbench writes"):
         read(p, None, ReadOptions())
