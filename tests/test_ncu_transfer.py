@@ -151,3 +151,40 @@ def test_kernel_rows_read_the_aggregates_the_frame_holds(seed, monkeypatch):
 
     for (got_vals, got_units), (want_vals, want_units) in zip(seen, want):
         assert same(got_vals, want_vals) and got_units == want_units
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_session_rows_frame_is_what_columns_make(seed):
+    """The session rows' frame, built from Python lists by polars' non-strict construction, holds
+    what the same rows through Columns and _chunk_frame hold (the path the child's chunks take):
+    texts, a creation time beyond int64 (null as an integer, kept as a float), absent groups."""
+    from types import SimpleNamespace
+
+    rng = random.Random(seed)
+    texts = ["12.4", "", "ünïcode", "a;b", "Linux", "0"]
+    session: dict = {}
+    for grp in ("versions", "target_system", "host_system"):
+        if rng.random() < 0.8:
+            session[grp] = {f"k{j}": rng.choice(texts) for j in range(rng.randint(0, 5))}
+    if rng.random() < 0.8:
+        session["creation_time_s"] = rng.choice([0, 1_700_000_000, (1 << 63) - 1, 1 << 63, _U64])
+    if rng.random() < 0.5:
+        session["command_line"] = rng.choice(texts)
+    c = SimpleNamespace(session=session)
+    got = ncu_rep._MetricColumns()
+    ncu_rep._session_rows(c, got)
+    want_chunks: list[dict] = []
+    want = Columns(sink=want_chunks.append)
+    # the rows as the session code gave them to Columns before it built the frame itself
+    rows = [(k, v, None, None) for k, v in (session.get("versions") or {}).items()]
+    rows += [(f"{g}.{k}", v, None, None) for g in ("target_system", "host_system") for k, v in (session.get(g) or {}).items()]
+    if "creation_time_s" in session:
+        rows.append(("creation_time", None, float(session["creation_time_s"]), session["creation_time_s"]))
+    if session.get("command_line"):
+        rows.append(("command_line", session["command_line"], None, None))
+    if rows:
+        metric, vstr, value, ints = (list(x) for x in zip(*rows))
+        want.extend(len(rows), kernel_id=None, metric=metric, unit=["s" if m == "creation_time" else "" for m in metric], value=value, value_str=vstr, value_int=ints, kind="session")
+    want.flush()
+    expected = ncu_rep._chunk_frame(want_chunks[0]) if want_chunks else schema.METRICS.empty().drop("profile_id")
+    assert_frame_equal(got.frame(), expected, check_exact=True)
