@@ -204,10 +204,11 @@ class AsvResultsParser:
             return {}
         from profaudit.parsers import textsafe
 
-        if p.stat().st_size > textsafe.JSON_LIMIT:  # read whole: ~20x its size in memory
-            raise InputError(p, f"asv JSON beside the results file over {textsafe.JSON_LIMIT >> 20} MiB: larger than asv writes; too big to read whole")
         try:
-            d = json.loads(p.read_text(encoding="utf-8"))
+            # read whole (~20x its size in memory): at most JSON_LIMIT + 1 bytes are read to know
+            data = textsafe.read_capped(p, "asv JSON", decompress=False, quiet=False, too_big=lambda _: (
+                f"asv JSON beside the results file over {textsafe.size_text(textsafe.JSON_LIMIT)}: larger than asv writes; too big to read whole"))
+            d = json.loads(data.decode("utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(p, f"not valid asv JSON beside the results file: {exc}") from None
         return clean(d) if isinstance(d, dict) else {}

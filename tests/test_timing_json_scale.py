@@ -71,7 +71,7 @@ def test_asv_sidecar_over_the_limit_is_one_line(tmp_path, monkeypatch):
     side = tmp_path / "benchmarks.json"
     side.write_text(json.dumps({"bench.x": {"unit": "seconds"}}) + " " * 2000)
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 1000)
-    with pytest.raises(InputError, match="over 0 MiB: larger than asv writes") as e:
+    with pytest.raises(InputError, match="over 1,000 bytes: larger than asv writes") as e:
         asv_results.AsvResultsParser._sidecar(side)
     assert "\n" not in str(e.value)
     monkeypatch.setattr(textsafe, "JSON_LIMIT", 64 << 20)
