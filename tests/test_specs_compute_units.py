@@ -36,10 +36,11 @@ def test_past_the_bound_is_one_line(count):
         parse_spec(_doc(count), "wse.yaml")
 
 
-@pytest.mark.parametrize("count, shown", [(10**9 + 1, "1000000001"), (2**63, "9223372036854775808"), (1.0000001e9, "1000000100.0")])
-def test_the_refused_figure_is_printed_as_written(count, shown):
+@pytest.mark.parametrize("count, shown", [(10**9 + 1, "1000000001"), (1.0000001e9, "1000000100.0"), (2**63, "9.22337e+18"), (10**300, "1e+300")])
+def test_the_refused_figure_is_printed_so_that_it_is_outside_the_range(count, shown):
     # {x:g} rounded to six digits: 1,000,000,001 read "1e+09 ... (expected 1 to 1e+09)", a figure
-    # inside the range it was refused for
+    # inside the range it was refused for; written out in full only then, so that an integer of
+    # 300 digits is still six (review E17-2)
     from profaudit.specs import parse_spec
 
     with pytest.raises(InputError) as exc:
