@@ -81,8 +81,8 @@ reader's read with its unit() calls minus the same read without them (net: on so
 makes the reads after it cheaper, and the difference is below zero); "values, instances, rules",
 the rest of the reader's read; "transfer", pickling its messages in the child and unpickling them
 here; "parent", `profaudit.load` with the child's messages replayed (framing checks, session and
-kernel rows, frames). The reader's stages are read in forked children of a helper in the state a
-child of the zygote starts from (set-up done, warmed on the same report, no report read).
+kernel rows, frames). The reader's stages are read in fresh children of the reader's own zygote,
+as the first-report baseline is, so "read - first" compares two reads made in the same state.
 
     .venv/bin/python benchmarks/bench_ncu_load.py [--repeat 7] [--top 4] [FILES...]
 """
@@ -90,7 +90,6 @@ child of the zygote starts from (set-up done, warmed on the same report, no repo
 from __future__ import annotations
 
 import argparse
-import base64
 import functools
 import json
 import pickle
@@ -249,6 +248,14 @@ def first_report_read(path: str, _send) -> tuple[float, float, int]:
     return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, w1 - w0, n
 
 
+def _importable():
+    """This file as a module the zygote can import by name (as a script it is __main__, which the
+    zygote cannot import; its folder is on the zygote's path, as on this process's)."""
+    import importlib
+
+    return sys.modules[__name__] if __name__ != "__main__" else importlib.import_module(Path(__file__).stem)
+
+
 class _FirstReport:
     """The first-report baseline: each read in a fresh child of profaudit's own zygote for the
     reader (isolate.run_isolated with the reader's set-up), which has loaded the library, moved its
@@ -257,11 +264,7 @@ class _FirstReport:
     imports it (the zygote has the bench's folder on its path, as this process has)."""
 
     def __init__(self):
-        import importlib
-
-        # as a script this file is __main__, which the zygote cannot import: its plain name can
-        mod = sys.modules[__name__] if __name__ != "__main__" else importlib.import_module(Path(__file__).stem)
-        self.read = mod.first_report_read
+        self.read = _importable().first_report_read
 
     def __call__(self, path: Path) -> tuple[float, float]:
         from profaudit.parsers import isolate
@@ -275,10 +278,11 @@ def _own_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _child_stages(path: str, units: bool) -> bytes:
-    """In a child of the breakdown helper: the reader's own read of `path` (ncu_child.read_actions),
-    its CPU with ncu_report's open timed apart, and what encoding its messages for the pipe costs
-    (as isolate._send does). Without `units`, every unit() is skipped (the difference is their cost)."""
+def child_stages(path: str, units: bool, _send) -> dict:
+    """In a child of the reader's zygote (the work of an isolated read, see _Stages): the reader's
+    own read of `path` (ncu_child.read_actions), its CPU with ncu_report's open timed apart, and what
+    encoding its messages for the pipe costs (as isolate._send does). Without `units`, every unit()
+    is skipped (the difference is their cost)."""
     import ncu_report
 
     from profaudit.parsers import isolate, ncu_child
@@ -292,7 +296,7 @@ def _child_stages(path: str, units: bool) -> bytes:
         spent["open"] += _own_cpu() - c
         return ctx
 
-    ncu_report.load_report = timed_load
+    ncu_report.load_report = timed_load  # this child's own copy of the module: it dies after this read
     if not units:
         base = ncu_child._Swig
 
@@ -311,40 +315,24 @@ def _child_stages(path: str, units: bool) -> bytes:
         isolate._pack(("chunk", ch))
     isolate._pack(("done", res))
     encode = _own_cpu() - c
-    payload = base64.b64encode(pickle.dumps((chunks, res), protocol=pickle.HIGHEST_PROTOCOL)).decode() if units else None
-    return json.dumps({"open": spent["open"], "read": read, "encode": encode, "payload": payload}).encode()
+    payload = pickle.dumps((chunks, res), protocol=pickle.HIGHEST_PROTOCOL) if units else None
+    return {"open": spent["open"], "read": read, "encode": encode, "payload": payload}
 
 
-def _serve_breakdown(warm_path: str) -> int:
-    """The breakdown helper: in the state a child of the reader's zygote starts from (set-up done,
-    warmed on the report the zygote warms on, no report read), each path is read in two fresh
-    forked children, with and without unit() (see _child_stages); their stages come back."""
-    import os
+class _Stages:
+    """The breakdown's reader stages: each path read in two fresh children of the reader's own
+    zygote (set-up done, huge pages, warmed; where profaudit's child and the first-report baseline
+    read), with and without unit() (see child_stages)."""
 
-    from profaudit.parsers import ncu_child
+    def __init__(self):
+        self.work = _importable().child_stages
 
-    ncu_child.prepare_reader()
-    st = os.stat(warm_path)
-    ncu_child.warm_reader(warm_path, (st.st_ino, st.st_size, st.st_mtime_ns))
-    for line in sys.stdin:
-        got = {}
-        for units in (True, False):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(r)
-                data = _child_stages(line.rstrip("\n"), units)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(w, view):]
-                os._exit(0)
-            os.close(w)
-            with os.fdopen(r, "rb") as fh:
-                got[units] = json.loads(fh.read())
-            os.waitpid(pid, 0)
+    def ask(self, path: Path) -> dict:
+        from profaudit.parsers import isolate
+
+        got = {u: isolate.run_isolated(path, functools.partial(self.work, str(path), u), lambda c: None, "the breakdown reader", prepare=_PREPARE_READER, spawn=True) for u in (True, False)}
         with_u, without = got[True], got[False]
-        print(json.dumps({"open": with_u["open"], "units": with_u["read"] - without["read"], "rest": without["read"] - without["open"], "encode": with_u["encode"], "payload": with_u["payload"]}), flush=True)
-    return 0
+        return {"open": with_u["open"], "units": with_u["read"] - without["read"], "rest": without["read"] - without["open"], "encode": with_u["encode"], "payload": with_u["payload"]}
 
 
 def _parent_only(path: Path, chunks: list, res: dict) -> float:
@@ -407,12 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=7, help="timed runs per file and side (median reported)")
     ap.add_argument("--top", type=int, default=4, help="how many of the largest corpus reports to use")
     ap.add_argument("--serve-baseline", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--serve-breakdown", metavar="WARM_PATH", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_baseline:
         return _serve_baseline()
-    if args.serve_breakdown:
-        return _serve_breakdown(args.serve_breakdown)
     files = args.files
     if not files:
         if not CORPUS.is_dir():
@@ -429,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
 
     helper = _Helper()
     first = _FirstReport()
-    parts = _Helper("--serve-breakdown", str(files[0]))  # the zygote warms on the first report it read
+    parts = _Stages()
     breakdown = []
     try:
         # warm every path once (imports, the reader's shared library, page cache, every zygote)
@@ -464,15 +449,14 @@ def main(argv: list[str] | None = None) -> int:
                 st["spawned"].append(_time(empty_spawned, p)[0])
                 st["forked"].append(_time(empty_forked, p)[0])
                 got = parts.ask(p)
-                payload = base64.b64decode(got["payload"])  # the helper's JSON framing, not the pipe's: untimed
                 c = _own_cpu()
-                chunks, res = pickle.loads(payload)
+                chunks, res = pickle.loads(got["payload"])
                 st["transfer"].append(got["encode"] + _own_cpu() - c)
                 st["parent"].append(_parent_only(p, chunks, res))
                 for k in ("open", "units", "rest"):
                     st[k].append(got[k])
             mb, mp, mc, mn, mk, mf = (statistics.median(t[0] for t in ts) for ts in (tb, tp, tc, tn, tk, tf))
-            breakdown.append((p, mp, {k: statistics.median(v) for k, v in st.items()}))
+            breakdown.append((p, mp, mf, {k: statistics.median(v) for k, v in st.items()}))
             wall = statistics.median(t[1] for t in tp) / statistics.median(t[1] for t in tf)
             tot_b, tot_p, tot_c, tot_n, tot_k, tot_f = tot_b + mb, tot_p + mp, tot_c + mc, tot_n + mn, tot_k + mk, tot_f + mf
             worst, worst_warm = max(worst, mp / mf), max(worst_warm, mp / mb)
@@ -486,7 +470,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         helper.close()
-        parts.close()
     if moved is not None:
         pieces, move_s, reads = moved
         per_read = (tot_n - tot_p) / len(files)
@@ -511,18 +494,22 @@ def main(argv: list[str] | None = None) -> int:
     print("where a read's CPU goes (ms, medians; the stages are measured apart, so their sum only approximates the profaudit column):")
     print(
         f"{'report':44} {'fork+exit':>9} {'(forked)':>8} {'open':>6} {'unit()':>7} {'values, instances, rules':>24} {'transfer':>8} "
-        f"{'parent':>7} {'sum':>7} {'profaudit':>9}"
+        f"{'parent':>7} {'sum':>7} {'profaudit':>9} {'first-report':>12} {'read - first':>12}"
     )
-    for p, mp, m in breakdown:
+    for p, mp, mf, m in breakdown:
         total = m["spawned"] + m["open"] + m["units"] + m["rest"] + m["transfer"] + m["parent"]
+        read = m["open"] + m["units"] + m["rest"]
         print(
             f"{p.name[:44]:44} {m['spawned'] * 1e3:9.1f} {m['forked'] * 1e3:8.1f} {m['open'] * 1e3:6.1f} {m['units'] * 1e3:7.1f} "
-            f"{m['rest'] * 1e3:24.1f} {m['transfer'] * 1e3:8.1f} {m['parent'] * 1e3:7.1f} {total * 1e3:7.1f} {mp * 1e3:9.1f}"
+            f"{m['rest'] * 1e3:24.1f} {m['transfer'] * 1e3:8.1f} {m['parent'] * 1e3:7.1f} {total * 1e3:7.1f} {mp * 1e3:9.1f} "
+            f"{mf * 1e3:12.1f} {(read - mf) * 1e3:12.1f}"
         )
     print(
         "fork+exit: an isolated read whose child does nothing, in the reader's zygote (and in one forked from this process); "
         "open: ncu_report.load_report; unit(): the read with unit() minus without (net; below zero where unit() makes later reads cheaper); transfer: pickling the messages in the child "
-        "and unpickling here; parent: profaudit.load with the child's messages replayed (framing checks, session and kernel rows, frames)"
+        "and unpickling here; parent: profaudit.load with the child's messages replayed (framing checks, session and kernel rows, frames); "
+        "first-report: the goal's baseline read; read - first: profaudit's own read of the report (open + unit() + values, instances, "
+        "rules) minus it. What profaudit pays beyond the first-report read is about fork+exit + (read - first) + transfer + parent"
     )
     print(
         f"warm ratio (information, not the goal): worst {worst_warm:.2f}; the warm helper has read every report before, and what "
