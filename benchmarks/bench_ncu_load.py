@@ -60,7 +60,9 @@ columns) is printed with how many reads its saving takes to pay for it.
 
 The first-report baseline (see GOAL above) reads in a fresh child of the reader's own zygote per
 read, through the same isolate.run_isolated as profaudit; only the child's CPU around the read
-comes back. The ratio columns of "cold", "not moved" and "forked" are against it too.
+comes back. Its read lives in benchmarks/ncu_reads.py, which imports nothing the child has not
+loaded (this file's imports, done in the child before the timed read, left the read a few hundred
+page faults fewer than profaudit's child meets). The ratio columns of "cold", "not moved" and "forked" are against it too.
 
 The zygote moves the library's data onto huge pages while idle, spending on it at most twice what
 its forks have cost so far (isolate._HugePageMover); that makes forks and exits cheaper once it is
@@ -100,40 +102,13 @@ import sys
 import time
 from pathlib import Path
 
+import ncu_reads  # this folder (the script's) is on the path, as on the zygote's: see ncu_reads
+from ncu_reads import _own_cpu, baseline
+
 REPO = Path(__file__).resolve().parents[1]
 _PREPARE_READER = None  # ncu_rep.prepare_reader itself, kept before the bench swaps the name
 CORPUS = REPO.parent / "shared" / "corpus" / "ncu-rep"
 GOAL = 1.3
-
-
-def baseline(path: Path) -> int:
-    """Read every metric, instance and correlation id with the public ncu_report API."""
-    import ncu_report
-
-    ctx = ncu_report.load_report(str(path))
-    # a metric name's unit asked once per report, as profaudit's child asks it (ncu_child's
-    # unit_cache): without it the baseline paid unit() for every action x metric (AlpriElse's
-    # first-report read cost more than profaudit's); never kept across reports
-    units: dict[str, str] = {}
-    n = 0
-    for rng in ctx:
-        for action in rng:
-            for name in action.metric_names():
-                m = action[name]
-                if name not in units:
-                    units[name] = m.unit()
-                m.value()
-                n += 1
-                cnt = m.num_instances()
-                if cnt:
-                    for i in range(cnt):
-                        m.value(i)
-                    if m.has_correlation_ids():
-                        ids = m.correlation_ids()
-                        for i in range(cnt):
-                            ids.value(i)
-                    n += cnt
-    return n
 
 
 def profaudit_load(path: Path) -> int:
@@ -235,27 +210,6 @@ def _serve_baseline() -> int:
     return 0
 
 
-def first_report_read(path: str, _send) -> tuple[float, float, int]:
-    """In a child of the reader's zygote (the work of an isolated read, see _FirstReport): the
-    baseline read of `path`, its CPU and wall seconds around the read alone, and how many values
-    it read. The collector is off, as in profaudit's child (ncu_child.read_actions)."""
-    import gc
-
-    gc.disable()
-    r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    n = baseline(Path(path))
-    r1, w1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, w1 - w0, n
-
-
-def _importable():
-    """This file as a module the zygote can import by name (as a script it is __main__, which the
-    zygote cannot import; its folder is on the zygote's path, as on this process's)."""
-    import importlib
-
-    return sys.modules[__name__] if __name__ != "__main__" else importlib.import_module(Path(__file__).stem)
-
-
 class _FirstReport:
     """The first-report baseline: each read in a fresh child of profaudit's own zygote for the
     reader (isolate.run_isolated with the reader's set-up), which has loaded the library, moved its
@@ -264,7 +218,7 @@ class _FirstReport:
     imports it (the zygote has the bench's folder on its path, as this process has)."""
 
     def __init__(self):
-        self.read = _importable().first_report_read
+        self.read = ncu_reads.first_report_read
 
     def __call__(self, path: Path) -> tuple[float, float]:
         from profaudit.parsers import isolate
@@ -273,59 +227,13 @@ class _FirstReport:
         return cpu, wall
 
 
-def _own_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def child_stages(path: str, units: bool, _send) -> dict:
-    """In a child of the reader's zygote (the work of an isolated read, see _Stages): the reader's
-    own read of `path` (ncu_child.read_actions), its CPU with ncu_report's open timed apart, and what
-    encoding its messages for the pipe costs (as isolate._send does). Without `units`, every unit()
-    is skipped (the difference is their cost)."""
-    import ncu_report
-
-    from profaudit.parsers import isolate, ncu_child
-
-    spent = {"open": 0.0}
-    load = ncu_report.load_report
-
-    def timed_load(p):
-        c = _own_cpu()
-        ctx = load(p)
-        spent["open"] += _own_cpu() - c
-        return ctx
-
-    ncu_report.load_report = timed_load  # this child's own copy of the module: it dies after this read
-    if not units:
-        base = ncu_child._Swig
-
-        class _NoUnits(base):
-            def __init__(self, nr):
-                super().__init__(nr)
-                self.unit = lambda m: ""
-
-        ncu_child._Swig = _NoUnits
-    chunks: list = []
-    c = _own_cpu()
-    res = ncu_child.read_actions(path, chunks.append)
-    read = _own_cpu() - c
-    c = _own_cpu()
-    for ch in chunks:
-        isolate._pack(("chunk", ch))
-    isolate._pack(("done", res))
-    encode = _own_cpu() - c
-    payload = pickle.dumps((chunks, res), protocol=pickle.HIGHEST_PROTOCOL) if units else None
-    return {"open": spent["open"], "read": read, "encode": encode, "payload": payload}
-
-
 class _Stages:
     """The breakdown's reader stages: each path read in two fresh children of the reader's own
     zygote (set-up done, huge pages, warmed; where profaudit's child and the first-report baseline
     read), with and without unit() (see child_stages)."""
 
     def __init__(self):
-        self.work = _importable().child_stages
+        self.work = ncu_reads.child_stages
 
     def ask(self, path: Path) -> dict:
         from profaudit.parsers import isolate
