@@ -88,23 +88,25 @@ def _blowup_parquet(data: bytes, target: int) -> tuple[bytes, str] | None:
     return data, f"blow-up: {table.num_rows} rows repeated to {rows}"
 
 
-def _blowup_file(data: bytes, name: str, target: int, rng: random.Random) -> tuple[bytes, str] | None:
-    """The blown-up bytes of one file of a folder and what was done, or None when its kind has no
+def _blowup_file(data: bytes, name: str, target: int, rng: random.Random) -> tuple[bytes, str, int] | None:
+    """The blown-up bytes of one file of a folder, what was done and its size decompressed (what
+    --size-mb asks for and the sweep prints, as for a file format), or None when its kind has no
     blow-up here (binary protobuf, SQLite: see the module docstring)."""
     from tests.fuzz import mutators
 
     if name.endswith(".parquet"):
-        return _blowup_parquet(data, target)
+        made = _blowup_parquet(data, target)
+        return None if made is None else (*made, len(made[0]))
     inner, how = mutators._wrap(data)
     m = mutators.blowup(inner, rng, target)
-    return None if m is None else (mutators._rewrap(m.data, how), m.label)
+    return None if m is None else (mutators._rewrap(m.data, how), m.label, len(m.data))
 
 
-def blowup_folder(seed: Path, fmt: str, dest: Path, target: int, rng: random.Random) -> tuple[Path, Path, str] | None:
+def blowup_folder(seed: Path, fmt: str, dest: Path, target: int, rng: random.Random) -> tuple[Path, Path, str, int] | None:
     """A copy of the folder `seed` under `dest` whose biggest table file (of the files its format
     reads; Parquet by rows) is blown up to about `target` bytes: (the copy, the file, what was
-    done), or None when none of its files can be blown up (the copy is then removed). The other
-    files are copied unchanged, so the folder still reads as its format."""
+    done, its size decompressed), or None when none of its files can be blown up (the copy is
+    then removed). The other files are copied unchanged, so the folder still reads as its format."""
     from tests.fuzz import harness
 
     out = dest / seed.name
@@ -130,7 +132,7 @@ def blowup_folder(seed: Path, fmt: str, dest: Path, target: int, rng: random.Ran
         blown = _blowup_file(victim.read_bytes(), victim.name, target, rng)
         if blown is not None:
             victim.write_bytes(blown[0])
-            return out, victim, f"{victim.relative_to(out)}: {blown[1]}"
+            return out, victim, f"{victim.relative_to(out)}: {blown[1]}", blown[2]
     shutil.rmtree(out)
     return None
 
@@ -277,8 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                 if made is None:
                     print(f"{fmt:20} {'-':>5} {'skipped':>12} {'':7} {'':8}  no file of the folder has a blow-up (binary)", flush=True)
                     continue
-                path, blown, label = made
-                size_mb = blown.stat().st_size >> 20
+                path, _blown, label, size = made
+                size_mb = size >> 20
             else:
                 inner, how = mutators._wrap(harness._seed_bytes(seed.path))
                 m = mutators.blowup(inner, random.Random(args.seed), args.size_mb << 20)
