@@ -369,11 +369,11 @@ def main(argv: list[str] | None = None) -> int:
             tot_b, tot_p, tot_c, tot_n, tot_k, tot_f = tot_b + mb, tot_p + mp, tot_c + mc, tot_n + mn, tot_k + mk, tot_f + mf
             worst, worst_warm = max(worst, mp / mf), max(worst_warm, mp / mb)
             print(
-                f"{p.name[:44]:44} {p.stat().st_size / 1e6:5.2f} {profaudit_load(p):7d} {mf:18.4f} {mp:15.4f} {mp / mf:8.2f} {wall:10.2f} "
+                f"{p.name[:44]:44} {p.stat().st_size / 1e6:5.2f} {profaudit_load(p):7d} {mf:18.4f} {mp:15.4f} {mp / mf:8.3f} {wall:10.2f} "
                 f"{mc:10.4f} {mc / mf:6.2f} {mn:15.4f} {mn / mf:6.2f} {mk:12.4f} {mk / mf:6.2f} {mb:21.4f} {mp / mb:10.2f}"
             )
         print(
-            f"{'all':44} {'':5} {'':7} {tot_f:18.4f} {tot_p:15.4f} {tot_p / tot_f:8.2f} {'':10} {tot_c:10.4f} {tot_c / tot_f:6.2f} "
+            f"{'all':44} {'':5} {'':7} {tot_f:18.4f} {tot_p:15.4f} {tot_p / tot_f:8.3f} {'':10} {tot_c:10.4f} {tot_c / tot_f:6.2f} "
             f"{tot_n:15.4f} {tot_n / tot_f:6.2f} {tot_k:12.4f} {tot_k / tot_f:6.2f} {tot_b:21.4f} {tot_p / tot_b:10.2f}"
         )
     finally:
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         "that saves it is the state ncu_report keeps between reports (its units registry above all), which no isolated read may share"
     )
     print(
-        f"worst pa/first {worst:.2f} (goal <= {GOAL}, against ncu_report's first-report read: a fresh child of the reader's warmed "
+        f"worst pa/first {worst:.3f} (goal <= {GOAL}, against ncu_report's first-report read: a fresh child of the reader's warmed "
         f"zygote, its CPU around the read alone): {'met' if worst <= GOAL else 'NOT met'}"
     )
     return 0 if worst <= GOAL else 1
