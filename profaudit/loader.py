@@ -67,10 +67,12 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike], *, max_entrie
 
     Folders are walked: a folder that a directory parser claims (a profaudit dataset, a JAX log
     directory, a Neuron Explorer profile) is one input; other files inside count only if some
-    parser recognises them (`explicit=False`), so unrelated files in a folder are skipped. A link
-    to a folder found inside is not walked (as find and os.walk): name it to read it. Folders of
-    /proc and /sys are refused when named and skipped when met. `max_entries`: the most folder
-    entries the walks of one named folder may list before it is refused (a claim's evidence).
+    parser recognises them (`explicit=False`), so unrelated files in a folder are skipped. Links
+    to folders found inside are walked (a results folder of links to runs on scratch space), each
+    folder once however it is reached, so a link back to an ancestor ends the walk there (as
+    `find -L`). Folders of /proc and /sys are refused when named and skipped when met.
+    `max_entries`: the most folder entries the walks of one named folder may list before it is
+    refused (a claim's evidence).
     An `Inputs` (an earlier expansion) is returned as it is.
     """
     if isinstance(paths, Inputs):
@@ -102,6 +104,7 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike], *, max_entrie
             out.sizes[p] = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
 
     listed = [0, None]  # folder entries listed under the named folder being walked, and that folder
+    walked: set[tuple[int, int]] = set()  # (st_dev, st_ino) of every folder walked in this expansion
 
     def walk(d: Path, named: bool = False) -> None:
         if named:
@@ -110,6 +113,18 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike], *, max_entrie
             if named:
                 raise InputError(d, "a folder of the kernel's /proc or /sys: it holds no profiles or timing logs")
             return  # met while walking `/`: nothing there to read
+        # each folder is walked once however it is reached: a link back to an ancestor (or to a
+        # folder already walked) ends there instead of going round until ELOOP, and its files are
+        # counted once (fuzz_surfaces batch #379 walked in circles). Links to other folders are
+        # still walked: skipping them silently dropped every profile behind them (review E17-3)
+        try:
+            st = d.stat()
+        except OSError:
+            st = None  # iterdir below says what is wrong with it
+        if st is not None:
+            if (st.st_dev, st.st_ino) in walked:
+                return
+            walked.add((st.st_dev, st.st_ino))
         if find_parser(d) is not None:
             add(d, False)
             return
@@ -124,16 +139,7 @@ def expand(paths: str | os.PathLike | Sequence[str | os.PathLike], *, max_entrie
             if e.name.startswith("."):
                 continue
             if e.is_dir():
-                if e.is_symlink():
-                    # a link to a folder met while walking is not walked (as find and os.walk do):
-                    # a link to an ancestor walked in circles until ELOOP, and a claim's evidence
-                    # linking to /proc/self walked the whole machine through /proc/self/root
-                    # (fuzz_surfaces batch #379, seed 4501: 30 CPU-s). A folder a directory
-                    # parser reads (a dataset, a Neuron profile) is still one input
-                    if find_parser(e) is not None:
-                        add(e, False)
-                    continue
-                walk(e)
+                walk(e)  # a link to a folder too; /proc and /sys behind one are skipped there
             elif e.is_file():
                 add(e, False)
 

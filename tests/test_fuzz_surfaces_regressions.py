@@ -731,10 +731,12 @@ def test_claim_evidence_linking_to_proc_is_one_line(tmp_path, cli):
     assert_one_line_error(cli("summary", "/sys/kernel"), "a folder of the kernel's /proc or /sys")
 
 
-def test_walk_does_not_follow_links_to_folders_but_reads_linked_datasets(tmp_path):
+def test_walk_follows_links_to_folders_once_and_reads_linked_datasets(tmp_path):
     # the cause of batch #379: a walk followed every link to a folder (a link to an ancestor went
-    # round until ELOOP; one to / walked the machine). Links inside a walked folder are not walked
-    # now, as find and os.walk; a link to a dataset folder is still read as that one input
+    # round until ELOOP; one to / walked the machine). Each folder is walked once now, however it
+    # is reached, so the link back to runs/ ends there; a link to another folder is still walked
+    # (not walking them dropped the profiles behind them without a word: review E17-3), and a
+    # link to a dataset folder is read as that one input
     import os
     import shutil
 
@@ -753,7 +755,7 @@ def test_walk_does_not_follow_links_to_folders_but_reads_linked_datasets(tmp_pat
     os.symlink(other, runs / "elsewhere")
     os.symlink(tmp_path / "ds", runs / "ds")
     got = [(p.relative_to(tmp_path).as_posix(), explicit) for p, explicit in expand([str(runs)])]
-    assert got == [("runs/a.jsonl", False), ("runs/ds", False)]
+    assert got == [("runs/a.jsonl", False), ("runs/ds", False), ("runs/elsewhere/b.jsonl", False)]
     # named, a link to a folder is followed
     assert [p.name for p, _ in expand([str(runs / "elsewhere")])] == ["b.jsonl"]
 
