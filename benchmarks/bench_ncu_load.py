@@ -36,19 +36,21 @@ loaded ncu_report's metrics library but read no report. Three more columns measu
 in the same run: "cold", a zygote never warmed (see below); "not moved", a zygote whose set-up is
 not moved onto huge pages (see below); "forked", a zygote forked from this process, as every read
 was before the spawned zygote (each fork and exit then carries polars and the whole package). What
-a read still costs beyond the baseline is fixed per report: the zygote's fork and the child's exit
-(page tables for the library's ~110 MB of data), ncu_report's first-report work in a process that
-has read none, and building the frames. It dominates reports the baseline reads in tens of
-milliseconds. The table after the columns says where each read's CPU goes, stage by stage.
-The first-report work has two parts. One does not depend
-on the report (opening, reaching the actions, reading values: any earlier report, of any GPU and
+a read costs beyond the first-report baseline is fixed per read, whatever the report's size: the
+zygote's fork, the child's start and exit (page tables for the library's ~110 MB of data), the
+transfer, and this process's framing checks and frames (10-14 ms on a shared 2-core machine at
+load 11-16); it dominates reports the baseline reads in a few tens of milliseconds (bobschreiner).
+The table after the columns says where each read's CPU goes, stage by stage.
+Against the warm helper a read also pays ncu_report's first-report work. It has two parts. One
+does not depend on the report (opening, reaching the actions, reading values: any earlier report, of any GPU and
 ncu version, saves it; the warm-up below does). The other is the units: `unit()` on a metric name
 not yet asked in the process costs ~15 us of CPU, ~8-11 ms for a 558-metric GH200 report
 (bobschreiner), and only a report of the same GPU read with its units saves it -- the registry that
 hands the first report's derived-metric units to later reports, which no isolated read may share.
 (Half of such a call compiles a table of regular expressions that ncu_report builds and drops on
 every call: see the comment on `unit_cache` in parsers/ncu_child.py.)
-The baseline helper, having read every report before, pays neither.
+The warm helper, having read every report before, pays neither; the first-report baseline pays the
+units, as profaudit's child does (the warm-up below saves both of them the first part).
 
 From its second read on, the zygote is warm: before forking for that read it has opened a report
 an earlier child read to the end and read its first kernel's metric values (ncu_child.warm_reader),
@@ -62,7 +64,8 @@ The first-report baseline (see GOAL above) reads in a fresh child of the reader'
 read, through the same isolate.run_isolated as profaudit; only the child's CPU around the read
 comes back. Its read lives in benchmarks/ncu_reads.py, which imports nothing the child has not
 loaded (this file's imports, done in the child before the timed read, left the read a few hundred
-page faults fewer than profaudit's child meets). The ratio columns of "cold", "not moved" and "forked" are against it too.
+page faults fewer than profaudit's child meets). The ratio columns of "cold", "not moved" and
+"forked" are against it too.
 
 The zygote moves the library's data onto huge pages while idle, spending on it at most twice what
 its forks have cost so far (isolate._HugePageMover); that makes forks and exits cheaper once it is
