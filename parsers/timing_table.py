@@ -932,7 +932,12 @@ def build_samples(path: Path, df: pl.DataFrame, units_row: dict[str, str], meta:
         raise InputError(path, f"time column {choice.cols[0][0]!r} holds no usable durations (first value {first[0]!r} is not a non-negative number)" if first else f"time column {choice.cols[0][0]!r} is empty")
     if "iteration" not in out.columns:
         keys = [k for k in ("run", "benchmark", "variant", "params", "statistic") if k in out.columns]
-        out = out.with_columns(pl.int_range(pl.len()).over(keys).cast(pl.Int64).alias("iteration")) if keys else out.with_row_index("iteration").with_columns(pl.col("iteration").cast(pl.Int64))
+        # the window groups rows by their key values; text keys go in as category codes, the same
+        # groups: grouping by the text itself built a key of every name's bytes a row (5.2 M rows of
+        # a 200 MB blow-up of one line: +520 MB, a worker at 1,923 MB of its 2,048; fuzz_long seed
+        # 3102, timing-table #239)
+        by = [pl.col(k).cast(pl.Categorical).to_physical() if out.schema[k] == pl.Utf8 else pl.col(k) for k in keys]
+        out = out.with_columns(pl.int_range(pl.len()).over(by).cast(pl.Int64).alias("iteration")) if keys else out.with_row_index("iteration").with_columns(pl.col("iteration").cast(pl.Int64))
     facts: dict[str, Any] = {
         "time_columns": [c for c, _, _ in choice.cols],
         "time_units": {c: (u or "per-cell") for c, u, _ in choice.cols},
