@@ -186,6 +186,18 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
     pending_report: str | None = None
     pending_title: str | None = None
     in_note = False
+    # each report and input once, in the order first met: a file of one `Processing [...]` line
+    # 1.27 M times (a 200 MB blow-up) kept 1.27 M copies of one name in the profile's metadata
+    # and parsed the same script path each time (16 CPU-s, 1 GB)
+    reports_seen: dict[str, str | None] = {}
+    processed_seen: set[str] = set()
+    ran_seen: set[str | None] = set()
+
+    def ran(report: str | None) -> None:
+        if report not in ran_seen:
+            ran_seen.add(report)
+            info["reports_run"].append(report)
+
     for raw in text.splitlines():
         line = raw.rstrip("\r")
         stripped = line.strip()
@@ -195,16 +207,21 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             continue
         m = _PROCESSING.match(line) or _RUNNING.match(line)
         if m:
-            pending_report = canonical_report(Path(m.group("script")).name)
-            if m.group("db"):
-                info["processed"].append(m.group("db"))
-            info["reports_run"].append(pending_report)
+            script = m.group("script")
+            if script not in reports_seen:
+                reports_seen[script] = canonical_report(Path(script).name)
+            pending_report = reports_seen[script]
+            db = m.group("db")
+            if db and db not in processed_seen:
+                processed_seen.add(db)
+                info["processed"].append(db)
+            ran(pending_report)
             current, in_note = None, False
             continue
         m = _TITLE.match(line)
         if m:
             pending_report, pending_title = canonical_report(m.group("report")), m.group("title")
-            info["reports_run"].append(pending_report)
+            ran(pending_report)
             current, in_note = None, False
             continue
         if in_note and line[:1].isspace():
