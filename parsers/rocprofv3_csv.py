@@ -146,6 +146,10 @@ def _launch_metrics(K: pl.DataFrame) -> pl.DataFrame | None:
     return M.with_columns(kind=pl.lit("launch"))
 
 
+# agent_info.csv past this is not one rocprofv3 wrote (see Rocprofv3CsvParser._agents)
+AGENT_INFO_LIMIT = 16 << 20
+
+
 class Rocprofv3CsvParser:
     name = "rocprofv3-csv"
     source = "rocprof"
@@ -261,6 +265,15 @@ class Rocprofv3CsvParser:
             return None
         # one that is a folder or a looping link is one line, not a profile without its device names
         check_regular(path.parent, p)
+        # one row per agent (each CPU core and GPU of the node: hundreds at most, kilobytes), read
+        # again for every trace beside it: a 200 MB blow-up (1.94 M agent rows) grew a fuzz
+        # worker by 1.26 GB (fuzz_long seed 3103, rocprofv3-csv-dir #145). Refused from its size
+        # (a regular file, checked above) before it is read
+        size = p.stat().st_size
+        if size > AGENT_INFO_LIMIT:
+            from profaudit.parsers.textsafe import size_text
+
+            raise InputError(p, f"agent_info.csv of {size_text(size)}: rocprofv3 writes one row per CPU core and GPU of the node (kilobytes); refused over {size_text(AGENT_INFO_LIMIT)}")
         lf, cols = self._scan(p)
         if not {"Node_Id", "Agent_Type"} <= set(cols):
             raise InputError(p, "agent_info.csv without Node_Id and Agent_Type columns")
