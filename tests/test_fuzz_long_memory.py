@@ -120,8 +120,10 @@ for line in sys.stdin:
 """
 
 
-def _run_scripted(fuzz_long, monkeypatch, tmp_path, behaviours: list[tuple[str, str, list[int]]], per_format: int = 1) -> tuple[dict, str]:
-    """fuzz_long's parent over scripted workers: spawn k runs behaviours[min(k, last)]."""
+def _run_scripted(fuzz_long, monkeypatch, tmp_path, behaviours: list[tuple[str, str, list[int]]], per_format: int = 1,
+                  scripts: list[str] | None = None) -> tuple[dict, str]:
+    """fuzz_long's parent over scripted workers: spawn k runs behaviours[min(k, last)] (or, given
+    `scripts`, the worker script scripts[min(k, last)])."""
     import contextlib
     import io
     import signal
@@ -136,9 +138,13 @@ def _run_scripted(fuzz_long, monkeypatch, tmp_path, behaviours: list[tuple[str, 
     real_spawn = fuzz_long.Worker._spawn
 
     def spawn(self):
-        v, fresh, rss = behaviours[min(len(spawned), len(behaviours) - 1)]
-        spawned.append(v)
-        self.cmd = [sys.executable, "-c", _SCRIPTED_WORKER, v, fresh, json.dumps(rss)]
+        if scripts:
+            self.cmd = [sys.executable, "-c", scripts[min(len(spawned), len(scripts) - 1)]]
+            spawned.append("script")
+        else:
+            v, fresh, rss = behaviours[min(len(spawned), len(behaviours) - 1)]
+            spawned.append(v)
+            self.cmd = [sys.executable, "-c", _SCRIPTED_WORKER, v, fresh, json.dumps(rss)]
         real_spawn(self)
 
     monkeypatch.setattr(fuzz_long.Worker, "_spawn", spawn)
@@ -177,3 +183,46 @@ def test_a_worker_left_high_at_rest_is_recycled(fuzz_long, monkeypatch, tmp_path
     summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [("rejected", "warm", [900, 1300, 1200]), ("rejected", "fresh", [20, 110, 110])], per_format=2)
     assert summary["counts"] == {"asv": {"rejected": 2}} and summary["recycled_workers"] == 1, out
     assert "RECYCLE worker 0: 1200 MB at rest after asv #0" in out
+
+
+# Gives a verdict on its first input and aborts (SIGABRT) on the next: a worker that read another
+# input before dying as an allocation past its address-space cap makes it die.
+_ABORTS_ON_SECOND = """
+import json, os, sys
+for n, line in enumerate(sys.stdin):
+    task = json.loads(line)
+    print(json.dumps({"seed": "s", "path": "", "label": f"input {task['i']}"}), flush=True)
+    if n == 1:
+        os.abort()
+    print(json.dumps({"verdict": "rejected", "detail": "refused", "after": False, "cpu": 0.01, "rss": [20, 110, 110], "fresh": n == 0}), flush=True)
+"""
+_REJECTS = _SCRIPTED_WORKER.replace('sys.argv[1], sys.argv[2] == "fresh", json.loads(sys.argv[3])', '"rejected", True, [20, 110, 110]')
+_ABORTS_AT_ONCE = """
+import json, os, sys
+for line in sys.stdin:
+    task = json.loads(line)
+    print(json.dumps({"seed": "s", "path": "", "label": f"input {task['i']}"}), flush=True)
+    os.abort()
+"""
+
+
+def test_an_abort_in_a_worker_that_read_other_inputs_is_judged_again_fresh(fuzz_long, monkeypatch, tmp_path):
+    # s17 seed 3103, rocprofv3-csv #417: a 200 MB kernel trace (1.6 GB RSS, 4.5 GB of address
+    # space) aborted a worker that had read other inputs; alone in a fresh worker it reads
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[_ABORTS_ON_SECOND, _REJECTS])
+    assert summary["counts"] == {"asv": {"rejected": 2}} and summary["aborts_rejudged"] == 1, out
+    assert "RERUN asv #1: worker aborted (exit -6) after 1 other input(s); judged again in a fresh worker" in out
+    assert "FINDING" not in out
+
+
+def test_an_abort_judged_again_is_a_crash_when_it_aborts_again(fuzz_long, monkeypatch, tmp_path):
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[_ABORTS_ON_SECOND, _ABORTS_AT_ONCE])
+    assert summary["counts"] == {"asv": {"rejected": 1, "crash": 1}} and summary["aborts_rejudged"] == 1, out
+    assert "FINDING asv #1 crash" in out
+
+
+def test_an_abort_in_a_fresh_worker_is_a_crash(fuzz_long, monkeypatch, tmp_path):
+    # never hidden: a worker that read nothing before has no kept memory to blame
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=1, scripts=[_ABORTS_AT_ONCE])
+    assert summary["counts"] == {"asv": {"crash": 1}} and summary["aborts_rejudged"] == 0, out
+    assert "RERUN" not in out

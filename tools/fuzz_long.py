@@ -17,7 +17,10 @@ carry memory from one input into the next (an allocator keeps what a big read fr
 is recycled once its RSS at rest passes --recycle-mb, and a memory verdict from a worker that had read
 other inputs before is judged again in a fresh worker, whose verdict counts (the s14 confirmation
 run charged a 9 KB input with a 2.4 GB peak, most of it memory its worker had kept since a 193 MB
-mutant 79 rounds earlier: 1.7 GB at rest after that mutant, replayed alone).
+mutant 79 rounds earlier: 1.7 GB at rest after that mutant, replayed alone). A worker that read other
+inputs and then aborts (SIGABRT: an allocation past its address-space cap, 3x --mem-mb above its
+start, ends the process in polars' allocator) is treated the same way: the input is judged again in a
+fresh worker, and a crash there is a crash.
 Every input whose peak rose --rise-mb or more above its start is printed (RISE), so memory-hungry
 inputs under the verdict line show too; the table's `peak MB` is each format's highest own peak.
 
@@ -182,6 +185,7 @@ class Worker:
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      cwd=str(REPO), bufsize=0)
         self.buf = b""
+        self.judged = 0  # inputs this process has given a verdict on
 
     def cpu_s(self) -> float:
         """The worker's CPU seconds so far (user + system, its own and its reaped children's): a
@@ -362,6 +366,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"FINDING {t['format']} #{t['i']} {verdict}: {t['label'][:120]} -> {detail[:200]}", flush=True)
         w.task = None
 
+    def judge_again(w: Worker, t: dict, why: str) -> None:
+        """The input again, alone in a fresh worker, whose verdict counts (said in a RERUN line)."""
+        print(f"RERUN {t['format']} #{t['i']}: {why} judged again in a fresh worker", flush=True)
+        t["rerun"] = True
+        w.restart()
+        w.send(t)
+
     def dispatch(w: Worker) -> bool:
         task = next_task()
         if task is None:
@@ -382,7 +393,18 @@ def main(argv: list[str] | None = None) -> int:
             msgs = w.messages()
             if msgs is None:
                 code = w.proc.wait()
-                if w.task is not None:
+                t = w.task
+                if t is not None and code == -signal.SIGABRT and w.judged and not t.get("rerun"):
+                    # an allocation past the worker's address-space cap (RLIMIT_AS, set above its
+                    # start) aborts the process in polars' allocator; a worker that read other
+                    # inputs starts this one with the address space its allocator kept from them
+                    # (a 200 MB kernel trace reads at 1.6 GB RSS but 4.5 GB of address space: s17
+                    # seed 3103, rocprofv3-csv #417). As for a memory verdict, the input is judged
+                    # again alone in a fresh worker, and that verdict counts, a crash included
+                    mem.crash_reruns += 1
+                    judge_again(w, t, f"worker aborted (exit {code}) after {w.judged} other input(s);")
+                    continue
+                if t is not None:
                     record(w, "crash", f"worker died (exit {code})")
                 w.restart()
                 continue
@@ -404,17 +426,14 @@ def main(argv: list[str] | None = None) -> int:
                     if res["verdict"] == "memory" and not res.get("fresh", True) and not t.get("rerun"):
                         # the worker may have brought memory an earlier input left behind: the
                         # input is judged again, alone in a fresh worker, and that verdict counts
-                        print(f"RERUN {t['format']} #{t['i']}: {res['detail'][:160]} -- in a worker that had read other inputs; "
-                              "judged again in a fresh worker", flush=True)
                         mem.reruns += 1
-                        t["rerun"] = True
-                        w.restart()
-                        w.send(t)
+                        judge_again(w, t, f"{res['detail'][:160]} -- in a worker that had read other inputs;")
                         break
                     if res.get("after"):
                         after_counts[t["format"]] += 1
                     cpu_s[t["format"]] += res.get("cpu", 0.0)
                     record(w, res["verdict"], res["detail"])
+                    w.judged += 1
                     if res["verdict"] == "memory":
                         w.restart()
                         break
@@ -472,6 +491,7 @@ class _MemoryNotes:
         self.rises: list[dict] = []  # the inputs whose peak rose rise_mb or more above their start
         self.recycles = 0
         self.reruns = 0
+        self.crash_reruns = 0  # aborts of workers that had read other inputs, judged again fresh
 
     def note(self, task: dict, start: int, peak: int, end: int) -> None:
         fmt = task["format"]
@@ -487,7 +507,7 @@ def _summary(args, counts: dict[str, Counter], elapsed: float, after: Counter, c
                "went_on": dict(sorted(after.items())),
                "worker_cpu_s": {f: round(v, 2) for f, v in sorted(cpu_s.items())},
                "peak_rss_mb": dict(sorted(mem.peak.items())), "rss_rises": mem.rises,
-               "recycled_workers": mem.recycles, "memory_rejudged": mem.reruns,
+               "recycled_workers": mem.recycles, "memory_rejudged": mem.reruns, "aborts_rejudged": mem.crash_reruns,
                "total": sum(sum(c.values()) for c in counts.values())}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
 
@@ -506,7 +526,7 @@ def _table(counts: dict[str, Counter], elapsed: float, workers: list, after: Cou
     restarts = sum(w.restarts for w in workers)
     print(f"\n{'format':20} " + " ".join(f"{v:>12}" for v in ("total",) + VERDICTS + ("went on", "cpu ms", "peak MB"))
           + f"   [{elapsed:.0f} s, {rate:.1f} inputs/s, {len(workers)} workers, {restarts} restarts "
-          + f"({mem.recycles} recycled over RSS, {mem.reruns} memory verdicts judged again), {len(mem.rises)} RSS rises]")
+          + f"({mem.recycles} recycled over RSS, {mem.reruns} memory verdicts and {mem.crash_reruns} aborts judged again), {len(mem.rises)} RSS rises]")
     for fmt in sorted(counts):
         c = counts[fmt]
         k = sum(c.values())
