@@ -743,6 +743,10 @@ def _damage_dataset(ds: Path, rng: random.Random) -> str:
         # rows twice or prints counts the data does not have
         return _lie_in_manifest(ds, rng) if (ds / "_manifests").is_dir() else _lie_in_layout_1(ds, rng)
     files = sorted(p for p in ds.rglob("*") if _plain_file(p))
+    if not files:
+        # earlier damages left only links, FIFOs and folders: nothing this damage may read (an
+        # IndexError from rng.choice, a generator error, before; review E17-5)
+        return "no regular file left to damage"
     op = rng.random()
     if op < 0.5:
         f = rng.choice(files)
