@@ -305,3 +305,17 @@ def test_a_file_written_past_the_cap_is_a_blow_up_not_a_full_disk(tmp_path, monk
         time.sleep(0.01)
     assert got[0] == "memory" and "SIGXFSZ" in got[1], got
     assert big.stat().st_size <= 1 << 20
+
+
+def test_a_second_damage_of_json_nested_past_the_interpreters_depth_is_made():
+    # s17 final surfaces run (seed 4703): a dataset's JSON file an earlier damage had nested
+    # thousands deep was damaged again; json.loads raised RecursionError in the generator (a
+    # generator error, the input never made). Now its bytes are mutated instead
+    import random
+
+    from tests.fuzz import mutators
+
+    deep = b'{"a": ' * 5000 + b"1" + b"}" * 5000
+    for k in range(60):
+        m = mutators.mutate(deep, "json", random.Random(f"deep/{k}"))
+        assert isinstance(m.data, bytes) and m.label

@@ -485,13 +485,19 @@ def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = Non
         if m is not None:
             return Mutant(_rewrap(m.data, how), f"{how}: {m.label}" if how else m.label)
     m = None
-    if rng.random() < 0.35:
-        m = mutate_wide(inner, name, rng, _wrap(donor)[0] if donor is not None else None)
-    if m is None and rng.random() < 0.55:
-        for fn in rng.sample(structured_for(inner, name), k=len(structured_for(inner, name))):
-            m = fn(inner, rng)
-            if m is not None:
-                break
+    try:
+        if rng.random() < 0.35:
+            m = mutate_wide(inner, name, rng, _wrap(donor)[0] if donor is not None else None)
+        if m is None and rng.random() < 0.55:
+            for fn in rng.sample(structured_for(inner, name), k=len(structured_for(inner, name))):
+                m = fn(inner, rng)
+                if m is not None:
+                    break
+    except RecursionError:
+        # JSON an earlier damage nested past the interpreter's depth (json.loads, or a walk of
+        # its nodes): no structure to edit, so its bytes are (fuzz_surfaces seed 4703, a
+        # dataset's JSON damaged twice: a RecursionError counted as a generator error)
+        m = None
     if m is None:
         m = rng.choice(BYTE_MUTATORS)(inner, rng)
     elif rng.random() < STACK_RATE:
