@@ -193,6 +193,7 @@ for n, line in enumerate(sys.stdin):
     task = json.loads(line)
     print(json.dumps({"seed": "s", "path": "", "label": f"input {task['i']}"}), flush=True)
     if n == 1:
+        print("memory allocation of 228039952 bytes failed", file=sys.stderr, flush=True)
         os.abort()
     print(json.dumps({"verdict": "rejected", "detail": "refused", "after": False, "cpu": 0.01, "rss": [20, 110, 110], "fresh": n == 0}), flush=True)
 """
@@ -211,7 +212,8 @@ def test_an_abort_in_a_worker_that_read_other_inputs_is_judged_again_fresh(fuzz_
     # space) aborted a worker that had read other inputs; alone in a fresh worker it reads
     summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[_ABORTS_ON_SECOND, _REJECTS])
     assert summary["counts"] == {"asv": {"rejected": 2}} and summary["aborts_rejudged"] == 1, out
-    assert "RERUN asv #1: worker aborted (exit -6) after 1 other input(s); judged again in a fresh worker" in out
+    assert ("RERUN asv #1: worker aborted (exit -6: memory allocation of 228039952 bytes failed) after 1 other input(s); "
+            "judged again in a fresh worker") in out
     assert "FINDING" not in out
 
 
@@ -226,3 +228,12 @@ def test_an_abort_in_a_fresh_worker_is_a_crash(fuzz_long, monkeypatch, tmp_path)
     summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=1, scripts=[_ABORTS_AT_ONCE])
     assert summary["counts"] == {"asv": {"crash": 1}} and summary["aborts_rejudged"] == 0, out
     assert "RERUN" not in out
+
+
+def test_an_abort_that_was_no_failed_allocation_is_a_crash_at_once(fuzz_long, monkeypatch, tmp_path):
+    # review E17-8: glibc's heap-corruption checks abort too, and there the input before may be the
+    # cause: not judged again (alone it would read), a crash with what the worker said
+    corrupt = _ABORTS_ON_SECOND.replace("memory allocation of 228039952 bytes failed", "double free or corruption (out)")
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[corrupt, _REJECTS])
+    assert summary["counts"] == {"asv": {"rejected": 1, "crash": 1}} and summary["aborts_rejudged"] == 0, out
+    assert "RERUN" not in out and "FINDING asv #1 crash" in out and "double free or corruption (out)" in out

@@ -18,9 +18,10 @@ is recycled once its RSS at rest passes --recycle-mb, and a memory verdict from 
 other inputs before is judged again in a fresh worker, whose verdict counts (the s14 confirmation
 run charged a 9 KB input with a 2.4 GB peak, most of it memory its worker had kept since a 193 MB
 mutant 79 rounds earlier: 1.7 GB at rest after that mutant, replayed alone). A worker that read other
-inputs and then aborts (SIGABRT: an allocation past its address-space cap, 3x --mem-mb above its
-start, ends the process in polars' allocator) is treated the same way: the input is judged again in a
-fresh worker, and a crash there is a crash.
+inputs and then aborts on a failed allocation (SIGABRT, its stderr saying so: an allocation past its
+address-space cap, 3x --mem-mb above its start, ends the process in polars' allocator) is treated the
+same way: the input is judged again in a fresh worker, and a crash there is a crash. Any other abort
+(heap corruption, an assert) is a crash at once, with the last line the worker wrote.
 Every input whose peak rose --rise-mb or more above its start is printed (RISE), so memory-hungry
 inputs under the verdict line show too; the table's `peak MB` is each format's highest own peak.
 
@@ -38,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -170,6 +172,10 @@ def _vsz() -> int:
 # ------------------------------------------------------------------------------------------------
 # parent side
 # ------------------------------------------------------------------------------------------------
+# What an abort that was a failed allocation leaves on stderr (Rust's allocator, C++, libc)
+_ALLOC_FAILED = re.compile(r"memory allocation of \d+ bytes failed|std::bad_alloc|Cannot allocate memory|capacity overflow")
+
+
 class Worker:
     def __init__(self, idx: int, args, seeds_file: Path, scratch: Path):
         self.idx = idx
@@ -179,13 +185,30 @@ class Worker:
         self.started = 0.0
         self.step = "read"
         self.restarts = 0
+        self.scratch = scratch
         self._spawn()
 
     def _spawn(self):
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     cwd=str(REPO), bufsize=0)
+        # the worker's stderr (parsers' own prints, and what a dying process says) goes to a file,
+        # emptied as each input is sent (appended to, so the worker's writes follow the cut; the
+        # scratch folder is in memory): its tail tells an allocation failure from other aborts
+        self.err_path = self.scratch / f"w{self.idx}.stderr"
+        self.err_path.parent.mkdir(parents=True, exist_ok=True)
+        self.err_path.write_bytes(b"")
+        with open(self.err_path, "ab") as err:
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         cwd=str(REPO), bufsize=0)
         self.buf = b""
         self.judged = 0  # inputs this process has given a verdict on
+
+    def stderr_tail(self, n: int = 8192) -> str:
+        """The last `n` bytes the worker wrote to stderr."""
+        try:
+            with open(self.err_path, "rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
+                return fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
 
     def cpu_s(self) -> float:
         """The worker's CPU seconds so far (user + system, its own and its reaped children's): a
@@ -221,6 +244,10 @@ class Worker:
         return max((v - self.rq0.get(t, 0.0) for t, v in now.items()), default=0.0)
 
     def send(self, task: dict):
+        try:
+            os.truncate(self.err_path, 0)
+        except OSError:
+            pass
         self.task, self.started = task, time.monotonic()
         self.cpu0 = self.cpu_s()
         self.rq0 = self._rq_waits()
@@ -394,18 +421,22 @@ def main(argv: list[str] | None = None) -> int:
             if msgs is None:
                 code = w.proc.wait()
                 t = w.task
-                if t is not None and code == -signal.SIGABRT and w.judged and not t.get("rerun"):
+                tail = w.stderr_tail()
+                if t is not None and code == -signal.SIGABRT and w.judged and not t.get("rerun") and _ALLOC_FAILED.search(tail):
                     # an allocation past the worker's address-space cap (RLIMIT_AS, set above its
                     # start) aborts the process in polars' allocator; a worker that read other
                     # inputs starts this one with the address space its allocator kept from them
                     # (a 200 MB kernel trace reads at 1.6 GB RSS but 4.5 GB of address space: s17
                     # seed 3103, rocprofv3-csv #417). As for a memory verdict, the input is judged
-                    # again alone in a fresh worker, and that verdict counts, a crash included
+                    # again alone in a fresh worker, and that verdict counts, a crash included. Only
+                    # an abort its stderr says was a failed allocation: glibc's heap-corruption checks,
+                    # C++ asserts and terminate abort too, and there an earlier input may be the cause
                     mem.crash_reruns += 1
-                    judge_again(w, t, f"worker aborted (exit {code}) after {w.judged} other input(s);")
+                    judge_again(w, t, f"worker aborted (exit {code}: {_ALLOC_FAILED.search(tail).group(0)}) after {w.judged} other input(s);")
                     continue
                 if t is not None:
-                    record(w, "crash", f"worker died (exit {code})")
+                    said = [l.strip() for l in tail.splitlines() if l.strip() and not l.startswith((" ", "stack backtrace", "note: "))]
+                    record(w, "crash", f"worker died (exit {code})" + (f": {said[-1][:300]}" if said else ""))
                 w.restart()
                 continue
             for res in msgs:
