@@ -304,7 +304,7 @@ def _zygote_main(sock: socket.socket, prepare: Callable[[], None] | None) -> Non
             ended = _await_child(sock, pid)
             if ended is None:
                 break
-            sock.sendall(_pack(("exited", *ended, mover.moved, mover.spent_s, warmed.cpu_s)))
+            sock.sendall(_pack(("exited", *ended, mover.moved, mover.spent_s, warmed.cpu_s, len(mover.pieces))))
     except BaseException:
         code = 70
     finally:
@@ -464,6 +464,7 @@ class _Zygote:
         self.children_cpu_s = 0.0  # CPU of the children it reaped (not in our RUSAGE_CHILDREN)
         self.pieces_moved = 0  # _HugePageMover's progress as of the last read, and its CPU
         self.move_cpu_s = 0.0
+        self.pieces_left: int | None = None  # pieces the mover has not tried yet (None: no read has ended)
         self.exit_pending = False  # the last child's "exited" message is still to be taken
         self.warm_sent = False  # a warm-up was sent to it (_send_warm_up)
         self.warm_cpu_s = 0.0  # its CPU, as of the last read
@@ -505,9 +506,9 @@ class _Zygote:
 
     def took_exit(self, ended: tuple) -> None:
         """("exited", status, CPU s of the child, pieces moved, CPU s of the move, CPU s of the
-        warm-up)."""
+        warm-up, pieces still to move)."""
         self.children_cpu_s += ended[2]
-        self.pieces_moved, self.move_cpu_s, self.warm_cpu_s = ended[3], ended[4], ended[5]
+        self.pieces_moved, self.move_cpu_s, self.warm_cpu_s, self.pieces_left = ended[3], ended[4], ended[5], ended[6]
 
     def warm_up(self, warm_bytes: bytes) -> None:
         self.warm_sent = True
@@ -633,13 +634,16 @@ def zygote_pid(prepare: Callable[[], None] | None = None) -> int | None:
 
 def zygote_stats(prepare: Callable[[], Any] | None = None) -> dict[str, Any] | None:
     """How far the live zygote for `prepare` has moved its set-up's memory onto huge pages, as of
-    the last read's end (pieces of 2 MiB, CPU seconds spent on it), whether it was sent a warm-up
-    and that warm-up's CPU seconds; None when there is no zygote."""
+    the last read's end (pieces of 2 MiB moved, pieces left to try, CPU seconds spent on it), whether
+    it was sent a warm-up and that warm-up's CPU seconds; None when there is no zygote."""
     settle()
     z = _zygotes.get(prepare)
     if z is None or z.owner != os.getpid():
         return None
-    return {"pid": z.pid, "pieces_moved": z.pieces_moved, "move_cpu_s": z.move_cpu_s, "warmed": z.warm_sent, "warm_cpu_s": z.warm_cpu_s}
+    return {
+        "pid": z.pid, "pieces_moved": z.pieces_moved, "pieces_left": z.pieces_left, "move_cpu_s": z.move_cpu_s,
+        "warmed": z.warm_sent, "warm_cpu_s": z.warm_cpu_s,
+    }
 
 
 def worker_cpu_seconds() -> float:

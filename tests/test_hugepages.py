@@ -181,6 +181,7 @@ def test_ncu_report_reads_the_same_after_its_library_data_moved(fresh_zygotes, m
     # nothing moves before the first child is forked (as of its exit, reported with it): a
     # one-read caller is not made to pay for the move up front
     assert st is not None and st["pieces_moved"] == 0 and st["move_cpu_s"] == 0
+    assert st["pieces_left"] >= 40  # ... and every piece is still to be tried (bench_ncu_load waits on this)
     # a budget beyond any cost, in the next zygote (forked from here, so it has the patch): the
     # whole segment moves right after that zygote's first read
     isolate._stop_worker()
@@ -196,6 +197,7 @@ def test_ncu_report_reads_the_same_after_its_library_data_moved(fresh_zygotes, m
         time.sleep(0.3)
     after = ncu_rep.PARSER.read(report, ReadOptions())
     assert st["pieces_moved"] >= 40  # ~108 MB of the library's 124 MB .bss is filled at load
+    assert st["pieces_left"] == 0  # the move is done, as the zygote says
     assert after.kernels.equals(before.kernels)
     assert after.metrics.equals(before.metrics)
     if _thp_fallbacks() == fallbacks:  # the kernel had huge pages to give: the data sits on them
