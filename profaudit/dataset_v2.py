@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import posixpath
 import re
 import time
 import uuid
@@ -384,6 +385,7 @@ def check_manifest(m, raw: bytes, where: str) -> None:
     passes a few isinstance checks; only a suspect one goes through the parsers' JSON checks,
     which word the problem (and import the parser registry: never on the path of a scan)."""
     if _looks_sound(m) and not _SURROGATE_ESCAPE.search(raw):
+        _no_part_listed_twice(m, where)
         return
     from profaudit.parsers import jsonshape
 
@@ -412,6 +414,20 @@ def check_manifest(m, raw: bytes, where: str) -> None:
     replaces = m.get("replaces", [])
     if not isinstance(replaces, list) or not all(isinstance(b, str) for b in replaces):
         raise InputError(where, f"{what}: replaces: expected a list of batch names")
+    _no_part_listed_twice(m, where)
+
+
+def _no_part_listed_twice(m: dict, where: str) -> None:
+    """A manifest names each part file once: a reader reads a part once per entry, so one entry
+    repeated 344,926 times (a 50 MB manifest) read the same part that often, past 98 CPU-s, and
+    would have served its rows that many times (fuzz_long seed 3105, profaudit-dataset #88). The
+    writer never repeats one; spellings of one path (`a/./b`) count as one."""
+    first: dict[str, int] = {}
+    for i, e in enumerate(m["files"]):
+        key = posixpath.normpath(e["path"].replace("\\", "/"))
+        j = first.setdefault(key, i)
+        if j != i:
+            raise InputError(where, f"broken batch manifest: files[{i}].path {e['path'][:200]!r}: the part files[{j}] names already (each part is listed once)")
 
 
 def _looks_sound(m) -> bool:
