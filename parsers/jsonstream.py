@@ -29,6 +29,7 @@ import orjson
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import open_maybe_gzip
+from profaudit.parsers.textsafe import check_orjson_room
 
 # Small blocks keep the decoders' working sets (JSON text, parser tape, raw frame) small; the
 # allocator keeps freed pages around for a while, so a smaller working set is a smaller peak.
@@ -200,6 +201,7 @@ class TraceWalker:
             self._peek()
             end = self._value_end(self.pos, scan)
             if end is not None:
+                check_orjson_room(self.path, end - self.pos, "top-level JSON value")
                 try:
                     value = orjson.loads(self.buf[self.pos : end])
                 except orjson.JSONDecodeError as exc:

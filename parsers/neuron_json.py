@@ -194,9 +194,12 @@ class NeuronJsonParser:
     def read(self, path: Path, options: ReadOptions):
         import orjson
 
+        from profaudit.parsers.textsafe import check_orjson_room
+
         path = Path(path)
         try:
             raw = path.read_bytes()
+            check_orjson_room(path, len(raw), "Neuron JSON profile")
             doc = orjson.loads(raw)
         except OSError as exc:
             raise InputError.unreadable(path, exc) from None

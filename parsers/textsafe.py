@@ -82,6 +82,61 @@ def read_capped(path, what: str, limit: int | None = None, *, decompress: bool =
     return data
 
 
+# orjson does not survive a failed allocation: under an address-space limit (`ulimit -v`, RLIMIT_AS)
+# or strict overcommit, where malloc returns NULL instead of the kernel's OOM killer acting, a
+# document too big for the room left segfaults the process (exit 139) instead of raising
+# MemoryError (s17 fuzz, neuron_json crash-451: a 200 MB document under a 3 GB cap). Measured:
+# 42 MB of `{}` objects needs 1.2-1.6 GB of address space, 45 MB of small records ~1.1 GB, so
+# 48x the document plus 256 MiB covers the worst shapes with room to spare. Without such a limit
+# nothing is checked: an allocation then does not fail, the process is killed from outside.
+_ORJSON_SPACE_PER_BYTE = 48
+_ORJSON_SPACE_BASE = 256 << 20
+
+
+def _address_space_left() -> int | None:
+    """Bytes of address space this process may still map under RLIMIT_AS or strict overcommit
+    (vm.overcommit_memory = 2), the smaller where both apply; None where neither is in force."""
+    import resource
+
+    left = None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/status", "rb") as fh:
+                vm = next(int(line.split()[1]) << 10 for line in fh if line.startswith(b"VmSize:"))
+            left = soft - vm
+        with open("/proc/sys/vm/overcommit_memory", "rb") as fh:
+            strict = fh.read().strip() == b"2"
+        if strict:
+            with open("/proc/meminfo", "rb") as fh:
+                info = {k: int(v.split()[0]) << 10 for k, v in (line.split(b":", 1) for line in fh) if k in (b"CommitLimit", b"Committed_AS")}
+            commit = info[b"CommitLimit"] - info[b"Committed_AS"]
+            left = commit if left is None else min(left, commit)
+    except (OSError, StopIteration, KeyError, ValueError):
+        return left  # no /proc (not Linux): the RLIMIT_AS figure alone, if it could be read
+    return left
+
+
+def check_orjson_room(path, nbytes: int, what: str = "JSON document") -> None:
+    """Refuse in one InputError line a whole document orjson would need more address space for than
+    this process has left under a limit (see above); nothing happens where no limit is in force."""
+    if nbytes < 1 << 20:
+        return  # needs at most ~300 MB: a process with less left fails anywhere, not only here
+    left = _address_space_left()
+    if left is None:
+        return
+    need = nbytes * _ORJSON_SPACE_PER_BYTE + _ORJSON_SPACE_BASE
+    if need > left:
+        from profaudit.errors import InputError
+        from profaudit.fmt import fmt_bytes
+
+        raise InputError(
+            path,
+            f"a {what} of {fmt_bytes(nbytes)} needs up to {fmt_bytes(need)} of memory to read, and this process's "
+            f"memory limit (ulimit -v or strict overcommit) leaves {fmt_bytes(max(left, 0))}",
+        )
+
+
 def load_clean_json(path, what: str) -> Any:
     """`clean(load_json(path, what))`, without walking the document when its bytes cannot hold a
     lone surrogate: the walk copies every list and mapping, which doubled the time and memory of a

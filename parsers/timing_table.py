@@ -437,9 +437,12 @@ def _load_delimited(path: Path, raw: bytes) -> tuple[pl.DataFrame, dict[str, str
 def _load_json(path: Path, text: str) -> tuple[pl.DataFrame, dict[str, Any], list[str]]:
     import orjson
 
+    from profaudit.parsers.textsafe import check_orjson_room
+
     s = text.lstrip()
     meta: dict[str, Any] = {}
     records = None
+    check_orjson_room(path, len(text), "JSON document")
     try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
