@@ -787,3 +787,15 @@ def test_claim_evidence_folder_of_too_many_entries_is_refused(tmp_path, cli, mon
     doc["baseline"]["timings"] = str(tmp_path / "root.jsonl")
     p.write_text(yaml.safe_dump(doc, sort_keys=False))
     assert_one_line_error(cli("audit", p), "root.jsonl: more than 40 entries in the folders under it")
+
+
+def test_claimed_speedup_of_the_smallest_float_is_judged_not_a_math_error(tmp_path, cli):
+    # s17 final surfaces run (seed 4703, batch #837): speedup 5e-324 (a subnormal); PA407 took
+    # log(claimed / lo), which underflowed to log(0): "ValueError: math domain error" at the catch-all
+    doc = yaml.safe_load(_honest_claim(tmp_path).read_text())
+    doc["speedup"] = 5e-324
+    p = tmp_path / "tiny.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = cli("audit", p, "-f", "json")
+    assert res.code in (0, 1), res.err
+    assert "evidence supports more than claimed" in res.out
