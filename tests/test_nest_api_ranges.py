@@ -129,3 +129,19 @@ def test_a_blown_up_marker_trace_costs_no_python_work_per_range(tmp_path):
     b = read_cost(tmp_path / "b_marker_api_trace.csv", "rocprofv3_csv", "ranges")
     assert a["rows"] == 40_000 and b["rows"] == 80_000
     assert b["calls"] - a["calls"] < 2_000, (a["calls"], b["calls"])
+
+
+@pytest.mark.parametrize("starts, ends", [
+    ([2**63 - 1], [1000]),  # fuzz_long s17 seed 2033, rocprofv3-csv-dir #1949: OverflowError in the offsets
+    ([2**63 - 1, 2**63 - 1], [2**63 - 1, 2**63 - 1]),
+    ([2**63 - 10, 2**63 - 8, 2**63 - 2], [2**63 - 1, 2**63 - 5, 2**63 - 1]),
+    ([0, 2**62, 2**63 - 1], [2**63 - 1, 2**62 + 1, 5]),
+])
+def test_times_at_the_top_of_int64_nest_as_the_per_range_walk_does(starts, ends, monkeypatch):
+    n = len(starts)
+    R = pl.DataFrame({"kind": ["user_annotation"] * n, "name": ["m"] * n, "thread_id": [1] * n, "process_id": [7] * n,
+                      "start_ns": starts, "end_ns": ends, "correlation_id": [None] * n},
+                     schema={"kind": pl.String, "name": pl.String, "thread_id": pl.Int64, "process_id": pl.Int64,
+                             "start_ns": pl.Int64, "end_ns": pl.Int64, "correlation_id": pl.Int64})
+    (ranges, launch), (ranges_w, launch_w) = _both(R, monkeypatch)
+    assert ranges.equals(ranges_w) and launch.equals(launch_w)
