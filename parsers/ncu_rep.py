@@ -613,7 +613,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
     kernels = rows.kernels(res["kernels"], path)
     rule_count, unmeasured, device_ids, reader_version = res["rule_count"], rows.unmeasured, rows.device_ids, res["reader_version"]
     _attach_result_heads(kernels, container)
-    kdf = _kernel_frame(kernels)
+    kdf = _kernel_frame(kernels, path)
     named = kdf["device_name"].drop_nulls()
     md = _session_metadata(container, named[0] if named.len() else None, device_ids, reader_version)
     md["rule_results"] = rule_count
@@ -682,7 +682,7 @@ def _dims_from_head(k: dict, h: ResultHead) -> None:
         k["block_x"], k["block_y"], k["block_z"] = b
 
 
-def _kernel_frame(kernels: list[dict]) -> pl.DataFrame:
+def _kernel_frame(kernels: list[dict], path) -> pl.DataFrame:
     """Kernel rows as a frame with every declared column (keys a row lacks are null)."""
     declared = schema.KERNELS.polars_schema
     sch = {c: t for c, t in declared.items() if c != "profile_id"}
@@ -690,7 +690,20 @@ def _kernel_frame(kernels: list[dict]) -> pl.DataFrame:
         return pl.DataFrame(schema=sch)
     for k in kernels:
         k["source"] = "ncu"
-    return pl.from_dicts(kernels, schema=sch)
+    try:
+        return pl.from_dicts(kernels, schema=sch)
+    except (OverflowError, pl.exceptions.ComputeError):
+        # a damaged report can hold a launch figure past its column's integer type (fuzz_long s17
+        # seed 2035, ncu-rep #2064): name the kernel and field instead of the catch-all's line
+        for i, k in enumerate(kernels):
+            for c, v in k.items():
+                t = sch.get(c)
+                if isinstance(v, int) and t is not None and t.is_integer():
+                    bits = 8 * {pl.Int8: 1, pl.Int16: 2, pl.Int32: 4, pl.Int64: 8, pl.UInt8: 1, pl.UInt16: 2, pl.UInt32: 4, pl.UInt64: 8}.get(t.base_type(), 8)
+                    low, high = (0, 2**bits - 1) if t.is_unsigned_integer() else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+                    if not low <= v <= high:
+                        raise InputError(path, f"kernel {i}: {c} = {v} is outside the range of its column ({t})") from None
+        raise
 
 
 class NcuReportParser:
