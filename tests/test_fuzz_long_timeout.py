@@ -24,11 +24,26 @@ def _worker(fuzz_long, proc):
     return w
 
 
+def _wait_state(pid: int, state: str, within: float = 60.0) -> bool:
+    """Whether `pid`'s scheduler state (/proc/PID/stat) becomes `state` within `within` seconds."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == state:
+                return True
+        time.sleep(0.01)
+    return False
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc (Linux)")
 def test_a_blocked_worker_is_not_counted_as_starved(fuzz_long):
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # The child says when its start-up is over, and its sleep is measured only once it is asleep:
+    # a fixed pause for the start-up (0.5 s, as before) left an interpreter still starting on a
+    # loaded CI machine runnable inside the window, waiting for a core for real.
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.5)  # past its start-up
+        assert proc.stdout.readline() == "up\n"
+        assert _wait_state(proc.pid, "S"), "the child never went to sleep"
         w = _worker(fuzz_long, proc)
         w.rq0 = w._rq_waits()
         assert w.rq0, "no schedstat read for a live process"
@@ -45,9 +60,12 @@ def test_runqueue_waits_are_read_per_thread(fuzz_long):
     process that spins accrues run time, and its waits stay below it on an idle CPU share."""
     proc = subprocess.Popen([sys.executable, "-c", "import threading, time\n"
                              "def spin():\n    t = time.time()\n    while time.time() - t < 30: pass\n"
-                             "threading.Thread(target=spin, daemon=True).start(); spin()"])
+                             "threading.Thread(target=spin, daemon=True).start(); print('up', flush=True); spin()"],
+                            stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.5)
+        # both threads exist once it says so (a fixed 0.5 s pause could end before a loaded
+        # machine had started the interpreter, and found one thread)
+        assert proc.stdout.readline() == "up\n"
         w = _worker(fuzz_long, proc)
         waits = w._rq_waits()
         assert len(waits) == 2  # the main thread and the spinning thread
