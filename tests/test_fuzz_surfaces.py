@@ -166,10 +166,13 @@ def test_a_busy_child_is_not_a_stall_and_a_sleeping_one_is_not_runnable():
     if busy == 0:
         while True:
             pass
+    r, w = os.pipe()
     asleep = os.fork()
     if asleep == 0:
+        os.write(w, b"u")
         time.sleep(60)
         os._exit(0)
+    os.close(w)
     try:
         deadline = time.monotonic() + 10
         seen = False
@@ -177,9 +180,15 @@ def test_a_busy_child_is_not_a_stall_and_a_sleeping_one_is_not_runnable():
             seen = fs._cpu_s(busy)[1]  # R: running or waiting for a core, never "blocked"
             time.sleep(0.01)
         assert seen
-        time.sleep(0.2)
+        # the sleeper is judged once it has run up to its sleep, and given 10 s to be seen asleep:
+        # a fixed 0.2 s could pass on a loaded machine before the forked child got a core at all
+        assert os.read(r, 1) == b"u"
+        deadline = time.monotonic() + 10
+        while fs._cpu_s(asleep)[1] is not False and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert fs._cpu_s(asleep)[1] is False
     finally:
+        os.close(r)
         for pid in (busy, asleep):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
