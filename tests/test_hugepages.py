@@ -187,13 +187,15 @@ def test_ncu_report_reads_the_same_after_its_library_data_moved(fresh_zygotes, m
     isolate._stop_worker()
     monkeypatch.setattr(isolate._HugePageMover, "paid_fork", lambda self, cpu_s: setattr(self, "budget_s", 1e9))
     fallbacks = _thp_fallbacks()
-    moved = -1
-    for _ in range(40):  # the move yields to each request: give it idle time until it is done
+    # The move yields to each request: give it idle time until the zygote says no piece is left.
+    # Stopping at the first round that moved nothing (as before) failed on a loaded machine, where
+    # the zygote can get no core in a 0.3 s pause; a deadline bounds a move that never ends.
+    deadline = time.monotonic() + 120
+    while True:
         isolate.run_isolated(report, _nothing, lambda c: None, "t", prepare=ncu_rep.prepare_reader)
         st = isolate.zygote_stats(ncu_rep.prepare_reader)
-        if st["pieces_moved"] == moved:
+        if st["pieces_left"] == 0 or time.monotonic() > deadline:
             break
-        moved = st["pieces_moved"]
         time.sleep(0.3)
     after = ncu_rep.PARSER.read(report, ReadOptions())
     assert st["pieces_moved"] >= 40  # ~108 MB of the library's 124 MB .bss is filled at load
