@@ -712,7 +712,10 @@ def test_cli_serves_on_loopback(tmp_path):
         body = None
         while time.time() < deadline and proc.poll() is None:
             try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/roofline", timeout=5).read().decode()
+                # a refused connection (not listening yet) returns at once; the timeout is for a
+                # page being built, which a loaded CI machine can take past 5 s to serve (and each
+                # retry asked for it again, so could time out again until the deadline)
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/roofline", timeout=60).read().decode()
                 break
             except OSError:
                 time.sleep(0.3)
