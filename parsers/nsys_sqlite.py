@@ -491,10 +491,6 @@ def _kernels(db: _Db, strings: pl.DataFrame, by_pid, by_any, gpus, processes: pl
     return k.drop([c for c in k.columns if c.startswith("_")])
 
 
-def _sql_type(v) -> str:
-    return {bytes: "a BLOB", float: "a REAL", str: "TEXT", type(None): "NULL"}.get(type(v), type(v).__name__)
-
-
 def _enum(db: _Db, table: str, builtin: dict[int, str], short: bool) -> dict[int, str]:
     if not db.has(table, "id"):
         return dict(builtin)
@@ -503,11 +499,14 @@ def _enum(db: _Db, table: str, builtin: dict[int, str], short: bool) -> dict[int
     for i, v in db.rows(f'SELECT id, "{col}" FROM "{table}"'):
         # SQLite keeps any value in any column: an id or a label of another type is damage, not a
         # name to show (a BLOB label reached polars' String column as a TypeError: fuzz_long s17
-        # seed 2034, nsys-sqlite #2438)
-        if not isinstance(i, int):
-            raise InputError(db.path, f"{table}: an id is {_sql_type(i)}, expected an integer")
+        # seed 2034, nsys-sqlite #2438). An id is read as every id cell is; a BLOB label is refused,
+        # not decoded as _name_cell decodes a device name: a label is shown as the kind of every
+        # transfer that has it, and X'00ff' decoded would show as '\x00\ufffd' (checked, s18).
+        i = _id_cell(db, i, f"{table}.id")
+        if i is None:
+            raise InputError(db.path, f"damaged SQLite database: {table}.id holds None where an integer id belongs")
         if v is not None and not isinstance(v, str):
-            raise InputError(db.path, f"{table}: the {col} of id {i} is {_sql_type(v)}, expected text")
+            raise InputError(db.path, f"damaged SQLite database: {table}.{col} of id {i} holds {v!r:.40} where a text label belongs")
         if short and table == "ENUM_CUDA_MEMCPY_OPER":
             # CUDA_MEMCPY_KIND_HTOD -> HtoD, CUDA_MEMCPY_KIND_UVM_DTOH -> UVM DtoH
             tail = str(v).replace("CUDA_MEMCPY_KIND_", "")

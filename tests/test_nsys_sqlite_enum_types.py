@@ -25,16 +25,41 @@ def export(tmp_path):
     return out
 
 
+# An ENUM table's id is its INTEGER PRIMARY KEY in nsys's schema, so SQLite stores only integers
+# there; a table made again without that declaration (the damage that can put anything there) holds
+# the corpus rows with the id of memory kind 1 replaced.
+_UNTYPED = ("CREATE TABLE k AS SELECT id, name, label FROM ENUM_CUDA_MEM_KIND", "DROP TABLE ENUM_CUDA_MEM_KIND",
+            "CREATE TABLE ENUM_CUDA_MEM_KIND (id, name, label)", "INSERT INTO ENUM_CUDA_MEM_KIND SELECT * FROM k", "DROP TABLE k")
+
+
 @pytest.mark.parametrize("update, message", [
-    ("UPDATE ENUM_CUDA_MEM_KIND SET label = X'00ff' WHERE id = 0", "ENUM_CUDA_MEM_KIND: the label of id 0 is a BLOB, expected text"),
-    ("UPDATE ENUM_CUDA_MEM_KIND SET label = X'' WHERE id = 1", "ENUM_CUDA_MEM_KIND: the label of id 1 is a BLOB, expected text"),
+    ("UPDATE ENUM_CUDA_MEM_KIND SET label = X'00ff' WHERE id = 0",
+     r"damaged SQLite database: ENUM_CUDA_MEM_KIND.label of id 0 holds b'\x00\xff' where a text label belongs"),
+    ("UPDATE ENUM_CUDA_MEM_KIND SET label = X'' WHERE id = 1", "damaged SQLite database: ENUM_CUDA_MEM_KIND.label of id 1 holds b'' where a text label belongs"),
+    # worded as every other id cell of an export (_id_cell)
+    (_UNTYPED + ("UPDATE ENUM_CUDA_MEM_KIND SET id = 'x' WHERE id = 1",), "damaged SQLite database: ENUM_CUDA_MEM_KIND.id holds 'x' where an integer id belongs"),
+    (_UNTYPED + ("UPDATE ENUM_CUDA_MEM_KIND SET id = 1e300 WHERE id = 1",), "damaged SQLite database: ENUM_CUDA_MEM_KIND.id holds 1e+300 where an integer id belongs"),
+    (_UNTYPED + ("UPDATE ENUM_CUDA_MEM_KIND SET id = NULL WHERE id = 1",), "damaged SQLite database: ENUM_CUDA_MEM_KIND.id holds None where an integer id belongs"),
 ])
 def test_a_damaged_enum_value_is_one_line(export, update, message):
     with sqlite3.connect(export) as con:
-        con.execute(update)
+        for sql in (update,) if isinstance(update, str) else update:
+            con.execute(sql)
     with pytest.raises(InputError) as got:
         profaudit.load(export)
-    assert message in str(got.value) and "\n" not in str(got.value)
+    assert message in str(got.value) and "\n" not in str(got.value), str(got.value)
+
+
+def test_an_integral_real_id_is_that_id(export):
+    # as every id cell is read: 1.0 is id 1 (the corpus copies its transfers' kinds through it)
+    want = profaudit.load(export).table("transfers").drop("profile_id")
+    with sqlite3.connect(export) as con:
+        for sql in _UNTYPED + ("UPDATE ENUM_CUDA_MEM_KIND SET id = 1.0 WHERE id = 1",):
+            con.execute(sql)
+        assert con.execute("SELECT typeof(id) FROM ENUM_CUDA_MEM_KIND WHERE id = 1").fetchone() == ("real",)
+    got = profaudit.load(export).table("transfers").drop("profile_id")
+    assert "Pinned" in got["src_kind"].to_list() + got["dst_kind"].to_list()
+    assert got.equals(want)
 
 
 def test_a_null_label_still_loads(export):
