@@ -328,3 +328,24 @@ def test_a_second_damage_of_json_nested_past_the_interpreters_depth_is_made():
     for k in range(60):
         m = mutators.mutate(deep, "json", random.Random(f"deep/{k}"))
         assert isinstance(m.data, bytes) and m.label
+
+
+def test_batches_weigh_seed_claims_by_cost_and_still_draw_every_one(tmp_path):
+    """A batch draws each seed claim with a weight of 1 / its audit's cost (the costly claims made
+    batches most of a run's CPU), yet every seed, and so every verdict, still reaches batches."""
+    import random
+
+    docs = fs.claim_seeds()
+    cheap = docs[0]["name"]
+    seeds = {"claim_docs": docs, "claims": {d["name"]: {"verdict": "PASS", "cpu_s": 0.05 if d["name"] == cheap else 0.5} for d in docs}}
+    picked = []
+    for i in range(200):
+        case_dir = tmp_path / str(i)
+        case_dir.mkdir()
+        case = fs.gen_batch(case_dir, random.Random(i), seeds)
+        picked += [Path(p).name.split("_", 1)[1] for p in case["good"]]
+    share = picked.count(cheap) / len(picked)
+    # weights 20 against 2 for each of the others: the cheap one's expected share is 20 / (20 + 2 (n - 1))
+    want = 20 / (20 + 2 * (len(docs) - 1))
+    assert abs(share - want) < 0.1, (share, want)
+    assert set(picked) == {d["name"] for d in docs}
