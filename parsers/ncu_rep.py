@@ -694,15 +694,16 @@ def _kernel_frame(kernels: list[dict], path) -> pl.DataFrame:
         return pl.from_dicts(kernels, schema=sch)
     except (OverflowError, pl.exceptions.ComputeError):
         # a damaged report can hold a launch figure past its column's integer type (fuzz_long s17
-        # seed 2035, ncu-rep #2064): name the kernel and field instead of the catch-all's line
+        # seed 2035, ncu-rep #2064): name the kernel and field instead of the catch-all's line.
+        # Every integer column of the kernels table is Int64 (tests/test_ncu_rep_kernel_range.py
+        # holds the schema to that); the figure in six digits, not the ~300 of that report's 1e300
+        from profaudit.fmt import fmt_refused
+
+        low, high = -(2**63), 2**63 - 1
         for i, k in enumerate(kernels):
             for c, v in k.items():
-                t = sch.get(c)
-                if isinstance(v, int) and t is not None and t.is_integer():
-                    bits = 8 * {pl.Int8: 1, pl.Int16: 2, pl.Int32: 4, pl.Int64: 8, pl.UInt8: 1, pl.UInt16: 2, pl.UInt32: 4, pl.UInt64: 8}.get(t.base_type(), 8)
-                    low, high = (0, 2**bits - 1) if t.is_unsigned_integer() else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-                    if not low <= v <= high:
-                        raise InputError(path, f"kernel {i}: {c} = {v} is outside the range of its column ({t})") from None
+                if isinstance(v, int) and sch.get(c) == pl.Int64 and not low <= v <= high:
+                    raise InputError(path, f"kernel {i}: {c} = {fmt_refused(v, low, high)} is outside the range of its column (Int64)") from None
         raise
 
 

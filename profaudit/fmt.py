@@ -82,6 +82,25 @@ def fmt_num(v: Any, signed: bool = False) -> str:
     return f"{f:{sign}.4g}"
 
 
+def fmt_refused(x: int | float, low: float, high: float) -> str:
+    """A figure refused for lying outside [low, high], as its one-line message shows it: six
+    significant digits (:g), so a damaged file's 10**300 is not printed as 301 digits, unless six
+    digits round it into the range it is refused for (1,000,000,001 against 1e9, 2**63 against
+    Int64's 2**63 - 1: "9.22337e+18" would read as a value in range); then as written (repr: exact
+    for an int, the shortest round trip for a float). An int past a float's range gets its count
+    of digits. Shared by the device-spec limits and the .ncu-rep kernel columns."""
+    try:
+        shown = f"{x:g}"
+    except OverflowError:
+        try:
+            return f"an integer of {len(str(abs(x))):,} digits"
+        except ValueError:  # past Python's own limit on writing an int as text
+            import sys
+
+            return f"an integer of over {sys.get_int_max_str_digits():,} digits"
+    return repr(x) if low <= float(shown) <= high else shown
+
+
 def time_unit(ns: float) -> tuple[str, float]:
     """The largest unit a duration of `ns` nanoseconds fits: ('ms', 1e6) for 97.8e6 (axis scales)."""
     a = abs(ns)

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from profaudit.errors import InputError, UsageError
 from profaudit.filekind import OTHER, file_kind
-from profaudit.fmt import fmt_int
+from profaudit.fmt import fmt_int, fmt_refused
 from profaudit.schema import MEMORY_LEVELS, PRECISIONS
 
 SCHEMA_VERSION = 1
@@ -336,14 +336,10 @@ def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None
     if limits is not None:
         lo, hi, unit = _LIMITS[limits]
         if not lo <= x <= hi:
-            # six digits (:g) unless they round the figure into the range it is refused for
-            # (1,000,000,001 compute units read "1e+09 ... (expected 1 to 1e+09)"); then as written
-            # (repr: exact for an integer, shortest round trip for a float). Not repr always: an
-            # integer of 300 digits would be printed whole (review E17-2)
-            shown = f"{x:g}"
-            if lo <= float(shown) <= hi:
-                shown = repr(x)
-            raise _Bad(f"{where} = {shown} {unit} is not a plausible figure for one device (expected {lo:g} to {hi:g})")
+            # six digits unless they round the figure into the range it is refused for (1,000,000,001
+            # compute units read "1e+09 ... (expected 1 to 1e+09)"), never an integer of 300 digits
+            # whole (review E17-2): the rule fmt_refused keeps for every refused figure
+            raise _Bad(f"{where} = {fmt_refused(x, lo, hi)} {unit} is not a plausible figure for one device (expected {lo:g} to {hi:g})")
     if integer:
         if float(x) != int(x):
             raise _Bad(f"{where} must be a whole number, got {x!r}")

@@ -71,3 +71,27 @@ def test_time_unit_is_the_unit_fmt_ns_picks():
     assert fmt.time_unit(97.8e6) == ("ms", 1e6) and fmt.time_unit(-2e9) == ("s", 1e9) and fmt.time_unit(999) == ("ns", 1.0)
     for ns in (5, 999.4, 1_000, 45_600, 97.8e6, 3.2e9):
         assert fmt.fmt_ns(ns).endswith(" " + fmt.time_unit(ns)[0])
+
+
+@pytest.mark.parametrize("x, low, high, shown", [
+    (10**300, -(2**63), 2**63 - 1, "1e+300"),  # six digits, not 301 (a damaged .ncu-rep's grid size)
+    (2**70, -(2**63), 2**63 - 1, "1.18059e+21"),
+    (-(2**64), -(2**63), 2**63 - 1, "-1.84467e+19"),
+    (2**63, -(2**63), 2**63 - 1, "9223372036854775808"),  # "9.22337e+18" would read as in range
+    (-(2**63) - 1, -(2**63), 2**63 - 1, "-9223372036854775809"),
+    (10**9 + 1, 1, 1e9, "1000000001"),
+    (1.0000001e9, 1, 1e9, "1000000100.0"),
+    (2e9, 1, 1e9, "2e+09"),
+    (0.5, 1, 1e9, "0.5"),
+    (10**400, 1, 1e9, "an integer of 401 digits"),  # past a float's range: :g cannot take it
+])
+def test_a_refused_figure_in_six_digits_unless_they_round_it_into_range(x, low, high, shown):
+    assert fmt.fmt_refused(x, low, high) == shown
+
+
+def test_a_refused_integer_past_pythons_int_to_text_limit():
+    import sys
+
+    limit = sys.get_int_max_str_digits()  # 4,300 unless PYTHONINTMAXSTRDIGITS says otherwise (0: none)
+    want = "an integer of 6,021 digits" if limit == 0 or limit >= 6021 else f"an integer of over {limit:,} digits"
+    assert fmt.fmt_refused(1 << 20000, 1, 1e9) == want
