@@ -44,10 +44,12 @@ _CHILD = textwrap.dedent(
 def read_cost(path: Path, module: str, table: str, call: str = "PARSER.read(path, ReadOptions())") -> dict:
     """`calls`, `base_kb`, `peak_kb` and the height of `table` (`rows`) for `profaudit.parsers.<module>.<call>`."""
     code = _CHILD.format(module=module, call=call, table=table)
-    # polars' thread count is the machine's core count unless set, and the streaming engine holds
-    # batches in flight per thread: the same read grew 122 MB on 2 threads and 141 MB on 32 for the
-    # same 9.7 MB added, and CI machines have more cores than this one. Pinned, the peak is the read's.
-    env = {**os.environ, "POLARS_MAX_THREADS": "2"}
+    # The peak must be the read's live bytes, not the machine's: polars' jemalloc returns freed pages
+    # on a timer (dirty/muzzy decay), so how much was purged before the peak depended on the machine's
+    # speed and load (one read's growth ranged 108-184 MB over 5 runs at load 20); with decay at 0
+    # every run agrees to 1 MB. Its thread count is the core count unless set, and the streaming
+    # engine holds batches in flight per thread (122 MB grown on 2 threads, 141 on 32): pinned too.
+    env = {**os.environ, "POLARS_MAX_THREADS": "2", "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
     r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
