@@ -21,6 +21,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.jsonstream import TraceWalker, merge_chunks
+from profaudit.parsers.textsafe import check_orjson_room
 
 # vendor argument -> (column, dtype)
 ARGS: dict[str, tuple[str, pl.DataType]] = {
@@ -119,6 +120,9 @@ def read_comm_args(path: str | Path) -> pl.DataFrame:
             text = merge_chunks(carry, a) if carry is not None else a
             if carry is None and not any(n in text for n in _NEEDLES):
                 continue
+            # a chunk is about two walker blocks, unless no cut between events was found in it (a
+            # carried chunk, one huge event): as any whole text handed to orjson, it needs room
+            check_orjson_room(path, len(text), "chunk of trace events")
             try:
                 events = orjson.loads(text)
             except orjson.JSONDecodeError:
@@ -134,6 +138,9 @@ def read_comm_args(path: str | Path) -> pl.DataFrame:
 
 
 def _tail_events(path: Path, text: bytes) -> list:
+    # the tail is the last events and every key after the array, however big (a 38 MB value after
+    # traceEvents segfaulted orjson here with 700-900 MB of address space left under ulimit -v)
+    check_orjson_room(path, len(text), "trace tail (the last events and the keys after them)")
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:

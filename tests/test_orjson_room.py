@@ -5,35 +5,13 @@ InputError line names the file, the size and the limit (s17 fuzz: neuron_json cr
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from profaudit.errors import InputError
 from profaudit.parsers import textsafe
-
-_CHILD = textwrap.dedent(
-    """
-    import resource, sys
-    import profaudit
-    from profaudit.errors import ProfauditError
-
-    def vsz():
-        with open("/proc/self/status") as fh:
-            return next(int(l.split()[1]) * 1024 for l in fh if l.startswith("VmSize"))
-
-    # the limit is set once everything is imported, so only the read meets it
-    resource.setrlimit(resource.RLIMIT_AS, (vsz() + (int(sys.argv[2]) << 20), resource.RLIM_INFINITY))
-    try:
-        profaudit.load(sys.argv[1])
-        print("loaded")
-    except ProfauditError as exc:
-        print(exc)
-        sys.exit(2)
-    """
-)
+from tests.address_space import run_with_room
 
 
 def _records(path, n):
@@ -46,7 +24,7 @@ def test_a_document_too_big_for_the_address_space_left_is_one_line_not_a_segfaul
     # left it segfaulted (exit 139) before the check; a limit that leaves 500 MB is now one line
     doc = tmp_path / "timings.json"
     _records(doc, 1_200_000)
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(doc), "500"], capture_output=True, text=True, timeout=300)
+    out = run_with_room(doc, 500)
     assert out.returncode == 2, (out.returncode, out.stdout[-500:], out.stderr[-2000:])
     line = out.stdout.strip()
     assert "\n" not in line and str(doc) in line
