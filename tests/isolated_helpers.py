@@ -46,3 +46,20 @@ def sleep(send):
 
 def allocate(send):
     return len(bytearray(1 << 46))  # 64 TiB: beyond any address-space cap
+
+
+def start_state(send) -> dict:
+    """What a child of the zygote starts its work with: its address-space cap and size, and whether
+    it inherited after-fork work (`threading`, isolate's own handler armed)."""
+    import resource
+    import sys
+
+    with open("/proc/self/statm") as fh:
+        vsz = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    iso = sys.modules.get("profaudit.parsers.isolate")
+    return {
+        "cap": resource.getrlimit(resource.RLIMIT_AS),
+        "vsz": vsz,
+        "threading": "threading" in sys.modules,
+        "armed": getattr(iso, "_fork_handler_on", None),
+    }
