@@ -14,6 +14,7 @@ from profaudit.errors import InputError
 from tests.conftest import CORPUS
 
 SEED = CORPUS / "nsys-sqlite" / "0x822a5b87__test-cuda__report1.sqlite"
+pytestmark = pytest.mark.corpus  # every test here reads a corpus export (skipped where it is absent)
 
 
 @pytest.fixture
