@@ -296,9 +296,7 @@ def _int_cell(db: _Db, v, where: str) -> int:
 def _name_cell(v) -> str | None:
     """A device name from one cell: a name stored as a BLOB (a damaged export) is decoded like
     TEXT cells are (invalid bytes replaced), instead of reaching polars as bytes in a text column."""
-    if isinstance(v, bytes):
-        v = _lenient_text(v)
-    return str(v) if v not in (None, "") else None
+    return _text_cell(v) or None
 
 
 def _id_cell(db: _Db, v, where: str) -> int | None:
@@ -325,13 +323,22 @@ def _lookup(expr: pl.Expr, strings: pl.DataFrame) -> pl.Expr:
     return expr.replace_strict(strings["id"], strings["value"], default=None, return_dtype=pl.Utf8)
 
 
-def _kv(db: _Db, table: str) -> dict[str, str]:
+def _kv(db: _Db, table: str) -> dict[str, str | None]:
+    """A name/value table as text: every use of these cells is textual (a version, a path, a
+    command line), and SQLite gives a cell any storage class whatever the column's type. A BLOB is
+    decoded as TEXT cells are (invalid bytes replaced), a number is its digits, NULL stays None."""
     if not db.has(table, "name", "value"):
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     for k, v in db.rows(f'SELECT name, value FROM "{table}"'):
-        out.setdefault(str(k), v)
+        out.setdefault(_text_cell(k) or "", _text_cell(v))
     return out
+
+
+def _text_cell(v) -> str | None:
+    if v is None:
+        return None
+    return _lenient_text(v) if isinstance(v, bytes) else str(v)
 
 
 # ---------------------------------------------------------------------------------------- devices
