@@ -41,19 +41,55 @@ def _huge_kb_at(addr: int) -> int:
     return 0
 
 
+class _Libc:
+    """libc for move_piece, recording what MADV_COLLAPSE answered; with `collapse=False`, as on a
+    kernel before 6.1 (MADV_COLLAPSE refused), so the copy-and-mremap route runs whatever this
+    kernel has."""
+
+    def __init__(self, collapse: bool):
+        self._lib = hugepages.libc()
+        self.collapse = collapse
+        self.collapsed: list[int] = []
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def madvise(self, at, n, advice):
+        if advice == hugepages._MADV_COLLAPSE:
+            self.collapsed.append(self._lib.madvise(at, n, advice) if self.collapse else -1)
+            return self.collapsed[-1]
+        return self._lib.madvise(at, n, advice)
+
+
+def _mappings() -> int:
+    with open("/proc/self/maps") as fh:
+        return sum(1 for _ in fh)
+
+
 @needs_thp
-def test_a_moved_piece_keeps_its_bytes_on_a_huge_page():
-    m = mmap.mmap(-1, 3 * hugepages.HUGE)
+@pytest.mark.parametrize("private", [True, False], ids=["private", "shared"])
+@pytest.mark.parametrize("collapse", [True, False], ids=["collapse", "mremap"])
+def test_a_moved_piece_keeps_its_bytes_on_a_huge_page(private, collapse):
+    # private anonymous memory is what the zygote moves (the library's .bss); on shared memory
+    # (mmap's default) MADV_COLLAPSE fails where shmem has no huge pages, and the mremap route runs
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS if private else mmap.MAP_SHARED | mmap.MAP_ANONYMOUS
+    m = mmap.mmap(-1, 3 * hugepages.HUGE, flags=flags)
     pattern = os.urandom(len(m))
     m[:] = pattern
     base = _address(m)
     at = hugepages.pieces(base, base + len(m))
     assert len(at) in (2, 3) and all(a % hugepages.HUGE == 0 for a in at)
-    fallbacks = _thp_fallbacks()
-    moved = list(hugepages.move_onto_huge_pages(base, base + len(m)))
+    fallbacks, maps = _thp_fallbacks(), _mappings()
+    lib = _Libc(collapse)
+    moved = [hugepages.move_piece(lib, a) for a in at]
     assert moved == [True] * len(at)
+    assert len(lib.collapsed) == len(at)  # MADV_COLLAPSE asked first, every piece
+    if all(r == 0 for r in lib.collapsed):
+        assert _mappings() == maps  # collapsed in place: still one mapping (mremap adds one a piece)
+    else:
+        assert _mappings() > maps
     assert m[:] == pattern  # same addresses, same bytes (the Python object still reads them)
-    if _thp_fallbacks() == fallbacks:  # the kernel had huge pages to give
+    if _thp_fallbacks() == fallbacks and (private or not collapse):  # the kernel had huge pages to give
         assert _huge_kb_at(at[0]) >= 2048
     m[5] = 7  # still writable memory
     assert m[5] == 7

@@ -44,8 +44,9 @@ def test_a_child_starts_with_its_memory_cap(tmp_path):
         pytest.skip("a hard address-space limit below the cap")
     assert soft != resource.RLIM_INFINITY
     # the zygote's size at the fork plus the extra; the child has grown a little since (its work
-    # unpickled, this function's frame), never by 64 MiB
-    assert extra - (64 << 20) < soft - st["vsz"] <= extra
+    # unpickled, this function's frame), never by 64 MiB, and may have shrunk a little (glibc
+    # trimming its heap top, an obmalloc arena given back), never by 8 MiB
+    assert extra - (64 << 20) < soft - st["vsz"] <= extra + (8 << 20)
 
 
 def test_the_zygote_keeps_its_own_limit(tmp_path):
