@@ -349,3 +349,36 @@ def test_batches_weigh_seed_claims_by_cost_and_still_draw_every_one(tmp_path):
     want = 20 / (20 + 2 * (len(docs) - 1))
     assert abs(share - want) < 0.1, (share, want)
     assert set(picked) == {d["name"] for d in docs}
+
+
+def test_a_run_stopped_by_sigterm_finishes_what_runs_and_prints_whole_counts(sweep, tmp_path):
+    """A deadline stops a long run with SIGTERM: it starts nothing more, judges the inputs running
+    and prints the table (and the summary), instead of dying with only its last periodic table."""
+    import signal
+    import time
+
+    base, _ = sweep
+    out = tmp_path / "run"
+    summary = tmp_path / "summary.json"
+    proc = subprocess.Popen([sys.executable, str(REPO / "tools" / "fuzz_surfaces.py"), "--out", str(out), "--seeds-dir", str(base / "seeds"),
+                             "--summary-json", str(summary), "--workers", "2", "--surfaces", "spec", "--per-surface", "100000", "--seed", "7"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 300
+        # the first input's folder: the run's loop (and its stop handler) has begun
+        while not (out / "work" / "spec_0").exists() and not list((out / "work").glob("spec_*")) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the run never started an input"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "stopped by signal 15" in stderr
+    counts = json.loads(summary.read_text())
+    n = sum(counts["spec"].values())
+    assert 0 < n < 100000
+    # the printed table has the same count, with nothing left unjudged
+    assert any(line.split()[:2] == ["spec", str(n)] for line in stdout.splitlines()), stdout[-2000:]

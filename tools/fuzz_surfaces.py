@@ -1183,6 +1183,9 @@ def judge(case: dict) -> tuple[str, str]:
 # the child and the parent
 # ------------------------------------------------------------------------------------------------
 def _child(case: dict, result: Path, mem_cap_mb: int) -> None:
+    # the parent's stop handlers (see run) are not the input's: a child told to stop dies as ever
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         with open("/proc/self/statm") as fh:
             vsz = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -1392,8 +1395,21 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
     tasks = [(s, i) for i in range(per_surface) for s in surfaces]
     running: list[Running] = []
     findings = out / "findings.jsonl"
+    stop = []
+
+    def _stop(signum, frame):
+        # a deadline (SIGTERM, or ^C): start nothing more, finish what runs and print the table, so
+        # a run stopped at a fixed hour still gives whole counts instead of the last periodic table
+        stop.append(signum)
+
+    old_handlers = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     t_start = last_report = time.monotonic()
     while tasks or running:
+        if stop and tasks:
+            if not quiet:
+                print(f"-- stopped by signal {stop[0]} after {time.monotonic() - t_start:.0f} s: {len(running)} inputs running are finished, no more started",
+                      file=sys.stderr, flush=True)
+            tasks = []
         if report_s and not quiet and time.monotonic() - last_report > report_s:
             # the table so far: a long run cut short (the machine, a deadline) still says what it saw
             last_report = time.monotonic()
@@ -1439,6 +1455,8 @@ def run(surfaces, per_surface: int, out: Path, *, seed: int = 0, workers: int = 
             done = sum(sum(c.values()) for c in counts.values())
             if not quiet and done % 200 == 0:
                 print(f"[{time.monotonic() - t_start:.0f} s] {done} inputs", file=sys.stderr, flush=True)
+    for sig, handler in old_handlers.items():
+        signal.signal(sig, handler)
     if not quiet:
         print_table(counts, time.monotonic() - t_start, examples, cpu)
     return counts
