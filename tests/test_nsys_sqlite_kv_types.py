@@ -5,27 +5,16 @@ that only the loader's catch-all turned into a line)."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 
 import pytest
 
 import profaudit
-from tests.conftest import CORPUS
+from tests.test_nsys_sqlite_enum_types import export  # noqa: F401  (the fixture: a copy of the corpus export)
 
-SEED = CORPUS / "nsys-sqlite" / "0x822a5b87__test-cuda__report1.sqlite"
 pytestmark = pytest.mark.corpus  # every test here reads a corpus export (skipped where it is absent)
 # the metadata these tables feed, and which the corpus export has
 _FROM_KV = ("tool_version", "nsys_capture_version", "driver_version", "cuda_version", "host", "command_line")
-
-
-@pytest.fixture
-def export(tmp_path):
-    if not SEED.is_file():
-        pytest.skip("corpus export absent")
-    out = tmp_path / "report1.sqlite"
-    shutil.copyfile(SEED, out)
-    return out
 
 
 def _metadata(path) -> dict:
