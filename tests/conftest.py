@@ -75,17 +75,20 @@ def _no_terminal_width(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
-@pytest.fixture(autouse=True)
-def _the_cores_of_the_reference_machine(monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _the_cores_of_the_reference_machine():
     # The suite runs everywhere as on the project's 2-core machine: the loader's process pool
     # (min(inputs, os.cpu_count()) spawned workers, each with its own interpreter and reader
     # helpers) and polars' thread pool in the processes tests start (CLI runs, tools, children:
     # the streaming engine's batches in flight grow with it, and so did a memory bound's figure,
     # 1ac1530) are sized by the core count, so a 64-core CI runner ran ingest of the 27-file ncu
     # corpus on 27 workers where this machine uses 2. This process's own polars pool is fixed at
-    # import, before any conftest: `make test` could set POLARS_MAX_THREADS for it too.
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setenv("POLARS_MAX_THREADS", "2")
+    # import, before any conftest: `make test` could set POLARS_MAX_THREADS for it too. Session-wide,
+    # so module- and session-scoped fixtures (set up before a function-scoped patch) see it too.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "cpu_count", lambda: 2)
+        mp.setenv("POLARS_MAX_THREADS", "2")
+        yield
 
 
 @pytest.fixture(autouse=True)
