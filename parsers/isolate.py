@@ -881,17 +881,17 @@ def read_parquet_untrusted(source: Any, path: Path | str, what: str):
     exception) on a damaged page header claiming 2**61 values; pyarrow raises "Invalid page header"
     (fuzz findings on a Neuron Explorer table and on a profaudit dataset part). Any failure is one
     InputError naming `path` and `what`."""
-    import polars as pl
-
     from profaudit.panic_stderr import panics_as_input_errors
 
     from profaudit.parsers.folderfiles import refuse_non_regular
+    from profaudit.parsers.parquet_read import read_parquet_frame
 
     if isinstance(source, (str, os.PathLike)):
         refuse_non_regular(source, path, what)
     try:
         with panics_as_input_errors(path, what):
-            return pl.read_parquet(source, use_pyarrow=True)
+            # pl.read_parquet(source, use_pyarrow=True), row group by row group (parquet_read)
+            return read_parquet_frame(source)
     except InputError:
         raise
     except Exception as exc:  # pyarrow and polars raise several types for damaged Parquet
