@@ -55,6 +55,7 @@ from profaudit.names import clean_api_name, demangle, short_name
 from profaudit.parsers.base import Probe, ReadOptions, map_unique, new_profile
 from profaudit.parsers import trace_native
 from profaudit.parsers.jsonstream import TraceWalker, merge_chunks, split_events
+from profaudit.parsers.textsafe import check_orjson_room
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
 
@@ -1128,6 +1129,9 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
                 text = prefix + chunk0[1:-1] + b"," + text[len(prefix):]
             if _NEEDS_TEXT_TS.search(text):
                 text = _QUOTE_TS.sub(rb'\1"\2"', text)
+            # the tail holds every key after the array, however big: orjson segfaulted on a 38 MB
+            # value there with 1.3-1.5 GB of address space left under ulimit -v (s18)
+            check_orjson_room(path, len(text), "trace tail (the last events and the keys after them)")
             try:
                 doc = loads_lenient(text)
             except orjson.JSONDecodeError as exc:

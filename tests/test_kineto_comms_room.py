@@ -1,7 +1,8 @@
 """kineto_comms decodes whole texts with orjson (the trace's tail, and chunks that hold collective
-arguments), and orjson segfaults when an allocation fails under an address-space limit: each such
-text is checked against the room left first, as parsers/textsafe.check_orjson_room does for the
-other whole documents (c61e23c; tests/test_orjson_room.py)."""
+arguments), and so does the chrome-trace reader (the tail), and orjson segfaults when an allocation
+fails under an address-space limit: each such text is checked against the room left first, as
+parsers/textsafe.check_orjson_room does for the other whole documents (c61e23c;
+tests/test_orjson_room.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 
+import profaudit
 from profaudit.errors import InputError
 from profaudit.parsers import kineto_comms, textsafe
 from tests.address_space import run_with_room
@@ -42,3 +44,16 @@ def test_a_chunk_with_collective_arguments_is_checked_too(tmp_path, monkeypatch)
     monkeypatch.setattr(textsafe, "_address_space_left", lambda: 0)
     with pytest.raises(InputError, match=r"rank0\.json: a chunk of trace events of [\d.]+ MB needs up to"):
         kineto_comms.read_comm_args(doc)
+
+
+def test_the_chrome_trace_readers_tail_is_checked_too(tmp_path, monkeypatch):
+    # the same 38 MB value after traceEvents made profaudit.load segfault with 1.3-1.5 GB of address
+    # space left (s18); which allocation fails first under a real cap varies with the decode
+    # threads, so the check itself is shown here: with no room left, the tail is the line
+    doc = tmp_path / "rank0.json"
+    big = ",".join('[%d,%d.5]' % (i % 1000, i % 100) for i in range(200_000))  # ~2 MB, no cut inside
+    doc.write_text('{"traceEvents":' + json.dumps([{**_KERNEL, "ts": 10}]) + ', "distributedInfo": {"rank": 0, "pg_config": [' + big + "]}}")
+    assert profaudit.load(doc).kernels.height == 1
+    monkeypatch.setattr(textsafe, "_address_space_left", lambda: 0)
+    with pytest.raises(InputError, match=r"rank0\.json: a trace tail \(the last events and the keys after them\) of [\d.]+ MB needs up to"):
+        profaudit.load(doc)
