@@ -339,9 +339,10 @@ class Rocprofv3CsvParser:
                     d = self._typed(p, lf, cols, **_COLUMNS["api"])
                     if d.height:
                         parts.append(self._api_rows(p, d))
+                    del d  # its Domain and Function text is not held while the ranges nest
         if len(parts) < 2:
             return None  # without both, no kernel can be placed inside a marker range
-        _, launch = nest_api_ranges(pl.concat(parts), "rocprofv3")
+        _, launch = nest_api_ranges(pl.concat(parts), "rocprofv3", ranges=False)
         return launch
 
     def _api_rows(self, path: Path, df: pl.DataFrame) -> pl.DataFrame:
