@@ -45,6 +45,7 @@ from profaudit.parsers.base import GZIP_MAGIC, Probe, ReadOptions, apply_device_
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.folderfiles import check_regular, present
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
+from profaudit.parsers.textsafe import POLARS_CSV_SPACE_BASE, POLARS_CSV_SPACE_PER_BYTE, check_room
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
 _KINDS = {
@@ -209,8 +210,12 @@ class Rocprofv3CsvParser:
             if gz:  # polars scans plain files only; the text of a gzip file is read whole
                 with open_maybe_gzip(path) as fh:
                     src: Any = fh.read()
+                size = len(src)
             else:
-                src = path
+                src, size = path, path.stat().st_size
+            # under an address-space limit a read polars has no room for aborts the process
+            # (textsafe.POLARS_CSV_SPACE_PER_BYTE): one line instead
+            check_room(path, size, "rocprofv3 CSV trace", POLARS_CSV_SPACE_PER_BYTE, POLARS_CSV_SPACE_BASE)
             # glob=False: a file name's [ ] * ? are its own characters, not a pattern
             lf = pl.scan_csv(src, infer_schema=False, truncate_ragged_lines=False, glob=False)
             cols = lf.collect_schema().names()

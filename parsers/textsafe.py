@@ -117,15 +117,35 @@ def _address_space_left() -> int | None:
     return left
 
 
+# polars does not survive a failed allocation either: Rust's allocation-error handler aborts the
+# process (exit 134, a Rust backtrace on stderr). Its allocator (jemalloc) keeps the address space
+# it has mapped and grows it in ever larger steps, so a read takes far more address space than
+# memory: a rocprofv3 kernel trace of 200 MB (2.1 M dispatches) peaked at 1.85 GB RSS and 6.9 GB of
+# address space, and aborted under the fuzz worker's 6 GB cap (s18 fuzz seed 3111,
+# rocprofv3-csv-dir crash-61). Measured on such traces (address space grown by the read, polars and
+# the reader already imported): 2 MB 1.0 GB, 10 MB 1.2 GB, 25 MB 1.6 GB, 50 MB 2.2 GB, 100 MB 3.5 GB,
+# 200 MB 6.4 GB; 32x the file plus 1.25 GiB covers each with room to spare.
+POLARS_CSV_SPACE_PER_BYTE = 32
+POLARS_CSV_SPACE_BASE = 5 << 28
+
+
 def check_orjson_room(path, nbytes: int, what: str = "JSON document") -> None:
     """Refuse in one InputError line a whole document orjson would need more address space for than
     this process has left under a limit (see above); nothing happens where no limit is in force."""
+    check_room(path, nbytes, what, _ORJSON_SPACE_PER_BYTE, _ORJSON_SPACE_BASE)
+
+
+def check_room(path, nbytes: int, what: str, per_byte: int, base: int) -> None:
+    """Refuse in one InputError line an input of `nbytes` whose reader needs `per_byte` times its
+    size plus `base` bytes of address space, when this process has less left under a limit (see
+    above): a reader that cannot survive a failed allocation (orjson, polars) is not started on it.
+    Nothing happens where no limit is in force."""
     if nbytes < 1 << 20:
-        return  # needs at most ~300 MB: a process with less left fails anywhere, not only here
+        return  # a process with less left than a 1 MiB input's reader needs fails anywhere, not only here
     left = _address_space_left()
     if left is None:
         return
-    need = nbytes * _ORJSON_SPACE_PER_BYTE + _ORJSON_SPACE_BASE
+    need = nbytes * per_byte + base
     if need > left:
         from profaudit.errors import InputError
         from profaudit.fmt import fmt_bytes
