@@ -366,31 +366,52 @@ def launch_count_shortfall(c: Container) -> str | None:
 _NP_TYPES = {"q": "int64", "d": "float64"}
 
 
-def _chunk_frame(ch: dict[str, Any]) -> pl.DataFrame:
+def _chunk_frame(ch: dict[str, Any], head: dict[str, Any] | None = None) -> pl.DataFrame:
     """A chunk of the child's typed columns (ncu_child.Columns.chunk) as a `metrics` frame: numbers
     wrapped from their arrays, texts gathered from the chunk's string table by code, integer
     correlation ids written as decimal text by polars; no Python work per row.
 
     Gathers index the table with a numpy array (`table[codes]`: one native gather), not
     `Series.gather`, which runs each call through the lazy engine (0.1-1 ms a column, a third of
-    the parent's CPU on a one-kernel report; benchmarks/bench_ncu_load.py's "parent" stage)."""
+    the parent's CPU on a one-kernel report; benchmarks/bench_ncu_load.py's "parent" stage).
+
+    `head`, a chunk of rows this process made (the session rows), comes first in the same frame:
+    its arrays go in front of the chunk's, the chunk's string codes past the null's shift by the
+    head's table, its row numbers (nulls, integer ids) by the head's rows. The same frame as the
+    two built apart and concatenated, without the second frame and the concatenation's copy."""
     import numpy as np  # a core dependency; imported here, where polars frames are built from arrays
 
     sch = schema.METRICS.polars_schema
-    table = pl.Series(ch["strings"], dtype=pl.String, strict=False)  # code 0: the null
+    strings, h, shift = ch["strings"], 0, 0
+    if head is not None and head["rows"]:
+        h, shift = head["rows"], len(head["strings"]) - 1
+        strings = head["strings"] + strings[1:]
+    table = pl.Series(strings, dtype=pl.String, strict=False)  # code 0: the null
+    key_rows, key_ids = np.frombuffer(ch["key_rows"], dtype=np.int64), np.frombuffer(ch["key_ids"], dtype=np.uint64)
+    if h:
+        key_rows = np.concatenate([np.frombuffer(head["key_rows"], dtype=np.int64), key_rows + h])
+        key_ids = np.concatenate([np.frombuffer(head["key_ids"], dtype=np.uint64), key_ids])
     cols: dict[str, pl.Series] = {}
     for c in COLS:
         if c in NUM_COLS:
-            col = pl.Series(c, np.frombuffer(ch["num"][c], dtype=_NP_TYPES[NUM_COLS[c]]))
-            if ch["nulls"][c]:
-                col = col.scatter(np.asarray(ch["nulls"][c], dtype=np.int64), None)
+            t = _NP_TYPES[NUM_COLS[c]]
+            data, nulls = np.frombuffer(ch["num"][c], dtype=t), np.asarray(ch["nulls"][c], dtype=np.int64)
+            if h:
+                data = np.concatenate([np.frombuffer(head["num"][c], dtype=t), data])
+                nulls = np.concatenate([np.asarray(head["nulls"][c], dtype=np.int64), nulls + h])
+            col = pl.Series(c, data)
+            if len(nulls):
+                col = col.scatter(nulls, None)
         else:
             codes = np.frombuffer(ch["codes"][c], dtype=np.int32)
+            if h:
+                first = np.frombuffer(head["codes"][c], dtype=np.int32)
+                codes = np.concatenate([first, np.where(codes > 0, codes + np.int32(shift), codes)])
             if c == "instance_key":
                 codes = np.maximum(codes, 0)  # code -1, an integer id: null here, its text below
             col = table[codes.view(np.uint32)].alias(c)  # codes are >= 0: the view is the same numbers
-            if c == "instance_key" and len(ch["key_rows"]):
-                col = col.scatter(np.frombuffer(ch["key_rows"], dtype=np.int64), pl.Series(np.frombuffer(ch["key_ids"], dtype=np.uint64)).cast(pl.String))
+            if c == "instance_key" and len(key_rows):
+                col = col.scatter(key_rows, pl.Series(key_ids).cast(pl.String))
         cols[c] = col if col.dtype == sch[c] else col.cast(sch[c])
     return pl.DataFrame(cols)
 
@@ -403,6 +424,15 @@ class _MetricColumns(Columns):
     def __init__(self):
         self.frames: list[pl.DataFrame] = []
         super().__init__(sink=lambda ch: self.frames.append(_chunk_frame(ch)))
+
+    def chunk_frame(self, ch: dict[str, Any]) -> pl.DataFrame:
+        """The frame of a chunk from the child, the rows added here since the last frame (the
+        session rows) first in it (_chunk_frame's `head`)."""
+        head = None
+        if self.rows:
+            head = self.chunk()
+            self._reset()
+        return _chunk_frame(ch, head)
 
     def add_frame(self, frame: pl.DataFrame) -> None:
         self.flush()  # rows added here before come first
@@ -427,7 +457,7 @@ class _KernelRows:
         self.device_ids: set = set()
 
     def add_chunk(self, ch: dict[str, Any]) -> None:
-        frame = _chunk_frame(ch)
+        frame = self.out.chunk_frame(ch)
         # each kernel's aggregate rows as Python values for the derivation, read from the chunk's
         # own arrays and string table: the same values the frame holds (its texts are that table
         # gathered, its values that array with the nulls set), without the polars select, gather
@@ -539,17 +569,13 @@ def _session_rows(c: Container, out: _MetricColumns) -> None:
         value.append(None)
         ints.append(None)
     if metric:
-        # a frame straight from these lists, with polars' non-strict construction: what Columns
-        # and _chunk_frame make of the same rows (tests/test_ncu_transfer.py checks both ways),
-        # ~0.1 ms where _chunk_frame's ten Series, gathers and casts took ~0.26 ms for a dozen rows
-        n = len(metric)
-        nulls = [None] * n
-        cols = {
-            "kernel_id": nulls, "metric": metric, "unit": ["s" if m == "creation_time" else "" for m in metric], "value": value,
-            "value_str": vstr, "value_int": ints, "instance": nulls, "instance_key": nulls, "section": nulls, "kind": ["session"] * n,
-        }
-        sch = schema.METRICS.polars_schema
-        out.add_frame(pl.DataFrame(cols, schema={c: sch[c] for c in COLS}, strict=False))
+        # through Columns, as the child's rows: they go first into the frame of the first chunk
+        # that comes back (_MetricColumns.chunk_frame), not into a frame of their own that is
+        # then concatenated (~0.2 ms per read of the parent's CPU)
+        out.extend(
+            len(metric), kernel_id=None, metric=metric, unit=["s" if m == "creation_time" else "" for m in metric],
+            value=value, value_str=vstr, value_int=ints, kind="session",
+        )
 
 
 def _zstd_to_temp(path: Path, tmpdir: str) -> Path:
@@ -614,8 +640,10 @@ def read_report(path: Path, options: ReadOptions | None = None):
     rule_count, unmeasured, device_ids, reader_version = res["rule_count"], rows.unmeasured, rows.device_ids, res["reader_version"]
     _attach_result_heads(kernels, container)
     kdf = _kernel_frame(kernels, path)
-    named = kdf["device_name"].drop_nulls()
-    md = _session_metadata(container, named[0] if named.len() else None, device_ids, reader_version)
+    # the first kernel's device name, from the rows the frame was built from (a text or None,
+    # derive_kernel_columns' rule): the frame's column through drop_nulls ran a query, ~45 us
+    first_device = next((k["device_name"] for k in kernels if k.get("device_name") is not None), None)
+    md = _session_metadata(container, first_device, device_ids, reader_version)
     md["rule_results"] = rule_count
     shortfall = launch_count_shortfall(container)
     if shortfall:

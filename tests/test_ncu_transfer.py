@@ -188,3 +188,34 @@ def test_session_rows_frame_is_what_columns_make(seed):
     want.flush()
     expected = ncu_rep._chunk_frame(want_chunks[0]) if want_chunks else schema.METRICS.empty().drop("profile_id")
     assert_frame_equal(got.frame(), expected, check_exact=True)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_head_goes_first_in_the_chunks_frame(seed):
+    """_chunk_frame with a head (the session rows, made in this process) is the two frames built
+    apart and concatenated: codes of both string tables, null rows and integer-id rows of both,
+    shifted by the head's rows (fails if the chunk's codes or row numbers are not shifted)."""
+    rng = random.Random(seed)
+
+    def chunk(rows_wanted):
+        got: list[dict] = []
+        out = Columns(sink=got.append)
+        for _ in range(rows_wanted):
+            n, cols = _random_extend(rng)
+            out.extend(n, **cols)
+        out.flush()
+        return pickle.loads(pickle.dumps(got[0], protocol=pickle.HIGHEST_PROTOCOL)) if got else None
+
+    head, ch = chunk(rng.randint(1, 4)), chunk(rng.randint(1, 6))
+    want = pl.concat([ncu_rep._chunk_frame(head), ncu_rep._chunk_frame(ch)])
+    assert_frame_equal(ncu_rep._chunk_frame(ch, head), want, check_exact=True)
+    assert_frame_equal(ncu_rep._chunk_frame(ch, None), ncu_rep._chunk_frame(ch), check_exact=True)
+    # through _MetricColumns, as read_report does: rows extended here, then the child's chunk
+    out = ncu_rep._MetricColumns()
+    out.extend(head["rows"], metric="session-like", kind="session")
+    frame = out.chunk_frame(ch)
+    out.add_frame(frame)
+    got = out.frame()
+    assert got.height == head["rows"] + ch["rows"]
+    assert got["metric"].head(head["rows"]).to_list() == ["session-like"] * head["rows"]
+    assert_frame_equal(got.slice(head["rows"]), ncu_rep._chunk_frame(ch), check_exact=True)
