@@ -20,8 +20,11 @@ _CHILD = textwrap.dedent(
         with open("/proc/self/status") as fh:
             return next(int(l.split()[1]) * 1024 for l in fh if l.startswith("VmSize"))
 
-    # the limit is set once everything is imported, so only the read meets it
-    resource.setrlimit(resource.RLIMIT_AS, (vsz() + (int(sys.argv[2]) << 20), resource.RLIM_INFINITY))
+    # the limit is set once everything is imported, so only the read meets it; the hard limit is
+    # kept (a runner may set one, which only root could raise), and the cap stays under it
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    cap = vsz() + (int(sys.argv[2]) << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
     try:
         print({call})
     except ProfauditError as exc:
