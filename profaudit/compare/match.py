@@ -409,10 +409,16 @@ def align_instances(kb: pl.DataFrame, kc: pl.DataFrame) -> pl.DataFrame:
     alignment context (`nvtx`, `op` or `order`).
     """
     cols = ["group_id", "_order", "nvtx_range", "op_name", "profile_id", "kernel_id", "duration_ns"]
-    b = kb.select(cols).filter(pl.col("group_id").is_not_null())
+
+    def grouped(k: pl.DataFrame) -> pl.DataFrame:
+        # with every launch matched (a profile against itself) the filter would only copy them all
+        out = k.select(cols)
+        return out if not out["group_id"].null_count() else out.filter(pl.col("group_id").is_not_null())
+
+    b = grouped(kb)
     # a profile compared with itself: one side's launches serve both (each is 2 M rows of a
     # 200 MB capture, and so is each ranked copy below)
-    c = b if kc is kb else kc.select(cols).filter(pl.col("group_id").is_not_null())
+    c = b if kc is kb else grouped(kc)
     cov = (
         pl.concat([b.with_columns(pl.lit(0).alias("_s")), c.with_columns(pl.lit(1).alias("_s"))])
         .group_by("group_id", "_s")
@@ -431,9 +437,15 @@ def align_instances(kb: pl.DataFrame, kc: pl.DataFrame) -> pl.DataFrame:
     )
 
     def ranked(df: pl.DataFrame) -> pl.DataFrame:
+        # the group's context as a new column, not a left join (which copied every column of the
+        # launches), and no sort where the launches already stand in launch order (a prepared side
+        # does: `_order` is its row number), as in compare.kernels.with_group_ids
+        context = dict(zip(cov["group_id"].to_list(), cov["context"].to_list()))
+        df = df.with_columns(pl.col("group_id").replace_strict(context, default=None, return_dtype=pl.Utf8).alias("context"))
+        if not df["_order"].is_sorted() or df["_order"].null_count():
+            df = df.sort("_order")
         return (
-            df.join(cov, on="group_id", how="left")
-            .with_columns(
+            df.with_columns(
                 pl.when(pl.col("context") == "nvtx")
                 .then(pl.col("nvtx_range"))
                 .when(pl.col("context") == "op")
@@ -442,7 +454,6 @@ def align_instances(kb: pl.DataFrame, kc: pl.DataFrame) -> pl.DataFrame:
                 .fill_null("")
                 .alias("_ctx")
             )
-            .sort("_order")
             .with_columns(pl.int_range(pl.len()).over("group_id", "_ctx").alias("_rank"))
         )
 
