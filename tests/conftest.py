@@ -88,6 +88,9 @@ def _the_cores_of_the_reference_machine():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "cpu_count", lambda: 2)
         mp.setenv("POLARS_MAX_THREADS", "2")
+        # pyarrow's CPU pool (and OpenMP's, torch's intra-op) read this one, not the two above
+        # (review F18-11: a Parquet read's bytes per row 190 on 2 threads, 255-269 on 32-64)
+        mp.setenv("OMP_NUM_THREADS", "2")
         yield
 
 

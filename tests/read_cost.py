@@ -49,7 +49,9 @@ def read_cost(path: Path, module: str, table: str, call: str = "PARSER.read(path
     # speed and load (one read's growth ranged 108-184 MB over 5 runs at load 20); with decay at 0
     # every run agrees to 1 MB. Its thread count is the core count unless set, and the streaming
     # engine holds batches in flight per thread (122 MB grown on 2 threads, 141 on 32): pinned too.
-    env = {**os.environ, "POLARS_MAX_THREADS": "2", "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
+    # pyarrow's CPU pool (column decoding in iter_batches, Parquet reads) is sized by the cores too,
+    # unless OMP_NUM_THREADS says otherwise (review F18-11)
+    env = {**os.environ, "POLARS_MAX_THREADS": "2", "OMP_NUM_THREADS": "2", "_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
     r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
