@@ -338,6 +338,10 @@ def _kv(db: _Db, table: str) -> dict[str, str | None]:
 def _text_cell(v) -> str | None:
     if v is None:
         return None
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
+        # a whole REAL is the integer's digits, as _id_cell reads 1.0 as id 1: 12060.0 (a CUDA
+        # driver version) read '12060.0', which no version rule takes for 12.6 (review F18-9)
+        return str(int(v))
     return _lenient_text(v) if isinstance(v, bytes) else str(v)
 
 

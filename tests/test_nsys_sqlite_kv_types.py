@@ -57,6 +57,20 @@ def test_numbers_stored_as_numbers_read_as_their_digits(export):
     assert _facts(export) == want
 
 
+def test_a_whole_real_reads_as_the_integers_digits(export):
+    # 12060.0 is the CUDA driver version 12060 (cuda_version 12.6), not the text '12060.0' (review F18-9)
+    want = _facts(export)
+    with sqlite3.connect(export) as con:
+        for sql in ("CREATE TABLE k AS SELECT * FROM TARGET_INFO_SYSTEM_ENV", "DROP TABLE TARGET_INFO_SYSTEM_ENV",
+                    "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value)",
+                    "INSERT INTO TARGET_INFO_SYSTEM_ENV SELECT globalVid, devStateName, name, nameEnum,"
+                    " CASE WHEN name = 'CudaDriverVersion' THEN value + 0.0 ELSE value END FROM k",
+                    "DROP TABLE k"):
+            con.execute(sql)
+        assert con.execute("SELECT typeof(value), value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'CudaDriverVersion'").fetchall() == [("real", 12060.0)]
+    assert _facts(export) == want and want["cuda_version"] == "12.6"
+
+
 def test_a_null_value_is_no_fact(export):
     with sqlite3.connect(export) as con:
         con.execute("CREATE TABLE k AS SELECT * FROM TARGET_INFO_SYSTEM_ENV")
