@@ -22,7 +22,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@$(BIN)/python tests/ensure_browser.py || true
-	$(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
+	@# two xdist workers, each with the thread pools of a 2-core machine: polars and pyarrow size
+	@# theirs at import from the core count, and tests of memory and time must not depend on it
+	POLARS_MAX_THREADS=2 OMP_NUM_THREADS=2 $(BIN)/python -m pytest -n 2 -q $(PYTEST_ARGS)
 
 benchmarks: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[benchmarks]'
