@@ -176,6 +176,19 @@ class _Block:
             raise InputError(path or Path("."), f"malformed nsys stats CSV in a {self.report or 'summary'} table: {exc}") from None
 
 
+def _lines(text: str, chunk: int = 1 << 20):
+    """`text.splitlines()`, one line at a time: the text is cut after a newline every ~`chunk`
+    characters and each piece split alone, which gives the same lines (a cut after `\n` never
+    parts `\r\n`, and each piece ends at a line break). The whole list held every line of a
+    200 MB file at once: 2.47 M one-line notes were 330 MB before a single note was kept."""
+    start, n = 0, len(text)
+    while start < n:
+        cut = text.find("\n", min(start + chunk, n) - 1)
+        end = n if cut < 0 else cut + 1
+        yield from text[start:end].splitlines()
+        start = end
+
+
 def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
     """Notes, CSV blocks (each with its report name where the text says it), and what the preamble
     said (the SQLite file processed, the reports run)."""
@@ -192,13 +205,17 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
     reports_seen: dict[str, str | None] = {}
     processed_seen: set[str] = set()
     ran_seen: set[str | None] = set()
+    # a note met again is kept again (the notes are the file's, in order), as the one string: a
+    # 200 MB file of one SKIPPED line 2.47 M times kept 2.47 M copies of it (s18 fuzz seed 3113,
+    # nsys-stats-csv #480 RISE: 1,846 MB peak)
+    note_text: dict[str, str] = {}
 
     def ran(report: str | None) -> None:
         if report not in ran_seen:
             ran_seen.add(report)
             info["reports_run"].append(report)
 
-    for raw in text.splitlines():
+    for raw in _lines(text):
         line = raw.rstrip("\r")
         stripped = line.strip()
         if not stripped:
@@ -228,7 +245,7 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             notes[-1] = notes[-1] + " " + stripped
             continue
         if stripped.startswith(_NOTE_PREFIXES) or _PROGRESS.match(line):
-            notes.append(stripped)
+            notes.append(note_text.setdefault(stripped, stripped))
             in_note = stripped.startswith("NOTICE:") or stripped.startswith("WARNING:")
             current = None
             continue
@@ -236,7 +253,7 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
             if len(csv_cells(line) or []) < 2:
                 # a table starts at a header of two or more cells; a single-cell line before one is
                 # chatter (`Generating CUDA Kernel Statistics...`, a title, a `# ...` comment)
-                notes.append(stripped)
+                notes.append(note_text.setdefault(stripped, stripped))
                 continue
             current = _Block(pending_report, pending_title)
             blocks.append(current)
@@ -248,11 +265,10 @@ def split_output(text: str) -> tuple[list[str], list[_Block], dict[str, Any]]:
 def looks_like_console(text: str) -> list[str] | None:
     """Report names if this is nsys stats' default column (console) output rather than CSV."""
     runs = _CONSOLE_EXEC.findall(text)
-    lines = text.splitlines()
-    rules = sum(1 for l in lines if _CONSOLE_RULE.match(l))
+    rules = sum(1 for l in _lines(text) if _CONSOLE_RULE.match(l))
     if not rules:
         return runs or None
-    titled = [m.group("report") for m in map(_TITLE.match, lines) if m]
+    titled = [m.group("report") for m in map(_TITLE.match, _lines(text)) if m]
     old = list(dict.fromkeys(_CONSOLE_OLD_TITLE.findall(text)))
     if runs or titled or old or re.search(r"Total Time \(\w+\)", text):
         return list(dict.fromkeys(runs + titled)) or old or ["(unnamed)"]
@@ -494,6 +510,7 @@ def read_stats_csv(path: Path, parser) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(path, "not an nsys stats CSV: the file is not UTF-8 text") from None
+    del raw  # the bytes are not held beside their text while it is split
     notes, blocks, info = split_output(text)
     console = looks_like_console(text)
     if console and not any(_is_stats_table(b) for b in blocks):
