@@ -535,6 +535,10 @@ def conform(table: str | Table, df: pl.DataFrame | None, profile_id: str | None 
     return df.select(exprs)
 
 
+# frames up to this many rows take conform's insertion path (_conform_by_insertion)
+_INSERT_MAX_ROWS = 65_536
+
+
 def _conform_by_insertion(t: Table, df: pl.DataFrame, have: dict, profile_id: str | None) -> pl.DataFrame | None:
     """conform's common case without the query engine, else None: every column `df` has is declared
     with its dtype and stands in declared order, so only the absent ones (the profile id, typed
@@ -542,8 +546,14 @@ def _conform_by_insertion(t: Table, df: pl.DataFrame, have: dict, profile_id: st
     caller's frame untouched). Same frame as conform's select; that select's plan and expressions
     cost ~0.4 ms on a one-row, 53-column kernels table (per profile read: Profile conforms every
     table; benchmarks/bench_ncu_load.py's "parent" stage)."""
-    names = list(have)
     n, j, inserts = df.height, 0, []
+    if n > _INSERT_MAX_ROWS:
+        # a big frame: the select's pl.lit nulls are literal columns that stay free when the frame
+        # is gathered, joined or sorted later, where the inserted null Series are copied row by
+        # row (`roofline` on a 200 MB rocprofv3 trace, 2 M launches: 2,349 MB peak inserted, 1,941 selected);
+        # the plan's ~0.4 ms is nothing beside such a frame
+        return None
+    names = list(have)
     for i, col in enumerate(t.columns):
         if col.name == "profile_id" and profile_id is not None:
             if col.name in have or not isinstance(profile_id, str):
