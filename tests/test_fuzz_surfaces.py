@@ -382,3 +382,27 @@ def test_a_run_stopped_by_sigterm_finishes_what_runs_and_prints_whole_counts(swe
     assert 0 < n < 100000
     # the printed table has the same count, with nothing left unjudged
     assert any(line.split()[:2] == ["spec", str(n)] for line in stdout.splitlines()), stdout[-2000:]
+
+
+def test_a_layout_1_twin_of_a_folder_holding_a_fifo_is_made(tmp_path):
+    """An earlier damage may leave a FIFO in a profile's folder; the twin lie copies that folder,
+    and copying a FIFO is shutil's "is a named pipe" error: a generator error (s18 r4 dataset #803)
+    until the twin made the FIFO again."""
+    import os
+    import random
+    import stat
+
+    part = tmp_path / "samples" / "profile_id=a"
+    part.mkdir(parents=True)
+    os.mkfifo(part / "part-0.parquet")
+    (part / "part-1.parquet").write_bytes(b"PAR1")
+
+    class Pick(random.Random):
+        def choice(self, seq):  # the twin lie, of the first folder, named profile_id=other
+            return "twin" if "twin" in seq else seq[0]
+
+    label = fs._lie_in_layout_1(tmp_path, Pick())
+    assert label.startswith("layout 1 lies: twin"), label
+    twin = tmp_path / "samples" / "profile_id=other"
+    assert stat.S_ISFIFO(os.lstat(twin / "part-0.parquet").st_mode)
+    assert (twin / "part-1.parquet").read_bytes() == b"PAR1"

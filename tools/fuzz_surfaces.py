@@ -700,6 +700,13 @@ def _lie_in_manifest(ds: Path, rng: random.Random) -> str:
     return f"manifest {m.name[:30]} lies: {op}"
 
 
+def _copy_keeping_fifos(src: str, dst: str) -> None:
+    if stat.S_ISFIFO(os.lstat(src).st_mode):
+        os.mkfifo(dst)
+    else:
+        shutil.copy2(src, dst)
+
+
 def _lie_in_layout_1(ds: Path, rng: random.Random) -> str:
     """Layout 1 (a folder per profile_id): a folder whose name says another id than its rows, two
     folders with the same rows, the marker listing ids that do not exist or one id twice."""
@@ -715,8 +722,10 @@ def _lie_in_layout_1(ds: Path, rng: random.Random) -> str:
             d.rename(new)
         else:
             # links copied as links: following one an earlier damage made to /dev/zero copied it
-            # for ever (61 GB on a shared disk before the disk was full)
-            shutil.copytree(d, new, symlinks=True)
+            # for ever (61 GB on a shared disk before the disk was full); a FIFO an earlier damage
+            # made is made again, as copying one is shutil's "is a named pipe" error (s18 r4
+            # dataset #803, a generator error)
+            shutil.copytree(d, new, symlinks=True, copy_function=_copy_keeping_fifos)
         return f"layout 1 lies: {op} {d.name[:30]} -> {new.name[:30]}"
     if not _plain_file(marker):
         return "no layout-1 marker to lie in"
