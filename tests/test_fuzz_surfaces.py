@@ -351,18 +351,23 @@ def test_batches_weigh_seed_claims_by_cost_and_still_draw_every_one(tmp_path):
     assert set(picked) == {d["name"] for d in docs}
 
 
-def test_a_run_stopped_by_sigterm_finishes_what_runs_and_prints_whole_counts(sweep, tmp_path):
+@pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])
+def test_a_run_stopped_by_sigterm_finishes_what_runs_and_prints_whole_counts(sweep, tmp_path, how):
     """A deadline stops a long run with SIGTERM: it starts nothing more, judges the inputs running
-    and prints the table (and the summary), instead of dying with only its last periodic table."""
+    and prints the table (and the summary), instead of dying with only its last periodic table.
+    A terminal's ^C (SIGINT to the whole process group, the inputs' children too) stops it the same
+    way, and the inputs it reaches are not crashes (review F18-10: they were, 'signal 2')."""
+    import os
     import signal
     import time
 
     base, _ = sweep
     out = tmp_path / "run"
     summary = tmp_path / "summary.json"
+    # its own process group, as a command started from a shell is (^C reaches that group only)
     proc = subprocess.Popen([sys.executable, str(REPO / "tools" / "fuzz_surfaces.py"), "--out", str(out), "--seeds-dir", str(base / "seeds"),
                              "--summary-json", str(summary), "--workers", "2", "--surfaces", "spec", "--per-surface", "100000", "--seed", "7"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         # the first input's folder: the run's loop (and its stop handler) has begun
@@ -370,14 +375,18 @@ def test_a_run_stopped_by_sigterm_finishes_what_runs_and_prints_whole_counts(swe
             assert time.monotonic() < deadline, "the run never started an input"
             time.sleep(0.05)
         time.sleep(1.0)
-        proc.send_signal(signal.SIGTERM)
+        if how == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, stderr[-2000:]
-    assert "stopped by signal 15" in stderr
+    assert f"stopped by signal {signal.SIGTERM if how == 'sigterm' else signal.SIGINT:d}" in stderr
     counts = json.loads(summary.read_text())
+    assert "crash" not in counts["spec"], counts
     n = sum(counts["spec"].values())
     assert 0 < n < 100000
     # the printed table has the same count, with nothing left unjudged

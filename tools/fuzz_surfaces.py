@@ -1192,9 +1192,11 @@ def judge(case: dict) -> tuple[str, str]:
 # the child and the parent
 # ------------------------------------------------------------------------------------------------
 def _child(case: dict, result: Path, mem_cap_mb: int) -> None:
-    # the parent's stop handlers (see run) are not the input's: a child told to stop dies as ever
+    # the parent's stop handlers (see run) are not the input's: a child told to stop dies as ever.
+    # SIGINT is ignored, not defaulted: a terminal's ^C goes to the whole process group, and the
+    # parent stops by finishing what runs, so an input killed by it was judged a crash (review F18-10)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with open("/proc/self/statm") as fh:
             vsz = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
