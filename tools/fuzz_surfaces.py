@@ -17,7 +17,10 @@ starts polars' thread pool afresh). Each input gets one verdict:
                 FIFO, a device file ...)
   memory        peak RSS over --mem-mb, or a file written past FILE_CAP_MB (1 GiB)
 
-Everything is seeded: the input of (surface, i) follows from --seed alone, whatever --workers.
+Everything is seeded: the input of (surface, i) follows from --seed and the seeds, whatever
+--workers. A batch draws seed claims weighted by their audit's CPU cost as measured when the
+seeds were built (seeds.json), which varies from machine to machine: replay a batch input with
+the run's own --seeds-dir (review F18-4); every other surface follows from --seed alone.
 Inputs that are neither ok nor deliberate are kept under OUT/repro/<surface>_<i>/ (the input,
 `case.json` with the command and what was done to it, and the child's output).
 
