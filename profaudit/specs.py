@@ -318,6 +318,16 @@ _LIMITS = {
 }
 
 
+def _got(x: Any) -> str:
+    """A refused value as its one-line message shows it: a number by fmt_refused's rule (a damaged
+    file's -10**300 is not printed as 301 digits), anything else as the start of its repr (a
+    100,000-character string or a 50,000-item list was quoted whole; review F18-3)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return fmt_refused(x, 5e-324, math.inf)  # refused for not being positive and finite
+    shown = repr(x)
+    return shown if len(shown) <= 60 else f"{shown[:60]}... ({len(shown):,} characters written out)"
+
+
 def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None) -> float:
     if isinstance(x, bool):
         raise _Bad(f"{where} must be a number, got {x!r}")
@@ -326,13 +336,13 @@ def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None
         try:
             x = float(x.replace("_", ""))
         except ValueError:
-            raise _Bad(f"{where} must be a number, got {x!r}") from None
+            raise _Bad(f"{where} must be a number, got {_got(x)}") from None
     if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**1023:
         # math.isfinite/float() raise OverflowError on an int past the float range (YAML reads
         # 1 followed by 400 zeros as one): the catch-all's line before
         raise _Bad(f"{where} must be a finite number, got an integer of {len(str(abs(x)))} digits")
     if not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
-        raise _Bad(f"{where} must be a positive number, got {x!r}")
+        raise _Bad(f"{where} must be a positive number, got {_got(x)}")
     if limits is not None:
         lo, hi, unit = _LIMITS[limits]
         if not lo <= x <= hi:
@@ -342,7 +352,7 @@ def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None
             raise _Bad(f"{where} = {fmt_refused(x, lo, hi)} {unit} is not a plausible figure for one device (expected {lo:g} to {hi:g})")
     if integer:
         if float(x) != int(x):
-            raise _Bad(f"{where} must be a whole number, got {x!r}")
+            raise _Bad(f"{where} must be a whole number, got {_got(x)}")
         return int(x)
     return float(x)
 
