@@ -87,9 +87,21 @@ def json_doc(raw: str | bytes):
     depth is damage like any other, a ValueError: json raises RecursionError there, which no
     reader's `except ValueError` caught (a marker nested 5,000 deep reached the catch-all)."""
     try:
-        return json.loads(raw)
+        doc = json.loads(raw)
     except RecursionError:
         raise ValueError("JSON nested too deep") from None
+    # A "\ud800" escape decodes to a lone surrogate, which no table (polars, Parquet) can hold: the
+    # string reached polars as a UnicodeEncodeError, the catch-all (fuzz_surfaces s18, dataset #526,
+    # a layout-1 marker's profile). Only a document with such an escape pays for the check.
+    if _SURROGATE_ESCAPE.search(raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")):
+        try:
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
+    return doc
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def read_marker(store) -> dict:
@@ -535,10 +547,18 @@ def _live_frame(store, snap: Snapshot, table: str) -> pl.DataFrame:
     return pl.concat(frames, how="vertical") if frames else t.empty()
 
 
-def _metadata_dict(row: dict) -> dict:
+def _metadata_dict(store, row: dict) -> dict:
     md = {k: v for k, v in row.items() if k not in ("profile_id", "extra_json") and v is not None}
     if row.get("extra_json"):
-        md.update(json.loads(row["extra_json"]))
+        # written by json.dumps of a dict, so anything else is a damaged part (fuzz_surfaces s18,
+        # dataset #1829: bytes set to 0x80 in a metadata part reached the catch-all as a JSONDecodeError)
+        try:
+            extra = json_doc(row["extra_json"])
+        except ValueError as exc:
+            raise InputError(store.url(), f"broken profaudit dataset: the metadata of profile {row.get('profile_id')!r:.80} holds extra_json that is not JSON ({first_line(exc)[:200]})") from None
+        if not isinstance(extra, dict):
+            raise InputError(store.url(), f"broken profaudit dataset: the metadata of profile {row.get('profile_id')!r:.80} holds extra_json that is a JSON {type(extra).__name__}, not an object")
+        md.update(extra)
     return md
 
 
@@ -578,7 +598,7 @@ def _read(store) -> ProfileSet:
     profiles = []
     for pid in ids:
         tables = {t: per_table[t][(pid,)] for t in schema.DATA_TABLES if (pid,) in per_table[t]}
-        profiles.append(Profile(pid, _metadata_dict(meta.get(pid, {"profile_id": pid})), tables))
+        profiles.append(Profile(pid, _metadata_dict(store, meta.get(pid, {"profile_id": pid})), tables))
     return ProfileSet(profiles)
 
 
