@@ -28,6 +28,17 @@ def _facts(path):
     return {k: md.get(k) for k in _FROM_KV}
 
 
+def _untyped_env(con: sqlite3.Connection, value_sql: str) -> None:
+    """TARGET_INFO_SYSTEM_ENV made again without column types, its values given by `value_sql` (an
+    expression over the old row): TEXT affinity turns a number into text as it is stored, and an
+    untyped column (the damage that can put anything there) keeps what it is given."""
+    for sql in ("CREATE TABLE k AS SELECT * FROM TARGET_INFO_SYSTEM_ENV", "DROP TABLE TARGET_INFO_SYSTEM_ENV",
+                "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value)",
+                f"INSERT INTO TARGET_INFO_SYSTEM_ENV SELECT globalVid, devStateName, name, nameEnum, {value_sql} FROM k",
+                "DROP TABLE k"):
+        con.execute(sql)
+
+
 @pytest.mark.parametrize("table", ["TARGET_INFO_SYSTEM_ENV", "META_DATA_CAPTURE", "META_DATA_EXPORT"])
 def test_values_stored_as_blobs_read_as_their_text(export, table):
     want = _facts(export)
@@ -41,16 +52,10 @@ def test_values_stored_as_blobs_read_as_their_text(export, table):
 
 
 def test_numbers_stored_as_numbers_read_as_their_digits(export):
-    # TEXT affinity turns a number into text as it is stored; an untyped column (the damage that can
-    # put anything there) keeps 12060 an integer and 560.94 a real
+    # 12060 kept an integer and 560.94 a real
     want = _facts(export)
     with sqlite3.connect(export) as con:
-        for sql in ("CREATE TABLE k AS SELECT * FROM TARGET_INFO_SYSTEM_ENV", "DROP TABLE TARGET_INFO_SYSTEM_ENV",
-                    "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value)",
-                    "INSERT INTO TARGET_INFO_SYSTEM_ENV SELECT globalVid, devStateName, name, nameEnum,"
-                    " CASE WHEN name IN ('CudaDriverVersion', 'NvDriverVersion') THEN value + 0 ELSE value END FROM k",
-                    "DROP TABLE k"):
-            con.execute(sql)
+        _untyped_env(con, "CASE WHEN name IN ('CudaDriverVersion', 'NvDriverVersion') THEN value + 0 ELSE value END")
         kinds = dict(con.execute("SELECT name, typeof(value) FROM TARGET_INFO_SYSTEM_ENV"
                                  " WHERE name IN ('CudaDriverVersion', 'NvDriverVersion')").fetchall())
         assert kinds == {"CudaDriverVersion": "integer", "NvDriverVersion": "real"}
@@ -61,22 +66,13 @@ def test_a_whole_real_reads_as_the_integers_digits(export):
     # 12060.0 is the CUDA driver version 12060 (cuda_version 12.6), not the text '12060.0' (review F18-9)
     want = _facts(export)
     with sqlite3.connect(export) as con:
-        for sql in ("CREATE TABLE k AS SELECT * FROM TARGET_INFO_SYSTEM_ENV", "DROP TABLE TARGET_INFO_SYSTEM_ENV",
-                    "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value)",
-                    "INSERT INTO TARGET_INFO_SYSTEM_ENV SELECT globalVid, devStateName, name, nameEnum,"
-                    " CASE WHEN name = 'CudaDriverVersion' THEN value + 0.0 ELSE value END FROM k",
-                    "DROP TABLE k"):
-            con.execute(sql)
+        _untyped_env(con, "CASE WHEN name = 'CudaDriverVersion' THEN value + 0.0 ELSE value END")
         assert con.execute("SELECT typeof(value), value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'CudaDriverVersion'").fetchall() == [("real", 12060.0)]
     assert _facts(export) == want and want["cuda_version"] == "12.6"
 
 
 def test_a_null_value_is_no_fact(export):
     with sqlite3.connect(export) as con:
-        con.execute("CREATE TABLE k AS SELECT * FROM TARGET_INFO_SYSTEM_ENV")
-        con.execute("DROP TABLE TARGET_INFO_SYSTEM_ENV")
-        con.execute("CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value)")
-        con.execute("INSERT INTO TARGET_INFO_SYSTEM_ENV SELECT globalVid, devStateName, name, nameEnum,"
-                    " CASE WHEN name = 'NvDriverVersion' THEN NULL ELSE value END FROM k")
+        _untyped_env(con, "CASE WHEN name = 'NvDriverVersion' THEN NULL ELSE value END")
     md = _metadata(export)
     assert md.get("driver_version") is None and md["cuda_version"]
