@@ -83,7 +83,7 @@ def _the_cores_of_the_reference_machine():
     # the streaming engine's batches in flight grow with it, and so did a memory bound's figure,
     # 1ac1530) are sized by the core count, so a 64-core CI runner ran ingest of the 27-file ncu
     # corpus on 27 workers where this machine uses 2. This process's own polars pool is fixed at
-    # import, before any conftest: `make test` could set POLARS_MAX_THREADS for it too. Session-wide,
+    # import, before any conftest: `make test` sets POLARS_MAX_THREADS for it (68abd7f). Session-wide,
     # so module- and session-scoped fixtures (set up before a function-scoped patch) see it too.
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "cpu_count", lambda: 2)
