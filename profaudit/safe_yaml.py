@@ -12,9 +12,11 @@ Python object is built. Real claim files have no aliases or a handful (a shared 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from profaudit.errors import InputError
+from profaudit.fmt import int_digits
 
 MAX_ALIASES = 100
 MAX_EXPANDED_NODES = 100_000
@@ -26,6 +28,11 @@ MAX_NODES = 20_000
 
 class _TooManyNodes(Exception):
     pass
+
+
+class _HugeInt(Exception):
+    def __init__(self, line: int, digits: int, limit: int):
+        super().__init__(f"line {line}: an integer of {digits:,} digits, more than the {limit:,} Python reads")
 
 
 def _counting_loader(yaml):
@@ -42,6 +49,24 @@ def _counting_loader(yaml):
                 raise _TooManyNodes()
             return super().compose_node(parent, index)
 
+        def construct_yaml_int(self, node):
+            # Python refuses int(text) of more than sys.get_int_max_str_digits() (4,300) decimal
+            # digits, and then every message that writes the value fails the same way (repr, str,
+            # f-strings). PyYAML builds 0x / 0o / 0b / sexagesimal scalars by arithmetic, which that
+            # limit does not hold: a claim's or spec's `0xfff...` of 4,000 digits got as far as the
+            # checks and printed Python's "Exceeds the limit" as its message (claim) or an internal
+            # error (device spec, every field). Both ways in are refused here, alike, with the line.
+            limit = sys.get_int_max_str_digits()
+            try:
+                value = super().construct_yaml_int(node)
+            except ValueError:  # decimal text past the limit: int() refused it
+                digits = len(node.value.lstrip("+-").replace("_", "").lstrip("0"))
+                raise _HugeInt(node.start_mark.line + 1, digits, limit) from None
+            if limit and value.bit_length() > 3 * limit and int_digits(value) > limit:  # bits: a cheap bound first
+                raise _HugeInt(node.start_mark.line + 1, int_digits(value), limit)
+            return value
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     return Loader
 
 
@@ -68,6 +93,8 @@ def load(text: str, path: str | os.PathLike | None, what: str = "YAML") -> Any:
         raise InputError(path, f"not valid {what}: nested more than {MAX_DEPTH} levels deep") from None
     except _TooManyNodes:
         raise InputError(path, f"{what} holds more than {MAX_NODES:,} values: refused") from None
+    except _HugeInt as exc:
+        raise InputError(path, f"not valid {what}: {exc}") from None
     except ValueError as exc:
         # a scalar PyYAML resolves but Python cannot build: an integer past Python's 4,300-digit
         # limit for int(str), a date such as 2026-13-45; it escaped as an internal error (exit 3,

@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from profaudit.errors import InputError, UsageError
 from profaudit.filekind import OTHER, file_kind
-from profaudit.fmt import fmt_int, fmt_refused
+from profaudit.fmt import fmt_int, fmt_int_digits, fmt_refused
 from profaudit.schema import MEMORY_LEVELS, PRECISIONS
 
 SCHEMA_VERSION = 1
@@ -340,7 +340,7 @@ def _num(x: Any, where: str, *, integer: bool = False, limits: str | None = None
     if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**1023:
         # math.isfinite/float() raise OverflowError on an int past the float range (YAML reads
         # 1 followed by 400 zeros as one): the catch-all's line before
-        raise _Bad(f"{where} must be a finite number, got an integer of {len(str(abs(x)))} digits")
+        raise _Bad(f"{where} must be a finite number, got {fmt_int_digits(x)}")
     if not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
         raise _Bad(f"{where} must be a positive number, got {_got(x)}")
     if limits is not None:

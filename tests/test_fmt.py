@@ -90,8 +90,38 @@ def test_a_refused_figure_in_six_digits_unless_they_round_it_into_range(x, low, 
 
 
 def test_a_refused_integer_past_pythons_int_to_text_limit():
+    # its exact count of digits, though str() of it raises under Python's 4,300-digit limit
+    # (it printed "an integer of over 4,300 digits" before s19)
+    assert fmt.fmt_refused(1 << 20000, 1, 1e9) == "an integer of 6,021 digits"
+
+
+def test_int_digits_is_len_of_str():
+    import random
     import sys
 
-    limit = sys.get_int_max_str_digits()  # 4,300 unless PYTHONINTMAXSTRDIGITS says otherwise (0: none)
-    want = "an integer of 6,021 digits" if limit == 0 or limit >= 6021 else f"an integer of over {limit:,} digits"
-    assert fmt.fmt_refused(1 << 20000, 1, 1e9) == want
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # so that str() can check values past the limit
+    try:
+        rng = random.Random(19)
+        edges = [10**k + d for k in range(0, 1200, 7) for d in (-1, 0, 1)]  # where the estimate can be off
+        values = [0, 1, 9, 10, -10, 2**63, -(2**64)] + edges + [rng.getrandbits(rng.randint(1, 25000)) for _ in range(400)]
+        for n in values:
+            assert fmt.int_digits(n) == len(str(abs(n))), n
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def test_the_three_refusals_of_a_huge_integer_agree(tmp_path):
+    # device-spec values, claim meta values and refused figures wrote "an integer of N digits" each
+    # their own way: two without thousands separators (a 1,001-digit value read "1001 digits")
+    from profaudit.audit.claim import _to_float
+    from profaudit.specs import _Bad, _num
+
+    n = 10**1000  # 1,001 digits: past a float, under Python's int/str limit
+    with pytest.raises(_Bad) as spec:
+        _num(n, "compute_units.value")
+    with pytest.raises(ValueError) as claim:
+        _to_float(n)
+    assert str(spec.value) == "compute_units.value must be a finite number, got an integer of 1,001 digits"
+    assert str(claim.value) == "expected a finite number >= 0, got an integer of 1,001 digits"
+    assert fmt.fmt_refused(n, 1, 1e9) == "an integer of 1,001 digits"

@@ -36,6 +36,7 @@ import polars as pl
 from profaudit import safe_yaml, schema
 from profaudit.audit.stats import Statistic, parse_statistic
 from profaudit.errors import InputError
+from profaudit.fmt import fmt_int_digits
 
 CLAIM_VERSION = 1
 
@@ -173,7 +174,7 @@ def _to_float(v: Any) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"expected a number, got {_shown(v)}") from None
     except OverflowError:  # an integer past the float range (YAML/JSON read 1 and 40 zeros as one)
-        raise ValueError(f"expected a finite number >= 0, got an integer of {len(str(abs(v)))} digits") from None
+        raise ValueError(f"expected a finite number >= 0, got {fmt_int_digits(v)}") from None
     if not math.isfinite(f) or f < 0:
         raise ValueError(f"expected a finite number >= 0, got {_shown(v)}")
     return f
