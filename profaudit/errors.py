@@ -20,12 +20,24 @@ class InputError(ProfauditError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.problem}" if self.path else self.problem
+        return one_line(f"{self.path}: {self.problem}" if self.path else self.problem)
 
     @classmethod
     def unreadable(cls, path: str | os.PathLike | None, exc: OSError) -> "InputError":
         """The one line for a file the OS will not read: 'cannot read: Permission denied'."""
         return cls(path, f"cannot read: {exc.strerror or exc}")
+
+
+# what would break or rewrite the one line on a terminal or in a log: every character
+# str.splitlines breaks at (CR, LF, VT, FF, FS-RS, NEL, U+2028/9) and the other C0 controls (ESC
+# starts terminal sequences), shown as escapes. A file may be named "a\nb.json" (s19 hostile
+# fuzz: its error was two lines, the second looking like a line of its own)
+_BREAKING = {c: repr(chr(c))[1:-1] for c in (*range(0, 9), *range(10, 32), 0x7F, 0x85, 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """`text` with line breaks and control characters written as escapes (tabs kept)."""
+    return text.translate(_BREAKING)
 
 
 def first_line(exc: BaseException, default: str = "") -> str:

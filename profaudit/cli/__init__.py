@@ -62,7 +62,7 @@ for _mod in COMMANDS:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from profaudit.errors import ProfauditError, first_line
+    from profaudit.errors import ProfauditError, first_line, one_line
 
     debug = os.environ.get("PROFAUDIT_DEBUG") == "1"
     try:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     except ProfauditError as exc:
         if debug:
             raise
-        print(f"profaudit: error: {exc}", file=sys.stderr)
+        print(f"profaudit: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("profaudit: interrupted", file=sys.stderr)
@@ -88,11 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         if click_exc is not None:
             # click/typer usage errors (bad option value, unknown command): one line, exit 2
-            print(f"profaudit: error: {click_exc}", file=sys.stderr)
+            print(f"profaudit: error: {one_line(str(click_exc))}", file=sys.stderr)
             return 2
         if debug:
             raise
-        print(f"profaudit: internal error: {type(exc).__name__}: {first_line(exc)} (PROFAUDIT_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(f"profaudit: internal error: {type(exc).__name__}: {one_line(first_line(exc))} (PROFAUDIT_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 3
 
 

@@ -105,16 +105,19 @@ def load_with_progress(paths: Sequence[str], **kw):
 
 def report_loaded(skipped: Sequence[tuple[str, str]], metadata: Sequence[dict]) -> None:
     """On stderr, one line each: the inputs skipped, and what a parser had to drop or null (counted
-    in each profile's metadata). Shared by local loads and cluster ingests, so both say the same."""
+    in each profile's metadata). Shared by local loads and cluster ingests, so both say the same.
+    A path's line breaks are escaped, as in errors (`one_line`)."""
+    from profaudit.errors import one_line
+
     err = stderr_console()
     for path, why in skipped:
-        err.print(f"warning: skipped {why if why.startswith(path) else f'{path}: {why}'}", markup=False, highlight=False)
+        err.print(one_line(f"warning: skipped {why if why.startswith(path) else f'{path}: {why}'}"), markup=False, highlight=False)
     for md in metadata:
         where = md.get("path", md.get("profile_id"))
         for key, say in _LOAD_WARNINGS:
             v = md.get(key)
             if v:
-                err.print(f"warning: {where}: {say(v)}", markup=False, highlight=False)
+                err.print(one_line(f"warning: {where}: {say(v)}"), markup=False, highlight=False)
 
 
 _LOAD_WARNINGS: tuple[tuple[str, Callable[[Any], str]], ...] = (

@@ -1,0 +1,212 @@
+"""Findings of the session-19 hostile-input fuzz kinds (tests/fuzz/hostile.py), each a test that
+fails before its fix, and checks that the new kinds make what their labels say."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import profaudit
+from profaudit.errors import InputError
+from tests.conftest import assert_one_line_error
+from tests.fuzz import hostile
+from tests.nsys_synth import rich_db
+from tests.rocpd_synth import build_app_db
+
+MAKERS = {"nsys": rich_db, "rocpd": build_app_db}
+
+
+@pytest.fixture(scope="module")
+def dbs(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("dbs")
+    return {k: make(d / f"{k}.sqlite") for k, make in MAKERS.items()}
+
+
+def _kernels(path: Path) -> int:
+    return profaudit.load(path).table("kernels").height
+
+
+def _copy(src: Path, dst_dir: Path) -> Path:
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy(src, dst_dir / "run.sqlite"))
+
+
+def _first_table_with_rows(path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        # the kernel launch table (nsys CUPTI_ACTIVITY_KIND_KERNEL, rocpd rocpd_kernel_dispatch_*)
+        return max((t for t in names if "KERNEL" in t.upper()), key=lambda t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0])
+    finally:
+        con.close()
+
+
+def _wal_copy(src: Path, dst_dir: Path) -> Path:
+    """A copy taken while a writer had it open in WAL mode: half the kernel rows deleted, the
+    deletion committed to the log but not yet checkpointed into the file."""
+    db = _copy(src, dst_dir / "live")
+    table = _first_table_with_rows(db)
+    con = sqlite3.connect(db, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    con.execute(f'DELETE FROM "{table}" WHERE rowid % 2 = 0')
+    out = _copy(db, dst_dir / "copy")
+    shutil.copy(f"{db}-wal", f"{out}-wal")
+    con.close()
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(MAKERS))
+def test_wal_beside_the_database_is_refused(dbs, tmp_path, cli, kind):
+    """s19: a WAL copy loaded the stale database file as whole (nsys 4 kernels, rocpd 2, where
+    sqlite3 reading the same two files sees 2 and 1)."""
+    db = _wal_copy(dbs[kind], tmp_path)
+    # sqlite3's own view of the copy (read from a copy of it: opening folds the log in)
+    view = _copy(db, tmp_path / "view")
+    shutil.copy(f"{db}-wal", f"{view}-wal")
+    with sqlite3.connect(view) as c:
+        t = _first_table_with_rows(dbs[kind])
+        assert c.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] < sqlite3.connect(dbs[kind]).execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+    res = cli("summary", db)
+    assert_one_line_error(res, "run.sqlite-wal")
+    with pytest.raises(InputError, match="write-ahead log"):
+        profaudit.load(db)
+    # without the log the same file loads: it is the log that is refused, not the WAL-mode header
+    Path(f"{db}-wal").unlink()
+    assert _kernels(db) == _kernels(dbs[kind])
+
+
+def test_wal_of_an_earlier_generation_is_ignored(dbs, tmp_path):
+    """A log whose frames' salts do not match its header (left after a checkpoint reset it) holds
+    nothing the file lacks: the database loads."""
+    db = _wal_copy(dbs["nsys"], tmp_path)
+    wal = bytearray(Path(f"{db}-wal").read_bytes())
+    wal[16:24] = bytes(b ^ 0xFF for b in wal[16:24])  # header salts changed: every frame is old
+    Path(f"{db}-wal").write_bytes(bytes(wal))
+    assert _kernels(db) == _kernels(dbs["nsys"])
+
+
+@pytest.mark.parametrize("kind", sorted(MAKERS))
+def test_hot_rollback_journal_is_refused(dbs, tmp_path, cli, kind):
+    """A writer killed mid-transaction: the file holds half the changed pages, the journal the
+    old ones. sqlite3 itself rolls it back (integrity ok, every row back); profaudit read the torn
+    file as whole."""
+    db = _copy(dbs[kind], tmp_path)
+    before = db.read_bytes()
+    con = sqlite3.connect(db, isolation_level=None)
+    t = _first_table_with_rows(db)
+    con.execute(f'DELETE FROM "{t}" WHERE rowid % 2 = 0')
+    con.close()
+    torn, journal = hostile._torn_with_journal(before, db.read_bytes())
+    assert journal[:8] == hostile.JOURNAL_MAGIC and torn != before
+    db.write_bytes(torn)
+    Path(f"{db}-journal").write_bytes(journal)
+    assert_one_line_error(cli("summary", db), "run.sqlite-journal")
+    # the journal is one sqlite3 rolls back: the made-up file is what a killed writer leaves
+    rolled = _copy(db, tmp_path / "rolled")
+    shutil.copy(f"{db}-journal", f"{rolled}-journal")
+    with sqlite3.connect(rolled) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert rolled.read_bytes() == before
+
+
+def test_journal_with_a_cleared_header_is_not_hot(dbs, tmp_path):
+    """SQLite zeroes a journal's header at commit in PERSIST mode: such a file beside the database
+    says nothing, and the database loads."""
+    db = _copy(dbs["nsys"], tmp_path)
+    Path(f"{db}-journal").write_bytes(b"\0" * 4096)
+    assert _kernels(db) == _kernels(dbs["nsys"])
+
+
+def test_a_newline_in_a_file_name_stays_one_line(tmp_path, cli):
+    """s19: the error for 'bad\\nname.json' was two lines on stderr, the second looking like a
+    line of its own (and a load warning the same): line breaks and terminal escapes in a path
+    are written as escapes."""
+    bad = tmp_path / "bad\nname\u2028x\x1b[2K.json"
+    bad.write_text("not a profile")
+    res = cli("summary", bad)
+    assert_one_line_error(res, "bad\\nname\\u2028x\\x1b[2K.json")
+    assert str(InputError(bad, "why")).count("\n") == 0
+
+
+def test_a_load_warning_about_a_path_with_a_newline_stays_one_line(tmp_path, cli):
+    """The incomplete-load warning names the file: one line too."""
+    csv = tmp_path / "cut\nname.csv"
+    csv.write_text("kernel,size,time_ms\nsoftmax,1024,0.125\nsoftmax,2048,0.25\nmatmul,1024,1.5")  # no newline at the end
+    res = cli("summary", csv)
+    warnings = [l for l in res.err.splitlines() if l.startswith("warning:")]
+    assert warnings and all("cut\\nname.csv" in l for l in warnings), res.err
+    assert not [l for l in res.err.splitlines() if l.startswith("name.csv")], res.err  # the line the newline made before
+
+
+# ------------------------------------------------------------------------------------------
+# the kinds make what their labels say
+# ------------------------------------------------------------------------------------------
+TEXT = b"name,start_ns,end_ns,value\nk1,100,200,1.5\nk2,300,450,2.5\nk3,500,650,3.5\n"
+
+
+def _all_labels(fn, data: bytes, n: int = 200) -> dict[str, bytes]:
+    out = {}
+    for s in range(n):
+        m = fn(data, random.Random(s))
+        if m is not None:
+            out.setdefault(m.label.split(" at ")[0].split(" (")[0], m.data)
+    return out
+
+
+def test_encodings_round_trip():
+    made = _all_labels(hostile.encode_hostile, TEXT)
+    for label, data in made.items():
+        if label.startswith("encode utf-32") or label.startswith("encode utf-16"):
+            enc = label.split()[1]
+            text = data.decode(enc if "without" not in label or enc != "utf-32" else "utf-32-le")
+            assert text.lstrip("\ufeff") == TEXT.decode(), label
+            assert data[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") or data[:2] in (b"\xff\xfe", b"\xfe\xff") or "without" in label, label
+    assert {"no newline", "JSON on one line"} & {l.split(" at")[0] for l in made} or "no newline at the end" in made
+    assert any("compressed under the plain name" in l for l in made)
+
+
+def test_numbers_everywhere_replaces_every_number():
+    for s in range(30):
+        m = hostile.numbers_everywhere(TEXT, random.Random(s))
+        value = m.label.split(" = ")[1].strip("'")
+        rows = [r.split(",") for r in m.data.decode().splitlines()[1:]]
+        # every numeric cell (9 of them) now holds the value (a value with a comma is quoted)
+        assert m.data.decode().count(value) >= 9, m.label
+        assert not any(c in ("100", "200", "1.5") for r in rows for c in r), m.label
+    doc = {"a": [1, 2.5, {"b": -3}], "c": "4", "d": True}
+    m = hostile.numbers_everywhere(json.dumps(doc).encode(), random.Random(1))
+    assert '"4"' in m.data.decode() and "true" in m.data.decode() and "2.5" not in m.data.decode()
+
+
+def test_records_hostile_swaps_start_and_end():
+    seen = set()
+    for s in range(40):
+        m = hostile.records_hostile(TEXT, random.Random(s))
+        if m is None:
+            continue
+        seen.add(m.label.split()[0] + m.label.split()[-1])
+        if "swapped" in m.label:
+            rows = [r.split(",") for r in m.data.decode().splitlines()[1:]]
+            assert all(int(r[1]) > int(r[2]) for r in rows), m.label
+    assert len(seen) == 3, seen
+
+
+def test_cross_format_and_fs_kinds(tmp_path):
+    donor = b'{"benchmarks": []}'
+    labels = {hostile.cross_format(TEXT, donor, random.Random(s)).label.split(":")[0] for s in range(40)}
+    assert labels == {"another format's file under this name", "polyglot"}
+    kinds = set()
+    for s in range(60):
+        f = tmp_path / str(s) / "t.csv"
+        f.parent.mkdir()
+        f.write_bytes(TEXT)
+        path, label, _ = hostile.fs_hostile(f, random.Random(s))
+        kinds.add(label.split(" (")[0])
+        assert path.name.endswith(".csv") and path.parent == f.parent, (path, label)
+    assert {"a FIFO under the file's name", "a link to itself", "name with a newline", "a folder under the file's name"} <= kinds
