@@ -364,6 +364,14 @@ def launch_count_shortfall(c: Container) -> str | None:
 # Reading the report
 # ---------------------------------------------------------------------------------------------
 _NP_TYPES = {"q": "int64", "d": "float64"}
+_NUM_ORDER = tuple(c for c in COLS if c in NUM_COLS)
+_STR_ORDER = tuple(c for c in COLS if c not in NUM_COLS)
+# columns whose array type is not the metrics table's dtype (none today: int64/float64 arrays and
+# String texts are what the schema declares), cast once built; worked out once, not per chunk
+_CAST = {
+    c: t for c, t in schema.METRICS.polars_schema.items()
+    if c in COLS and t != (pl.String if c not in NUM_COLS else pl.Float64 if NUM_COLS[c] == "d" else pl.Int64)
+}
 
 
 def _chunk_frame(ch: dict[str, Any], head: dict[str, Any] | None = None) -> pl.DataFrame:
@@ -371,49 +379,58 @@ def _chunk_frame(ch: dict[str, Any], head: dict[str, Any] | None = None) -> pl.D
     wrapped from their arrays, texts gathered from the chunk's string table by code, integer
     correlation ids written as decimal text by polars; no Python work per row.
 
-    Gathers index the table with a numpy array (`table[codes]`: one native gather), not
-    `Series.gather`, which runs each call through the lazy engine (0.1-1 ms a column, a third of
-    the parent's CPU on a one-kernel report; benchmarks/bench_ncu_load.py's "parent" stage).
+    All six text columns are gathered at once: their codes stand one after another in one array,
+    the table is indexed with it once (`table[codes]`, a numpy array: one native gather, not
+    `Series.gather`, which runs each call through the lazy engine) and each column is a slice of
+    the result (no copy). A gather per column cost ~35 us of fixed overhead each, a quarter of this
+    function on a one-chunk report (benchmarks/bench_ncu_load.py's "parent" stage).
 
     `head`, a chunk of rows this process made (the session rows), comes first in the same frame:
-    its arrays go in front of the chunk's, the chunk's string codes past the null's shift by the
-    head's table, its row numbers (nulls, integer ids) by the head's rows. The same frame as the
-    two built apart and concatenated, without the second frame and the concatenation's copy."""
+    its arrays go in front of the chunk's, its row numbers (nulls, integer ids) stay and the
+    chunk's shift by the head's rows. Its strings go after the chunk's in the table, so only the
+    head's few codes shift (past the chunk's table), never the chunk's. The same frame as the two
+    built apart and concatenated, without the second frame and the concatenation's copy."""
     import numpy as np  # a core dependency; imported here, where polars frames are built from arrays
 
-    sch = schema.METRICS.polars_schema
-    strings, h, shift = ch["strings"], 0, 0
+    strings, h = ch["strings"], 0
     if head is not None and head["rows"]:
-        h, shift = head["rows"], len(head["strings"]) - 1
-        strings = head["strings"] + strings[1:]
+        h = head["rows"]
+        shift = np.int32(len(strings) - 1)  # a head code c > 0 is strings[c] = table[c + shift]
+        strings = strings + head["strings"][1:]
     table = pl.Series(strings, dtype=pl.String, strict=False)  # code 0: the null
     key_rows, key_ids = np.frombuffer(ch["key_rows"], dtype=np.int64), np.frombuffer(ch["key_ids"], dtype=np.uint64)
     if h:
         key_rows = np.concatenate([np.frombuffer(head["key_rows"], dtype=np.int64), key_rows + h])
         key_ids = np.concatenate([np.frombuffer(head["key_ids"], dtype=np.uint64), key_ids])
-    cols: dict[str, pl.Series] = {}
-    for c in COLS:
-        if c in NUM_COLS:
-            t = _NP_TYPES[NUM_COLS[c]]
-            data, nulls = np.frombuffer(ch["num"][c], dtype=t), np.asarray(ch["nulls"][c], dtype=np.int64)
-            if h:
-                data = np.concatenate([np.frombuffer(head["num"][c], dtype=t), data])
-                nulls = np.concatenate([np.asarray(head["nulls"][c], dtype=np.int64), nulls + h])
-            col = pl.Series(c, data)
-            if len(nulls):
-                col = col.scatter(nulls, None)
-        else:
-            codes = np.frombuffer(ch["codes"][c], dtype=np.int32)
-            if h:
-                first = np.frombuffer(head["codes"][c], dtype=np.int32)
-                codes = np.concatenate([first, np.where(codes > 0, codes + np.int32(shift), codes)])
-            if c == "instance_key":
-                codes = np.maximum(codes, 0)  # code -1, an integer id: null here, its text below
-            col = table[codes.view(np.uint32)].alias(c)  # codes are >= 0: the view is the same numbers
-            if c == "instance_key" and len(key_rows):
-                col = col.scatter(key_rows, pl.Series(key_ids).cast(pl.String))
-        cols[c] = col if col.dtype == sch[c] else col.cast(sch[c])
-    return pl.DataFrame(cols)
+    cols: list[pl.Series] = []
+    for c in _NUM_ORDER:
+        t = _NP_TYPES[NUM_COLS[c]]
+        data, nulls = np.frombuffer(ch["num"][c], dtype=t), np.asarray(ch["nulls"][c], dtype=np.int64)
+        if h:
+            data = np.concatenate([np.frombuffer(head["num"][c], dtype=t), data])
+            nulls = np.concatenate([np.asarray(head["nulls"][c], dtype=np.int64), nulls + h])
+        col = pl.Series(c, data)
+        if len(nulls):
+            col = col.scatter(nulls, None)
+        cols.append(col)
+    parts = []
+    for c in _STR_ORDER:
+        if h:
+            first = np.frombuffer(head["codes"][c], dtype=np.int32)
+            parts.append(np.where(first > 0, first + shift, first))
+        parts.append(np.frombuffer(ch["codes"][c], dtype=np.int32))
+    # code -1 (instance_key only: an integer id) is the null here, its text put below; every other
+    # code is >= 0, so the view as unsigned is the same numbers
+    codes = np.maximum(np.concatenate(parts), 0) if len(parts) > 1 else np.maximum(parts[0], 0)
+    texts = table[codes.view(np.uint32)]
+    n = h + ch["rows"]
+    for k, c in enumerate(_STR_ORDER):
+        col = texts.slice(k * n, n).alias(c)
+        if c == "instance_key" and len(key_rows):
+            col = col.scatter(key_rows, pl.Series(key_ids).cast(pl.String))
+        cols.append(col)
+    by_name = {s.name: s for s in cols}
+    return pl.DataFrame([by_name[c] if c not in _CAST else by_name[c].cast(_CAST[c]) for c in COLS])
 
 
 class _MetricColumns(Columns):
