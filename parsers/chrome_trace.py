@@ -1116,6 +1116,12 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
                     first, carry = carry, None
                     _decode_merged(path, acc, first, chunk, schema, split)
                     continue
+                # a chunk is about two walker blocks, unless no cut between events was found in it:
+                # a 35 MB value after the array (1.2 M small objects, the walker's loose cuts) came
+                # as one chunk, and polars' read_json of it aborted the process (exit 134, nothing
+                # on stderr) with 500 MB-1.1 GB of address space left (s18; its tree needs ~30x the
+                # text). Read whole by polars, then by orjson, a chunk needs orjson's room (48x)
+                check_orjson_room(path, len(chunk), "chunk of trace events")
                 pending.append((pool.submit(decode_chunk, chunk, index, schema, split, pieces, text_ts), chunk, off, index))
                 index += 1
                 settle(nthreads + 1)
@@ -1157,8 +1163,10 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
 
 def _decode_merged(path: Path, acc: _Acc, first: tuple, nxt: bytes, schema: str | None, split: bool) -> None:
     chunk, off, idx, exc = first
+    merged = merge_chunks(chunk, nxt)
+    check_orjson_room(path, len(merged), "chunk of trace events")  # as any chunk (see _pump)
     try:
-        acc.add(idx, decode_chunk(merge_chunks(chunk, nxt), idx, schema or "generic", split)[0])
+        acc.add(idx, decode_chunk(merged, idx, schema or "generic", split)[0])
     except BadChunk:
         raise _bad_json(path, exc, off) from None
 
