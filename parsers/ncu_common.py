@@ -8,6 +8,7 @@ the contract other modules rely on; they are spelled out next to each rule below
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from typing import Any, Mapping
@@ -332,18 +333,68 @@ _VECTOR_HINT = ("smsp__", "sm__")
 _TENSOR_PCT_HINT = ("sm__inst_executed_pipe_tensor", "sm__pipe_tensor", "smsp__inst_executed_pipe_tensor", "sm__ops_path_tensor")
 
 
+_TENSOR_PREFIX = "sm__ops_path_tensor_"
+
+
 def tensor_counter_bases(names) -> list[str]:
     """The distinct ops_path tensor counters (without rollup suffix) among metric `names`."""
     out = set()
     for n in names:
-        if n.startswith("sm__ops_path_tensor_"):
+        if n.startswith(_TENSOR_PREFIX):
             out.add(n.split(".", 1)[0])
     return sorted(out)
 
 
-def _tensor_flops(vals: Mapping[str, Any], units: Mapping[str, str] | None) -> tuple[dict[str, float], dict[str, str]]:
+class _SortedNames:
+    """A kernel's metric names sorted once, so that "is there a name starting with P" and "the names
+    starting with P" are bisections instead of a pass over every name: a GH200 report's kernel has
+    ~558 metrics, and flop_columns' three passes were ~170 of derive_kernel_columns' ~180 us
+    (benchmarks/bench_ncu_load.py's "parent" stage). Names that do not sort (not all text: never
+    seen) are scanned one by one as before."""
+
+    __slots__ = ("keys", "names")
+
+    def __init__(self, keys):
+        self.keys = keys
+        try:
+            self.names: list[str] | None = sorted(keys)
+        except TypeError:
+            self.names = None
+
+    def _from(self, prefix: str) -> int:
+        return bisect.bisect_left(self.names, prefix)
+
+    def any_prefixed(self, prefixes: tuple[str, ...]) -> bool:
+        names = self.names
+        if names is not None:
+            try:
+                for p in prefixes:
+                    i = self._from(p)
+                    if i < len(names) and names[i].startswith(p):  # the first name >= p, if any starts with p
+                        return True
+                return False
+            except TypeError:  # names of one type that is not text: the scan below says what it says
+                pass
+        return any(k.startswith(prefixes) for k in self.keys)
+
+    def tensor_counter_bases(self) -> list[str]:
+        names = self.names
+        if names is not None:
+            try:
+                i = self._from(_TENSOR_PREFIX)
+            except TypeError:
+                return tensor_counter_bases(self.keys)
+            out = set()
+            while i < len(names) and names[i].startswith(_TENSOR_PREFIX):
+                out.add(names[i].split(".", 1)[0])
+                i += 1
+            return sorted(out)
+        return tensor_counter_bases(self.keys)
+
+
+def _tensor_flops(vals: Mapping[str, Any], units: Mapping[str, str] | None, names: _SortedNames | None = None) -> tuple[dict[str, float], dict[str, str]]:
     groups: dict[tuple, dict[str, str]] = {}
-    for base in tensor_counter_bases(vals.keys()):
+    for base in (names.tensor_counter_bases() if names is not None else tensor_counter_bases(vals.keys())):
         m = _OPS_PATH.match(base)
         if m:
             groups.setdefault((m.group("op"), m.group("src"), m.group("dst")), {})[m.group("sp") or "all"] = base
@@ -385,6 +436,7 @@ def flop_columns(vals: Mapping[str, Any], units: Mapping[str, str] | None = None
     on its shape, which the counters do not record.
     """
     out: dict[str, Any] = {c: None for c in FLOP_COLUMNS}
+    names = _SortedNames(vals)
     parts: list[str] = []
     how_set: set[str] = set()
     counted: list[str] = []
@@ -405,14 +457,14 @@ def flop_columns(vals: Mapping[str, Any], units: Mapping[str, str] | None = None
         parts.append(f"sass-counters({'/'.join(sorted(how_set))}):{','.join(counted)}")
     if incomplete:
         parts.append(f"incomplete:{','.join(incomplete)}")
-    if not counted and not incomplete and any(k.startswith(_VECTOR_HINT) for k in vals):
+    if not counted and not incomplete and names.any_prefixed(_VECTOR_HINT):
         parts.append("sass-counters:none")
 
-    tensor, notes = _tensor_flops(vals, units)
+    tensor, notes = _tensor_flops(vals, units, names)
     if tensor:
         out.update(tensor)
         parts.append(f"tensor-ops-path{notes.pop('sparse', '')}:{','.join(c[6:-7] for c in sorted(tensor))}")
-    elif any(k.startswith(_TENSOR_PCT_HINT) for k in vals.keys()):
+    elif names.any_prefixed(_TENSOR_PCT_HINT):
         parts.append("tensor:unknown(pct-or-inst-only)")
     for key in ("dense-only", "not-attributed"):
         if notes.get(key):

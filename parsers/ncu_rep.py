@@ -114,9 +114,9 @@ def _what_it_is(head: bytes) -> str:
     return f"it starts with {head[:8]!r}"
 
 
-def _session(buf: bytes, start: int, end: int, out: dict[str, Any], devices: dict[int, str]) -> None:
-    """Decode one ReportSessionDetails message into `out` (later blocks add to earlier ones)."""
-    f = decode(buf, start, end)
+def _session_facts(buf: bytes, f: dict[int, list], out: dict[str, Any], devices: dict[int, str]) -> None:
+    """The facts of one ReportSessionDetails message, decoded (`f`), into `out` (later blocks add
+    to earlier ones)."""
     if 2 in f and isinstance(f[2][0], int):
         out.setdefault("creation_time_s", f[2][0])
     for num, key in ((3, "host_system"), (4, "target_system")):
@@ -254,9 +254,13 @@ def scan_container(path: Path, label: Path | None = None) -> Container:
                 return v if isinstance(v, int) else 0
             n_src, n_res, payload = num(1), num(2), num(5)
             proc: tuple[int | None, str | None, str | None] = (None, None, None)
+            # the session message's fields, decoded once: for its facts and for the block's
+            # field set (_check_complete); a message that does not decode has none
+            sf: dict[int, list] = {}
             try:
                 if 3 in h and isinstance(h[3][0], tuple):
-                    _session(hb, *h[3][0], c.session, c.devices)
+                    sf = decode(hb, *h[3][0])
+                    _session_facts(hb, sf, c.session, c.devices)
                 if 6 in h and isinstance(h[6][0], tuple):
                     proc = _process(hb, h[6][0])
                     if proc[0] is not None:
@@ -282,20 +286,11 @@ def scan_container(path: Path, label: Path | None = None) -> Container:
             if pos != pend:
                 raise InputError(path, f"corrupt Nsight Compute report: block {block} at byte {off}: entries fill {pos - pstart} of {payload} payload bytes")
             c.num_results += n_res
-            blocks.append((n_src, n_res, frozenset(_session_fields(hb, h)), off))
+            blocks.append((n_src, n_res, frozenset(sf), off))
             off = pend
             block += 1
     _check_complete(path, c, blocks, size)
     return c
-
-
-def _session_fields(hb: bytes, h: dict) -> set[int]:
-    if 3 not in h or not isinstance(h[3][0], tuple):
-        return set()
-    try:
-        return {fnum for fnum, _wt, _v in iter_fields(hb, *h[3][0])}
-    except WireError:
-        return set()
 
 
 def _check_complete(path: Path, c: Container, blocks: list, size: int) -> None:
