@@ -417,8 +417,14 @@ def _chunk_frame(ch: dict[str, Any], head: dict[str, Any] | None = None) -> pl.D
     # code -1 (instance_key only: an integer id) is the null here, its text put below; every other
     # code is >= 0, so the view as unsigned is the same numbers
     codes = np.maximum(np.concatenate(parts), 0) if len(parts) > 1 else np.maximum(parts[0], 0)
+    # the slices below take each column's rows from one length: text columns of different lengths
+    # made a frame that was refused (ShapeError) when each was gathered apart, and so they still
+    # are (review F19-1; the child builds its columns in lockstep, so never seen)
+    lengths = {len(parts[k]) + (len(parts[k + 1]) if h else 0) for k in range(0, len(parts), 2 if h else 1)}
+    if len(lengths) != 1:
+        raise ValueError(f"the reader's text columns differ in length ({sorted(lengths)})")
+    n = lengths.pop()
     texts = table[codes.view(np.uint32)]
-    n = h + ch["rows"]
     for k, c in enumerate(_STR_ORDER):
         col = texts.slice(k * n, n).alias(c)
         if c == "instance_key" and len(key_rows):

@@ -105,3 +105,27 @@ def test_flop_columns_unchanged_on_mixed_counters():
     assert ncu_common.flop_columns(tensor)["flops_fp16_tensor"] == 4.0e6
     assert ncu_common.flop_columns(pct)["flops_method"] == "sass-counters:none;tensor:unknown(pct-or-inst-only)"
     assert ncu_common.flop_columns(base)["flops_method"] is None
+
+
+@pytest.mark.parametrize("with_head", [False, True])
+def test_chunk_frame_refuses_text_columns_of_other_lengths(with_head):
+    # one gather serves all six text columns, each a slice of it: a column one row short and
+    # another one row long (same total) must not shift values between them (review F19-1)
+    from array import array
+
+    from profaudit.parsers import ncu_rep
+    from profaudit.parsers.ncu_child import Columns
+
+    def chunk():
+        cols = Columns()
+        cols.extend(3, kernel_id=[0, 0, 0], metric=["a", "b", "c"], unit=["", "s", ""], value=[1.0, 2.0, None],
+                    value_str=[None, None, "x"], value_int=[None] * 3, kind="metric")
+        return cols.chunk()
+
+    head = chunk() if with_head else None
+    ch = chunk()
+    assert ncu_rep._chunk_frame(ch, head).height == (6 if with_head else 3)
+    ch["codes"]["metric"] = array("i", list(ch["codes"]["metric"])[:-1])
+    ch["codes"]["unit"] = array("i", list(ch["codes"]["unit"]) + [0])
+    with pytest.raises(ValueError, match="differ in length"):
+        ncu_rep._chunk_frame(ch, head)
