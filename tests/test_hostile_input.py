@@ -4,6 +4,7 @@ fails before its fix, and checks that the new kinds make what their labels say."
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -210,3 +211,73 @@ def test_cross_format_and_fs_kinds(tmp_path):
         kinds.add(label.split(" (")[0])
         assert path.name.endswith(".csv") and path.parent == f.parent, (path, label)
     assert {"a FIFO under the file's name", "a link to itself", "name with a newline", "a folder under the file's name"} <= kinds
+
+
+TIMING_CSV = b"kernel,size,time_ms\nsoftmax,1024,0.125\nsoftmax,2048,0.25\nmatmul,1024,1.5\n"
+GBENCH_JSON = json.dumps({"context": {"date": "2024-01-01", "num_cpus": 8, "mhz_per_cpu": 3000, "library_build_type": "release"},
+                          "benchmarks": [{"name": "BM_x/8", "run_name": "BM_x/8", "run_type": "iteration", "iterations": 10,
+                                          "real_time": 1.5, "cpu_time": 1.4, "time_unit": "ns"}]}).encode()
+
+
+@pytest.mark.parametrize("name,text", [("t.csv", TIMING_CSV), ("bench.json", GBENCH_JSON)], ids=["csv", "json"])
+@pytest.mark.parametrize("how", ["written", "sparse"])
+def test_text_with_a_zero_filled_tail_is_refused_before_reading(tmp_path, cli, name, text, how):
+    """s19: text followed by zeros (a preallocated file, or one a crash zero-filled) was read
+    whole: a 1 GiB sparse copy peaked at 2.15 GB in the ncu-csv and KernelBench readers before
+    their refusal, 6 GiB of ncu CSV took 86 s and 6.4 GB, a 6 GiB Chrome trace ran past 120 s;
+    with 64 KiB of zeros the timing table loaded (as incomplete) and the JSON said 'invalid JSON'.
+    Now the loader looks at the last 4 KiB first."""
+    f = tmp_path / name
+    f.write_bytes(text)
+    if how == "written":
+        with open(f, "ab") as fh:
+            fh.write(b"\0" * 65536)
+    else:
+        os.truncate(f, 64 << 20)  # a hole: no disk used
+    assert_one_line_error(cli("summary", f), "ends in 4,096 or more zero bytes")
+
+
+def test_a_short_zero_tail_is_left_to_the_reader(tmp_path):
+    """A NUL or a few (a C string's terminator written with the text) is not the damage above:
+    the reader judges it as before."""
+    f = tmp_path / "t.csv"
+    f.write_bytes(TIMING_CSV + b"\0" * 4095)
+    with pytest.raises(InputError) as exc:
+        profaudit.load(f)
+    assert "zero bytes (NUL): the file was preallocated" not in str(exc.value)
+    f.write_bytes(TIMING_CSV)
+    assert profaudit.load(f).table("samples").height == 3
+
+
+def test_a_skipped_input_with_a_newline_in_its_name_is_named_once(tmp_path, cli):
+    """Review F19-3: the skip warning compared the escaped message with the raw path and printed
+    the name twice."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ok.csv").write_bytes(TIMING_CSV)
+    (tmp_path / "in" / "bad\nname.json").write_bytes(GBENCH_JSON[:-20])  # a Google Benchmark JSON cut short
+    res = cli("ingest", tmp_path / "in", "-o", tmp_path / "ds", "--skip-bad")
+    lines = [l for l in res.err.splitlines() if l.startswith("warning: skipped")]
+    assert len(lines) == 1 and lines[0].count("bad\\nname.json") == 1, res.err
+
+
+def test_copy_input_keeps_what_shutil_copy_cannot(tmp_path):
+    """fuzz_long's reproducers: a FIFO, links (a loop, /dev/zero) copied as they are, a sparse
+    file with its holes, an SQLite log beside the file with it."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir(), dst.mkdir()
+    (src / "big.csv").write_bytes(TIMING_CSV)
+    os.truncate(src / "big.csv", 1 << 30)
+    os.mkfifo(src / "fifo.json")
+    os.symlink("/dev/zero", src / "zero.json")
+    os.symlink("loop.json", src / "loop.json")
+    (src / "db.sqlite").write_bytes(b"db")
+    (src / "db.sqlite-wal").write_bytes(b"log")
+    for name in ("big.csv", "fifo.json", "zero.json", "loop.json", "db.sqlite", "gone.json"):
+        hostile.copy_input(src / name, dst / name)
+    big = os.stat(dst / "big.csv")
+    assert big.st_size == 1 << 30 and big.st_blocks * 512 < 1 << 20
+    assert (dst / "big.csv").open("rb").read(len(TIMING_CSV)) == TIMING_CSV
+    assert (dst / "fifo.json").is_fifo()
+    assert os.readlink(dst / "zero.json") == "/dev/zero" and os.readlink(dst / "loop.json") == "loop.json"
+    assert (dst / "db.sqlite-wal").read_bytes() == b"log"
+    assert not (dst / "gone.json").exists()

@@ -151,7 +151,9 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
         if peak_mb > mem_mb:
             v, detail = "memory", f"peak RSS {peak_mb:.0f} MB, {start_mb:.0f} MB at its start ({v}: {detail[:200]})"
         went_on = go_on and (v in ("ok", "incomplete") or detail.startswith("after load:"))
-        send({"verdict": v, "detail": detail[:500], "after": went_on, "cpu": round(cpu_now() - cpu0, 4),
+        # a file name that is not UTF-8 (tests/fuzz/hostile.py) is held as surrogate escapes, which
+        # the parent's print and write_text refuse (s19: the run ended on one): sent escaped
+        send({"verdict": v, "detail": detail[:500].encode("utf-8", "backslashreplace").decode(), "after": went_on, "cpu": round(cpu_now() - cpu0, 4),
               "rss": [round(start_mb), round(peak_mb), round(end_mb)] if per_input else None, "fresh": done == 0})
         done += 1
         if v == "memory":
@@ -320,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker_main(args.mem_mb, args.seeds_file, args.worker_dir, args.seed, after_rate=args.after_rate, blowup_rate=args.blowup_rate)
 
     from tests.fuzz.harness import discover_seeds
+    from tests.fuzz.hostile import copy_input
 
     args.out.mkdir(parents=True, exist_ok=True)
     scratch = args.scratch or _default_scratch(args.out)
@@ -384,8 +387,10 @@ def main(argv: list[str] | None = None) -> int:
                 if src is not None and src.is_dir():
                     # symlinks=True: a folder mutant may hold a link to itself
                     shutil.copytree(src, dest / src.name, dirs_exist_ok=True, symlinks=True)
-                elif src is not None and src.exists():
-                    shutil.copy(src, dest / src.name)
+                elif src is not None:
+                    # a FIFO, a link to /dev/zero or a sparse file of gigabytes (tests/fuzz/hostile.py):
+                    # shutil.copy would raise, copy for ever, or fill the disk
+                    copy_input(src, dest / src.name)
                 (dest / "note.txt").write_text(f"seed: {t['seed']}\nmutation: {t['label']}\nverdict: {verdict}\ndetail: {detail}\n"
                                                f"rng: {args.seed}/{t['format']}/{t['i']}\n")
             if len(examples[(t["format"], verdict)]) < 3:

@@ -111,7 +111,9 @@ def report_loaded(skipped: Sequence[tuple[str, str]], metadata: Sequence[dict]) 
 
     err = stderr_console()
     for path, why in skipped:
-        err.print(one_line(f"warning: skipped {why if why.startswith(path) else f'{path}: {why}'}"), markup=False, highlight=False)
+        # `why` is an InputError's text, its path already escaped (review F19-3: compared with the
+        # raw path, a name with a newline was printed twice)
+        err.print(one_line(f"warning: skipped {why if why.startswith(one_line(str(path))) else f'{path}: {why}'}"), markup=False, highlight=False)
     for md in metadata:
         where = md.get("path", md.get("profile_id"))
         for key, say in _LOAD_WARNINGS:

@@ -466,6 +466,11 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple
     out.write_bytes(m.data)
     for c in seed.companions:
         shutil.copyfile(c, d / c.name)
+    from tests.fuzz import hostile
+
+    if rng.random() < hostile.FS_RATE:  # the file system's own damage (s19): odd names, FIFOs, SQLite logs ...
+        out, label, left_out = hostile.fs_hostile(out, rng)
+        m = Mutant(m.data, f"{m.label}; fs: {label}", m.cut_incomplete or left_out)
     return out, m
 
 

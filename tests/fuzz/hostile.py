@@ -34,7 +34,9 @@ import lzma
 import os
 import random
 import re
+import shutil
 import sqlite3
+import stat
 from pathlib import Path
 
 from tests.fuzz.mutators import EDGE_NUMBERS, Mutant, _is_text, _looks_numeric, _sqlite_edit
@@ -400,7 +402,12 @@ def fs_hostile(path: Path, rng: random.Random) -> tuple[Path, str, bool]:
         os.truncate(path, max(size, path.stat().st_size))
         return path, f"sparse file of {size >> 30} GiB (the content, then zeros)", False
     if op in ("wal", "journal"):
-        return path, *_sqlite_sidecar(path, op, rng)
+        try:
+            return path, *_sqlite_sidecar(path, op, rng)
+        except sqlite3.DatabaseError as exc:  # an earlier mutation left nothing sqlite3 can change
+            for side in ("-wal", "-shm", "-journal"):
+                Path(f"{path}{side}").unlink(missing_ok=True)
+            return path, f"{op}: not made ({exc})", False
     path.unlink()
     if op == "folder":
         path.mkdir()
@@ -474,3 +481,41 @@ def _torn_with_journal(before: bytes, after: bytes) -> tuple[bytes, bytes]:
     for i in changed[len(changed) // 2 :]:
         torn[i * page : (i + 1) * page] = before[i * page : (i + 1) * page].ljust(page, b"\0")
     return bytes(torn), b"".join(out)
+
+
+def copy_input(src: Path, dst: Path) -> None:
+    """A reproducer's copy of an input file as it is: a link as a link (a loop, one to /dev/zero),
+    a FIFO as a FIFO, a sparse file with its holes (only its data is copied), and an SQLite log
+    or journal beside it too. Nothing when `src` is gone."""
+    try:
+        st = os.lstat(src)
+    except OSError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    elif stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(dst)
+    elif stat.S_ISDIR(st.st_mode):
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    elif stat.S_ISREG(st.st_mode):
+        with open(src, "rb") as fi, open(dst, "wb") as fo:
+            end = st.st_size
+            pos = 0
+            while pos < end:
+                try:
+                    pos = os.lseek(fi.fileno(), pos, os.SEEK_DATA)
+                except OSError:  # no data after pos (ENXIO), or no SEEK_DATA: the rest is a hole
+                    break
+                hole = os.lseek(fi.fileno(), pos, os.SEEK_HOLE)
+                fi.seek(pos)
+                fo.seek(pos)
+                while pos < hole:
+                    chunk = fi.read(min(1 << 20, hole - pos))
+                    if not chunk:
+                        break
+                    fo.write(chunk)
+                    pos += len(chunk)
+            fo.truncate(end)
+    for side in ("-wal", "-journal"):
+        if os.path.isfile(f"{src}{side}"):
+            shutil.copyfile(f"{src}{side}", f"{dst}{side}")

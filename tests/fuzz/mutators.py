@@ -486,7 +486,13 @@ def mutate(data: bytes, name: str, rng: random.Random, donor: bytes | None = Non
             return Mutant(_rewrap(m.data, how), f"{how}: {m.label}" if how else m.label)
     m = None
     try:
-        if rng.random() < 0.35:
+        # kinds added in session 19 (cross-format, encodings, numbers everywhere, records,
+        # SQLite edits): tests/fuzz/hostile.py
+        from tests.fuzz import hostile
+
+        if rng.random() < hostile.HOSTILE_RATE:
+            m = hostile.mutate_hostile(inner, name, rng, _wrap(donor)[0] if donor is not None else None)
+        if m is None and rng.random() < 0.35:
             m = mutate_wide(inner, name, rng, _wrap(donor)[0] if donor is not None else None)
         if m is None and rng.random() < 0.55:
             for fn in rng.sample(structured_for(inner, name), k=len(structured_for(inner, name))):
