@@ -129,3 +129,19 @@ def test_chunk_frame_refuses_text_columns_of_other_lengths(with_head):
     ch["codes"]["unit"] = array("i", list(ch["codes"]["unit"]) + [0])
     with pytest.raises(ValueError, match="differ in length"):
         ncu_rep._chunk_frame(ch, head)
+
+
+def test_conform_insertion_still_casts_other_dtypes():
+    # the insertion path's dtype check takes `type(dt) is declared` first: a column of another
+    # dtype (Int32, Float32, a number as text) must still go to the select path and be cast
+    import polars as pl
+
+    from profaudit import schema
+
+    for col, values, dtype in (("kernel_id", [1, 2], pl.Int32), ("duration_ns", [1.5, 2.5], pl.Float32), ("grid_x", ["3", " 4"], pl.String)):
+        df = pl.DataFrame({col: pl.Series(values, dtype=dtype)})
+        out = schema.conform("kernels", df, "p")
+        assert out.schema[col] == schema.KERNELS.polars_schema[col]
+        assert out["profile_id"].to_list() == ["p", "p"]
+    same = pl.DataFrame({"kernel_id": pl.Series([1, 2], dtype=pl.Int64)})
+    assert schema.conform("kernels", same, "p").equals(schema.conform("kernels", same.with_columns(pl.col("kernel_id").cast(pl.Int32)), "p"))
