@@ -230,7 +230,9 @@ def make_profile_id(path: Path, suffix: str = "") -> str:
         if stem.lower().endswith(ext) and len(stem) > len(ext):
             stem = stem[: -len(ext)]
     stem = _SLUG.sub("_", stem).strip("._-")[:48] or "profile"
-    digest = content_hash(path)[:8] if path.is_file() else hashlib.blake2b(str(path.resolve()).encode(), digest_size=4).hexdigest()
+    # os.fsencode: the same bytes as str.encode() for every UTF-8 name, and a folder named in
+    # other bytes (held as surrogate escapes) no longer fails (s19 hostile fuzz, rocprof-compute)
+    digest = content_hash(path)[:8] if path.is_file() else hashlib.blake2b(os.fsencode(path.resolve()), digest_size=4).hexdigest()
     return f"{stem}{('-' + _SLUG.sub('_', suffix)) if suffix else ''}-{digest}"
 
 

@@ -35,6 +35,7 @@ import polars as pl
 
 from profaudit.errors import InputError, first_line
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
+from profaudit.parsers.textsafe import polars_source
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.folderfiles import check_regular, present
 from profaudit.parsers.rocprof_sdk import _strip_kd
@@ -221,7 +222,7 @@ class RocprofComputeParser:
         if not p.is_file():
             raise InputError(p, "missing from the workload folder")
         try:
-            return pl.read_csv(p, infer_schema=False)
+            return pl.read_csv(polars_source(p), infer_schema=False)
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as exc:
             raise InputError(p, f"not a readable CSV: {first_line(exc, type(exc).__name__)}") from None
 

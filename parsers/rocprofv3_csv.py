@@ -45,7 +45,7 @@ from profaudit.parsers.base import GZIP_MAGIC, Probe, ReadOptions, apply_device_
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
 from profaudit.parsers.folderfiles import check_regular, present
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
-from profaudit.parsers.textsafe import POLARS_CSV_SPACE_BASE, POLARS_CSV_SPACE_PER_BYTE, check_room
+from profaudit.parsers.textsafe import POLARS_CSV_SPACE_BASE, POLARS_CSV_SPACE_PER_BYTE, check_room, polars_source
 
 I64, F64, STR = pl.Int64, pl.Float64, pl.String
 _KINDS = {
@@ -212,7 +212,8 @@ class Rocprofv3CsvParser:
                     src: Any = fh.read()
                 size = len(src)
             else:
-                src, size = path, path.stat().st_size
+                # a name polars cannot take (not UTF-8) gives the bytes, read whole like a gzip's text
+                src, size = polars_source(path), path.stat().st_size
             # under an address-space limit a read polars has no room for aborts the process
             # (textsafe.POLARS_CSV_SPACE_PER_BYTE): one line instead
             check_room(path, size, "rocprofv3 CSV trace", POLARS_CSV_SPACE_PER_BYTE, POLARS_CSV_SPACE_BASE)

@@ -174,3 +174,23 @@ def load_clean_json(path, what: str) -> Any:
 def _gz(path) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
+
+
+def utf8_name(path) -> bool:
+    """Whether a path's name can be given to polars and pyarrow, which take paths as UTF-8 text
+    only: a name that is not UTF-8 (b'caf\\xe9.csv', held by Python as surrogate escapes) made
+    polars raise "TypeError: Object does not have a .read() method" (s19 hostile fuzz,
+    rocprofv3-csv #50)."""
+    try:
+        os.fspath(path).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def polars_source(path):
+    """`path` for polars' readers: itself, or the file's bytes when its name cannot be UTF-8."""
+    if utf8_name(path):
+        return path
+    with open(path, "rb") as f:
+        return f.read()

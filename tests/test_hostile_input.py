@@ -281,3 +281,33 @@ def test_copy_input_keeps_what_shutil_copy_cannot(tmp_path):
     assert os.readlink(dst / "zero.json") == "/dev/zero" and os.readlink(dst / "loop.json") == "loop.json"
     assert (dst / "db.sqlite-wal").read_bytes() == b"log"
     assert not (dst / "gone.json").exists()
+
+
+def _frames_equal(a, b) -> None:
+    from profaudit import schema
+
+    for t in schema.DATA_TABLES:
+        assert a.table(t).drop("profile_id").equals(b.table(t).drop("profile_id")), t
+
+
+@pytest.mark.parametrize("fmt", ["rocprofv3-csv", "rocprofv3-csv-dir", "rocprof-compute"])
+def test_a_name_that_is_not_utf8_loads_like_any_other(tmp_path, fmt):
+    """s19 hostile fuzz (rocprofv3-csv #50): polars takes paths as UTF-8 text only, and a file
+    named b'caf\\xe9\\xff.csv' made it raise "TypeError: Object does not have a .read() method"
+    (the catch-all) in the rocprofv3 CSV readers; rocprof-compute's folder then failed building its
+    profile id. Such a name now loads the same tables as a plain one."""
+    from tests.test_rocprof_compute import make_workload
+    from tests.test_rocprofv3_csv import make_output
+
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9\xff"))
+    plain = tmp_path / "plain"
+    for root in (odd, plain):
+        root.mkdir()
+        made = make_workload(root) if fmt == "rocprof-compute" else make_output(root)
+        if fmt == "rocprofv3-csv":
+            made = next(made.glob("*_kernel_trace.csv"))  # its folder's name is the odd one
+        if root == odd:
+            odd_input = made
+        else:
+            plain_input = made
+    _frames_equal(profaudit.load(odd_input), profaudit.load(plain_input))
