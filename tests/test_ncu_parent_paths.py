@@ -145,3 +145,23 @@ def test_conform_insertion_still_casts_other_dtypes():
         assert out["profile_id"].to_list() == ["p", "p"]
     same = pl.DataFrame({"kernel_id": pl.Series([1, 2], dtype=pl.Int64)})
     assert schema.conform("kernels", same, "p").equals(schema.conform("kernels", same.with_columns(pl.col("kernel_id").cast(pl.Int32)), "p"))
+
+
+def test_find_parser_suffix_choice_is_suffix_ok(tmp_path):
+    # find_parser lowers the name once and asks each file parser's suffixes in one endswith: the
+    # same parsers as _suffix_ok's per-suffix test, for every registered suffix in any case
+    from profaudit.parsers import REGISTRY, _suffix_ok, find_parser, probe
+
+    names = {"plain.bin", "x.JSON", "noext"}
+    for p in REGISTRY:
+        for s in p.suffixes:
+            if s != "/":
+                names |= {f"a{s}", f"a{s.upper()}", f"a{s}.bak"}
+    for name in sorted(names):
+        f = tmp_path / name
+        f.write_bytes(b"not a profile\n")
+        pr = probe(f)
+        want = next((p for p in REGISTRY if not pr.is_dir and "/" not in p.suffixes and _suffix_ok(p, pr) and p.sniff(pr)), None)
+        if want is None:
+            want = next((p for p in REGISTRY if "/" not in p.suffixes and p.sniff(pr)), None)
+        assert find_parser(f, pr) is want, name
