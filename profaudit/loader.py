@@ -204,8 +204,9 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         if explicit:
             raise InputError(path, "empty file")
         return []
-    if not pr.is_dir and _zero_filled_tail(path, pr):
-        raise InputError(path, ZERO_TAIL)
+    zeros = None if pr.is_dir else _zero_filled_tail(path, pr)
+    if zeros:
+        raise InputError(path, zeros)
     parser = find_parser(path, pr)
     if parser is None:
         if explicit:
@@ -261,37 +262,50 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
 # the zero bytes at the end of a text file that make it damaged, not a text with a stray NUL (a C
 # string's terminator written with it): a filesystem block, what preallocation and a crash leave
 ZERO_TAIL_BYTES = 4096
-ZERO_TAIL = (f"text that ends in {ZERO_TAIL_BYTES:,} or more zero bytes (NUL): the file was preallocated or zero-filled by a crash; "
-             "take it again from where it was written")
+# and at the end of any other file but an SQLite database (whose free pages may be zeros, and
+# whose reader reads only the pages it needs): no corpus file ends in more than 2
+ZERO_TAIL_BINARY_BYTES = 1 << 20
 
 
-def _zero_filled_tail(path: Path, pr) -> bool:
-    """Whether a file that starts as uncompressed text ends in ZERO_TAIL_BYTES zero bytes or more.
-    Read whole, such a file costs its full size: s19 hostile fuzz, a 1 GiB sparse file (the
-    seed's text, then a hole) peaked at 2.15 GB in the ncu-csv and KernelBench readers before a
-    refusal (ncu CSV 6 GiB: 86 s, 6.4 GB, 'out of memory'); a Chrome trace of 6 GiB ran past 120 s.
-    One read of the tail instead."""
+def _zero_tail_problem(kind: str, n: int) -> str:
+    return (f"{kind} that ends in {n:,} or more zero bytes (NUL): the file was preallocated or zero-filled by a crash; "
+            "take it again from where it was written")
+
+
+def _zero_filled_tail(path: Path, pr) -> str | None:
+    """The problem with a file that ends in zeros, or None. Read whole, such a file costs its full
+    size: s19 hostile fuzz, a 1 GiB sparse file (the seed's text, then a hole) peaked at 2.15 GB
+    in the ncu-csv and KernelBench readers before a refusal, a 5 GiB one at 5.2 GB in the xplane
+    reader; a 6 GiB ncu CSV took 86 s and 6.4 GB ('out of memory'), a 6 GiB Chrome trace ran past
+    120 s. One or two reads of the tail instead."""
     # text, then nothing but zeros if any (a short text's tail is in its head already); a binary
     # format that starts with text (SQLite's "SQLite format 3\0") has other bytes after its NUL
     head, _, rest = pr.raw_head[:1024].partition(b"\x00")
-    if pr.gzipped or not head or rest.strip(b"\x00") or head[:4] == b"\x28\xb5\x2f\xfd":
-        return False
-    import codecs
+    text = bool(head) and not pr.gzipped and not rest.strip(b"\x00") and head[:4] != b"\x28\xb5\x2f\xfd"
+    if text:
+        import codecs
 
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return False  # not UTF-8 text (a binary format, another encoding): its readers judge it
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        except UnicodeDecodeError:
+            text = False  # not UTF-8 text (a binary format, another encoding)
+    if not text and pr.raw_head.startswith(b"SQLite format 3\x00"):
+        return None
     try:
         size = path.stat().st_size
-        if size < len(head) + ZERO_TAIL_BYTES:
-            return False
         with open(path, "rb") as f:
-            f.seek(size - ZERO_TAIL_BYTES)
-            tail = f.read(ZERO_TAIL_BYTES)
+            for n in (ZERO_TAIL_BYTES, ZERO_TAIL_BINARY_BYTES):
+                if size < len(head) + n:
+                    return None
+                f.seek(size - n)
+                tail = f.read(n)
+                if len(tail) != n or tail.strip(b"\x00"):
+                    return None
+                if text:
+                    return _zero_tail_problem("text", n)
     except OSError:
-        return False
-    return len(tail) == ZERO_TAIL_BYTES and not tail.strip(b"\x00")
+        return None
+    return _zero_tail_problem("data", ZERO_TAIL_BINARY_BYTES)
 
 
 class UnexpectedReadError(InputError):
