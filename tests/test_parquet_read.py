@@ -115,8 +115,8 @@ _CHILD = textwrap.dedent(
 def test_dataset_part_peak_per_row(tmp_path):
     """A metrics part as `ingest` writes it (dataset_v2's writer: dictionary-encoded strings,
     122,880-row groups), 1.5 M rows: the read's growth per row. Measured as tests/read_cost.py
-    does (fresh interpreter, VmHWM, polars on 2 threads, jemalloc decay off): 193-199 bytes per
-    row here; the whole-table read (pyarrow decodes every string, polars copies each while the
+    does (fresh interpreter, VmHWM, polars on 2 threads, jemalloc decay off): 139-145 bytes per
+    row here (193-199 while string columns were cast from Categorical, before s19); the whole-table read (pyarrow decodes every string, polars copies each while the
     Arrow table is alive) 363-374. The bound sits between them with room both ways (the columns
     alone, 4 strings of 16-byte views and 3 numbers, are 88)."""
     from profaudit import schema
