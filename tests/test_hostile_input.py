@@ -330,3 +330,26 @@ def test_other_data_with_a_zero_filled_tail_is_refused_but_not_sqlite(tmp_path, 
     db = _copy(dbs["nsys"], tmp_path)
     os.truncate(db, 3 << 30)
     assert _kernels(db) == _kernels(dbs["nsys"])
+
+
+def test_kernels_whose_name_ids_stringids_lacks_load_as_incomplete(dbs, tmp_path, cli):
+    """s19: rows of StringIds deleted (a foreign key to a lost row) gave those kernels no name,
+    exit 0, nothing on stderr. Now the profile says how many are unnamed (complete: false); a kernel
+    whose mangled name still resolves keeps its name and counts as whole."""
+    db = _copy(dbs["nsys"], tmp_path)
+    with sqlite3.connect(db) as con:
+        rows = con.execute('SELECT demangledName, shortName, mangledName FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchall()
+        gone = [r for r in rows if r[2] is None][0]  # a kernel named by ids only, no mangled name
+        con.execute("DELETE FROM StringIds WHERE id IN (?, ?)", gone[:2])
+    unnamed = sum(1 for r in rows if r[:2] == gone[:2])
+    (p,) = list(profaudit.load(db))
+    assert p.metadata.get("complete") is False
+    assert p.metadata["incomplete_reason"] == f"{unnamed} of {len(rows)} kernel records name only string ids that StringIds lacks: their names are unknown"
+    assert p.tables["kernels"]["name"].null_count() == unnamed
+    assert f"warning: {db}: loaded as incomplete: {unnamed} of {len(rows)}" in cli("summary", db).err
+    whole = _copy(dbs["nsys"], tmp_path / "whole")
+    with sqlite3.connect(whole) as con:
+        named = [r for r in rows if r[2] is not None][0]
+        con.execute("DELETE FROM StringIds WHERE id IN (?, ?)", named[:2])
+    (p,) = list(profaudit.load(whole))
+    assert p.metadata.get("complete") is not False and p.tables["kernels"]["name"].null_count() == 0
