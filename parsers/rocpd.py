@@ -49,6 +49,7 @@ import polars as pl
 
 from profaudit.errors import InputError
 from profaudit.parsers.base import Probe, ReadOptions, apply_device_option, map_unique, new_profile
+from profaudit.parsers.completeness import mark_incomplete
 from profaudit.parsers.nsys_sqlite import SQLITE_MAGIC, check_sqlite_file, connect_readonly, sqlite_table_names
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
 
@@ -192,6 +193,10 @@ class RocpdParser:
             metrics = self._metrics(db, kernels, launch_events)
             transfers = self._copies(db, agents)
             md = self._metadata(db, agents, kernels)
+            unnamed = self._unnamed(db) if kernels is not None else 0
+            if unnamed:
+                mark_incomplete(md, f"{unnamed:,} of {kernels.height:,} kernel dispatches name a kernel symbol the database lacks: "
+                                    "their names and registers are unknown")
         finally:
             db.con.close()
         if kernels is None and ranges is None and transfers is None:
@@ -262,6 +267,15 @@ class RocpdParser:
                 "correlation_id", "start_ns", "end_ns", "duration_ns", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
                 "grid_size", "block_size", "registers_per_thread", "shared_mem_bytes", "static_shared_mem_bytes", "dynamic_shared_mem_bytes", "nvtx_range"]
         return K.select(keep), launch_events
+
+    @staticmethod
+    def _unnamed(db: _Db) -> int:
+        """Dispatches whose kernel_id no row of rocpd_info_kernel_symbol holds (a foreign key to a
+        lost row): they loaded without a name, exit 0, nothing said (s19 hostile fuzz, the
+        symbol rows deleted). Without the symbol table every dispatch is one."""
+        sym = ("NOT EXISTS (SELECT 1 FROM {rocpd_info_kernel_symbol} S WHERE S.id = K.kernel_id AND S.guid = K.guid)"
+               if db.has("rocpd_info_kernel_symbol") else "1")
+        return db.frame(f"SELECT count(*) FROM {{rocpd_kernel_dispatch}} K WHERE K.kernel_id IS NOT NULL AND {sym}", {"n": I64})["n"][0]
 
     # -- API calls and markers ---------------------------------------------------------------
     def _ranges(self, db: _Db):

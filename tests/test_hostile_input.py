@@ -353,3 +353,24 @@ def test_kernels_whose_name_ids_stringids_lacks_load_as_incomplete(dbs, tmp_path
         con.execute("DELETE FROM StringIds WHERE id IN (?, ?)", named[:2])
     (p,) = list(profaudit.load(whole))
     assert p.metadata.get("complete") is not False and p.tables["kernels"]["name"].null_count() == 0
+
+
+def test_rocpd_dispatches_of_a_lost_kernel_symbol_load_as_incomplete(dbs, tmp_path, cli):
+    """The same class in rocpd (s19): a dispatch whose kernel_id no rocpd_info_kernel_symbol row
+    holds loaded with no name and no registers, exit 0, nothing said."""
+    db = _copy(dbs["rocpd"], tmp_path)
+    with sqlite3.connect(db) as con:
+        sym = next(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_info_kernel_symbol%'"))
+        disp = next(r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_kernel_dispatch%'"))
+        gone = con.execute(f'SELECT min(id) FROM "{sym}"').fetchone()[0]
+        con.execute(f'DELETE FROM "{sym}" WHERE id = ?', (gone,))
+        lost = con.execute(f'SELECT count(*) FROM "{disp}" WHERE kernel_id = ?', (gone,)).fetchone()[0]
+        total = con.execute(f'SELECT count(*) FROM "{disp}"').fetchone()[0]
+    assert lost
+    (p,) = list(profaudit.load(db))
+    assert p.metadata.get("complete") is False
+    assert p.metadata["incomplete_reason"].startswith(f"{lost} of {total} kernel dispatches name a kernel symbol the database lacks")
+    assert p.tables["kernels"]["name"].null_count() == lost
+    assert "loaded as incomplete" in cli("summary", db).err
+    (whole,) = list(profaudit.load(dbs["rocpd"]))
+    assert whole.metadata.get("complete") is not False
