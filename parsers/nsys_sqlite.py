@@ -356,16 +356,17 @@ def _strings(db: _Db) -> pl.DataFrame:
     return strings
 
 
-def _unnamed_kernels(db: _Db) -> int:
-    """Kernel records that give a name id (demangled, short or mangled) none of which StringIds
-    holds: a foreign key to a row the export lost, whose kernel would load unnamed without a word
-    (s19 hostile fuzz: rows of StringIds deleted; every row gone was already refused)."""
-    ids = [c for c in ("demangledName", "shortName", "mangledName") if "INT" in db.columns(KERNEL_TABLE).get(c, "")]
+def _unnamed_rows(db: _Db, table: str, names: tuple[str, ...], where: str = "") -> int:
+    """Rows of `table` that give a name id (any of the integer columns `names`) none of which
+    StringIds holds: a foreign key to a row the export lost, whose record would load unnamed
+    without a word (s19 hostile fuzz: rows of StringIds deleted; every row gone was already
+    refused). `where`: what else makes the name unknown (NVTX: no inline text)."""
+    ids = [c for c in names if "INT" in db.columns(table).get(c, "")]
     if not ids or not db.has("StringIds", "id"):
         return 0
     some = " OR ".join(f'"{c}" IS NOT NULL' for c in ids)
     lost = " AND ".join(f'("{c}" IS NULL OR "{c}" NOT IN (SELECT id FROM StringIds))' for c in ids)
-    return db.rows(f'SELECT count(*) FROM "{KERNEL_TABLE}" WHERE ({some}) AND {lost}')[0][0]
+    return db.rows(f'SELECT count(*) FROM "{table}" WHERE ({some}) AND {lost}' + (f" AND {where}" if where else ""))[0][0]
 
 
 def _lookup(expr: pl.Expr, strings: pl.DataFrame) -> pl.Expr:
@@ -933,9 +934,13 @@ def read_sqlite(path: Path, options: ReadOptions | None = None, *, parser=None, 
         md = _metadata(db, gpus, kernels, ranges, processes, notes)
         if KERNEL_TABLE not in db.tables and launches:
             mark_incomplete(md, f"no CUDA kernel table although the CUDA API trace has {launches} kernel or graph launch calls")
-        unnamed = _unnamed_kernels(db)
-        if unnamed:
-            mark_incomplete(md, f"{unnamed:,} of {kernels.height:,} kernel records name only string ids that StringIds lacks: their names are unknown")
+        nvtx_text = '"text" IS NULL' if "text" in db.columns("NVTX_EVENTS") else ""
+        for table, ids, where, what in ((KERNEL_TABLE, ("demangledName", "shortName", "mangledName"), "", "kernel records"),
+                                        *((t, ("nameId",), "", "CUDA API calls") for t in API_TABLES),
+                                        ("NVTX_EVENTS", ("textId",), nvtx_text, "NVTX events")):
+            unnamed = _unnamed_rows(db, table, ids, where)
+            if unnamed:
+                mark_incomplete(md, f"{unnamed:,} {what} in {table} name only string ids that StringIds lacks: their names are unknown")
     except sqlite3.DatabaseError as exc:
         raise InputError(shown, f"damaged SQLite database: {exc}") from None
     finally:

@@ -344,9 +344,9 @@ def test_kernels_whose_name_ids_stringids_lacks_load_as_incomplete(dbs, tmp_path
     unnamed = sum(1 for r in rows if r[:2] == gone[:2])
     (p,) = list(profaudit.load(db))
     assert p.metadata.get("complete") is False
-    assert p.metadata["incomplete_reason"] == f"{unnamed} of {len(rows)} kernel records name only string ids that StringIds lacks: their names are unknown"
+    assert p.metadata["incomplete_reason"] == f"{unnamed} kernel records in CUPTI_ACTIVITY_KIND_KERNEL name only string ids that StringIds lacks: their names are unknown"
     assert p.tables["kernels"]["name"].null_count() == unnamed
-    assert f"warning: {db}: loaded as incomplete: {unnamed} of {len(rows)}" in cli("summary", db).err
+    assert f"warning: {db}: loaded as incomplete: {unnamed} kernel records" in cli("summary", db).err
     whole = _copy(dbs["nsys"], tmp_path / "whole")
     with sqlite3.connect(whole) as con:
         named = [r for r in rows if r[2] is not None][0]
@@ -374,3 +374,18 @@ def test_rocpd_dispatches_of_a_lost_kernel_symbol_load_as_incomplete(dbs, tmp_pa
     assert "loaded as incomplete" in cli("summary", db).err
     (whole,) = list(profaudit.load(dbs["rocpd"]))
     assert whole.metadata.get("complete") is not False
+
+
+def test_api_calls_and_nvtx_ranges_whose_name_ids_are_lost_load_as_incomplete(dbs, tmp_path):
+    """The same for the CUDA API tables' nameId and NVTX's textId (an NVTX row with inline text
+    needs no id)."""
+    db = _copy(dbs["nsys"], tmp_path)
+    with sqlite3.connect(db) as con:
+        api = con.execute("SELECT nameId, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY nameId ORDER BY nameId LIMIT 1").fetchone()
+        nvtx = con.execute('SELECT textId, count(*) FROM NVTX_EVENTS WHERE textId IS NOT NULL AND "text" IS NULL GROUP BY textId ORDER BY textId LIMIT 1').fetchone()
+        con.execute("DELETE FROM StringIds WHERE id IN (?, ?)", (api[0], nvtx[0]))
+    (p,) = list(profaudit.load(db))
+    reason = p.metadata["incomplete_reason"]
+    assert f"{api[1]} CUDA API calls in CUPTI_ACTIVITY_KIND_RUNTIME name only string ids" in reason
+    assert f"{nvtx[1]} NVTX events in NVTX_EVENTS name only string ids" in reason
+    assert "kernel records" not in reason
