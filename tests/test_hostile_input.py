@@ -389,3 +389,23 @@ def test_api_calls_and_nvtx_ranges_whose_name_ids_are_lost_load_as_incomplete(db
     assert f"{api[1]} CUDA API calls in CUPTI_ACTIVITY_KIND_RUNTIME name only string ids" in reason
     assert f"{nvtx[1]} NVTX events in NVTX_EVENTS name only string ids" in reason
     assert "kernel records" not in reason
+
+
+def test_dialect_kinds_make_what_they_say():
+    import csv as _csv
+    import io as _io
+
+    doc = b'{"a": [1, 2, {"b": null, "c": true}],\n "d": "x"}\n'
+    labels = {}
+    for s in range(80):
+        for fn, data in ((hostile.json_dialect, doc), (hostile.csv_dialect, TEXT)):
+            m = fn(data, random.Random(s))
+            if m is not None:
+                labels.setdefault(m.label, m.data)
+    assert len(labels) >= 12, sorted(labels)
+    semi = labels["CSV with ';' and decimal commas"].decode()
+    rows = list(_csv.reader(_io.StringIO(semi), delimiter=";"))
+    assert rows[0] == TEXT.decode().splitlines()[0].split(",") and rows[1][3] == "1,5"
+    assert labels["JSON with Python's True/False/None"] == doc.replace(b"null", b"None").replace(b"true", b"True")
+    with pytest.raises(ValueError):
+        json.loads(labels["JSON with unquoted keys"])

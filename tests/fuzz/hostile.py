@@ -9,6 +9,9 @@ ones found missing when mutators.py, harness.py and tools/fuzz_surfaces.py were 
                 line breaks only Unicode knows (U+2028, U+2029, NEL, VT, FF), tabs for separators,
                 no trailing newline at all, the whole text on one line, a zero-filled tail (what a
                 crash leaves in a preallocated file), zstd / bz2 / xz copies under the plain name
+  dialects      JSON with trailing commas, comments, single quotes, Python literals, unquoted
+                keys, JSON Lines <-> one array; CSV with ';' and decimal commas, Excel's 'sep='
+                line and ="..." cells, every cell quoted, header names padded or recased
   numbers       one edge value in EVERY numeric cell, token or JSON number at once; hex floats,
                 thousands separators, decimal commas; duplicate CSV column names
   structure     a record duplicated, records in reverse order, start and end swapped (negative
@@ -137,6 +140,76 @@ def encode_hostile(data: bytes, rng: random.Random) -> Mutant | None:
     except ImportError:
         return Mutant(bz2.compress(data, 1), "bz2-compressed under the plain name")
     return Mutant(zstandard.ZstdCompressor(level=1).compress(data), "zstd-compressed under the plain name")
+
+
+# --------------------------------------------------------------------------------------------
+# dialects: what other writers of "the same" format produce
+# --------------------------------------------------------------------------------------------
+def json_dialect(data: bytes, rng: random.Random) -> Mutant | None:
+    """JSON as lenient writers and hand edits leave it: trailing commas, // and /* */ comments,
+    single quotes, Python's True/None, unquoted keys, a JSON Lines file made one array (and the
+    reverse)."""
+    text = data.decode("utf-8", "replace")
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    op = rng.choice(["trailing_comma", "comment", "single_quotes", "python", "unquoted_keys", "lines_array"])
+    if op == "trailing_comma":
+        new = re.sub(r"([^\s,\[{])(\s*)([}\]])", r"\1,\2\3", text, count=rng.choice([1, 10**9]))
+        return Mutant(new.encode("utf-8"), "JSON with trailing commas")
+    if op == "comment":
+        i = next((m.end() for m in re.finditer(r",\s*\n", text)), None)
+        note = rng.choice(["// written by hand\n", "/* a comment */", "# hash comment\n"])
+        return None if i is None else Mutant((text[:i] + note + text[i:]).encode("utf-8"), f"JSON with a comment {note.strip()!r}")
+    if op == "single_quotes":
+        return Mutant(text.replace('"', "'").encode("utf-8"), "JSON with single quotes")
+    if op == "python":
+        new = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", text)))
+        return None if new == text else Mutant(new.encode("utf-8"), "JSON with Python's True/False/None")
+    if op == "unquoted_keys":
+        new = re.sub(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', r"\1:", text)
+        return None if new == text else Mutant(new.encode("utf-8"), "JSON with unquoted keys")
+    lines = [l for l in text.splitlines() if l.strip()]
+    if len(lines) > 1 and all(l.lstrip().startswith("{") for l in lines):
+        return Mutant(("[" + ",\n".join(lines) + "]").encode("utf-8"), "JSON Lines made one JSON array")
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(doc, list) and doc:
+        return Mutant("\n".join(json.dumps(x, allow_nan=True) for x in doc).encode("utf-8", "surrogatepass"), "JSON array made JSON Lines")
+    return None
+
+
+def csv_dialect(data: bytes, rng: random.Random) -> Mutant | None:
+    """CSV as spreadsheets write it: semicolons with decimal commas (a European locale), a
+    'sep=' first line (Excel), every cell quoted, header names padded with spaces or in another
+    case, Excel's ="..." text cells."""
+    table = _csv_table(data)
+    if table is None:
+        return None
+    rows, hi = table
+    op = rng.choice(["semicolon", "sep_line", "quote_all", "pad_header", "case_header", "excel_text"])
+    out = io.StringIO()
+    if op == "semicolon":
+        conv = [[c.replace(".", ",") if _looks_numeric(c) else c for c in r] if i > hi else r for i, r in enumerate(rows)]
+        csv.writer(out, delimiter=";", lineterminator="\n").writerows(conv)
+        return Mutant(out.getvalue().encode("utf-8"), "CSV with ';' and decimal commas")
+    if op == "sep_line":
+        return Mutant(b"sep=,\n" + _csv_bytes(rows), "CSV with Excel's 'sep=,' first line")
+    if op == "quote_all":
+        csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+        return Mutant(out.getvalue().encode("utf-8"), "CSV with every cell quoted")
+    if op == "pad_header":
+        rows[hi] = [f" {c} " for c in rows[hi]]
+        return Mutant(_csv_bytes(rows), "CSV header names padded with spaces")
+    if op == "case_header":
+        rows[hi] = [c.upper() if rng.random() < 0.5 else c.lower() for c in rows[hi]]
+        return Mutant(_csv_bytes(rows), "CSV header names in another case")
+    for r in rows[hi + 1 :]:
+        for c, v in enumerate(r):
+            if _looks_numeric(v) and rng.random() < 0.5:
+                r[c] = f'="{v}"'
+    return Mutant(_csv_bytes(rows), "CSV with Excel's =\"...\" cells")
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,7 +428,7 @@ def mutate_hostile(data: bytes, name: str, rng: random.Random, donor: bytes | No
     if data.startswith(SQLITE_MAGIC):
         fns.append(sqlite_hostile)
     elif _is_text(data):
-        fns += [encode_hostile, encode_hostile, numbers_everywhere, duplicate_columns, records_hostile]
+        fns += [encode_hostile, encode_hostile, numbers_everywhere, duplicate_columns, records_hostile, json_dialect, csv_dialect]
     for fn in rng.sample(fns, k=len(fns)):
         try:
             m = fn(data, rng)
