@@ -58,6 +58,7 @@ from profaudit.parsers.base import (
 from profaudit.errors import InputError
 from profaudit.parsers import jsonshape
 from profaudit.parsers.completeness import mark_incomplete
+from profaudit.parsers.textsafe import check_room
 from profaudit.samples import ns_per
 
 # `==1234== text`, or `======== text` (nvprof -i); ncu's `==PROF==` is not nvprof's
@@ -643,9 +644,24 @@ def _um_summary(t: _Table, path: Path, metrics: list[dict]) -> None:
 
 # ---------------------------------------------------------------------------------------- read
 
+# Address space a read takes, measured on API traces repeated to size (polars and the loader
+# imported; VmPeak after the read over VmSize before it): with 2 polars threads 10 MB 1.06 GB,
+# 50 MB 1.38, 100 MB 1.72, 200 MB 2.51; with 8 threads 10 MB 1.24, 100 MB 2.13; with 16 threads
+# 10 MB 1.30, 100 MB 2.29. With less room than that, polars' allocation-error handler aborts the
+# process with nothing on stderr (polars 2.1: rust_oom -> abort, seen in gdb), and once in 19
+# tries the read hung instead (killed after 300 s): a 25 MB trace aborted with 0.7-1.2 GB of room
+# and loaded with 1.3 GB. s18 fuzz seed 3114, nvprof-csv #977: a trace blown up to 210 MB aborted
+# a fuzz worker under its 6 GB cap. 16x the file plus 1.25 GiB covers each figure above.
+_SPACE_PER_BYTE = 16
+_SPACE_BASE = 5 << 28
+
+
 def read_nvprof_csv(path: Path, parser, device: str | None = None) -> Any:
     path = Path(path)
     try:
+        # before the bytes are read: the measured growth above starts from here (a FIFO or a
+        # device reports 0 bytes and is not checked; read_bytes says what is wrong with it)
+        check_room(path, path.stat().st_size, "legacy nvprof CSV file", _SPACE_PER_BYTE, _SPACE_BASE)
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError.unreadable(path, exc) from None

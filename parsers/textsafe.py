@@ -118,8 +118,9 @@ def _address_space_left() -> int | None:
 
 
 # polars does not survive a failed allocation either: Rust's allocation-error handler aborts the
-# process (exit 134, a Rust backtrace on stderr). Its allocator (jemalloc) keeps the address space
-# it has mapped and grows it in ever larger steps, so a read takes far more address space than
+# process (exit 134; in polars 2.1's CSV reader threads with nothing at all on stderr, see
+# nvprof_csv). Its allocator (jemalloc) keeps the address space it has mapped and grows it in
+# ever larger steps, so a read takes far more address space than
 # memory: a rocprofv3 kernel trace of 200 MB (2.1 M dispatches) peaked at 1.85 GB RSS and 6.9 GB of
 # address space, and aborted under the fuzz worker's 6 GB cap (s18 fuzz seed 3111,
 # rocprofv3-csv-dir crash-61). Measured on such traces (address space grown by the read, polars and

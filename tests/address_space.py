@@ -39,3 +39,13 @@ def run_with_room(path, room_mb: int, call: str = "(profaudit.load(sys.argv[1]),
     stdout for a ProfauditError, else exit 0 and the call's value printed."""
     code = _CHILD.format(imports=imports, call=call)
     return subprocess.run([sys.executable, "-c", code, str(path), str(room_mb)], capture_output=True, text=True, timeout=300)
+
+
+def refused_line(path, room_mb: int, imports: str = "import polars") -> str:
+    """The line a capped child printed refusing `path` to `profaudit.load`, checked to be one
+    InputError line that names the file (exit 2: no abort, no traceback, no load)."""
+    out = run_with_room(path, room_mb, imports=imports)
+    assert out.returncode == 2, (out.returncode, out.stdout[-500:], out.stderr[-2000:])
+    line = out.stdout.strip()
+    assert "\n" not in line and line.startswith(str(path) + ": "), line
+    return line
