@@ -7,6 +7,7 @@ rest, made a 9 KB input 79 rounds later peak at 2.4 GB)."""
 from __future__ import annotations
 
 import json
+import platform
 import random
 import subprocess
 import sys
@@ -237,3 +238,45 @@ def test_an_abort_that_was_no_failed_allocation_is_a_crash_at_once(fuzz_long, mo
     summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[corrupt, _REJECTS])
     assert summary["counts"] == {"asv": {"rejected": 1, "crash": 1}} and summary["aborts_rejudged"] == 0, out
     assert "RERUN" not in out and "FINDING asv #1 crash" in out and "double free or corruption (out)" in out
+
+
+# Aborts on its second input with nothing on stderr, as polars 2.1's CSV reader threads do when an
+# allocation fails under the worker's address-space cap (rust_oom -> abort, no message).
+_ABORTS_SILENTLY_ON_SECOND = _ABORTS_ON_SECOND.replace('        print("memory allocation of 228039952 bytes failed", file=sys.stderr, flush=True)\n', "")
+
+
+def test_an_abort_that_said_nothing_in_a_worker_that_read_other_inputs_is_judged_again_fresh(fuzz_long, monkeypatch, tmp_path):
+    # s19, the open #977 of s18 (seed 3114): a 210 MB nvprof trace aborted a worker that had read
+    # other inputs, exit -6 and an empty stderr; alone under the same cap it read
+    assert "memory allocation" not in _ABORTS_SILENTLY_ON_SECOND
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[_ABORTS_SILENTLY_ON_SECOND, _REJECTS])
+    assert summary["counts"] == {"asv": {"rejected": 2}} and summary["aborts_rejudged"] == 1, out
+    assert "RERUN asv #1: worker aborted (exit -6: nothing on stderr) after 1 other input(s); judged again in a fresh worker" in out
+    assert "FINDING" not in out
+
+
+def test_an_abort_that_said_nothing_is_a_crash_when_it_aborts_again_fresh(fuzz_long, monkeypatch, tmp_path):
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[_ABORTS_SILENTLY_ON_SECOND, _ABORTS_AT_ONCE])
+    assert summary["counts"] == {"asv": {"rejected": 1, "crash": 1}} and summary["aborts_rejudged"] == 1, out
+    assert "FINDING asv #1 crash: input 1 -> worker died (exit -6)" in out
+
+
+# A real heap corruption on the second input: glibc aborts and says so (on stderr, which the run's
+# workers are told to use: LIBC_FATAL_STDERR_), so it is a crash at once, never taken for an
+# allocation that failed in silence.
+_DOUBLE_FREE_ON_SECOND = _ABORTS_SILENTLY_ON_SECOND.replace(
+    "        os.abort()",
+    "        import ctypes\n"
+    "        libc = ctypes.CDLL(None)\n"
+    "        libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]\n"
+    "        p = libc.malloc(32)\n"
+    "        libc.free(p)\n"
+    "        libc.free(p)\n"
+    "        os.abort()  # a libc that did not notice")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's double-free check")
+def test_a_heap_corruption_in_a_worker_that_read_other_inputs_is_a_crash_at_once(fuzz_long, monkeypatch, tmp_path):
+    summary, out = _run_scripted(fuzz_long, monkeypatch, tmp_path, [], per_format=2, scripts=[_DOUBLE_FREE_ON_SECOND, _REJECTS])
+    assert summary["counts"] == {"asv": {"rejected": 1, "crash": 1}} and summary["aborts_rejudged"] == 0, out
+    assert "RERUN" not in out and "FINDING asv #1 crash: input 1 -> worker died (exit -6): free(): double free detected" in out

@@ -18,10 +18,11 @@ is recycled once its RSS at rest passes --recycle-mb, and a memory verdict from 
 other inputs before is judged again in a fresh worker, whose verdict counts (the s14 confirmation
 run charged a 9 KB input with a 2.4 GB peak, most of it memory its worker had kept since a 193 MB
 mutant 79 rounds earlier: 1.7 GB at rest after that mutant, replayed alone). A worker that read other
-inputs and then aborts on a failed allocation (SIGABRT, its stderr saying so: an allocation past its
-address-space cap, 3x --mem-mb above its start, ends the process in polars' allocator) is treated the
-same way: the input is judged again in a fresh worker, and a crash there is a crash. Any other abort
-(heap corruption, an assert) is a crash at once, with the last line the worker wrote.
+inputs and then aborts on a failed allocation (SIGABRT, its stderr saying so, or saying nothing at
+all: an allocation past its address-space cap, 3x --mem-mb above its start, ends the process in
+polars' allocator, and polars 2.1's reader threads abort without a word) is treated the same way: the
+input is judged again in a fresh worker, and a crash there is a crash. Any other abort (heap
+corruption, an assert: each says what failed) is a crash at once, with the last line the worker wrote.
 Every input whose peak rose --rise-mb or more above its start is printed (RISE), so memory-hungry
 inputs under the verdict line show too; the table's `peak MB` is each format's highest own peak.
 
@@ -136,7 +137,7 @@ def worker_main(mem_mb: int, seeds_file: Path, scratch: Path, rng_seed: int, aft
             send({"skip": f"mutator failed on {seed.path.name}: {type(exc).__name__}: {exc}", "restart": isinstance(exc, MemoryError)})
             continue
         # said before the read, so a crash or a timeout still names its input
-        send({"seed": str(seed.path), "path": str(path), "label": m.label})
+        send({"seed": str(seed.path), "path": str(path), "label": m.label, "vm_mb": round(_vsz() / (1 << 20))})
         # which loaded inputs also go through the next commands: a fixed share, drawn from the
         # input's own rng string so a rerun picks the same ones
         go_on = random.Random(f"{rng_seed}/{task['format']}/{task['i']}/after").random() < after_rate
@@ -197,9 +198,12 @@ class Worker:
         self.err_path = self.scratch / f"w{self.idx}.stderr"
         self.err_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path.write_bytes(b"")
+        # LIBC_FATAL_STDERR_: glibc's heap-corruption messages go to stderr, never to a terminal
+        # the run may have (/dev/tty, glibc's default where one is open): an abort that says nothing
+        # is taken for a failed allocation below, so one that said what failed must be seen to
         with open(self.err_path, "ab") as err:
             self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                         cwd=str(REPO), bufsize=0)
+                                         cwd=str(REPO), bufsize=0, env={**os.environ, "LIBC_FATAL_STDERR_": "1"})
         self.buf = b""
         self.judged = 0  # inputs this process has given a verdict on
 
@@ -427,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
                 code = w.proc.wait()
                 t = w.task
                 tail = w.stderr_tail()
-                if t is not None and code == -signal.SIGABRT and w.judged and not t.get("rerun") and _ALLOC_FAILED.search(tail):
+                alloc = _ALLOC_FAILED.search(tail)
+                if t is not None and code == -signal.SIGABRT and w.judged and not t.get("rerun") and (alloc or not tail.strip()):
                     # an allocation past the worker's address-space cap (RLIMIT_AS, set above its
                     # start) aborts the process in polars' allocator; a worker that read other
                     # inputs starts this one with the address space its allocator kept from them
@@ -435,9 +440,16 @@ def main(argv: list[str] | None = None) -> int:
                     # seed 3103, rocprofv3-csv #417). As for a memory verdict, the input is judged
                     # again alone in a fresh worker, and that verdict counts, a crash included. Only
                     # an abort its stderr says was a failed allocation: glibc's heap-corruption checks,
-                    # C++ asserts and terminate abort too, and there an earlier input may be the cause
+                    # C++ asserts and terminate abort too, and there an earlier input may be the cause.
+                    # An abort with nothing at all on stderr is a failed allocation too: polars 2.1's
+                    # CSV reader threads abort in Rust's rust_oom without a word (gdb; s18 seed 3114
+                    # nvprof-csv #977 died so after 210 MB of trace in a worker that had read other
+                    # inputs, and read alone under the same cap), while glibc, C++'s terminate and
+                    # Rust's panics say what failed (LIBC_FATAL_STDERR_ above)
+                    said = alloc.group(0) if alloc else "nothing on stderr"
+                    vm = f", {t['vm_mb']} MB of address space at its start" if t.get("vm_mb") is not None else ""
                     mem.crash_reruns += 1
-                    judge_again(w, t, f"worker aborted (exit {code}: {_ALLOC_FAILED.search(tail).group(0)}) after {w.judged} other input(s);")
+                    judge_again(w, t, f"worker aborted (exit {code}: {said}) after {w.judged} other input(s){vm};")
                     continue
                 if t is not None:
                     said = [l.strip() for l in tail.splitlines() if l.strip() and not l.startswith((" ", "stack backtrace", "note: "))]
