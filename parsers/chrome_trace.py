@@ -1073,6 +1073,9 @@ def stream_events(path: Path, block: int | None = None) -> tuple[dict[str, Any],
 def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPoolExecutor, nthreads: int) -> None:
     pending: deque = deque()  # (future, chunk bytes, offset, index)
     carry: tuple[bytes, int, int, BadChunk] | None = None
+    # the chunks after `carry` once the events array is known to have closed inside it: the rest
+    # of the input is the value(s) after the array, which go to the tail's parse, never decoded
+    trailing: list[bytes] | None = None
     index = 0
     schema: str | None = None
     split = False
@@ -1080,7 +1083,7 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
     text_ts = False
 
     def settle(limit: int) -> None:
-        nonlocal carry, schema, pieces, text_ts
+        nonlocal carry, trailing, schema, pieces, text_ts
         while len(pending) > limit:
             fut, chunk, off, idx = pending.popleft()
             try:
@@ -1094,6 +1097,18 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
                 continue
             except BadChunk as exc:
                 first = (chunk, off, idx, exc)
+            if str(first[3]).startswith("unexpected content after document"):
+                # the array closed inside this chunk: the walker's loose cuts (no event start in
+                # eight blocks) went on into a big value after traceEvents. Merged with the next
+                # chunk it failed again, and a valid trace whose value after the array spans two
+                # loose chunks (~64 MB) was refused as "invalid JSON in traceEvents" (s19): this
+                # chunk and every one after it belong to the tail, which parses them whole (or names
+                # the first error, for a file that is damaged there)
+                carry, trailing = first, [c for _, c, _, _ in pending]
+                for fut2, *_ in pending:
+                    fut2.cancel()
+                pending.clear()
+                return
             if pending:
                 fut2, chunk2, _, _ = pending.popleft()
                 fut2.cancel()
@@ -1112,6 +1127,9 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
                 split = schema == "kineto"
             if item[0] == "events":
                 chunk, off = item[1], item[2]
+                if trailing is not None:
+                    trailing.append(chunk)  # checked with the tail, as one text (see there)
+                    continue
                 if carry is not None:
                     first, carry = carry, None
                     _decode_merged(path, acc, first, chunk, schema, split)
@@ -1132,7 +1150,9 @@ def _pump(path: Path, walker: TraceWalker, meta: dict, acc: _Acc, pool: ThreadPo
             prefix = b"[" if walker.form == "array" else b'{"traceEvents":['
             if carry is not None:
                 chunk0, off, _, _ = carry
-                text = prefix + chunk0[1:-1] + b"," + text[len(prefix):]
+                # chunk texts are `[` events `]` cut at a comma (jsonstream.merge_chunks)
+                text = b",".join([prefix + chunk0[1:-1], *(c[1:-1] for c in trailing or ()), text[len(prefix):]])
+                trailing = None
             if _NEEDS_TEXT_TS.search(text):
                 text = _QUOTE_TS.sub(rb'\1"\2"', text)
             # the tail holds every key after the array, however big: orjson segfaulted on a 38 MB
