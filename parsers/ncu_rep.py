@@ -642,9 +642,24 @@ def read_report(path: Path, options: ReadOptions | None = None):
     # a damaged report that crashes it is one line, not a dead process (see parsers/isolate.py);
     # metric chunks stream back while it reads, and become kernel rows and frames here.
     st = os.stat(path)
-    warm = functools.partial(warm_reader, os.path.abspath(path), (st.st_ino, st.st_size, st.st_mtime_ns)) if warm_reader is not None else None
     rows = _KernelRows(out)
-    res = run_isolated(path, functools.partial(read_actions, str(path)), rows.add_chunk, "the ncu_report reader", prepare=prepare_reader, warm=warm, spawn=SPAWN_ZYGOTE)
+    if _text_name(path):
+        warm = functools.partial(warm_reader, os.path.abspath(path), (st.st_ino, st.st_size, st.st_mtime_ns)) if warm_reader is not None else None
+        res = run_isolated(path, functools.partial(read_actions, str(path)), rows.add_chunk, "the ncu_report reader", prepare=prepare_reader, warm=warm, spawn=SPAWN_ZYGOTE)
+    else:
+        # ncu_report takes a file name as UTF-8 text (SWIG's `char const *`): a name that is not
+        # (its bytes kept as surrogate escapes) was refused as "argument 1 of type 'char const *'",
+        # a wrong reason (fuzz s19, D). The reader opens it through a link with a plain name; the
+        # zygote is not warmed with it (the link is gone by its next read)
+        with tempfile.TemporaryDirectory(prefix="profaudit-ncu-") as tmp:
+            link = os.path.join(tmp, "report" + (".ncu-repz" if head == ZSTD_MAGIC else ".ncu-rep"))
+            os.symlink(os.path.abspath(path), link)
+            try:
+                res = run_isolated(path, functools.partial(read_actions, link), rows.add_chunk, "the ncu_report reader", prepare=prepare_reader, warm=None, spawn=SPAWN_ZYGOTE)
+            except InputError as exc:
+                if str(exc.path) == link:  # the reader's own line names the file it was given
+                    raise InputError(path, exc.problem) from None
+                raise
     if res["last_chunk"] is not None:
         rows.add_chunk(res["last_chunk"])
     kid = len(res["kernels"])
@@ -674,6 +689,16 @@ def read_report(path: Path, options: ReadOptions | None = None):
             "duration, launch or counter values; their rule results say why ncu could not profile them"
         )
     return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
+
+
+def _text_name(path: Path) -> bool:
+    """Whether the path is text ncu_report can take: valid UTF-8 (not bytes kept as surrogate
+    escapes)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _unmeasured(row: dict, names) -> bool:
