@@ -15,6 +15,9 @@ cheaper, and the ratio new / base measured in the same run.
     .venv/bin/python benchmarks/bench_ncu_parent_ab.py --base 805b3f0 [--new DIR] [--pairs 21] [--loads 20] [REPORT]
 
 Only the parent is measured: the child's read, the fork and the transfer are bench_ncu_load.py's.
+The messages come from this working tree's child and are replayed into both trees' parents, so the
+comparison holds only while --base's parent reads the same message format (true from 805b3f0 to
+the session-19 commits: no change to the child's messages; review F19-6).
 """
 
 from __future__ import annotations
