@@ -205,13 +205,20 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
             raise InputError(path, "empty file")
         return []
     zeros = None if pr.is_dir else _zero_filled_tail(path, pr)
-    if zeros:
+    if zeros and explicit:
         raise InputError(path, zeros)
     parser = find_parser(path, pr)
     if parser is None:
         if explicit:
             raise InputError(path, _unrecognised_reason(pr))
         return []
+    if zeros:
+        # found by walking a folder: a file that no parser claims was skipped above, as any
+        # unrelated file is (a preallocated log, an array of zeros beside the results: review
+        # F19-4); one a catch-all parser claims is skipped as its refusal would be
+        if getattr(parser, "generic", False):
+            raise SkippedInput(path, zeros)
+        raise InputError(path, zeros)
     from profaudit.panic_stderr import is_rust_panic, panic_reports_off_stderr
 
     try:
