@@ -21,6 +21,19 @@ def present(p: Path) -> bool:
     return os.path.lexists(p)
 
 
+def file_beside(p: Path) -> bool:
+    """`p.is_file()` for a companion file whose name is made from the input's: False, not
+    OSError, when that name is longer than a file name can be (ENAMETOOLONG: no such file can
+    exist). A kernel trace named with 250 bytes looked for '<name>marker_api_trace.csv' beside it
+    and the OSError reached the loader's catch-all (s19 hostile fuzz, xplane #382)."""
+    try:
+        return p.is_file()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return False
+        raise
+
+
 def check_regular(root: Path, p: Path) -> Path:
     """`p` when it is (or links to) a regular file; else one InputError naming it within `root`."""
     try:

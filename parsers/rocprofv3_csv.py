@@ -43,7 +43,7 @@ import polars as pl
 from profaudit.errors import InputError, first_line
 from profaudit.parsers.base import GZIP_MAGIC, Probe, ReadOptions, apply_device_option, map_unique, new_profile, open_maybe_gzip
 from profaudit.parsers.completeness import CUT_LAST_LINE, mark_incomplete, unterminated_last_line
-from profaudit.parsers.folderfiles import check_regular, present
+from profaudit.parsers.folderfiles import check_regular, file_beside, present
 from profaudit.parsers.rocprof_sdk import _API_KIND, _COPY_DIRECTION, _strip_kd, nest_api_ranges
 from profaudit.parsers.textsafe import POLARS_CSV_SPACE_BASE, POLARS_CSV_SPACE_PER_BYTE, check_room, polars_source
 
@@ -339,7 +339,7 @@ class Rocprofv3CsvParser:
         parts = []
         for name in ("marker_api_trace.csv", "hip_api_trace.csv"):
             p = path.with_name(pre + name)
-            if p.is_file():
+            if file_beside(p):
                 lf, cols = self._scan(p)
                 if _kind(cols) == "api":
                     d = self._typed(p, lf, cols, **_COLUMNS["api"])

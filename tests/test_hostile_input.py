@@ -409,3 +409,18 @@ def test_dialect_kinds_make_what_they_say():
     assert labels["JSON with Python's True/False/None"] == doc.replace(b"null", b"None").replace(b"true", b"True")
     with pytest.raises(ValueError):
         json.loads(labels["JSON with unquoted keys"])
+
+
+def test_a_kernel_trace_whose_name_leaves_no_room_for_its_companions_loads(tmp_path):
+    """s19 hostile fuzz (xplane #382): a rocprofv3 kernel trace named with 250 bytes looked for
+    '<name>marker_api_trace.csv' beside it, a name longer than any file's, and is_file's OSError
+    (ENAMETOOLONG) reached the catch-all. No such companion can exist: the trace loads alone."""
+    from tests.test_rocprofv3_csv import make_output
+
+    trace = next(make_output(tmp_path / "src").glob("*_kernel_trace.csv"))
+    long = tmp_path / ("k" * 246 + ".csv")
+    long.write_bytes(trace.read_bytes())
+    alone = tmp_path / "alone" / "k.csv"
+    alone.parent.mkdir()
+    alone.write_bytes(trace.read_bytes())
+    _frames_equal(profaudit.load(long), profaudit.load(alone))
