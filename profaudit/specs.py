@@ -362,7 +362,25 @@ def _str(x: Any, where: str, *, optional: bool = False) -> str | None:
         return None
     if not isinstance(x, str) or not x.strip():
         raise _Bad(f"{where} must be a non-empty string")
+    try:
+        x.encode("utf-8")
+    except UnicodeEncodeError:
+        # YAML's "\ud800" escape builds a lone UTF-16 surrogate, which is no text: `devices` put the
+        # name in a polars table and died of polars' UTF-8 encoding (internal error, exit 3; s19)
+        raise _Bad(f"{where} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape): not text") from None
     return x.strip()
+
+
+def _capability(x: Any) -> str | None:
+    """compute_capability as written ('8.6', or 8.6 read as a number): any other value was kept as
+    its str() (a list, a mapping, .inf, a lone surrogate; s19)."""
+    if x is None:
+        return None
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0:
+        return str(x)
+    if isinstance(x, str):
+        return _str(x, "compute_capability")
+    raise _Bad(f"compute_capability must be a version such as '8.6', got {_got(x)}")
 
 
 def _mapping(x: Any, where: str, *, optional: bool = True) -> Mapping:
@@ -549,7 +567,7 @@ def _parse(doc: Any, path: str | None) -> DeviceSpec:
         scope=scope,
         architecture=_str(doc.get("architecture"), "architecture", optional=True),
         form_factor=_str(doc.get("form_factor"), "form_factor", optional=True),
-        compute_capability=None if doc.get("compute_capability") is None else str(doc["compute_capability"]),
+        compute_capability=_capability(doc.get("compute_capability")),
         sm_count=sm_count,
         compute_unit_kind=kind,
         boost_clock_hz=None if boost is None else boost.value * 1e6,
