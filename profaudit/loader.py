@@ -204,10 +204,10 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
         if explicit:
             raise InputError(path, "empty file")
         return []
-    zeros = None if pr.is_dir else _zero_filled_tail(path, pr)
+    parser = find_parser(path, pr)
+    zeros = None if pr.is_dir else _zero_filled_tail(path, pr, parser)
     if zeros and explicit:
         raise InputError(path, zeros)
-    parser = find_parser(path, pr)
     if parser is None:
         if explicit:
             raise InputError(path, _unrecognised_reason(pr))
@@ -269,9 +269,10 @@ def read_one(path: Path, explicit: bool = True, options=None) -> list[Profile]:
 # the zero bytes at the end of a text file that make it damaged, not a text with a stray NUL (a C
 # string's terminator written with it): a filesystem block, what preallocation and a crash leave
 ZERO_TAIL_BYTES = 4096
-# and at the end of any other file but an SQLite database (whose free pages may be zeros, and
-# whose reader reads only the pages it needs): no corpus file ends in more than 2
+# and at the end of any other file but an SQLite database read as one (its free pages may be
+# zeros, and SQLite reads only the pages it needs): no corpus file ends in more than 2
 ZERO_TAIL_BINARY_BYTES = 1 << 20
+SQLITE_READERS = frozenset({"nsys-sqlite", "rocpd"})
 
 
 def _zero_tail_problem(kind: str, n: int) -> str:
@@ -279,7 +280,7 @@ def _zero_tail_problem(kind: str, n: int) -> str:
             "take it again from where it was written")
 
 
-def _zero_filled_tail(path: Path, pr) -> str | None:
+def _zero_filled_tail(path: Path, pr, parser=None) -> str | None:
     """The problem with a file that ends in zeros, or None. Read whole, such a file costs its full
     size: s19 hostile fuzz, a 1 GiB sparse file (the seed's text, then a hole) peaked at 2.15 GB
     in the ncu-csv and KernelBench readers before a refusal, a 5 GiB one at 5.2 GB in the xplane
@@ -296,7 +297,9 @@ def _zero_filled_tail(path: Path, pr) -> str | None:
             codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
         except UnicodeDecodeError:
             text = False  # not UTF-8 text (a binary format, another encoding)
-    if not text and pr.raw_head.startswith(b"SQLite format 3\x00"):
+    # an SQLite database under another format's name is read by that format's reader, whole (s19,
+    # xplane #212 of seed 1903: one under an .xplane.pb name, made a 5 GiB sparse file, 5.2 GB)
+    if not text and pr.raw_head.startswith(b"SQLite format 3\x00") and getattr(parser, "name", None) in SQLITE_READERS:
         return None
     try:
         size = path.stat().st_size

@@ -424,3 +424,14 @@ def test_a_kernel_trace_whose_name_leaves_no_room_for_its_companions_loads(tmp_p
     alone.parent.mkdir()
     alone.write_bytes(trace.read_bytes())
     _frames_equal(profaudit.load(long), profaudit.load(alone))
+
+
+def test_an_sqlite_database_under_another_formats_name_is_not_spared(dbs, tmp_path, cli):
+    """s19 hostile fuzz (xplane #212, seed 1903): an SQLite database under an .xplane.pb name,
+    made a 5 GiB sparse file, was spared the zero-tail check for being SQLite, then read whole by
+    the xplane reader (5.2 GB) to be refused at its first byte. Only a database read as one is
+    spared."""
+    f = tmp_path / "run.xplane.pb"
+    f.write_bytes(dbs["nsys"].read_bytes())
+    os.truncate(f, 64 << 20)
+    assert_one_line_error(cli("summary", f), "data that ends in 1,048,576 or more zero bytes")
