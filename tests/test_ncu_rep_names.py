@@ -21,18 +21,35 @@ def _badly_named_copy(tmp_path) -> tuple[Path, Path]:
 
 
 @pytest.mark.corpus
-def test_a_report_whose_name_is_not_utf8_loads(tmp_path):
+def test_a_report_whose_name_is_not_utf8_loads(tmp_path, monkeypatch):
     pytest.importorskip("ncu_report")
+    import tempfile
+
     import profaudit
 
     src, bad = _badly_named_copy(tmp_path)
     want = next(iter(profaudit.load(src, parallel=False)))
+    # the link's temporary folder goes where tempfile puts folders: a folder of this test's, so
+    # that its removal is seen (review F19-7: the check looked in tmp_path, where no link is made)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    links = []
+    real_symlink = os.symlink
+
+    def symlink(target, link, *args, **kw):
+        links.append(Path(link))
+        return real_symlink(target, link, *args, **kw)
+
+    monkeypatch.setattr(os, "symlink", symlink)
     got = next(iter(profaudit.load(bad, parallel=False)))
     for name, df in want.tables.items():
         assert got.tables[name].drop("profile_id").equals(df.drop("profile_id")), name
     assert {k: v for k, v in got.metadata.items() if k != "path"} == {k: v for k, v in want.metadata.items() if k != "path"}
     assert got.metadata["path"].endswith("caf\\xe9\\xff.ncu-rep")
-    assert not [p for p in tmp_path.iterdir() if p != bad]  # the link's folder is gone
+    # read through one link with a plain name, made in that folder, and gone with its folder
+    assert len(links) == 1 and links[0].parent.parent == temp and links[0].name == "report.ncu-rep", links
+    assert not list(temp.iterdir())
 
 
 @pytest.mark.corpus
