@@ -20,6 +20,7 @@ Categorical); gathered, 2.6 -> 1.94 GB (s19).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 # pyarrow.dataset's default batch size, which `pq.read_table` (and so polars' use_pyarrow read) uses
@@ -42,6 +43,14 @@ def read_parquet_frame(source: Any):
     import polars as pl
     import pyarrow.parquet as pq
 
+    from profaudit.parsers.textsafe import utf8_name
+
+    if isinstance(source, (str, os.PathLike)) and not utf8_name(source):
+        # pyarrow takes a path as UTF-8 text only: a Neuron Explorer folder or a dataset under a
+        # parent named with non-UTF-8 bytes failed with "'utf-8' codec can't encode characters ...
+        # surrogates not allowed" (D, s19). Python opens such a path; pyarrow reads the file object
+        with open(source, "rb") as fh:
+            return read_parquet_frame(fh)
     plain = pq.ParquetFile(source, memory_map=True)
     strings = _string_columns(plain.schema_arrow)
     names = plain.schema_arrow.names

@@ -68,3 +68,17 @@ def test_a_batch_of_strings_only(tmp_path):
     got = read_parquet_frame(tmp_path / "w.parquet")
     assert got.equals(pl.read_parquet(tmp_path / "w.parquet", use_pyarrow=True), null_equal=True)
     assert got.to_dict(as_series=False) == {"message": [_PID, None, "short"], "kind": ["a", "b", None]}
+
+
+def test_a_path_that_is_not_utf8(tmp_path):
+    # a part under a folder named with non-UTF-8 bytes (held by Python as surrogate escapes): pyarrow
+    # refused the path ("surrogates not allowed"); the file object reads the same frame
+    import os
+
+    folder = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9")
+    os.mkdir(folder)
+    df, f = _written(tmp_path, 1_000)
+    target = os.path.join(folder, "part.parquet")
+    os.replace(f, target)
+    got = read_parquet_frame(target)
+    assert got.equals(df, null_equal=True) and got.schema == df.schema
