@@ -11,6 +11,7 @@ Python object is built. Real claim files have no aliases or a handful (a shared 
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Any
@@ -31,8 +32,29 @@ class _TooManyNodes(Exception):
 
 
 class _HugeInt(Exception):
-    def __init__(self, line: int, digits: int, limit: int):
-        super().__init__(f"line {line}: an integer of {digits:,} digits, more than the {limit:,} Python reads")
+    def __init__(self, line: int, digits: int | None, limit: int):
+        size = f"of {digits:,} digits, more than" if digits is not None else "of more than"
+        super().__init__(f"line {line}: an integer {size} the {limit:,} Python reads")
+
+
+def _refused_scalar_digits(text: str) -> int | None:
+    """How many decimal digits the int of a YAML 1.1 int scalar has that int() refused for
+    Python's digit limit, without building it: decimal text, its digits; a sexagesimal one
+    (a:b:c, base 60: the first part times 60**k plus less than 60**k), from its first part's
+    length and leading digits -- its ':'-joined text was counted as digits before (review F19-2,
+    '1<5000 zeros>:30' said 5,004 digits for a value of 5,002). None where that estimate lies too
+    near a power of ten to be sure."""
+    parts = text.lstrip("+-").replace("_", "").split(":")
+    first = parts[0].lstrip("0") or "0"
+    if len(parts) == 1:
+        return len(first)
+    if not first.isdigit() or first == "0":  # not a sexagesimal PyYAML resolves (its first part is 1-9...)
+        return None
+    # log10(first * 60**k): its leading 30 digits set the mantissa to ~1e-29, the lower parts
+    # add less than one in first (over 4,300 digits), floats ~1e-12 at these sizes
+    x = math.log10(int(first[:30])) + (len(first) - min(len(first), 30)) + (len(parts) - 1) * math.log10(60)
+    k = math.floor(x)
+    return k + 1 if 1e-9 < x - k < 1 - 1e-9 else None
 
 
 def _counting_loader(yaml):
@@ -60,10 +82,9 @@ def _counting_loader(yaml):
             try:
                 value = super().construct_yaml_int(node)
             except ValueError:  # decimal text past the limit: int() refused it
-                digits = len(node.value.lstrip("+-").replace("_", "").lstrip("0"))
-                raise _HugeInt(node.start_mark.line + 1, digits, limit) from None
-            if limit and value.bit_length() > 3 * limit and int_digits(value) > limit:  # bits: a cheap bound first
-                raise _HugeInt(node.start_mark.line + 1, int_digits(value), limit)
+                raise _HugeInt(node.start_mark.line + 1, _refused_scalar_digits(node.value), limit) from None
+            if limit and value.bit_length() > 3 * limit and (digits := int_digits(value)) > limit:  # bits: a cheap bound first
+                raise _HugeInt(node.start_mark.line + 1, digits, limit)
             return value
 
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
