@@ -20,6 +20,7 @@ import io
 import os
 import random
 import shutil
+import stat
 import sys
 import zlib
 from dataclasses import dataclass
@@ -470,8 +471,27 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple
 
     if rng.random() < hostile.FS_RATE:  # the file system's own damage (s19): odd names, FIFOs, SQLite logs ...
         out, label, left_out = hostile.fs_hostile(out, rng)
-        m = Mutant(m.data, f"{m.label}; fs: {label}", m.cut_incomplete or left_out)
+        cut = m.cut_incomplete and not _zeros_give_back(_seed_bytes(seed.path), m.data, out)
+        m = Mutant(m.data, f"{m.label}; fs: {label}", cut or left_out)
     return out, m
+
+
+def _zeros_give_back(seed: bytes, data: bytes, out: Path) -> bool:
+    """Whether the file `out`, `data` followed by zeros (a sparse file's holes), holds the whole seed
+    again: a cut that dropped only zero bytes (an SQLite page's unused end) and was then padded
+    with zeros lost nothing, and loading it as whole is right (s19 seed 3122, rocpd #924 and #1280:
+    the last 56 and 35 bytes of a 100 KB database cut, all zeros, then a 5 GiB / 1 GiB sparse file:
+    its first 100 KB the seed's bytes exactly, judged silent_partial)."""
+    if not (len(seed) > len(data) and seed.startswith(data)):
+        return False
+    try:
+        # a regular file only: a FIFO's open would wait for a writer, a link to /dev/zero never ends
+        if not stat.S_ISREG(out.stat().st_mode):
+            return False
+        with open(out, "rb") as fh:
+            return fh.read(len(seed)) == seed
+    except OSError:
+        return False
 
 
 # the share of a folder seed's mutants whose damage is to the folder, not inside a file
