@@ -471,17 +471,20 @@ def write_mutant(seed: Seed, rng: random.Random, dest: Path, donors=()) -> tuple
 
     if rng.random() < hostile.FS_RATE:  # the file system's own damage (s19): odd names, FIFOs, SQLite logs ...
         out, label, left_out = hostile.fs_hostile(out, rng)
-        cut = m.cut_incomplete and not _zeros_give_back(_seed_bytes(seed.path), m.data, out)
+        cut = m.cut_incomplete and not _padded_back(_seed_bytes(seed.path), m.data, out)
         m = Mutant(m.data, f"{m.label}; fs: {label}", cut or left_out)
     return out, m
 
 
-def _zeros_give_back(seed: bytes, data: bytes, out: Path) -> bool:
-    """Whether the file `out`, `data` followed by zeros (a sparse file's holes), holds the whole seed
-    again: a cut that dropped only zero bytes (an SQLite page's unused end) and was then padded
-    with zeros lost nothing, and loading it as whole is right (s19 seed 3122, rocpd #924 and #1280:
-    the last 56 and 35 bytes of a 100 KB database cut, all zeros, then a 5 GiB / 1 GiB sparse file:
-    its first 100 KB the seed's bytes exactly, judged silent_partial)."""
+def _padded_back(seed: bytes, data: bytes, out: Path) -> bool:
+    """Whether the file `out` is the tail cut `data` of the seed padded back to at least the seed's
+    length with zeros (a sparse file's holes): then every byte position of the seed is there again,
+    the cut ones as zeros. Where the dropped bytes were zeros nothing changed (s19 seed 3122, rocpd
+    #924 and #1280: 56 and 35 zero bytes of a 100 KB database, then a 5 GiB / 1 GiB sparse file whose
+    first 100 KB are the seed's bytes exactly); otherwise the tail was overwritten with zeros
+    (nsys-sqlite #2338: 10 bytes of text in a database's last page), damage no reader can tell from
+    content without a checksum, judged as the byte mutators' overwrites are, not as a cut. Only
+    SQLite is concerned: the loader refuses any other file that ends in 1 MiB of zeros (027c4e2)."""
     if not (len(seed) > len(data) and seed.startswith(data)):
         return False
     try:
@@ -489,9 +492,10 @@ def _zeros_give_back(seed: bytes, data: bytes, out: Path) -> bool:
         if not stat.S_ISREG(out.stat().st_mode):
             return False
         with open(out, "rb") as fh:
-            return fh.read(len(seed)) == seed
+            head = fh.read(len(seed))
     except OSError:
         return False
+    return len(head) == len(seed) and head.startswith(data) and not head[len(data):].strip(b"\0")
 
 
 # the share of a folder seed's mutants whose damage is to the folder, not inside a file
