@@ -32,7 +32,8 @@ def test_a_lone_surrogate_is_one_line(tmp_path, cli, old, new, field):
     assert_one_line_error(res, f"bad device spec: {field} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape): not text")
 
 
-@pytest.mark.parametrize("value, shown", [("[1, 2]", "[1, 2]"), ("{a: 1}", "{'a': 1}"), (".inf", "inf"), ("true", "True"), ("-8.6", "-8.6")])
+@pytest.mark.parametrize("value, shown", [("[1, 2]", "[1, 2]"), ("{a: 1}", "{'a': 1}"), (".inf", "inf"), ("true", "True"), ("-8.6", "-8.6"),
+                                          (str(10**39), str(10**39)), (str(10**400), "an integer of 401 digits"), (".nan", "nan")])
 def test_a_compute_capability_that_is_no_version_is_one_line(tmp_path, cli, value, shown):
     res = cli("devices", "--spec", _spec(tmp_path, "compute_capability: '8.6'\n", f"compute_capability: {value}\n"))
     assert_one_line_error(res, f"bad device spec: compute_capability must be a version such as '8.6', got {shown}")
