@@ -42,7 +42,7 @@ import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, Overflow
 from pathlib import Path
 from typing import Any
 
@@ -293,15 +293,18 @@ def _fix_odd_text(text: pl.Series, ns: pl.Series) -> pl.Series:
 def _decimal_ns(text: str | None) -> int | None:
     if text is None:
         return None
+    beyond = NotAnEvent(f"a timestamp or duration of {text[:30]!r} us is beyond the 64-bit nanosecond range")
     try:
         d = Decimal(text) * 1000
+    except Overflow:  # past the context's exponent (a number of a million digits): far beyond the range too
+        raise beyond from None
     except InvalidOperation:
         return None
     if not d.is_finite():
         return None
     ns = int(d.to_integral_value(rounding="ROUND_HALF_UP"))
     if not -(2**63) <= ns < 2**63:
-        raise NotAnEvent(f"a timestamp or duration of {text[:30]!r} us is beyond the 64-bit nanosecond range")
+        raise beyond
     return ns
 
 

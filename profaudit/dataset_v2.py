@@ -86,18 +86,28 @@ def json_doc(raw: str | bytes):
     """`json.loads` of a dataset file (marker, manifest, metadata). Nesting past the interpreter's
     depth is damage like any other, a ValueError: json raises RecursionError there, which no
     reader's `except ValueError` caught (a marker nested 5,000 deep reached the catch-all)."""
+    # json.loads decodes bytes with 'surrogatepass', so a surrogate written out as UTF-8 bytes
+    # (ED A0 80) became a lone surrogate too (fuzz_long s19 final run, seed 2042, dataset #2737: a
+    # manifest's profile id reached polars as a UnicodeEncodeError). Strict UTF-8 refuses those
+    # bytes; a document that is not strict UTF-8 (UTF-16 with its BOM, say) keeps json's own
+    # decoding and always pays for the check below.
+    try:  # (utf-8-sig: a BOM is dropped, as json.loads does for bytes)
+        text, data = (raw.decode("utf-8-sig"), raw) if isinstance(raw, bytes) else (raw, raw.encode("utf-8"))
+        strict = True
+    except UnicodeError:
+        text, data, strict = raw, b"", False
     try:
-        doc = json.loads(raw)
+        doc = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deep") from None
     # A "\ud800" escape decodes to a lone surrogate, which no table (polars, Parquet) can hold: the
     # string reached polars as a UnicodeEncodeError, the catch-all (fuzz_surfaces s18, dataset #526,
-    # a layout-1 marker's profile). Only a document with such an escape pays for the check.
-    if _SURROGATE_ESCAPE.search(raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")):
+    # a layout-1 marker's profile). Only such a document pays for the check.
+    if not strict or _SURROGATE_ESCAPE.search(data):
         try:
             json.dumps(doc, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError("a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
+            raise ValueError("a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff), escaped or as bytes") from None
     return doc
 
 
@@ -385,9 +395,6 @@ def snapshot(store, since: str | None = None) -> Snapshot:
 
 class _VanishedManifest(Exception):
     pass
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def check_manifest(m, raw: bytes, where: str) -> None:

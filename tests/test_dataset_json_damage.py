@@ -25,6 +25,29 @@ def test_json_doc_refuses_a_lone_surrogate_and_keeps_a_pair():
     assert v2.json_doc(b'{"x": "\\ud83d\\ude00", "y": "\\u00e9"}') == {"x": "\U0001F600", "y": "\u00e9"}
 
 
+def test_json_doc_refuses_a_surrogate_written_as_utf8_bytes():
+    """fuzz_long s19 final run, seed 2042, dataset #2737: a manifest's profile id held the bytes
+    ED A0 80 (a surrogate in UTF-8's form, which strict UTF-8 refuses); json.loads decodes bytes
+    with 'surrogatepass', so it became a lone surrogate and reached polars as a UnicodeEncodeError.
+    A UTF-8 BOM and a UTF-16 document still read as json.loads reads them."""
+    with pytest.raises(ValueError, match="unpaired UTF-16 surrogate"):
+        v2.json_doc(b'{"profiles": [{"profile_id": "\xed\xa0\x80torch"}]}')
+    with pytest.raises(ValueError, match="unpaired UTF-16 surrogate"):
+        v2.json_doc('{"x": "\ud800"}')  # text that already holds one
+    assert v2.json_doc(b'\xef\xbb\xbf{"x": "\xc3\xa9"}') == {"x": "\u00e9"}
+    assert v2.json_doc('{"x": 1}'.encode("utf-16")) == {"x": 1}
+
+
+def test_a_manifest_with_a_surrogate_in_utf8_bytes_is_one_line(tmp_path, cli):
+    ds = tmp_path / "ds"
+    write_dataset(ProfileSet([_profile("a", 3)]), ds)
+    (man,) = (ds / "_manifests").glob("*.json")
+    raw = man.read_bytes()
+    pid = json.loads(raw)["profiles"][0]["profile_id"].encode()
+    man.write_bytes(raw.replace(b'"' + pid + b'"', b'"\xed\xa0\x80' + pid + b'"'))
+    assert_one_line_error(cli("roofline", ds, "-f", "json"), "unpaired UTF-16 surrogate")
+
+
 def test_a_layout_1_marker_with_a_lone_surrogate_profile_is_one_line(tmp_path, cli):
     ds = _write_layout_1(ProfileSet([_profile("a", 3)]), tmp_path / "ds")
     marker = json.loads((ds / v2.MARKER).read_text())

@@ -243,6 +243,16 @@ def test_chrome_trace_numbers_beyond_64_bits(tmp_path):
     f = tmp_path / "trace.json"
     f.write_text(json.dumps(_trace([{"ph": "X", "name": "op2", "cat": "cpu_op", "pid": 1, "tid": 2, "ts": "1" + "0" * 60, "dur": 2}])))
     _refused(f, "beyond the 64-bit nanosecond range")
+
+
+@pytest.mark.parametrize("ts", ["9" * 1_000_001, "1e999999", "-" + "7" * 1_000_001])
+def test_chrome_trace_number_text_past_decimals_exponent(tmp_path, ts):
+    """fuzz_long s19 final run, seed 2042, chrome-trace #3056: a 'ts' of a million digits in text
+    went to Decimal, whose product passed the context's exponent: decimal.Overflow reached the
+    catch-all. It is beyond the range like any other number too big for 64-bit nanoseconds."""
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps(_trace([{"ph": "X", "name": "op2", "cat": "cpu_op", "pid": 1, "tid": 2, "ts": ts, "dur": 2}])))
+    _refused(f, "beyond the 64-bit nanosecond range")
     g = tmp_path / "trace2.json"
     g.write_text(json.dumps(_trace([{"ph": "X", "name": "k", "cat": "kernel", "pid": 0, "tid": 7, "ts": 31, "dur": 2,
                                      "args": {"grid": [10**30, 1, 1], "block": [128, 1, 1]}}])))
