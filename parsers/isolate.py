@@ -92,17 +92,21 @@ def can_isolate() -> bool:
     return hasattr(os, "fork") and sys.platform != "win32"
 
 
-def _pack(obj: Any) -> bytes:
+def _framed(obj: Any) -> tuple[bytes, bytes]:
+    """A message as it goes down a pipe or socket: its length (_LEN), then its pickle."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _LEN.pack(len(data)) + data
+    return _LEN.pack(len(data)), data
+
+
+def _pack(obj: Any) -> bytes:
+    return b"".join(_framed(obj))
 
 
 def _send(fd: int, obj: Any) -> None:
     """One message (what _pack makes) down a pipe. The length and the pickle go out together
     (writev), not joined first: joining copied the pickle into a fresh buffer, ~50 pages for
     bobschreiner's 207 KB answer, each a page fault in the child just before it exits."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    head = _LEN.pack(len(data))
+    head, data = _framed(obj)
     n = os.writev(fd, (head, data))
     if n < len(head):  # a signal cut the write inside the 8-byte head (never seen): finish it
         view = memoryview(head)[n:]

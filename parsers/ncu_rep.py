@@ -56,6 +56,7 @@ from profaudit.parsers.isolate import run_isolated
 # light module; its set-up and warm-up are named here too, where the bench swaps them.
 from profaudit.parsers.ncu_child import AGG, COLS, NUM_COLS, Columns, nvperf_library, prepare_reader, read_actions, warm_reader  # noqa: F401
 from profaudit.parsers.protowire import WireError, decode, iter_fields, text
+from profaudit.parsers.textsafe import utf8_name
 
 MAGIC = b"NVR\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # .ncu-repz is the whole .ncu-rep in zstd frames
@@ -408,19 +409,19 @@ def _chunk_frame(ch: dict[str, Any], head: dict[str, Any] | None = None) -> pl.D
         if len(nulls):
             col = col.scatter(nulls, None)
         cols.append(col)
-    parts = []
+    parts, lengths = [], set()
     for c in _STR_ORDER:
         if h:
             first = np.frombuffer(head["codes"][c], dtype=np.int32)
             parts.append(np.where(first > 0, first + shift, first))
         parts.append(np.frombuffer(ch["codes"][c], dtype=np.int32))
+        lengths.add(len(parts[-1]) + (len(parts[-2]) if h else 0))
     # code -1 (instance_key only: an integer id) is the null here, its text put below; every other
     # code is >= 0, so the view as unsigned is the same numbers
-    codes = np.maximum(np.concatenate(parts), 0) if len(parts) > 1 else np.maximum(parts[0], 0)
+    codes = np.maximum(np.concatenate(parts), 0)
     # the slices below take each column's rows from one length: text columns of different lengths
     # made a frame that was refused (ShapeError) when each was gathered apart, and so they still
     # are (review F19-1; the child builds its columns in lockstep, so never seen)
-    lengths = {len(parts[k]) + (len(parts[k + 1]) if h else 0) for k in range(0, len(parts), 2 if h else 1)}
     if len(lengths) != 1:
         raise ValueError(f"the reader's text columns differ in length ({sorted(lengths)})")
     n = lengths.pop()
@@ -643,7 +644,7 @@ def read_report(path: Path, options: ReadOptions | None = None):
     # metric chunks stream back while it reads, and become kernel rows and frames here.
     st = os.stat(path)
     rows = _KernelRows(out)
-    if _text_name(path):
+    if utf8_name(path):
         warm = functools.partial(warm_reader, os.path.abspath(path), (st.st_ino, st.st_size, st.st_mtime_ns)) if warm_reader is not None else None
         res = run_isolated(path, functools.partial(read_actions, str(path)), rows.add_chunk, "the ncu_report reader", prepare=prepare_reader, warm=warm, spawn=SPAWN_ZYGOTE)
     else:
@@ -689,16 +690,6 @@ def read_report(path: Path, options: ReadOptions | None = None):
             "duration, launch or counter values; their rule results say why ncu could not profile them"
         )
     return new_profile(path, PARSER, {"kernels": kdf, "metrics": out.frame()}, md)
-
-
-def _text_name(path: Path) -> bool:
-    """Whether the path is text ncu_report can take: valid UTF-8 (not bytes kept as surrogate
-    escapes)."""
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _unmeasured(row: dict, names) -> bool:

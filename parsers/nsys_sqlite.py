@@ -148,26 +148,26 @@ def _sidecar_problem(path: Path, page_size: int) -> str | None:
     stale or torn, and was loaded as whole (s19 hostile fuzz, a WAL copy: 4 kernels loaded where
     sqlite3 itself sees 2)."""
     wal = Path(f"{path}-wal")
-    try:
-        with open(wal, "rb") as f:
-            head = f.read(32 + 24)
-    except OSError:
-        head = b""
+    head = _first_bytes(wal, 32 + 24)
     # a log with at least one frame whose salts match its header (frames of an earlier
     # generation, left after a checkpoint reset the log, do not count)
     if len(head) == 56 and head[:4] in WAL_MAGICS and head[16:24] == head[32 + 8 : 32 + 16]:
         return (f"a write-ahead log beside it ({wal.name}) holds changes the database file lacks (a copy taken while it was open for writing): "
                 f"open the database once with sqlite3 so that they are written into it, or copy it again once its writer has closed it")
     journal = Path(f"{path}-journal")
-    try:
-        with open(journal, "rb") as f:
-            jhead = f.read(8)
-    except OSError:
-        jhead = b""
-    if jhead == JOURNAL_MAGIC:
+    if _first_bytes(journal, 8) == JOURNAL_MAGIC:
         return (f"a rollback journal beside it ({journal.name}) says a write to it was interrupted, so the file may hold half of it: "
                 f"open the database once with sqlite3 to roll it back, or copy it again once its writer has closed it")
     return None
+
+
+def _first_bytes(p: Path, n: int) -> bytes:
+    """Up to `n` bytes from the start of `p`; none where it cannot be read (absent, above all)."""
+    try:
+        with open(p, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
 
 
 _lenient_text = functools.partial(str, encoding="utf-8", errors="replace")

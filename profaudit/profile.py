@@ -36,17 +36,16 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _check_nesting(metadata: Mapping, where) -> None:
+    # scalars never go on the stack: only a container can nest
     stack = [(v, 1) for v in metadata.values() if type(v) not in _SCALARS]
     while stack:
         v, depth = stack.pop()
-        if type(v) in _SCALARS:
-            continue
         if isinstance(v, (Mapping, list, tuple, set)):
             if depth >= _MAX_METADATA_DEPTH:
                 from profaudit.errors import InputError
 
                 raise InputError(where, f"its metadata holds a value nested more than {_MAX_METADATA_DEPTH} deep")
-            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, Mapping) else v))
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, Mapping) else v) if type(x) not in _SCALARS)
 
 
 def _fits(value: Any) -> bool:
